@@ -1,0 +1,1 @@
+"""A provider-neutral chat-and-tools engine. Imports nothing from the domain."""

@@ -1,0 +1,54 @@
+"""The one interface every model provider implements (CONTRACT §3)."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from typing import Any
+
+from agent.exceptions import BackendError
+
+__all__ = ["Backend", "BackendError", "STOP_REASONS", "USAGE_KEYS", "CallContext", "call_context", "zero_usage"]
+
+STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered")
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+Event = dict[str, Any]
+
+
+class CallContext:
+    """Which call of which session is being made; read by backends that need it (the fake)."""
+
+    def __init__(self, session_id: str, call_index: int) -> None:
+        self.session_id = session_id
+        self.call_index = call_index
+
+
+call_context: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("agent_call_context", default=None)
+
+
+def zero_usage() -> dict[str, int]:
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
+class Backend:
+    """Subclasses translate neutral messages to their wire and the wire back to the four event kinds."""
+
+    name = "base"
+    default_model = ""
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> Iterator[Event]:
+        """Yield `text`, `reasoning`, `tool_use` events, then one `done`; raise BackendError on failure."""
+        raise NotImplementedError("Backend subclasses implement stream().")
+
+    def check(self) -> list[str]:
+        """Configuration problems, each one clear sentence (used by `manage.py check`)."""
+        return []
