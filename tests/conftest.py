@@ -1,0 +1,104 @@
+"""Shared fixtures: users, a scripted fake backend, the API client and a stream reader."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from agent.backends import reset_backends
+from agent.models import Session
+
+
+@pytest.fixture(autouse=True)
+def _fresh_backends():
+    reset_backends()
+    yield
+    reset_backends()
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("uma", password="pw-uma-12345")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("otto", password="pw-otto-12345")
+
+
+@pytest.fixture
+def api(user) -> ApiClient:
+    return ApiClient(user)
+
+
+@pytest.fixture
+def script(tmp_path, settings):
+    """Set the fake backend's script: `script([[events of call 0], [events of call 1], ...])`."""
+
+    def write(calls: list[list[dict[str, Any]]]) -> None:
+        path = tmp_path / "script.json"
+        path.write_text(json.dumps({"calls": calls}))
+        settings.AGENT_BACKEND = "fake"
+        settings.AGENT_FAKE_SCRIPT = str(path)
+        reset_backends()
+
+    return write
+
+
+@pytest.fixture
+def chat(user) -> Session:
+    return Session.objects.create(user=user, purpose="chat", system_prompt="You are helpful.")
+
+
+def parse_sse(body: bytes) -> list[tuple[str, Any]]:
+    """Events of an SSE body as (name, decoded JSON data); comments ignored."""
+    events = []
+    for block in body.decode().split("\n\n"):
+        name, data = None, []
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data.append(line[6:])
+        if name:
+            events.append((name, json.loads("\n".join(data)) if data else None))
+    return events
+
+
+class ApiClient:
+    """Django's test client speaking the JSON API as a signed-in user, with CSRF checks on."""
+
+    def __init__(self, user: Any) -> None:
+        self.client = Client(enforce_csrf_checks=True)
+        self.client.force_login(user)
+        self.client.get("/accounts/login/")  # sets the CSRF cookie
+        self.csrf = self.client.cookies["csrftoken"].value
+
+    def post(self, url: str, body: Any = None, raw: bytes | None = None):
+        data = raw if raw is not None else json.dumps(body if body is not None else {})
+        return self.client.post(url, data=data, content_type="application/json", HTTP_X_CSRFTOKEN=self.csrf)
+
+    def get(self, url: str, **headers: Any):
+        return self.client.get(url, **headers)
+
+    def send(self, session: Session, text: str):
+        return self.post(f"/api/agent/sessions/{session.pk}/messages", {"text": text})
+
+    def events(self, url: str, **headers: Any) -> list[tuple[str, Any]]:
+        response = self.client.get(url, **headers)
+        assert response.status_code == 200, response.content
+        assert response["Content-Type"] == "text/event-stream"
+        return parse_sse(b"".join(response.streaming_content))
+
+    def turn(self, session: Session, text: str) -> list[tuple[str, Any]]:
+        response = self.send(session, text)
+        assert response.status_code == 202, response.content
+        return self.events(response.json()["stream_url"])
+
+    def transcript(self, session: Session) -> dict[str, Any]:
+        response = self.get(f"/api/agent/sessions/{session.pk}")
+        assert response.status_code == 200
+        return response.json()

@@ -1,0 +1,55 @@
+"""Small helpers for the JSON API: error bodies, body parsing, the rate limit."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+
+from agent.models import RateEvent
+
+MAX_TEXT = 20_000
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}, **extra}, status=status)
+
+
+def json_body(request: HttpRequest) -> dict[str, Any] | None:
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def message_text(body: dict[str, Any] | None) -> str | None:
+    """The message text when valid: a non-blank string of at most 20,000 characters."""
+    text = (body or {}).get("text")
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+        return None
+    return text
+
+
+def take_rate_slot(user: Any) -> int | None:
+    """Record one accepted message; None when allowed, else seconds until a slot frees.
+
+    Insert first, then count: racing requests each see the others, so the limit holds.
+    """
+    limit = settings.AGENT_MESSAGES_PER_MINUTE
+    if not limit:
+        return None
+    now = timezone.now()
+    window = now - timedelta(minutes=1)
+    event = RateEvent.objects.create(user=user, created_at=now)
+    recent = list(RateEvent.objects.filter(user=user, created_at__gt=window).order_by("created_at", "pk")
+                  .values_list("pk", "created_at")[: limit + 1])
+    if len(recent) <= limit or event.pk in [pk for pk, _ in recent[:limit]]:
+        return None
+    RateEvent.objects.filter(pk=event.pk).delete()
+    return max(1, math.ceil((recent[0][1] + timedelta(minutes=1) - now).total_seconds()))

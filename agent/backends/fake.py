@@ -1,0 +1,70 @@
+"""A deterministic scripted backend for tests and benchmarks (CONTRACT §5)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from agent.backends.base import Backend, call_context, zero_usage
+from agent.exceptions import BackendError
+
+END_OF_SCRIPT = [{"kind": "text", "text": "(end of script)"}, {"kind": "done", "stop_reason": "end_turn"}]
+
+
+class FakeBackend(Backend):
+    """Replays `calls[k]` for the k-th model call of a session; no network, same answers in every process."""
+
+    name = "fake"
+    default_model = "fake"
+
+    def __init__(self, script: dict[str, Any] | None = None, *, sleep: Any = time.sleep) -> None:
+        self._script = script
+        self._sleep = sleep
+        self.requests: list[dict[str, Any]] = []  # what the engine sent, for tests
+
+    def script(self) -> dict[str, Any]:
+        if self._script is not None:
+            return self._script
+        path = settings.AGENT_FAKE_SCRIPT
+        if not path:
+            return {"calls": []}
+        return json.loads(Path(path).read_text())
+
+    def check(self) -> list[str]:
+        path = settings.AGENT_FAKE_SCRIPT
+        if path and not Path(path).is_file():
+            return [f"AGENT_FAKE_SCRIPT names {path!r}, which is not a readable file."]
+        return []
+
+    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:
+        self.requests.append({"system": system, "messages": messages, "tools": tools, "model": model,
+                              "inference": inference or {}})
+        ctx = call_context.get()
+        index = ctx.call_index if ctx else sum(1 for m in messages if m["role"] == "assistant")
+        calls = self.script().get("calls", [])
+        events = calls[index] if index < len(calls) else END_OF_SCRIPT
+        return self._replay(events)
+
+    def _replay(self, events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        done = False
+        for raw in events:
+            ev = dict(raw)
+            delay = ev.pop("delay_ms", 0)
+            if delay:
+                self._sleep(delay / 1000)
+            if ev["kind"] == "error":
+                raise BackendError(ev.get("message", "scripted failure"), retryable=bool(ev.get("retryable")))
+            if ev["kind"] == "done":
+                ev["usage"] = {**zero_usage(), **(ev.get("usage") or {})}
+                ev.setdefault("stop_reason", "end_turn")
+                done = True
+            yield ev
+            if done:
+                return
+        if not done:
+            yield {"kind": "done", "stop_reason": "end_turn", "usage": zero_usage()}

@@ -1,0 +1,221 @@
+"""Denial-of-wallet guard: four buckets checked before every model call, reserved then settled.
+
+A call reserves its worst case (estimated input plus `max_tokens`) in the ledger before it
+starts and settles to the real usage after, so concurrent turns cannot all pass on the
+same headroom. Checks are one indexed aggregate per user plus one global one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Min, Q, Sum
+from django.utils import timezone
+
+from agent.exceptions import BudgetExceeded
+from agent.models import Spend
+
+MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
+
+# US dollars per million tokens.
+PRICES: dict[str, dict[str, float]] = {
+    # OpenAI
+    "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25, "cache_write": 0.0},
+    "gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, "cache_write": 0.0},
+    "gpt-4.1": {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 0.0},
+    "gpt-4.1-mini": {"input": 0.4, "output": 1.6, "cache_read": 0.1, "cache_write": 0.0},
+    "gpt-4.1-nano": {"input": 0.1, "output": 0.4, "cache_read": 0.025, "cache_write": 0.0},
+    "o3": {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_write": 0.0},
+    "o4-mini": {"input": 1.1, "output": 4.4, "cache_read": 0.275, "cache_write": 0.0},
+    "gpt-5": {"input": 1.25, "output": 10.0, "cache_read": 0.125, "cache_write": 0.0},
+    "gpt-5-mini": {"input": 0.25, "output": 2.0, "cache_read": 0.025, "cache_write": 0.0},
+    # Bedrock
+    "anthropic.claude-3-5-haiku-20241022-v1:0": {"input": 0.8, "output": 4.0, "cache_read": 0.08, "cache_write": 1.0},
+    "anthropic.claude-3-5-sonnet-20241022-v2:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "anthropic.claude-3-7-sonnet-20250219-v1:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "anthropic.claude-sonnet-4-20250514-v1:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "anthropic.claude-opus-4-20250514-v1:0": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "amazon.nova-micro-v1:0": {"input": 0.035, "output": 0.14, "cache_read": 0.00875, "cache_write": 0.0},
+    "amazon.nova-lite-v1:0": {"input": 0.06, "output": 0.24, "cache_read": 0.015, "cache_write": 0.0},
+    "amazon.nova-pro-v1:0": {"input": 0.8, "output": 3.2, "cache_read": 0.2, "cache_write": 0.0},
+    "meta.llama3-3-70b-instruct-v1:0": {"input": 0.72, "output": 0.72, "cache_read": 0.72, "cache_write": 0.0},
+    # Our own backends: real prices so the dollar caps can be exercised offline.
+    "fake": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25},
+    "demo": {"input": 0.1, "output": 0.2, "cache_read": 0.01, "cache_write": 0.125},
+}
+
+# Bedrock cross-region inference profiles prefix the model id ("us.", "eu.", "apac.", "global.").
+_REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.")
+
+
+def price_table() -> dict[str, dict[str, float]]:
+    return {**PRICES, **(getattr(settings, "AGENT_PRICES", None) or {})}
+
+
+def price_for(model: str) -> tuple[dict[str, float], bool]:
+    """The model's prices and whether they are known; unknown models cost as much as the dearest one."""
+    table = price_table()
+    for key in (model, *[model[len(p):] for p in _REGION_PREFIXES if model.startswith(p)]):
+        if key in table:
+            return table[key], True
+    dearest = max(table.values(), key=lambda p: (p.get("output", 0), p.get("input", 0)))
+    return dearest, False
+
+
+def cost_of(model: str, usage: dict[str, int]) -> Decimal:
+    p, _ = price_for(model)
+    dollars = (
+        usage.get("input_tokens", 0) * p.get("input", 0)
+        + usage.get("output_tokens", 0) * p.get("output", 0)
+        + usage.get("cache_read_tokens", 0) * p.get("cache_read", 0)
+        + usage.get("cache_write_tokens", 0) * p.get("cache_write", 0)
+    ) / 1_000_000
+    return Decimal(str(round(dollars, 6)))
+
+
+def total_tokens(usage: dict[str, int]) -> int:
+    return sum(int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+
+
+@dataclass(frozen=True)
+class Limits:
+    per_minute: int
+    per_hour: int
+    usd_month: float
+    usd_global: float
+
+    @classmethod
+    def from_settings(cls) -> Limits:
+        return cls(settings.AGENT_BUDGET_TOKENS_PER_MINUTE, settings.AGENT_BUDGET_TOKENS_PER_HOUR,
+                   settings.AGENT_BUDGET_USD_PER_MONTH, settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH)
+
+
+def _usage(user: Any, now: Any) -> dict[str, Any]:
+    """One indexed aggregate over the user's last 30 days, one over everyone's (only when capped)."""
+    mine = Spend.objects.filter(user=user, created_at__gte=now - MONTH).aggregate(
+        minute=Sum("tokens", filter=Q(created_at__gte=now - MINUTE)),
+        hour=Sum("tokens", filter=Q(created_at__gte=now - HOUR)),
+        month=Sum("cost_usd"),
+    )
+    out = {k: v or 0 for k, v in mine.items()}
+    out["global"] = 0
+    if Limits.from_settings().usd_global:
+        out["global"] = Spend.objects.filter(created_at__gte=now - MONTH).aggregate(s=Sum("cost_usd"))["s"] or 0
+    return out
+
+
+MESSAGES = {
+    "minute": "You've sent a lot in the last minute. Please wait a moment and try again.",
+    "hour": "You've reached this hour's usage limit for the assistant. Please try again later.",
+    "month": "You've reached your monthly usage limit for the assistant.",
+    "global": "The assistant has reached its overall monthly usage limit. Please try again later.",
+}
+
+
+def _over(used: dict[str, Any], limits: Limits, extra_tokens: int = 0, extra_usd: float = 0.0) -> str | None:
+    if limits.per_minute and used["minute"] + extra_tokens > limits.per_minute:
+        return "minute"
+    if limits.per_hour and used["hour"] + extra_tokens > limits.per_hour:
+        return "hour"
+    if limits.usd_month and float(used["month"]) + extra_usd > limits.usd_month:
+        return "month"
+    if limits.usd_global and float(used["global"]) + extra_usd > limits.usd_global:
+        return "global"
+    return None
+
+
+def _retry_after(user: Any, bucket: str, now: Any) -> int:
+    window = {"minute": MINUTE, "hour": HOUR, "month": MONTH, "global": MONTH}[bucket]
+    qs = Spend.objects.filter(created_at__gte=now - window)
+    if bucket != "global":
+        qs = qs.filter(user=user)
+    oldest = qs.aggregate(m=Min("created_at"))["m"]
+    if oldest is None:
+        return 1
+    return max(1, math.ceil((oldest + window - now).total_seconds()))
+
+
+def _exceeded(user: Any, bucket: str, now: Any) -> BudgetExceeded:
+    return BudgetExceeded(bucket, MESSAGES[bucket], _retry_after(user, bucket, now))
+
+
+def check(user: Any) -> None:
+    """Raise BudgetExceeded when any bucket is already full."""
+    now = timezone.now()
+    used = _usage(user, now)
+    limits = Limits.from_settings()
+    bucket = _over(used, limits, extra_tokens=1, extra_usd=1e-9)  # a full bucket counts as over
+    if bucket:
+        raise _exceeded(user, bucket, now)
+
+
+@dataclass
+class Reservation:
+    spend_id: int
+    model: str
+
+
+def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> Reservation:
+    """Claim the worst case of the next call in the ledger, or raise BudgetExceeded.
+
+    Insert first, then check the sums including the new row: two racing calls each see
+    the other's reservation, so at most the headroom is spent (never more).
+    """
+    now = timezone.now()
+    limits = Limits.from_settings()
+    worst = {"input_tokens": input_estimate, "output_tokens": max_tokens}
+    # Never reserve more than a whole bucket: an empty bucket always admits one call.
+    tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
+    before = _usage(user, now)
+    bucket = _over(before, limits, tokens, float(cost_of(model, worst)))
+    if bucket:
+        raise _exceeded(user, bucket, now)
+    spend = Spend.objects.create(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=cost_of(model, worst))
+    after = _usage(user, now)
+    bucket = _over(after, limits)
+    if bucket:
+        Spend.objects.filter(pk=spend.pk).delete()
+        raise _exceeded(user, bucket, now)
+    return Reservation(spend.pk, model)
+
+
+def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
+    """Replace the reservation by what the call really used; returns its cost."""
+    cost = cost_of(reservation.model, usage)
+    Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
+    return cost
+
+
+def meter(user: Any) -> dict[str, float]:
+    """Each bucket's fill fraction (0..1+); 0 when the bucket is off."""
+    used = _usage(user, timezone.now())
+    limits = Limits.from_settings()
+
+    def frac(value: Any, limit: float) -> float:
+        return round(float(value) / limit, 4) if limit else 0.0
+
+    return {
+        "minute": frac(used["minute"], limits.per_minute),
+        "hour": frac(used["hour"], limits.per_hour),
+        "month": frac(used["month"], limits.usd_month),
+        "global": frac(used["global"], limits.usd_global),
+    }
+
+
+def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """A cheap upper-ish estimate of input tokens: about four characters a token."""
+    import json
+
+    chars = len(system) + len(json.dumps(tools, default=str))
+    for m in messages:
+        for p in m["parts"]:
+            if p["type"] in ("image", "document"):
+                chars += 6000
+            else:
+                chars += len(json.dumps({k: v for k, v in p.items() if k != "data"}, default=str))
+    return chars // 4 + 1

@@ -1,0 +1,91 @@
+"""Following a turn: from the in-process channel when it runs here, else from the transcript."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from agent import hub
+from agent.models import Message, Turn
+from agent.transcript import part_to_neutral, release_connection
+
+HEARTBEAT = ("heartbeat", None)
+HEARTBEAT_SECONDS = 15.0
+DB_POLL_SECONDS = 0.5
+
+Item = tuple[int | None, str, Any]  # (event id, name, payload)
+
+
+def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS) -> Iterator[Item]:
+    """The turn's events to its terminal one, with heartbeats while waiting. Never runs the model."""
+    channel = hub.get_channel(str(turn.pk))
+    if channel is not None and not (channel.closed and channel.delivered):
+        yield from _from_channel(channel, last_event_id, heartbeat)
+        return
+    turn.refresh_from_db()
+    if turn.finished:
+        yield (None, *_terminal({"terminal_event": turn.terminal_event, "terminal_payload": turn.terminal_payload}))
+        return
+    yield from _from_database(turn, heartbeat)
+
+
+def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float) -> Iterator[Item]:
+    seen = 0 if last_event_id is None else last_event_id + 1
+    while True:
+        release_connection()
+        if not channel.wait(seen, heartbeat):
+            yield (None, *HEARTBEAT)
+            continue
+        events = channel.events[seen:]
+        for offset, (name, payload) in enumerate(events):
+            yield (seen + offset, name, payload)
+        seen += len(events)
+        if channel.closed and seen >= len(channel.events):
+            channel.delivered = True
+            return
+
+
+def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
+    """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
+    last_position, waited = -1, 0.0
+    while True:
+        messages = list(Message.objects.filter(turn=turn, position__gt=last_position)
+                        .exclude(role=Message.USER).prefetch_related("parts").order_by("position"))
+        for message in messages:
+            last_position = message.position
+            yield from ((None, name, payload) for name, payload in _message_events(message))
+        state = Turn.objects.filter(pk=turn.pk).values("status", "terminal_event", "terminal_payload").first()
+        release_connection()
+        if state is None or state["status"] != Turn.RUNNING:
+            yield (None, *_terminal(state))
+            return
+        time.sleep(DB_POLL_SECONDS)
+        waited += DB_POLL_SECONDS
+        if waited >= heartbeat:
+            waited = 0.0
+            yield (None, *HEARTBEAT)
+
+
+def _message_events(message: Message) -> Iterator[tuple[str, Any]]:
+    for part in message.parts.all():
+        p = part_to_neutral(part) if part.type not in ("image", "document") else {"type": part.type}
+        match p["type"]:
+            case "text":
+                yield ("token", {"text": p["text"]})
+            case "reasoning":
+                if p["text"]:
+                    yield ("reasoning", {"text": p["text"]})
+            case "tool_use":
+                yield ("tool_use", {"id": p["id"], "name": p["name"], "input": p["input"]})
+            case "tool_result":
+                yield ("tool_result", {"id": p["tool_use_id"], "name": p.get("name", ""), "status": p["status"],
+                                       "result": p["result"]})
+
+
+def _terminal(state: dict[str, Any] | None) -> tuple[str, Any]:
+    if state and state.get("terminal_event"):
+        return state["terminal_event"], state["terminal_payload"]
+    from agent.loop import calm_error
+
+    return calm_error("chat_error")

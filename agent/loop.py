@@ -1,0 +1,180 @@
+"""run_agent: the synchronous streamed loop, one readable generator of (event, payload) tuples."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from agent import budget, signals
+from agent.backends import get_backend, model_for
+from agent.backends.base import CallContext, call_context, zero_usage
+from agent.exceptions import BackendError, BudgetExceeded
+from agent.models import Message, Session, Turn
+from agent.tools import catalog_for, run_tool
+from agent.transcript import (
+    build_neutral_messages,
+    persist_assistant,
+    persist_tool_results,
+    release_connection,
+    repair_orphans,
+)
+
+logger = logging.getLogger("agent.loop")
+
+Event = tuple[str, Any]
+
+CALM = {
+    "provider_error": "The assistant couldn't answer just now. Please try again in a moment.",
+    "tool_cycle_limit": "The assistant took too many steps on this request and stopped. Try a simpler request.",
+    "chat_error": "Something went wrong on our side. Your message is saved; please try again.",
+}
+
+
+def calm_error(code: str, **extra: Any) -> Event:
+    return ("error", {"code": code, "message": CALM[code], **extra})
+
+
+class _Call:
+    """What one model call streamed, gathered while it is relayed."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[dict[str, Any]] = []
+        self.tool_uses: list[dict[str, Any]] = []
+        self.usage = zero_usage()
+        self.stop_reason = "end_turn"
+
+
+def run_agent(session: Session, *, turn: Turn | None = None,
+              should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
+    backend = get_backend()
+    model = model_for(backend)
+    max_tokens = settings.AGENT_MAX_TOKENS
+    calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
+    total = zero_usage()
+    last_id: int | None = None
+    for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
+        specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now
+        messages = build_neutral_messages(session)
+        try:
+            reservation = budget.reserve(session.user, model, max_tokens=max_tokens,
+                                         input_estimate=budget.estimate_tokens(session.system_prompt, messages, specs))
+        except BudgetExceeded as exc:
+            yield ("error", {"code": "budget_exceeded", "message": exc.message,
+                             "retry_after_seconds": exc.retry_after_seconds})
+            return
+        release_connection()  # nothing pinned while we wait on the model
+        call, failure = _Call(), None
+        token = call_context.set(CallContext(str(session.pk), calls))
+        try:
+            yield from _relay(backend.stream(system=session.system_prompt, messages=messages, tools=specs,
+                                             model=model, inference={"max_tokens": max_tokens}), call, should_stop)
+        except BackendError as exc:
+            logger.error("backend %s failed (session=%s turn=%s retryable=%s): %s", backend.name, session.pk,
+                         getattr(turn, "pk", None), exc.retryable, exc)
+            failure = "provider_error"
+        except Exception:
+            logger.exception("model call failed unexpectedly (session=%s)", session.pk)
+            failure = "chat_error"
+        finally:
+            call_context.reset(token)
+        calls += 1
+        if failure:
+            call.tool_uses, call.stop_reason = [], "error"
+        cost = budget.settle(reservation, call.usage)
+        message = _persist(session, turn, call, backend.name, model, cost, specs)
+        last_id = message.pk
+        _add(total, call.usage)
+        if failure:
+            signals.agent_error.send(sender=Session, session=session, code=failure)
+            yield calm_error(failure)
+            return
+        if call.stop_reason == "stopped" or not call.tool_uses:
+            yield ("done", {"message_id": last_id, "stop_reason": call.stop_reason, "usage": total})
+            return
+        yield from _run_tools(session, turn, call.tool_uses, should_stop)
+        if should_stop():
+            yield ("done", {"message_id": last_id, "stop_reason": "stopped", "usage": total})
+            return
+    yield calm_error("tool_cycle_limit")
+
+
+def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
+    """Forward one model call's events as loop events while gathering them; stop between events."""
+    try:
+        for ev in events:
+            match ev["kind"]:
+                case "text":
+                    call.text.append(ev["text"])
+                    yield ("token", {"text": ev["text"]})
+                case "reasoning":
+                    _add_reasoning(call, ev)
+                    if ev.get("text"):
+                        yield ("reasoning", {"text": ev["text"]})
+                case "tool_use":
+                    tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error") if k in ev}
+                    tool_use["id"] = str(tool_use["id"])
+                    call.tool_uses.append(tool_use)
+                    yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
+                case "done":
+                    call.stop_reason = ev.get("stop_reason") or "end_turn"
+                    call.usage = {**zero_usage(), **(ev.get("usage") or {})}
+            if should_stop():
+                call.stop_reason, call.tool_uses = "stopped", []
+                return
+    finally:
+        close = getattr(events, "close", None)
+        if close:
+            close()
+
+
+def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:
+    if call.reasoning and not call.reasoning[-1].get("signature"):
+        call.reasoning[-1]["text"] += ev.get("text", "")
+        if ev.get("signature"):
+            call.reasoning[-1]["signature"] = ev["signature"]
+    else:
+        call.reasoning.append({"text": ev.get("text", ""), "signature": ev.get("signature", "")})
+
+
+def _persist(session: Session, turn: Turn | None, call: _Call, backend: str, model: str, cost: Decimal,
+             specs: list[dict[str, Any]]) -> Message:
+    return persist_assistant(
+        session, turn=turn, text="".join(call.text), reasoning=call.reasoning, tool_uses=call.tool_uses,
+        usage=call.usage, stop_reason=call.stop_reason, backend=backend, model_id=model, cost_usd=cost,
+        tools_offered=[s["name"] for s in specs],
+    )
+
+
+def _run_tools(session: Session, turn: Turn | None, tool_uses: list[dict[str, Any]],
+               should_stop: Callable[[], bool]) -> Iterator[Event]:
+    """Run each call (every tool_use gets exactly one result), persist them together, then emit effects."""
+    results, effects = [], []
+    for tu in tool_uses:
+        if should_stop():
+            result, status = {"error": "The user stopped this turn before the tool ran."}, "error"
+        else:
+            outcome = run_tool(session, tu)
+            result, status = outcome.result, outcome.status
+            effects += outcome.effects
+            signals.tool_called.send(sender=Session, session=session, name=tu["name"], status=status)
+        results.append({"tool_use_id": tu["id"], "name": tu["name"], "result": result, "status": status})
+    try:
+        persist_tool_results(session, turn=turn, results=results)
+    except Exception:
+        logger.exception("persisting tool results failed (session=%s)", session.pk)
+        repair_orphans(session, turn=turn)
+        raise
+    for r in results:
+        yield ("tool_result", {"id": r["tool_use_id"], "name": r["name"], "status": r["status"], "result": r["result"]})
+    if effects:
+        yield ("effects", effects)
+
+
+def _add(total: dict[str, int], usage: dict[str, int]) -> None:
+    for k in total:
+        total[k] += int(usage.get(k, 0) or 0)

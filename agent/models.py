@@ -1,0 +1,136 @@
+"""The durable neutral transcript: Session → Message → Part, plus turns and the spend ledger."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Session(models.Model):
+    """Identity and scope of one conversation; no foreign key into any domain."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
+    purpose = models.CharField(max_length=40, default="chat")
+    status = models.CharField(max_length=20, default="active")
+    title = models.CharField(max_length=200, blank=True)
+    system_prompt = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    # The turn lease: one turn at a time, across workers and hosts.
+    turn = models.ForeignKey("Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    lease_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.pk}"
+
+
+class Turn(models.Model):
+    """One user message and the model calls that answer it."""
+
+    RUNNING, DONE, ERROR, STOPPED = "running", "done", "error", "stopped"
+    STATUSES = [(s, s) for s in (RUNNING, DONE, ERROR, STOPPED)]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    user_message = models.ForeignKey("Message", null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=STATUSES, default=RUNNING)
+    stop_requested = models.BooleanField(default=False)
+    terminal_event = models.CharField(max_length=20, blank=True)
+    terminal_payload = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "created_at"])]
+
+    @property
+    def finished(self) -> bool:
+        return self.status != self.RUNNING
+
+
+class Message(models.Model):
+    USER, ASSISTANT, TOOL = "user", "assistant", "tool"
+    ROLES = [(r, r) for r in (USER, ASSISTANT, TOOL)]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
+    role = models.CharField(max_length=10, choices=ROLES)
+    position = models.PositiveIntegerField()
+    backend = models.CharField(max_length=20, blank=True)
+    model_id = models.CharField(max_length=200, blank=True)
+    stop_reason = models.CharField(max_length=30, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    tools_offered = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["session", "position"], name="agent_message_position_unique")]
+        indexes = [models.Index(fields=["session", "role", "created_at"], name="agent_msg_session_role_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.position}"
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+class Part(models.Model):
+    TYPES = [(t, t) for t in ("text", "reasoning", "tool_use", "tool_result", "image", "document")]
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="parts")
+    position = models.PositiveIntegerField()
+    type = models.CharField(max_length=20, choices=TYPES)
+    text = models.TextField(blank=True)
+    tool_use_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=64, blank=True)
+    tool_input = models.JSONField(null=True, blank=True)
+    tool_result = models.JSONField(null=True, blank=True)
+    tool_status = models.CharField(max_length=10, blank=True)
+    media_type = models.CharField(max_length=100, blank=True)
+    media_ref = models.CharField(max_length=500, blank=True)
+    signature = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [models.UniqueConstraint(fields=["message", "position"], name="agent_part_position_unique")]
+
+
+class Spend(models.Model):
+    """The budget ledger: one row per model call, reserved before it and settled after."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(db_index=True)
+    model_id = models.CharField(max_length=200, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    settled = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"], name="agent_spend_user_time_idx")]
+
+
+class RateEvent(models.Model):
+    """One accepted user message, for the per-user message rate limit."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"], name="agent_rate_user_time_idx")]

@@ -1,0 +1,35 @@
+"""Who may open and use a chat session: the one place a domain plugs its rules into the engine."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from agent.models import Session
+
+
+class SessionPolicy:
+    """The default: any signed-in user may open sessions of any purpose with no system prompt."""
+
+    def create(self, user: Any, data: dict[str, Any]) -> Session:
+        """Create a session from the API body, or raise PermissionDenied / Http404 / ValueError."""
+        purpose = data.get("purpose") or "chat"
+        if not isinstance(purpose, str) or len(purpose) > 40:
+            raise ValueError("purpose must be a short string.")
+        return Session.objects.create(user=user, purpose=purpose)
+
+    def may_use(self, session: Session) -> bool:
+        """Whether the session's user may still send messages in it."""
+        return True
+
+
+@lru_cache(maxsize=None)
+def _policy(path: str) -> SessionPolicy:
+    return import_string(path)()
+
+
+def get_policy() -> SessionPolicy:
+    return _policy(settings.AGENT_SESSION_POLICY or "agent.policy.SessionPolicy")

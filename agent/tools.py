@@ -1,0 +1,130 @@
+"""The in-memory tool registry: handler and catalogue in one place, filled at start-up."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+logger = logging.getLogger("agent.tools")
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+Handler = Callable[..., Any]
+Available = Callable[[Any, str], bool]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    handler: Handler
+    description: str
+    input_schema: dict[str, Any]
+    purposes: tuple[str, ...]
+    available: Available | None = None
+    validator: Any = field(default=None, compare=False, repr=False)
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def register(
+    name: str,
+    *,
+    description: str = "",
+    input_schema: dict[str, Any] | None = None,
+    purposes: tuple[str, ...] = ("chat",),
+    available: Available | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register `handler(session, **input)` under `name`; `available(session, name)` gates offer and run."""
+    if not TOOL_NAME.match(name):
+        raise ValueError(f"Tool name {name!r} must match [a-zA-Z0-9_-]{{1,64}}.")
+    schema = input_schema or EMPTY_SCHEMA
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+    def deco(fn: Handler) -> Handler:
+        REGISTRY[name] = Tool(name, fn, description, schema, tuple(purposes), available,
+                              jsonschema.Draft202012Validator(schema))
+        return fn
+
+    return deco
+
+
+def unregister(name: str) -> None:
+    REGISTRY.pop(name, None)
+
+
+def catalog_for(purpose: str, session: Any = None) -> list[dict[str, Any]]:
+    """The tool specs this session may be offered, sorted by name."""
+    return [tool.spec() for tool in _offered(purpose, session)]
+
+
+def _offered(purpose: str, session: Any) -> list[Tool]:
+    tools = [t for _, t in sorted(REGISTRY.items()) if not t.purposes or purpose in t.purposes]
+    if session is None:
+        return tools
+    return [t for t in tools if t.available is None or t.available(session, t.name)]
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """A tool result is always a JSON object: lists become {"items": [...]}, scalars {"result": x}."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, list | tuple):
+        return {"items": list(value)}
+    if value is None:
+        return {}
+    return {"result": value}
+
+
+@dataclass
+class ToolOutcome:
+    result: dict[str, Any]
+    status: str  # "ok" | "error"
+    effects: list[dict[str, Any]]
+
+
+def _error(message: str) -> ToolOutcome:
+    return ToolOutcome({"error": message}, "error", [])
+
+
+def run_tool(session: Any, tool_use: dict[str, Any], *, purpose: str | None = None) -> ToolOutcome:
+    """Run one tool call; every failure becomes an error result the model can read."""
+    name = tool_use.get("name", "")
+    tool = REGISTRY.get(name)
+    purpose = purpose or getattr(session, "purpose", "chat")
+    if tool is None or (tool.purposes and purpose not in tool.purposes):
+        return _error(f"Unknown tool {name!r}.")
+    if tool.available is not None and not tool.available(session, name):
+        return _error(f"The tool {name!r} is not available to you here. Ask the user to grant it.")
+    if tool_use.get("input_error"):
+        return _error(f"The arguments for {name!r} were not valid JSON: {tool_use['input_error']}. Try again.")
+    raw = tool_use.get("input")
+    if not isinstance(raw, dict):
+        return _error("Tool input must be a JSON object.")
+    problems = sorted(tool.validator.iter_errors(raw), key=lambda e: list(e.path))
+    if problems:
+        where = "/".join(str(p) for p in problems[0].path) or "input"
+        return _error(f"Invalid input at {where}: {problems[0].message}")
+    try:
+        result = as_object(tool.handler(session, **raw))
+    except Exception as exc:  # the model gets a readable error; the operator gets the traceback
+        logger.exception("tool %s raised (session=%s)", name, getattr(session, "pk", None))
+        return _error(_tool_exception_text(exc))
+    effects = result.pop("_effects", None) or []
+    status = "error" if "error" in result else "ok"
+    return ToolOutcome(result, status, list(effects))
+
+
+def _tool_exception_text(exc: Exception) -> str:
+    # Domain errors that are safe to show carry `public_message`; anything else stays generic.
+    message = getattr(exc, "public_message", None)
+    return str(message) if message else "The tool failed unexpectedly. Try something else or ask the user."

@@ -1,0 +1,125 @@
+"""Reading the transcript as neutral messages and writing it back, one short autocommit write at a time."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+from django.db.models import Max, Prefetch
+
+from agent.models import Message, Part, Session, Turn
+
+ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
+
+
+def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
+    """The transcript in CONTRACT §3 shape; two queries whatever its length. Empty messages are skipped."""
+    rows = Message.objects.filter(session=session).order_by("position").prefetch_related(
+        Prefetch("parts", queryset=Part.objects.order_by("position"))
+    )
+    out = []
+    for message in rows:
+        parts = [part_to_neutral(p) for p in message.parts.all()]
+        if parts:
+            out.append({"role": message.role, "parts": parts})
+    return out
+
+
+def part_to_neutral(part: Part) -> dict[str, Any]:
+    match part.type:
+        case "text":
+            return {"type": "text", "text": part.text}
+        case "reasoning":
+            d = {"type": "reasoning", "text": part.text}
+            if part.signature:
+                d["signature"] = part.signature
+            return d
+        case "tool_use":
+            return {"type": "tool_use", "id": part.tool_use_id, "name": part.tool_name, "input": part.tool_input or {}}
+        case "tool_result":
+            return {"type": "tool_result", "tool_use_id": part.tool_use_id, "name": part.tool_name,
+                    "result": part.tool_result or {}, "status": part.tool_status or "ok"}
+        case "image" | "document":
+            d = {"type": part.type, "media_type": part.media_type, "data": load_media(part.media_ref)}
+            if part.type == "document":
+                d["name"] = part.text or "document"
+            return d
+    raise ValueError(f"Unknown part type {part.type!r}")
+
+
+def load_media(ref: str) -> bytes:
+    """Resolve a media reference through Django's default storage."""
+    from django.core.files.storage import default_storage
+
+    with default_storage.open(ref, "rb") as fh:
+        return fh.read()
+
+
+def _next_position(session: Session) -> int:
+    top = Message.objects.filter(session=session).aggregate(m=Max("position"))["m"]
+    return 0 if top is None else top + 1
+
+
+def add_message(session: Session, role: str, parts: list[dict[str, Any]], *, turn: Turn | None = None,
+                **fields: Any) -> Message:
+    """Append one message with its parts: two short writes, no transaction held beyond them."""
+    message = Message.objects.create(session=session, turn=turn, role=role, position=_next_position(session), **fields)
+    Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
+    return message
+
+
+def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
+    kind = p["type"]
+    row = Part(message=message, position=position, type=kind)
+    if kind in ("text", "reasoning"):
+        row.text = p.get("text", "")
+        row.signature = p.get("signature") or ""
+    elif kind == "tool_use":
+        row.tool_use_id, row.tool_name, row.tool_input = str(p["id"]), p["name"], p.get("input") or {}
+    elif kind == "tool_result":
+        row.tool_use_id, row.tool_name = str(p["tool_use_id"]), p.get("name", "")
+        row.tool_result, row.tool_status = p["result"], p.get("status", "ok")
+    else:
+        row.media_type, row.media_ref, row.text = p.get("media_type", ""), p.get("media_ref", ""), p.get("name", "")
+    return row
+
+
+def persist_assistant(session: Session, *, turn: Turn | None, text: str, reasoning: list[dict[str, Any]],
+                      tool_uses: list[dict[str, Any]], usage: dict[str, int], stop_reason: str,
+                      backend: str, model_id: str, cost_usd: Decimal, tools_offered: list[str]) -> Message:
+    parts: list[dict[str, Any]] = [
+        {"type": "reasoning", "text": r["text"], "signature": r.get("signature", "")} for r in reasoning
+    ]
+    if text:
+        parts.append({"type": "text", "text": text})
+    parts += [{"type": "tool_use", "id": t["id"], "name": t["name"], "input": t.get("input") or {}} for t in tool_uses]
+    return add_message(
+        session, Message.ASSISTANT, parts, turn=turn, backend=backend, model_id=model_id, stop_reason=stop_reason,
+        input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
+        cache_read_tokens=usage.get("cache_read_tokens", 0), cache_write_tokens=usage.get("cache_write_tokens", 0),
+        cost_usd=cost_usd, tools_offered=tools_offered,
+    )
+
+
+def persist_tool_results(session: Session, *, turn: Turn | None, results: list[dict[str, Any]]) -> Message:
+    """One tool-role message holding every result of one model call, in call order."""
+    return add_message(session, Message.TOOL, [{"type": "tool_result", **r} for r in results], turn=turn)
+
+
+def repair_orphans(session: Session, *, turn: Turn | None = None) -> int:
+    """Answer every tool_use that has no tool_result with an error result; returns how many were answered."""
+    used = Part.objects.filter(message__session=session, type="tool_use").values_list("tool_use_id", "tool_name")
+    answered = set(Part.objects.filter(message__session=session, type="tool_result").values_list("tool_use_id", flat=True))
+    orphans = [(uid, name) for uid, name in used if uid not in answered]
+    if orphans:
+        persist_tool_results(session, turn=turn, results=[
+            {"tool_use_id": uid, "name": name, "result": dict(ORPHAN_RESULT), "status": "error"} for uid, name in orphans
+        ])
+    return len(orphans)
+
+
+def release_connection() -> None:
+    """Give the database connection back before waiting on a model (see NOTES: no pinned connections)."""
+    if not connection.in_atomic_block:
+        connection.close()

@@ -1,0 +1,151 @@
+"""Turns: one at a time per session (a lease in the database), run apart from any connection."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+from django.db.models import Q
+from django.utils import timezone
+
+from agent import hub
+from agent.exceptions import TurnInProgress
+from agent.loop import calm_error, run_agent
+from agent.models import Message, Session, Turn
+from agent.transcript import add_message, release_connection, repair_orphans
+
+logger = logging.getLogger("agent.turns")
+
+TERMINAL = ("done", "error", "confirm")
+
+
+def claim(session: Session) -> Turn:
+    """Take the session's lease with one conditional UPDATE, or raise TurnInProgress.
+
+    A lease whose worker died expires; the new turn then closes the dead one and answers
+    its unanswered tool calls so the transcript stays valid.
+    """
+    now = timezone.now()
+    turn = Turn.objects.create(session=session)
+    claimed = Session.objects.filter(pk=session.pk).filter(
+        Q(turn__isnull=True) | Q(lease_until__lt=now)
+    ).update(turn=turn, lease_until=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
+    if not claimed:
+        turn.delete()
+        raise TurnInProgress()
+    stale = Turn.objects.filter(session=session, status=Turn.RUNNING).exclude(pk=turn.pk)
+    for dead in stale:
+        logger.warning("reclaiming turn %s of session %s: its lease expired", dead.pk, session.pk)
+        _finish(dead, "error", dict(calm_error("chat_error")[1]))
+    if stale:
+        repair_orphans(session, turn=turn)
+    return turn
+
+
+def begin(session: Session, text: str) -> tuple[Turn, Message]:
+    turn = claim(session)
+    message = add_message(session, Message.USER, [{"type": "text", "text": text}], turn=turn)
+    Turn.objects.filter(pk=turn.pk).update(user_message=message)
+    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+    return turn, message
+
+
+def start(turn: Turn) -> None:
+    """Run the turn in its own greenlet (or thread), or inline when configured."""
+    mode = settings.AGENT_TURN_EXECUTOR
+    hub.open_channel(str(turn.pk))
+    if mode == "inline":
+        execute(turn.pk)
+        return
+    if mode == "auto" and _gevent_patched():
+        import gevent
+
+        gevent.spawn(_in_background, turn.pk)
+    else:
+        threading.Thread(target=_in_background, args=(turn.pk,), daemon=True).start()
+
+
+def _gevent_patched() -> bool:
+    try:
+        from gevent import monkey
+    except ImportError:
+        return False
+    return monkey.is_module_patched("socket")
+
+
+def _in_background(turn_id: Any) -> None:
+    try:
+        execute(turn_id)
+    finally:
+        connections.close_all()
+
+
+def execute(turn_id: Any) -> None:
+    """Run the loop for a claimed turn, publishing each event; always record a terminal and release."""
+    turn = Turn.objects.select_related("session", "session__user").get(pk=turn_id)
+    channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
+    terminal: tuple[str, Any] | None = None
+    try:
+        for name, payload in run_agent(turn.session, turn=turn, should_stop=_stop_check(turn, channel)):
+            channel.publish(name, payload)
+            if name in TERMINAL:
+                terminal = (name, payload)
+    except Exception:
+        logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
+        repair_orphans(turn.session, turn=turn)
+    if terminal is None:
+        terminal = calm_error("chat_error")
+        channel.publish(*terminal)
+    _finish(turn, *terminal)
+    channel.close()
+
+
+def _finish(turn: Turn, name: str, payload: Any) -> None:
+    if name == "done":
+        status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
+    else:
+        status = Turn.ERROR if name == "error" else Turn.DONE
+    Turn.objects.filter(pk=turn.pk).update(status=status, terminal_event=name, terminal_payload=payload,
+                                           finished_at=timezone.now())
+    Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)
+
+
+def _stop_check(turn: Turn, channel: hub.TurnChannel) -> Callable[[], bool]:
+    """A cheap `should_stop`: the in-process flag always, the database flag (and lease renewal) now and then."""
+    poll = settings.AGENT_STOP_POLL_SECONDS
+    renew_every = settings.AGENT_TURN_LEASE_SECONDS / 4
+    state = {"polled": time.monotonic(), "renewed": time.monotonic()}
+
+    def should_stop() -> bool:
+        if channel.stop:
+            return True
+        now = time.monotonic()
+        if now - state["polled"] < poll:
+            return False
+        state["polled"] = now
+        if now - state["renewed"] >= renew_every:
+            state["renewed"] = now
+            Session.objects.filter(pk=turn.session_id, turn=turn).update(
+                lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
+        channel.stop = Turn.objects.filter(pk=turn.pk, stop_requested=True).exists()
+        release_connection()
+        return channel.stop
+
+    return should_stop
+
+
+def request_stop(session: Session) -> bool:
+    """Ask the running turn to stop; False when no turn is running."""
+    turn = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
+    if turn is None or not Turn.objects.filter(pk=turn.pk, status=Turn.RUNNING).update(stop_requested=True):
+        return False
+    channel = hub.get_channel(str(turn.pk))
+    if channel is not None:
+        channel.stop = True
+    return True

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from agent import views
+
+app_name = "agent"
+
+urlpatterns = [
+    path("sessions", views.create_session, name="sessions"),
+    path("sessions/<uuid:session_id>", views.transcript, name="transcript"),
+    path("sessions/<uuid:session_id>/messages", views.post_message, name="messages"),
+    path("sessions/<uuid:session_id>/stop", views.stop, name="stop"),
+    path("sessions/<uuid:session_id>/turns/<uuid:turn_id>/stream", views.stream, name="stream"),
+]

@@ -1,0 +1,165 @@
+"""The JSON API and the event stream (CONTRACT §4)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from agent import signals, sse, turns
+from agent.api import error, json_body, message_text, take_rate_slot
+from agent.exceptions import TurnInProgress
+from agent.follow import follow
+from agent.models import Message, Session, Turn
+from agent.policy import get_policy
+from agent.transcript import part_to_neutral
+
+logger = logging.getLogger("agent.views")
+
+NOT_FOUND = "That chat doesn't exist or isn't yours."
+
+
+def api_login_required(view):
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return error(401, "unauthenticated", "Please sign in first.")
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    return wrapped
+
+
+def own_session(request: HttpRequest, session_id: Any) -> Session:
+    """The request user's session, else Http404 (another user's session does not exist for you)."""
+    session = Session.objects.select_related("user").filter(pk=session_id, user=request.user).first()
+    if session is None:
+        raise Http404(NOT_FOUND)
+    return session
+
+
+def stream_url(session: Session, turn: Turn) -> str:
+    return reverse("agent:stream", args=[session.pk, turn.pk])
+
+
+@require_POST
+@api_login_required
+def create_session(request: HttpRequest) -> HttpResponse:
+    body = json_body(request)
+    if body is None:
+        return error(400, "bad_request", "Send a JSON object.")
+    try:
+        session = get_policy().create(request.user, body)
+    except PermissionDenied:
+        return error(403, "forbidden", "You may not use the assistant here.")
+    except Http404:
+        return error(404, "not_found", "That doesn't exist or isn't yours.")
+    except ValueError as exc:
+        return error(400, "bad_request", str(exc))
+    return JsonResponse({"id": str(session.pk)}, status=201)
+
+
+@require_POST
+@api_login_required
+def post_message(request: HttpRequest, session_id: Any) -> HttpResponse:
+    try:
+        session = own_session(request, session_id)
+    except Http404:
+        return error(404, "not_found", NOT_FOUND)
+    text = message_text(json_body(request))
+    if text is None:
+        return error(400, "bad_message", "Write a message of up to 20,000 characters.")
+    if not get_policy().may_use(session):
+        return error(403, "forbidden", "You may not use the assistant here.")
+    wait = take_rate_slot(request.user)
+    if wait is not None:
+        return error(429, "rate_limited", "You're sending messages too quickly. Please wait a moment.",
+                     retry_after_seconds=wait)
+    try:
+        turn, message = turns.begin(session, text)
+    except TurnInProgress:
+        return error(409, "turn_in_progress", "The assistant is still answering. Wait for it or stop it.")
+    signals.message_received.send(sender=Session, session=session, message=message)
+    turns.start(turn)
+    return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, turn)}, status=202)
+
+
+@require_GET
+@api_login_required
+def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
+    try:
+        session = own_session(request, session_id)
+    except Http404:
+        return error(404, "not_found", NOT_FOUND)
+    turn = Turn.objects.filter(pk=turn_id, session=session).first()
+    if turn is None:
+        return error(404, "not_found", NOT_FOUND)
+    last_id = _last_event_id(request)
+    return event_stream(_json_events(follow(turn, last_event_id=last_id)))
+
+
+def _last_event_id(request: HttpRequest) -> int | None:
+    raw = request.headers.get("Last-Event-ID", "")
+    return int(raw) if raw.isdigit() else None
+
+
+def _json_events(items: Iterator[tuple[int | None, str, Any]]) -> Iterator[bytes]:
+    for event_id, name, payload in items:
+        yield sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_json(name, payload, event_id)
+
+
+def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(chunks, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@require_POST
+@api_login_required
+def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
+    try:
+        session = own_session(request, session_id)
+    except Http404:
+        return error(404, "not_found", NOT_FOUND)
+    if not turns.request_stop(session):
+        return error(409, "no_turn", "Nothing is running in this chat.")
+    return JsonResponse({}, status=202)
+
+
+@require_GET
+@api_login_required
+def transcript(request: HttpRequest, session_id: Any) -> HttpResponse:
+    try:
+        session = own_session(request, session_id)
+    except Http404:
+        return error(404, "not_found", NOT_FOUND)
+    running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
+    body: dict[str, Any] = {"id": str(session.pk), "purpose": session.purpose, "running": running is not None,
+                            "messages": [message_json(m) for m in session.messages.prefetch_related("parts")]}
+    if running is not None:
+        body["stream_url"] = stream_url(session, running)
+    return JsonResponse(body)
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    assistant = message.role == Message.ASSISTANT
+    return {
+        "id": message.pk,
+        "role": message.role,
+        "position": message.position,
+        "parts": [_part_json(p) for p in message.parts.all()],
+        "usage": message.usage if assistant else None,
+        "stop_reason": message.stop_reason or None,
+        "tools_offered": message.tools_offered if assistant else None,
+    }
+
+
+def _part_json(part: Any) -> dict[str, Any]:
+    if part.type in ("image", "document"):
+        return {"type": part.type, "media_type": part.media_type, "media_ref": part.media_ref}
+    return part_to_neutral(part)

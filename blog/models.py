@@ -1,0 +1,110 @@
+"""Blogs, their members, posts with revisions, and the assistant's link and grants."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Blog(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owned_blogs")
+    title = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Seat(models.Model):
+    OWNER, EDITOR, AUTHOR, VIEWER = "owner", "editor", "author", "viewer"
+    ROLES = [(r, r.title()) for r in (OWNER, EDITOR, AUTHOR, VIEWER)]
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="seats")
+    blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="seats")
+    role = models.CharField(max_length=10, choices=ROLES)
+    may_use_assistant = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "blog"], name="blog_seat_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.role} of {self.blog}"
+
+
+class Post(models.Model):
+    DRAFT, PUBLISHED = "draft", "published"
+    STATUSES = [(DRAFT, "Draft"), (PUBLISHED, "Published")]
+
+    blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="posts")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    title = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=220)
+    body = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=STATUSES, default=DRAFT)
+    published_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-pk"]
+        constraints = [models.UniqueConstraint(fields=["blog", "slug"], name="blog_post_slug_unique")]
+        indexes = [models.Index(fields=["blog", "status", "-published_at"], name="blog_post_status_idx")]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def snapshot(self) -> dict:
+        return {"title": self.title, "slug": self.slug, "body": self.body, "status": self.status,
+                "published_at": self.published_at.isoformat() if self.published_at else None}
+
+
+class PostRevision(models.Model):
+    """Who changed what: the person, or the assistant acting under a Consent in a chat session."""
+
+    post = models.ForeignKey(Post, null=True, on_delete=models.SET_NULL, related_name="revisions")
+    blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="revisions")
+    action = models.CharField(max_length=20)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    via_assistant = models.BooleanField(default=False)
+    consent = models.ForeignKey("Consent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    chat_session = models.ForeignKey("agent.Session", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    @property
+    def actor_label(self) -> str:
+        who = self.user.username if self.user else "someone"
+        return f"the assistant for {who}" if self.via_assistant else who
+
+
+class ChatLink(models.Model):
+    """Ties a chat session to a blog; the engine knows nothing of blogs."""
+
+    session = models.OneToOneField("agent.Session", on_delete=models.CASCADE, related_name="blog_link")
+    blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="chat_links")
+
+
+class Consent(models.Model):
+    """What a user lets a client (blank: the built-in assistant) do for them on one blog."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents")
+    blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="consents")
+    client = models.CharField(max_length=100, blank=True)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "blog", "client"], name="blog_consent_unique")]
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

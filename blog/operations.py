@@ -1,0 +1,133 @@
+"""The operation catalogue: what can be done to a blog, by people's views and by the assistant alike."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from blog import services
+from blog.access import DELETE, PUBLISH, READ, WRITE, Actor
+from blog.models import Blog, Post
+from blog.services import OperationError
+
+POST_ID = {"type": "integer", "minimum": 1, "description": "The post's id, from list_posts."}
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    scope: str
+    run: Callable[..., tuple[Any, list[dict[str, Any]]]]
+    exposed: bool = True
+
+
+def _post(blog: Blog, post_id: int) -> Post:
+    # Always within this blog: no input can reach another blog's posts.
+    post = Post.objects.filter(blog=blog, pk=post_id).first()
+    if post is None:
+        raise OperationError(f"There is no post with id {post_id} on this blog.", "not_found")
+    return post
+
+
+def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None = None):
+    posts = Post.objects.filter(blog=blog)
+    if status:
+        posts = posts.filter(status=status)
+    if query:
+        posts = posts.filter(title__icontains=query)
+    return [services.post_summary(p) for p in posts[:100]], []
+
+
+def _get(actor: Actor, blog: Blog, post_id: int):
+    post = _post(blog, post_id)
+    return {**services.post_summary(post), "slug": post.slug, "body": post.body}, []
+
+
+def _create(actor: Actor, blog: Blog, title: str, body: str = ""):
+    post = services.post_create(blog=blog, actor=actor, title=title, body=body)
+    return services.post_summary(post), [{"type": "post.created", "id": post.pk}]
+
+
+def _update(actor: Actor, blog: Blog, post_id: int, title: str | None = None, body: str | None = None):
+    if title is None and body is None:
+        raise OperationError("Give a new title or body to change.")
+    post = services.post_update(post=_post(blog, post_id), actor=actor, title=title, body=body)
+    return services.post_summary(post), [{"type": "post.updated", "id": post.pk}]
+
+
+def _publish(actor: Actor, blog: Blog, post_id: int):
+    post = services.post_publish(post=_post(blog, post_id), actor=actor)
+    return services.post_summary(post), [{"type": "post.published", "id": post.pk}]
+
+
+def _unpublish(actor: Actor, blog: Blog, post_id: int):
+    post = services.post_unpublish(post=_post(blog, post_id), actor=actor)
+    return services.post_summary(post), [{"type": "post.unpublished", "id": post.pk}]
+
+
+def _delete(actor: Actor, blog: Blog, post_id: int):
+    post = _post(blog, post_id)
+    title = post.title
+    pk = services.post_delete(post=post, actor=actor)
+    return {"deleted": pk, "title": title}, [{"type": "post.deleted", "id": pk}]
+
+
+def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+TITLE = {"type": "string", "minLength": 1, "maxLength": 200}
+BODY = {"type": "string", "maxLength": 100_000, "description": "Markdown."}
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in [
+    Operation("list_posts", "List this blog's posts (newest first), optionally by status or a title search.",
+              _obj({"status": {"type": "string", "enum": ["draft", "published"]},
+                    "query": {"type": "string", "maxLength": 200}}, []), READ, _list),
+    Operation("get_post", "Read one post, with its markdown body.", _obj({"post_id": POST_ID}, ["post_id"]), READ, _get),
+    Operation("create_post", "Create a draft post with a title and a markdown body.",
+              _obj({"title": TITLE, "body": BODY}, ["title"]), WRITE, _create),
+    Operation("update_post", "Change a post's title and/or markdown body.",
+              _obj({"post_id": POST_ID, "title": TITLE, "body": BODY}, ["post_id"]), WRITE, _update),
+    Operation("publish_post", "Publish a draft so anyone can read it.", _obj({"post_id": POST_ID}, ["post_id"]),
+              PUBLISH, _publish),
+    Operation("unpublish_post", "Take a published post back to draft.", _obj({"post_id": POST_ID}, ["post_id"]),
+              PUBLISH, _unpublish),
+    Operation("delete_post", "Delete a post for good. Irreversible: confirm with the user first.",
+              _obj({"post_id": POST_ID}, ["post_id"]), DELETE, _delete),
+]}
+
+
+def exposed() -> dict[str, Operation]:
+    return {name: op for name, op in OPERATIONS.items() if op.exposed}
+
+
+def perform_json(name: str, actor: Actor, blog: Blog, raw: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """Validate, authorise and run one operation; raises OperationError with a message safe to show."""
+    op = OPERATIONS.get(name)
+    if op is None:
+        raise OperationError(f"Unknown operation {name!r}.", "unknown")
+    data = _parse(raw)
+    problems = sorted(jsonschema.Draft202012Validator(op.input_schema).iter_errors(data), key=lambda e: list(e.path))
+    if problems:
+        where = "/".join(str(p) for p in problems[0].path) or "input"
+        raise OperationError(f"Invalid input at {where}: {problems[0].message}", "invalid")
+    if op.scope not in actor.scopes:
+        raise OperationError(f"Not allowed: {name} needs the {op.scope} permission, which isn't granted.", "denied")
+    return op.run(actor, blog, **data)
+
+
+def _parse(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str | bytes):
+        try:
+            raw = json.loads(raw or "{}")
+        except json.JSONDecodeError:
+            raise OperationError("Input must be valid JSON.", "invalid") from None
+    if not isinstance(raw, dict):
+        raise OperationError("Input must be a JSON object.", "invalid")
+    return raw
