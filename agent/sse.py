@@ -21,3 +21,49 @@ def encode(name: str, data: str, event_id: int | None = None) -> bytes:
 def encode_json(name: str, payload: Any, event_id: int | None = None) -> bytes:
     """The JSON flavour: `event: <name>` and one line of JSON (json.dumps never emits a raw newline)."""
     return encode(name, json.dumps(payload, separators=(",", ":"), ensure_ascii=False), event_id)
+
+
+# --- The HTML flavour: the same tuples as fragments the page swaps in (htmx SSE extension) ---
+
+
+def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None) -> bytes:
+    """One engine tuple as the HTML events the chat panel listens for; terminal tuples add `end`."""
+    from django.template.loader import render_to_string
+    from django.utils.html import escape
+
+    from agent import display
+
+    match name:
+        case "token":
+            html = str(escape(payload["text"]))
+        case "reasoning":
+            html = str(escape(payload["text"]))
+        case "tool_use":
+            chip = display.chip(turn.pk, payload["id"], payload["name"], payload.get("input"), "running")
+            html = render_to_string("agent/_chip.html", {"chip": chip})
+        case "tool_result":
+            chip = display.chip(turn.pk, payload["id"], payload["name"], None, payload["status"])
+            html = render_to_string("agent/_chip_status.html", {"chip": chip})
+        case "effects":
+            return encode("effects", json.dumps(payload, separators=(",", ":")), event_id)
+        case "done" | "error" | "confirm":
+            html = render_to_string("agent/_turn_final.html", _final_context(name, payload, turn))
+            return encode(name, html, event_id) + encode("end", "end")
+        case _:
+            return b""
+    return encode(name, html, event_id)
+
+
+def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
+    from agent import budget, display
+    from agent.models import Message
+
+    messages = list(Message.objects.filter(turn=turn).exclude(role=Message.USER).prefetch_related("parts")
+                    .order_by("position"))
+    meter = budget.meter(turn.session.user)
+    return {
+        "turn_id": turn.pk,
+        "blocks": display.turn_blocks(turn.pk, messages),
+        "error": payload if name == "error" else None,
+        "meter": meter if max(meter.values()) >= 0.8 else None,
+    }

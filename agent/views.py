@@ -98,8 +98,10 @@ def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     turn = Turn.objects.filter(pk=turn_id, session=session).first()
     if turn is None:
         return error(404, "not_found", NOT_FOUND)
-    last_id = _last_event_id(request)
-    return event_stream(_json_events(follow(turn, last_event_id=last_id)))
+    items = follow(turn, last_event_id=_last_event_id(request))
+    if request.GET.get("flavour") == "html":
+        return event_stream(_html_events(items, turn))
+    return event_stream(_json_events(items))
 
 
 def _last_event_id(request: HttpRequest) -> int | None:
@@ -110,6 +112,11 @@ def _last_event_id(request: HttpRequest) -> int | None:
 def _json_events(items: Iterator[tuple[int | None, str, Any]]) -> Iterator[bytes]:
     for event_id, name, payload in items:
         yield sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_json(name, payload, event_id)
+
+
+def _html_events(items: Iterator[tuple[int | None, str, Any]], turn: Turn) -> Iterator[bytes]:
+    for event_id, name, payload in items:
+        yield sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_html(name, payload, turn, event_id)
 
 
 def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:

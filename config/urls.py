@@ -5,4 +5,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/agent/", include("agent.urls")),
+    path("chat/", include("agent.chat_urls")),
+    path("", include("blog.urls")),
 ]

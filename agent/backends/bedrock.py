@@ -64,7 +64,13 @@ _TOOL_USE_ID_RE = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
 CONNECT_TIMEOUT_SECONDS = 10
 PLACEHOLDER_TEXT = "…"
 
-IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
 DOCUMENT_FORMATS = {
     "application/pdf": "pdf",
     "text/csv": "csv",
@@ -116,7 +122,8 @@ _RETRYABLE_CODES = frozenset(
 )
 _RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _TOO_LONG_RE = re.compile(
-    r"too long|too many (input )?tokens|too large|context (length|window|limit)|maximum context"
+    r"(input|prompt|request|conversation) is too long|too many (input )?tokens|context (length|window|limit)"
+    r"|maximum context"
     r"|exceeds? (the )?(max|maximum) (number of )?(input )?tokens",
     re.IGNORECASE,
 )
@@ -254,7 +261,9 @@ def _document_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, An
     doc_format = DOCUMENT_FORMATS.get(media_type) or (extension if extension in _DOCUMENT_EXTENSIONS else None)
     if doc_format is None:
         raise BackendError(f"Bedrock cannot take documents of type {media_type!r}.", retryable=False)
-    return {"document": {"format": doc_format, "name": names.unique(name), "source": {"bytes": part.get("data") or b""}}}
+    return {
+        "document": {"format": doc_format, "name": names.unique(name), "source": {"bytes": part.get("data") or b""}}
+    }
 
 
 class _DocumentNames:
@@ -274,7 +283,7 @@ class _DocumentNames:
 
 
 def sanitize_document_name(name: str) -> str:
-    stem = name.rsplit(".", 1)[0] if "." in name else name
+    stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", name)
     cleaned = re.sub(r"[^A-Za-z0-9\-()\[\] ]", " ", stem)
     cleaned = re.sub(r"\s+", " ", cleaned).strip()[:100].strip()
     return cleaned or "document"
@@ -313,7 +322,10 @@ def _tool_config(tools: list[dict[str, Any]], wire: list[dict[str, Any]]) -> dic
 
 
 def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = {"name": tool["name"], "inputSchema": {"json": tool.get("input_schema") or {"type": "object"}}}
+    spec: dict[str, Any] = {
+        "name": tool["name"],
+        "inputSchema": {"json": tool.get("input_schema") or {"type": "object"}},
+    }
     if tool.get("description"):
         spec["description"] = tool["description"]
     return {"toolSpec": spec}
@@ -453,7 +465,7 @@ def _error_from_code(
     too_long = key == "validationexception" and bool(_TOO_LONG_RE.search(message))
     where = "in the stream" if in_stream else (f"HTTP {status}" if status else "before the stream")
     return BackendError(
-        f"Bedrock error {code} ({where}): {_scrub(message)}",
+        f"Bedrock error {code} ({where}): {_scrub(message) or 'no message'}",
         retryable=retryable,
         retry_after=retry_after if retryable else None,
         context_too_long=too_long,
@@ -467,8 +479,9 @@ def _from_client_error(exc: Any) -> BackendError:
     status = metadata.get("HTTPStatusCode")
     retry_after = _retry_after((metadata.get("HTTPHeaders") or {}).get("retry-after"))
     in_stream = type(exc).__name__ == "EventStreamError"
-    return _error_from_code(str(error.get("Code") or "Unknown"), str(error.get("Message") or ""), status,
-                            retry_after, in_stream=in_stream)
+    return _error_from_code(
+        str(error.get("Code") or "Unknown"), str(error.get("Message") or ""), status, retry_after, in_stream=in_stream
+    )
 
 
 def _retry_after(value: Any) -> float | None:
@@ -601,7 +614,8 @@ class BedrockBackend(Backend):
             read_timeout=self.first_event_timeout,
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             max_pool_connections=2000,
-            retries={"max_attempts": 1, "mode": "standard"},  # stream_with_retries does the retrying
+            # One attempt in all (`max_attempts` counts retries only): stream_with_retries does the retrying.
+            retries={"total_max_attempts": 1, "mode": "standard"},
         )
         kwargs: dict[str, Any] = {"region_name": self.region or None, "config": config}
         if self.endpoint_url:
@@ -619,8 +633,10 @@ class BedrockBackend(Backend):
         endpoint = self.endpoint_url or _env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
         if endpoint and not endpoint.startswith(("http://", "https://")):
             problems.append("AWS_ENDPOINT_URL_BEDROCK_RUNTIME must start with http:// or https://.")
-        for label, value in (("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", self.first_event_timeout),
-                             ("AGENT_EVENT_TIMEOUT_SECONDS", self.event_timeout)):
+        for label, value in (
+            ("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", self.first_event_timeout),
+            ("AGENT_EVENT_TIMEOUT_SECONDS", self.event_timeout),
+        ):
             if value <= 0:
                 problems.append(f"{label} must be a positive number of seconds.")
         return problems

@@ -94,17 +94,26 @@ def encode_events(items: list[dict[str, Any]]) -> bytes:
 
 
 def _segments(items: list[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """Control actions, and runs of consecutive frames joined into one bytes blob."""
+    pending = b""
     for item in items:
-        if "sleep" in item:
-            yield "sleep", float(item["sleep"])
-        elif item.get("cut"):
-            yield "cut", None
+        if "sleep" in item or item.get("cut"):
+            if pending:
+                yield "bytes", pending
+                pending = b""
+            yield ("sleep", float(item["sleep"])) if "sleep" in item else ("cut", None)
         else:
-            yield "bytes", item_bytes(item)
+            pending += item_bytes(item)
+    if pending:
+        yield "bytes", pending
 
 
 def plan(response: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """`("bytes", b)`, `("sleep", s)`, `("cut", None)` actions, bytes cut at the response's split points."""
+    """`("bytes", b)`, `("sleep", s)`, `("cut", None)` actions; each bytes action is one written chunk.
+
+    Frames between two control items go out as one chunk unless the response's split points
+    (offsets into the whole body) cut them, so several frames may share a chunk, as on the wire.
+    """
     cuts = _split_points(response)
     delay = float(response.get("delay") or 0)
     offset = 0
@@ -205,6 +214,9 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 256
     stub: BedrockStubServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that time out or hang up are part of the script, not news
+
 
 class BedrockStubServer:
     """`with BedrockStubServer([...]) as server:` → boto3 `endpoint_url=server.url`."""
@@ -242,7 +254,9 @@ class BedrockStubServer:
             return response
 
     def start(self) -> BedrockStubServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="bedrock-stub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="bedrock-stub", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -273,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Loopback Bedrock ConverseStream server (see module docstring).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8090)
-    parser.add_argument("--script", help="JSON file: {\"responses\": [...]} or a list of responses")
+    parser.add_argument("--script", help='JSON file: {"responses": [...]} or a list of responses')
     args = parser.parse_args(argv)
     responses: list[dict[str, Any]] = []
     if args.script:

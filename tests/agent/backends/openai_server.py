@@ -91,6 +91,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except OSError:  # the client went away (timeouts, cut connections): nothing to answer
+            self.close_connection = True
+
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
@@ -102,7 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner.record(RecordedRequest("POST", self.path, headers, raw, body))
         try:
             self._answer(owner.next_reply(), owner.stopping)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:
             self.close_connection = True
 
     def _answer(self, reply: Reply, stopping: threading.Event) -> None:
@@ -147,7 +153,10 @@ class ScriptedOpenAIServer:
         self.stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-server", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="openai-server", daemon=True)
+
+    def _serve(self) -> None:
+        self._httpd.serve_forever(poll_interval=0.05)
 
     @property
     def port(self) -> int:

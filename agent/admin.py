@@ -1,0 +1,100 @@
+"""Transcripts for auditors: read-only, with usage, cost, backend, model, stop reason and tools offered."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.html import format_html, format_html_join
+
+from agent.models import Message, Part, Session, Spend, Turn
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+class MessageInline(ReadOnlyMixin, admin.TabularInline):
+    model = Message
+    extra = 0
+    can_delete = False
+    fields = ["position", "role", "content", "backend", "model_id", "stop_reason", "tokens", "cost_usd",
+              "tools_offered", "created_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("parts")
+
+    @admin.display(description="content")
+    def content(self, message: Message):
+        return format_html_join("", "<div class='agent-part'><b>{}</b> {}</div>",
+                                ((p.type, _part_text(p)) for p in message.parts.all()))
+
+    @admin.display(description="tokens in/out/cache")
+    def tokens(self, message: Message):
+        return format_html("{} / {} / {}+{}", message.input_tokens, message.output_tokens,
+                           message.cache_read_tokens, message.cache_write_tokens)
+
+
+def _part_text(part: Part) -> str:
+    if part.type == "tool_use":
+        return f"{part.tool_name}({part.tool_input}) [{part.tool_use_id}]"
+    if part.type == "tool_result":
+        return f"{part.tool_status}: {part.tool_result} [{part.tool_use_id}]"
+    if part.type in ("image", "document"):
+        return f"{part.media_type} {part.media_ref}"
+    return part.text[:2000]
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "user", "purpose", "status", "created_at", "updated_at"]
+    list_filter = ["purpose", "status", "created_at"]
+    search_fields = ["id", "user__username", "messages__parts__text"]
+    readonly_fields = ["id", "user", "purpose", "status", "title", "system_prompt", "created_at", "updated_at",
+                       "turn", "lease_until"]
+    inlines = [MessageInline]
+
+    def get_search_results(self, request, queryset, search_term):
+        qs, dup = super().get_search_results(request, queryset, search_term)
+        return qs.distinct(), dup
+
+
+class PartInline(ReadOnlyMixin, admin.TabularInline):
+    model = Part
+    extra = 0
+    can_delete = False
+    fields = ["position", "type", "text", "tool_use_id", "tool_name", "tool_input", "tool_result", "tool_status",
+              "signature", "media_type", "media_ref"]
+    readonly_fields = fields
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["session", "position", "role", "backend", "model_id", "stop_reason", "input_tokens",
+                    "output_tokens", "cost_usd", "created_at"]
+    list_filter = ["role", "backend", "model_id", "stop_reason"]
+    search_fields = ["session__id", "parts__text", "session__user__username"]
+    readonly_fields = [f.name for f in Message._meta.fields]
+    inlines = [PartInline]
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
+    list_filter = ["status", "terminal_event"]
+    readonly_fields = [f.name for f in Turn._meta.fields]
+
+
+@admin.register(Spend)
+class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["user", "created_at", "model_id", "tokens", "cost_usd", "settled"]
+    list_filter = ["model_id", "settled"]
+    search_fields = ["user__username"]
+    readonly_fields = [f.name for f in Spend._meta.fields]

@@ -1,0 +1,146 @@
+"""An offline, deterministic model for `make run`: understands a few plain requests and calls real tools.
+
+It streams at a human pace so a newcomer sees tokens arrive, tool chips and live effects
+without any provider keys. It reads only the neutral messages and the offered tools.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+
+from agent.backends.base import Backend, call_context
+
+HELP = ("I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
+        "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”.")
+
+PATTERNS = [
+    ("list", re.compile(r"\b(list|show)\b.*\bposts?\b", re.I)),
+    ("draft", re.compile(r"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
+    ("long", re.compile(r"\b(long|story)\b", re.I)),
+    ("unpublish", re.compile(r"^\s*unpublish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
+    ("publish", re.compile(r"^\s*publish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
+    ("delete", re.compile(r"^\s*delete\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
+    ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
+]
+
+NEEDS = {"list": "list_posts", "draft": "create_post", "publish": "publish_post", "unpublish": "unpublish_post",
+         "delete": "delete_post"}
+CONFIRM_DELETE = re.compile(r"Delete “(?P<t>.+)”\? This can't be undone")
+LONG_TEXT = " ".join(
+    f"Paragraph {i}: the field notes keep growing, one small observation at a time, and the assistant keeps writing."
+    for i in range(1, 41)
+)
+
+
+def intent(text: str) -> tuple[str, str]:
+    for name, pattern in PATTERNS:
+        m = pattern.search(text.strip())
+        if m:
+            return name, (m.groupdict().get("t") or "").strip()
+    return "help", ""
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
+
+
+class DemoBackend(Backend):
+    name = "demo"
+    default_model = "demo"
+
+    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:
+        offered = {t["name"] for t in tools}
+        text, calls = self._answer(messages, offered)
+        out_tokens = 0
+        for word in re.findall(r"\S+\s*", text):
+            self._pause()
+            out_tokens += 1
+            yield {"kind": "text", "text": word}
+        for i, (name, args) in enumerate(calls):
+            self._pause()
+            yield {"kind": "tool_use", "id": self._call_id(i), "name": name, "input": args}
+        in_tokens = sum(len(str(m["parts"])) for m in messages) // 4 + len(system) // 4
+        yield {"kind": "done", "stop_reason": "tool_use" if calls else "end_turn",
+               "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens + 10 * len(calls),
+                         "cache_read_tokens": 0, "cache_write_tokens": 0}}
+
+    def _pause(self) -> None:
+        delay = settings.AGENT_DEMO_DELAY_MS
+        if delay:
+            time.sleep(delay / 1000)
+
+    def _call_id(self, i: int) -> str:
+        ctx = call_context.get()
+        return f"demo_{ctx.session_id[:8]}_{ctx.call_index}_{i}" if ctx else f"demo_{i}"
+
+    def _answer(self, messages: list[dict[str, Any]], offered: set[str]) -> tuple[str, list[tuple[str, dict]]]:
+        users = [m for m in messages if m["role"] == "user" and _text_of(m)]
+        if not users:
+            return HELP, []
+        if messages[-1]["role"] == "tool":
+            return self._after_tool(messages, users[-1], offered)
+        kind, title = intent(_text_of(users[-1]))
+        if kind == "yes":
+            return self._confirmed(messages, offered)
+        if kind == "help":
+            return HELP, []
+        if kind == "long":
+            return LONG_TEXT, []
+        needed = NEEDS[kind]
+        if needed not in offered:
+            return (f"I can't do that here: you haven't let me use “{needed}” on this blog. "
+                    "You can grant it on the Clients screen."), []
+        if kind == "list":
+            return "Let me look at your posts.", [("list_posts", {})]
+        if kind == "draft":
+            body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
+            return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
+        if kind == "delete":
+            return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
+        return f"Looking for “{title}”.", [("list_posts", {"query": title})]
+
+    def _confirmed(self, messages: list[dict[str, Any]], offered: set[str]) -> tuple[str, list[tuple[str, dict]]]:
+        for m in reversed(messages[:-1]):
+            if m["role"] == "assistant":
+                found = CONFIRM_DELETE.search(_text_of(m))
+                if found and "list_posts" in offered:
+                    return "Deleting it.", [("list_posts", {"query": found["t"]})]
+                break
+        return "Yes to what? " + HELP, []
+
+    def _after_tool(self, messages, last_user, offered) -> tuple[str, list[tuple[str, dict]]]:
+        result_part = messages[-1]["parts"][-1]
+        result, name = result_part.get("result") or {}, result_part.get("name", "")
+        if result_part.get("status") == "error":
+            return f"That didn't work: {result.get('error', 'the tool failed')}", []
+        kind, title = intent(_text_of(last_user))
+        if kind == "yes":
+            kind = "delete"
+            title = next((CONFIRM_DELETE.search(_text_of(m))["t"] for m in reversed(messages)
+                          if m["role"] == "assistant" and CONFIRM_DELETE.search(_text_of(m))), "")
+        if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
+            return self._act_on(kind, title, result.get("items", []), offered)
+        if name == "list_posts":
+            items = result.get("items", [])
+            if not items:
+                return "You have no posts yet. Ask me to draft one!", []
+            lines = "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
+            return f"Here are your posts:\n\n{lines}\n", []
+        verbs = {"create_post": "drafted", "publish_post": "published", "unpublish_post": "unpublished",
+                 "delete_post": "deleted", "update_post": "updated"}
+        return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”.", []
+
+    def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
+        match = next((p for p in items if p["title"].lower() == title.lower()), None)
+        match = match or (items[0] if len(items) == 1 else None)
+        if match is None:
+            return f"I couldn't find a post titled “{title}”.", []
+        tool = NEEDS[kind]
+        if tool not in offered:
+            return f"I can't do that here: you haven't let me use “{tool}” on this blog.", []
+        return "", [(tool, {"post_id": match["id"]})]

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from agent import chat_views
+
+app_name = "chat"
+
+urlpatterns = [
+    path("<uuid:session_id>/send", chat_views.send, name="send"),
+    path("<uuid:session_id>/stop", chat_views.stop, name="stop"),
+]

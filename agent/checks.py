@@ -1,0 +1,29 @@
+"""`manage.py check` (and every start-up): one clear sentence per misconfiguration."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+
+
+@checks.register()
+def agent_settings(app_configs=None, **kwargs):
+    from agent.backends import get_backend, model_for
+    from agent.budget import price_for
+
+    try:
+        backend = get_backend()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="agent.E001")]
+    errors: list[checks.CheckMessage] = [checks.Error(s, id="agent.E002") for s in backend.check()]
+    if settings.AGENT_MAX_TOOL_CYCLES < 1:
+        errors.append(checks.Error("AGENT_MAX_TOOL_CYCLES must be at least 1.", id="agent.E003"))
+    if settings.AGENT_TURN_EXECUTOR not in ("auto", "thread", "inline"):
+        errors.append(checks.Error("AGENT_TURN_EXECUTOR must be auto, thread or inline.", id="agent.E004"))
+    model = model_for(backend)
+    if not price_for(model)[1]:
+        errors.append(checks.Warning(
+            f"No price is known for model {model!r}; it is budgeted as the most expensive known model. "
+            "Add it with AGENT_PRICES.", id="agent.W001"))
+    return errors

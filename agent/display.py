@@ -1,0 +1,79 @@
+"""The transcript shaped for people: user bubbles and assistant turns with text, thinking and tool chips."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agent.markdown import render_markdown
+from agent.models import Message, Session, Turn
+
+TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running"}
+
+
+def chip_id(turn_id: Any, tool_use_id: str) -> str:
+    return "chip-" + re.sub(r"[^A-Za-z0-9_-]", "_", f"{turn_id}-{tool_use_id}")[:120]
+
+
+def summarize_input(data: Any, limit: int = 60) -> str:
+    """A short, plain summary of a tool's input for its chip (escaped by the template)."""
+    if not isinstance(data, dict) or not data:
+        return ""
+    bits = []
+    for key, value in list(data.items())[:2]:
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        bits.append(f"{key}: {shown}")
+    text = ", ".join(bits).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def chip(turn_id: Any, tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]:
+    return {"id": chip_id(turn_id, tool_use_id), "name": name, "summary": summarize_input(input),
+            "status": status, "label": TOOL_LABELS.get(status, status)}
+
+
+def turn_blocks(turn_id: Any, messages: list[Message]) -> list[dict[str, Any]]:
+    """Assistant and tool messages of one turn as display blocks, in order."""
+    statuses = {p.tool_use_id: p.tool_status for m in messages if m.role == Message.TOOL for p in m.parts.all()}
+    blocks: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role != Message.ASSISTANT:
+            continue
+        for part in message.parts.all():
+            if part.type == "reasoning" and part.text:
+                blocks.append({"kind": "reasoning", "text": part.text})
+            elif part.type == "text" and part.text:
+                blocks.append({"kind": "text", "html": render_markdown(part.text)})
+            elif part.type == "tool_use":
+                status = statuses.get(part.tool_use_id, "error")
+                blocks.append({"kind": "chip", **chip(turn_id, part.tool_use_id, part.tool_name, part.tool_input, status)})
+        if message.stop_reason == "stopped":
+            blocks.append({"kind": "note", "text": "Stopped."})
+    return blocks
+
+
+def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
+    """Display items for a session, and its running turn (whose replies the stream will bring)."""
+    running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
+    items: list[dict[str, Any]] = []
+    turns = {t.pk: t for t in Turn.objects.filter(session=session)}
+    grouped: dict[Any, list[Message]] = {}
+    for message in session.messages.prefetch_related("parts").order_by("position"):
+        if message.role == Message.USER:
+            items.append({"kind": "user", "text": " ".join(p.text for p in message.parts.all() if p.type == "text"),
+                          "turn_id": message.turn_id})
+            continue
+        if running is not None and message.turn_id == running.pk:
+            continue
+        grouped.setdefault(message.turn_id, []).append(message)
+    out: list[dict[str, Any]] = []
+    for item in items:
+        out.append(item)
+        tid = item["turn_id"]
+        if running is not None and tid == running.pk:
+            continue
+        turn = turns.get(tid)
+        out.append({"kind": "assistant", "turn_id": tid, "blocks": turn_blocks(tid, grouped.get(tid, [])),
+                    "error": (turn.terminal_payload or {}).get("message") if turn and turn.status == Turn.ERROR else ""})
+    return out, running

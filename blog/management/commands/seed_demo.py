@@ -1,0 +1,51 @@
+"""Create the demo blog and users (CONTRACT §7). Safe to run again: it changes nothing that exists."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.utils import timezone
+
+from blog.access import ROLE_SCOPES
+from blog.models import Blog, Consent, Post, Seat
+
+PASSWORD = "demo-pass-1234"
+USERS = [
+    ("alice", Seat.OWNER, True),
+    ("bob", Seat.EDITOR, True),
+    ("carol", Seat.VIEWER, False),
+]
+
+
+class Command(BaseCommand):
+    help = "Create blog field-notes with alice (owner), bob (editor), carol (viewer) and admin."
+
+    def handle(self, *args, **options):
+        User = get_user_model()
+        with transaction.atomic():
+            people = {}
+            for name, _role, _allowed in USERS:
+                people[name] = self._user(User, name)
+            if not User.objects.filter(username="admin").exists():
+                User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
+            blog, created = Blog.objects.get_or_create(
+                slug="field-notes", defaults={"title": "Field Notes", "owner": people["alice"]})
+            for name, role, allowed in USERS:
+                Seat.objects.get_or_create(user=people[name], blog=blog,
+                                           defaults={"role": role, "may_use_assistant": allowed})
+            Consent.objects.get_or_create(user=people["alice"], blog=blog, client="",
+                                          defaults={"scopes": sorted(ROLE_SCOPES[Seat.OWNER])})
+            if created:
+                Post.objects.create(blog=blog, author=people["alice"], title="Notes from the river", slug="notes-from-the-river",
+                                    body="The heron was back this morning.\n\n*More soon.*")
+                Post.objects.create(blog=blog, author=people["alice"], title="Welcome to Field Notes",
+                                    slug="welcome-to-field-notes", status=Post.PUBLISHED, published_at=timezone.now(),
+                                    body="# Welcome\n\nShort notes from long walks.")
+        self.stdout.write("Demo logins (password demo-pass-1234): alice (owner), bob (editor), carol (viewer), admin (staff)")
+
+    def _user(self, User, name):
+        user = User.objects.filter(username=name).first()
+        if user is None:
+            user = User.objects.create_user(name, f"{name}@example.com", PASSWORD)
+        return user

@@ -1,0 +1,182 @@
+"""People's pages: your blogs, a blog with its posts and assistant, post forms, history, public reading."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from agent.markdown import render_markdown
+from blog import access, services
+from blog.access import DELETE, PUBLISH, READ, WRITE
+from blog.chat_panel import panel_context
+from blog.models import Blog, Post, PostRevision, Seat
+from blog.services import OperationError
+
+
+def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, access.Actor]:
+    """The blog, the user's seat and their Actor; 404 for anyone who is not a member."""
+    blog = Blog.objects.filter(slug=slug).first()
+    seat = access.seat_of(request.user, blog) if blog else None
+    if seat is None:
+        raise Http404("No such blog.")
+    return blog, seat, access.Actor(request.user, access.ROLE_SCOPES[seat.role])
+
+
+def require_scope(actor: access.Actor, scope: str) -> None:
+    if scope not in actor.scopes:
+        raise Http404("Not found.")  # a page you may not use does not exist for you
+
+
+def _post(blog: Blog, pk: int) -> Post:
+    return get_object_or_404(Post, blog=blog, pk=pk)
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    seats = Seat.objects.filter(user=request.user).select_related("blog").order_by("blog__title")
+    return render(request, "blog/home.html", {"seats": seats})
+
+
+@require_GET
+@login_required
+def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    context = {"blog": blog, "seat": seat, "scopes": actor.scopes, "posts": Post.objects.filter(blog=blog)}
+    context.update(panel_context(request, blog, seat, request.GET.get("chat")))
+    return render(request, "blog/blog_detail.html", context)
+
+
+@require_GET
+@login_required
+def post_list(request: HttpRequest, slug: str) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    return render(request, "blog/_post_list.html", {"blog": blog, "scopes": actor.scopes,
+                                                    "posts": Post.objects.filter(blog=blog)})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def post_new(request: HttpRequest, slug: str) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, WRITE)
+    error = None
+    if request.method == "POST":
+        try:
+            post = services.post_create(blog=blog, actor=actor, title=request.POST.get("title", ""),
+                                        body=request.POST.get("body", ""))
+        except OperationError as exc:
+            error = exc.public_message
+        else:
+            messages.success(request, f"Draft “{post.title}” created.")
+            return redirect("blog:detail", slug=blog.slug)
+    return render(request, "blog/post_form.html", {"blog": blog, "post": None, "error": error, "data": request.POST})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, WRITE)
+    post = _post(blog, pk)
+    error = None
+    if request.method == "POST":
+        try:
+            services.post_update(post=post, actor=actor, title=request.POST.get("title", ""),
+                                 body=request.POST.get("body", ""))
+        except OperationError as exc:
+            error = exc.public_message
+        else:
+            messages.success(request, f"Saved “{post.title}”.")
+            return redirect("blog:detail", slug=blog.slug)
+    return render(request, "blog/post_form.html", {"blog": blog, "post": post, "error": error,
+                                                   "data": request.POST or {"title": post.title, "body": post.body}})
+
+
+def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, scope)
+    post = _post(blog, pk)
+    try:
+        mutate(post=post, actor=actor)
+    except OperationError as exc:
+        messages.error(request, exc.public_message)
+    if request.htmx:
+        return render(request, "blog/_post_list.html", {"blog": blog, "scopes": actor.scopes,
+                                                        "posts": Post.objects.filter(blog=blog)})
+    return redirect("blog:detail", slug=blog.slug)
+
+
+@require_POST
+@login_required
+def post_publish(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    return _state_change(request, slug, pk, PUBLISH, services.post_publish)
+
+
+@require_POST
+@login_required
+def post_unpublish(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    return _state_change(request, slug, pk, PUBLISH, services.post_unpublish)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def post_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, DELETE)
+    post = _post(blog, pk)
+    if request.method == "POST":
+        title = post.title
+        services.post_delete(post=post, actor=actor)
+        messages.success(request, f"Deleted “{title}”.")
+        if request.htmx:
+            return HttpResponseClientRedirect(f"/blogs/{blog.slug}/")
+        return redirect("blog:detail", slug=blog.slug)
+    return render(request, "blog/post_confirm_delete.html", {"blog": blog, "post": post})
+
+
+@require_GET
+@login_required
+def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, READ)
+    post = _post(blog, pk)
+    revisions = PostRevision.objects.filter(post=post).select_related("user")
+    may_revert = seat.role in (Seat.OWNER, Seat.EDITOR)
+    return render(request, "blog/post_history.html", {"blog": blog, "post": post, "revisions": revisions,
+                                                      "may_revert": may_revert})
+
+
+@require_POST
+@login_required
+def post_revert(request: HttpRequest, slug: str, pk: int, rev: int) -> HttpResponse:
+    blog, seat, actor = membership(request, slug)
+    if seat.role not in (Seat.OWNER, Seat.EDITOR):
+        raise Http404("Not found.")
+    post = _post(blog, pk)
+    revision = get_object_or_404(PostRevision, pk=rev, post=post)
+    try:
+        services.post_revert(post=post, actor=actor, revision=revision)
+        messages.success(request, "Restored the earlier version.")
+    except OperationError as exc:
+        messages.error(request, exc.public_message)
+    return redirect("blog:history", slug=blog.slug, pk=post.pk)
+
+
+@require_GET
+def public_index(request: HttpRequest, slug: str) -> HttpResponse:
+    blog = get_object_or_404(Blog, slug=slug)
+    posts = Post.objects.filter(blog=blog, status=Post.PUBLISHED).order_by("-published_at")
+    return render(request, "blog/public_index.html", {"blog": blog, "posts": posts})
+
+
+@require_GET
+def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
+    post = get_object_or_404(Post.objects.select_related("blog", "author"), blog__slug=slug, slug=post_slug,
+                             status=Post.PUBLISHED)
+    return render(request, "blog/public_post.html", {"blog": post.blog, "post": post,
+                                                     "body_html": render_markdown(post.body)})

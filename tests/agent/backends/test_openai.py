@@ -1,0 +1,722 @@
+"""OpenAIBackend against a real loopback HTTP server speaking the quirks of real OpenAI-compatible servers."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from agent.backends.openai import OpenAIBackend, SSEEvent, iter_sse, parse_stream
+from agent.exceptions import BackendError
+from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, closed_port, sse
+
+KEY = "sk-test-SECRET-0123456789abcdef"
+TOOLS = [{"name": "get_weather", "description": "Weather for a city.", "input_schema": {"type": "object"}}]
+USER = [{"role": "user", "parts": [{"type": "text", "text": "Hello"}]}]
+
+
+@pytest.fixture
+def server():
+    srv = ScriptedOpenAIServer().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def make_backend(server, sleeps):
+    made: list[OpenAIBackend] = []
+
+    def make(**overrides: Any) -> OpenAIBackend:
+        options = dict(base_url=server.url, api_key=KEY, first_event_timeout=5, event_timeout=5, retries=2)
+        backend = OpenAIBackend(**{**options, **overrides}, sleep=sleeps.append)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+@pytest.fixture
+def backend(make_backend) -> OpenAIBackend:
+    return make_backend()
+
+
+def run(backend: OpenAIBackend, *, messages=None, tools=None, system="You are helpful.", inference=None):
+    return list(
+        backend.stream(system=system, messages=messages or USER, tools=tools or [], model="m1", inference=inference)
+    )
+
+
+def collect_until_error(backend: OpenAIBackend, **kwargs: Any) -> tuple[list[dict], BackendError]:
+    events: list[dict] = []
+    with pytest.raises(BackendError) as info:
+        for event in backend.stream(system="", messages=USER, tools=[], model="m1", **kwargs):
+            events.append(event)
+    return events, info.value
+
+
+def chunk(delta: dict | None = None, finish: str | None = None, **extra: Any) -> dict:
+    choice = {"index": 0, "delta": delta or {}, "finish_reason": finish}
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice], **extra}
+
+
+def usage_chunk(prompt: int, completion: int, cached: int | None = None, choices: Any = ()) -> dict:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return {"id": "chatcmpl-1", "choices": list(choices) if choices is not None else None, "usage": usage}
+
+
+def tool_delta(index: int | None = None, id: Any = None, name: str | None = None, args: str | None = None) -> dict:
+    call: dict[str, Any] = {"function": {}}
+    if index is not None:
+        call["index"] = index
+    if id is not None:
+        call["id"], call["type"] = id, "function"
+    if name is not None:
+        call["function"]["name"] = name
+    if args is not None:
+        call["function"]["arguments"] = args
+    return {"tool_calls": [call]}
+
+
+def kinds(events: list[dict], kind: str) -> list[dict]:
+    return [e for e in events if e["kind"] == kind]
+
+
+def text_of(events: list[dict], kind: str = "text") -> str:
+    return "".join(e["text"] for e in kinds(events, kind))
+
+
+ZERO = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
+
+
+# ------------------------------------------------------------------------------------------ streams
+
+
+def test_plain_text_with_trailing_usage_chunk_and_cached_tokens(server, backend):
+    body = sse(
+        chunk({"role": "assistant", "content": ""}, usage=None),
+        chunk({"content": "Hel"}, usage=None),
+        chunk({"content": "lo!"}, usage=None),
+        chunk({}, "stop", usage=None),
+        usage_chunk(120, 7, cached=100),
+    )
+    server.script(Reply(body=body, delay=0.01))
+    events = run(backend, inference={"max_tokens": 99, "temperature": 0.2, "top_p": 0.9, "stop": ["END"]})
+    assert events == [
+        {"kind": "text", "text": "Hel"},
+        {"kind": "text", "text": "lo!"},
+        {
+            "kind": "done",
+            "stop_reason": "end_turn",
+            "usage": {**ZERO, "input_tokens": 20, "output_tokens": 7, "cache_read_tokens": 100},
+        },
+    ]
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert request.body == {
+        "model": "m1",
+        "messages": [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hello"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": 99,
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "stop": ["END"],
+    }
+
+
+def test_usage_chunk_with_null_choices_and_no_key_sends_no_authorization(server, make_backend):
+    server.script(Reply(body=sse(chunk({"content": "ok"}), chunk({}, "stop"), usage_chunk(3, 1, choices=None))))
+    events = run(make_backend(api_key=""))
+    assert events[-1] == {
+        "kind": "done",
+        "stop_reason": "end_turn",
+        "usage": {**ZERO, "input_tokens": 3, "output_tokens": 1},
+    }
+    assert "authorization" not in server.requests[0].headers
+
+
+def test_text_then_tool_call(server, backend):
+    body = sse(
+        chunk({"role": "assistant", "content": "Let me check."}),
+        chunk(tool_delta(0, "call_A", "get_weather", "")),
+        chunk(tool_delta(0, args='{"city":')),
+        chunk(tool_delta(0, args=' "Paris"}')),
+        chunk({}, "tool_calls"),
+        usage_chunk(50, 20, cached=0),
+    )
+    server.script(Reply(body=body))
+    events = run(backend, tools=TOOLS)
+    assert events == [
+        {"kind": "text", "text": "Let me check."},
+        {"kind": "tool_use", "id": "call_A", "name": "get_weather", "input": {"city": "Paris"}},
+        {"kind": "done", "stop_reason": "tool_use", "usage": {**ZERO, "input_tokens": 50, "output_tokens": 20}},
+    ]
+    assert server.requests[0].body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "Weather for a city.", "parameters": {"type": "object"}},
+        }
+    ]
+
+
+def test_one_tool_call_with_arguments_in_many_fragments(server, backend):
+    arguments = json.dumps({"city": "Edinburgh", "country": "UK", "units": "c"})
+    fragments = [chunk(tool_delta(0, args=arguments[i : i + 3])) for i in range(0, len(arguments), 3)]
+    body = sse(chunk(tool_delta(0, "call_X", "get_weather", "")), *fragments, chunk({}, "tool_calls"))
+    server.script(Reply(body=body, delay=0.002))
+    events = run(backend, tools=TOOLS)
+    assert kinds(events, "tool_use") == [
+        {
+            "kind": "tool_use",
+            "id": "call_X",
+            "name": "get_weather",
+            "input": {"city": "Edinburgh", "country": "UK", "units": "c"},
+        }
+    ]
+
+
+def test_parallel_tool_calls_interleaved_by_index(server, backend):
+    body = sse(
+        chunk(tool_delta(0, "call_1", "get_weather", "")),
+        chunk(tool_delta(0, args='{"city": "Ed')),
+        chunk(tool_delta(1, "call_2", "get_stock", "")),
+        chunk(tool_delta(1, args='{"ticker": ')),
+        chunk(tool_delta(0, args='inburgh"}')),
+        chunk(tool_delta(1, args='"AAPL"}')),
+        chunk({}, "tool_calls"),
+    )
+    server.script(Reply(body=body))
+    events = run(backend)
+    assert [(e["id"], e["name"], e["input"]) for e in kinds(events, "tool_use")] == [
+        ("call_1", "get_weather", {"city": "Edinburgh"}),
+        ("call_2", "get_stock", {"ticker": "AAPL"}),
+    ]
+    assert events[-1]["stop_reason"] == "tool_use"
+
+
+def test_ollama_reuses_index_zero_with_new_ids_and_says_stop(server, backend):
+    body = sse(
+        chunk({"role": "assistant", "content": "", **tool_delta(0, "call_a", "run", '{"cmd":"ls"}')}),
+        chunk({"role": "assistant", "content": "", **tool_delta(0, "call_b", "run", '{"cmd":"ls -l"}')}),
+        chunk({"content": ""}, "stop"),
+    )
+    server.script(Reply(body=body))
+    events = run(backend)
+    assert [(e["id"], e["input"]) for e in kinds(events, "tool_use")] == [
+        ("call_a", {"cmd": "ls"}),
+        ("call_b", {"cmd": "ls -l"}),
+    ]
+    assert events[-1] == {"kind": "done", "stop_reason": "tool_use", "usage": ZERO}
+
+
+def test_tool_calls_without_index_are_keyed_by_id_then_position(server, backend):
+    body = sse(
+        chunk(tool_delta(None, "call_a", "first", '{"n":')),
+        chunk(tool_delta(None, None, None, "1}")),  # no id, no index: continues the latest call
+        chunk(tool_delta(None, "call_b", "second", "{}")),
+        chunk({}, "tool_calls"),
+    )
+    server.script(Reply(body=body))
+    calls = kinds(run(backend), "tool_use")
+    assert [(e["id"], e["name"], e["input"]) for e in calls] == [
+        ("call_a", "first", {"n": 1}),
+        ("call_b", "second", {}),
+    ]
+
+
+def test_integer_ids_become_strings(server, backend):
+    body = sse(chunk(tool_delta(0, 7, "get_weather", '{"city":"Oslo"}')), chunk({}, "tool_calls"))
+    server.script(Reply(body=body))
+    (call,) = kinds(run(backend), "tool_use")
+    assert call["id"] == "7"
+
+
+def test_repeated_full_name_and_empty_name_are_not_concatenated(server, backend):
+    body = sse(
+        chunk(tool_delta(0, "call_1", "get_weather", '{"city"')),
+        chunk(tool_delta(0, "call_1", "get_weather", ': "Rome"')),
+        chunk(tool_delta(0, None, "", "}")),
+        chunk({}, "tool_calls"),
+    )
+    server.script(Reply(body=body))
+    (call,) = kinds(run(backend), "tool_use")
+    assert (call["id"], call["name"], call["input"]) == ("call_1", "get_weather", {"city": "Rome"})
+
+
+def test_call_without_id_gets_a_stable_generated_id(server, backend):
+    body = sse(chunk(tool_delta(0, None, "get_weather", "{}")), chunk({}, "tool_calls"))
+    server.script(Reply(body=body))
+    (call,) = kinds(run(backend), "tool_use")
+    assert call["id"] == "call_chatcmpl-1_0"
+
+
+def test_reasoning_content_deepseek_style(server, backend):
+    body = sse(
+        chunk({"role": "assistant", "content": None, "reasoning_content": ""}),
+        chunk({"content": None, "reasoning_content": "Hmm, "}),
+        chunk({"content": None, "reasoning_content": "a greeting."}),
+        chunk({"content": "Hello there!", "reasoning_content": None}),
+        chunk({"content": ""}, "stop"),
+        usage_chunk(6, 20, choices=[])
+        | {"usage": {"prompt_tokens": 6, "completion_tokens": 20, "prompt_cache_hit_tokens": 2}},
+    )
+    server.script(Reply(body=body))
+    events = run(backend)
+    assert [e["kind"] for e in events] == ["reasoning", "reasoning", "text", "done"]
+    assert text_of(events, "reasoning") == "Hmm, a greeting."
+    assert text_of(events) == "Hello there!"
+    assert events[-1]["usage"] == {**ZERO, "input_tokens": 4, "output_tokens": 20, "cache_read_tokens": 2}
+
+
+def test_reasoning_field_openrouter_style_with_processing_comments(server, backend):
+    comment = ": OPENROUTER PROCESSING\n\n"
+    body = [
+        comment,
+        comment,
+        *sse(chunk({"role": "assistant", "content": "", "reasoning": None, "reasoning_details": []}), done=False),
+        *sse(
+            chunk({"content": "", "reasoning": "Simple sum.", "reasoning_details": [{"text": "Simple sum."}]}),
+            done=False,
+        ),
+        comment,
+        *sse(chunk({"content": "2 + 2 = 4", "reasoning": None}), chunk({}, "stop"), usage_chunk(43, 36, 0)),
+    ]
+    server.script(Reply(body=body, delay=0.005))
+    events = run(backend)
+    assert events[:2] == [{"kind": "reasoning", "text": "Simple sum."}, {"kind": "text", "text": "2 + 2 = 4"}]
+    assert events[-1]["usage"]["input_tokens"] == 43
+
+
+def test_refusal_is_shown_as_text(server, backend):
+    body = sse(
+        chunk({"role": "assistant", "content": None, "refusal": ""}),
+        chunk({"refusal": "I'm sorry, "}),
+        chunk({"refusal": "I can't help with that."}),
+        chunk({}, "stop"),
+    )
+    server.script(Reply(body=body))
+    events = run(backend)
+    assert text_of(events) == "I'm sorry, I can't help with that."
+    assert events[-1]["stop_reason"] == "end_turn"
+
+
+def test_crlf_events_without_done_and_cumulative_usage_perplexity_style(server, backend):
+    def perplexity(text: str, so_far: str, completion: int, finish: str | None = None) -> dict:
+        choice = {
+            "index": 0,
+            "finish_reason": finish,
+            "message": {"role": "assistant", "content": so_far},
+            "delta": {"role": "assistant", "content": text},
+        }
+        return {
+            "id": "p1",
+            "object": "chat.completion",
+            "choices": [choice],
+            "usage": {"prompt_tokens": 12, "completion_tokens": completion},
+        }
+
+    body = sse(
+        perplexity("Russia", "Russia", 1),
+        perplexity(" is largest.", "Russia is largest.", 4, "stop"),
+        done=False,
+        newline="\r\n",
+    )
+    server.script(Reply(body=body))
+    events = run(backend)
+    assert events == [
+        {"kind": "text", "text": "Russia"},
+        {"kind": "text", "text": " is largest."},
+        {"kind": "done", "stop_reason": "end_turn", "usage": {**ZERO, "input_tokens": 12, "output_tokens": 4}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("finish", "stop_reason"),
+    [("length", "max_tokens"), ("content_filter", "content_filtered"), ("stop", "end_turn"), ("eos", "end_turn")],
+)
+def test_finish_reason_mapping(server, backend, finish, stop_reason):
+    server.script(Reply(body=sse(chunk({"content": '{"'}), chunk({}, finish), usage_chunk(79, 1))))
+    events = run(backend)
+    assert events[-1]["stop_reason"] == stop_reason
+    assert events[-1]["usage"] == {**ZERO, "input_tokens": 79, "output_tokens": 1}
+
+
+def test_done_marker_without_finish_reason_is_a_complete_answer(server, backend):
+    server.script(Reply(body=sse(chunk({"content": "hi"}))))
+    assert run(backend)[-1] == {"kind": "done", "stop_reason": "end_turn", "usage": ZERO}
+
+
+def test_error_after_finish_keeps_the_finished_answer(server, backend):
+    body = sse(
+        chunk({"reasoning": "We need"}, "length"),
+        {
+            "id": "x",
+            "error": {"code": 400, "message": "Token limit reached"},
+            "choices": [],
+            "usage": {"prompt_tokens": 43, "completion_tokens": 10},
+        },
+    )
+    server.script(Reply(body=body))
+    events = run(backend)
+    assert events[-1] == {
+        "kind": "done",
+        "stop_reason": "max_tokens",
+        "usage": {**ZERO, "input_tokens": 43, "output_tokens": 10},
+    }
+
+
+# ------------------------------------------------------------------------------------------ tool arguments
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected_input", "error_part"),
+    [
+        ('{"city": "Par', {}, "not valid JSON"),
+        ("", {}, None),
+        ("[1, 2]", {}, "must be a JSON object"),
+        ('"text"', {}, "must be a JSON object"),
+    ],
+)
+def test_tool_arguments_that_do_not_parse(server, backend, arguments, expected_input, error_part):
+    server.script(Reply(body=sse(chunk(tool_delta(0, "call_1", "get_weather", arguments)), chunk({}, "tool_calls"))))
+    (call,) = kinds(run(backend), "tool_use")
+    assert call["input"] == expected_input
+    if error_part is None:
+        assert "input_error" not in call
+    else:
+        assert error_part in call["input_error"]
+
+
+# ------------------------------------------------------------------------------------------ errors in the stream
+
+
+def test_groq_event_error_mid_stream_raises_after_partial_reasoning(server, backend):
+    error = {
+        "error": {
+            "message": "Tool call validation failed",
+            "type": "invalid_request_error",
+            "code": "tool_use_failed",
+            "status_code": 400,
+        }
+    }
+    body = [
+        *sse(chunk({"reasoning": "We"}), chunk({"reasoning": " need"}), done=False),
+        f"event: error\ndata: {json.dumps(error)}\n\n",
+    ]
+    server.script(Reply(body=body))
+    events, exc = collect_until_error(backend)
+    assert text_of(events, "reasoning") == "We need"
+    assert not exc.retryable
+    assert "tool_use_failed" in str(exc)
+    assert len(server.requests) == 1
+
+
+def test_error_chunk_before_any_event_is_retried(server, backend, sleeps):
+    error = {"error": {"message": "The server had an error", "type": "server_error", "param": None, "code": None}}
+    server.script(Reply(body=sse(error)), Reply(body=sse(chunk({"content": "ok"}), chunk({}, "stop"))))
+    events = run(backend)
+    assert text_of(events) == "ok"
+    assert len(server.requests) == 2
+    assert len(sleeps) == 1
+
+
+def test_error_chunk_after_output_is_raised_and_not_retried(server, backend):
+    error = {"error": {"message": "overloaded", "type": "overloaded_error", "code": 529}}
+    server.script(Reply(body=sse(chunk({"content": "par"}), error)))
+    events, exc = collect_until_error(backend)
+    assert events == [{"kind": "text", "text": "par"}]
+    assert exc.retryable
+    assert len(server.requests) == 1
+
+
+def test_stream_cut_before_finish_is_retryable_and_never_retried_after_output(server, backend, sleeps):
+    server.script(Reply(body=sse(chunk({"content": "Hal"}), done=False), cut=True))
+    events, exc = collect_until_error(backend)
+    assert events == [{"kind": "text", "text": "Hal"}]
+    assert exc.retryable
+    assert isinstance(exc.__cause__, httpx.RemoteProtocolError)  # chained for the log, never raised
+    assert len(server.requests) == 1 and sleeps == []
+
+
+def test_body_that_ends_cleanly_before_finish_is_retryable(server, make_backend):
+    server.script(Reply(body=sse(chunk({"role": "assistant"}), done=False)))
+    events, exc = collect_until_error(make_backend(retries=0))
+    assert events == [] and exc.retryable
+    assert "ended before" in str(exc)
+
+
+# ------------------------------------------------------------------------------------------ HTTP errors
+
+
+def test_429_with_retry_after_then_success(server, backend, sleeps):
+    limited = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+    server.script(
+        Reply(status=429, headers={"Retry-After": "7"}, body=json.dumps(limited)),
+        Reply(body=sse(chunk({"content": "fine"}), chunk({}, "stop"))),
+    )
+    assert text_of(run(backend)) == "fine"
+    assert len(server.requests) == 2
+    assert sleeps == [7.0]
+    assert server.requests[0].body == server.requests[1].body
+
+
+def test_429_exhausting_retries_carries_retry_after(server, make_backend, sleeps):
+    limited = json.dumps({"error": {"message": "slow down", "code": 429}})
+    server.script(*[Reply(status=429, headers={"retry-after-ms": "1500"}, body=limited) for _ in range(2)])
+    _, exc = collect_until_error(make_backend(retries=1))
+    assert exc.retryable and exc.retry_after == 1.5
+    assert "429" in str(exc) and "slow down" in str(exc)
+    assert len(server.requests) == 2 and sleeps == [1.5]
+
+
+def test_500_then_success(server, backend, sleeps):
+    server.script(
+        Reply(status=500, body='{"error": {"message": "boom", "type": "server_error"}}'),
+        Reply(body=sse(chunk({"content": "recovered"}), chunk({}, "stop"))),
+    )
+    assert text_of(run(backend)) == "recovered"
+    assert len(server.requests) == 2 and len(sleeps) == 1
+
+
+def test_400_context_length_exceeded(server, backend, sleeps):
+    error = {
+        "error": {
+            "message": "This model's maximum context length is 4097 tokens.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+    server.script(Reply(status=400, body=json.dumps(error)))
+    _, exc = collect_until_error(backend)
+    assert exc.context_too_long and not exc.retryable
+    assert len(server.requests) == 1 and sleeps == []
+
+
+def test_other_4xx_is_not_retryable_and_never_shows_the_key(server, backend):
+    error = {"error": {"message": f"Incorrect API key provided: {KEY}.", "code": "invalid_api_key"}}
+    server.script(Reply(status=401, body=json.dumps(error)))
+    _, exc = collect_until_error(backend)
+    assert not exc.retryable and not exc.context_too_long
+    assert "401" in str(exc) and KEY not in str(exc) and "Bearer" not in str(exc)
+    assert len(server.requests) == 1
+
+
+def test_connection_refused_is_a_retryable_backend_error(sleeps):
+    backend = OpenAIBackend(
+        base_url=f"http://127.0.0.1:{closed_port()}/v1",
+        api_key=KEY,
+        first_event_timeout=2,
+        event_timeout=2,
+        retries=1,
+        sleep=sleeps.append,
+    )
+    try:
+        with pytest.raises(BackendError) as info:
+            run(backend)
+    finally:
+        backend.close()
+    assert info.value.retryable
+    assert KEY not in str(info.value)
+    assert len(sleeps) == 1  # one retry, then the error
+
+
+def test_stall_past_the_event_timeout(server, make_backend):
+    server.script(Reply(body=sse(chunk({"content": "partial"}), done=False), stall=5))
+    backend = make_backend(first_event_timeout=0.3, event_timeout=0.3)
+    started = time.monotonic()
+    events, exc = collect_until_error(backend)
+    assert time.monotonic() - started < 3
+    assert events == [{"kind": "text", "text": "partial"}]
+    assert exc.retryable and len(server.requests) == 1
+
+
+def test_keepalive_comments_do_not_hide_a_stall(server, make_backend):
+    pings = [": keep-alive\n\n"] * 30
+    server.script(Reply(body=[*sse(chunk({"content": "a"}), done=False), *pings], delay=0.05))
+    backend = make_backend(first_event_timeout=5, event_timeout=0.4)
+    started = time.monotonic()
+    events, exc = collect_until_error(backend)
+    assert time.monotonic() - started < 1.4
+    assert events == [{"kind": "text", "text": "a"}]
+    assert "no event for 0.4 seconds" in str(exc)
+
+
+def test_first_event_timeout_before_any_event_is_retried(server, make_backend, sleeps):
+    server.script(
+        Reply(body=[": waiting\n\n"] * 20, delay=0.05),
+        Reply(body=sse(chunk({"content": "late but fine"}), chunk({}, "stop"))),
+    )
+    events = run(make_backend(first_event_timeout=0.3, event_timeout=5))
+    assert text_of(events) == "late but fine"
+    assert len(server.requests) == 2 and len(sleeps) == 1
+
+
+# ------------------------------------------------------------------------------------------ request translation
+
+
+def test_full_neutral_history_translation(server, backend):
+    png, pdf = b"\x89PNG\r\n\x1a\nfake", b"%PDF-1.7 fake"
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "text": "Write a post."}]},
+        {
+            "role": "user",
+            "parts": [
+                {"type": "text", "text": "Use this picture"},
+                {"type": "image", "media_type": "image/png", "data": png},
+                {"type": "document", "media_type": "application/pdf", "name": "brief.pdf", "data": pdf},
+            ],
+        },
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": "PRIVATE THOUGHTS", "signature": "sig"},
+                {"type": "text", "text": "Creating it."},
+                {"type": "tool_use", "id": "call_1", "name": "create_post", "input": {"title": "Été"}},
+                {"type": "tool_use", "id": "call_2", "name": "tag_post", "input": {}},
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_use_id": "call_1", "result": {"id": 5}, "status": "ok"},
+                {"type": "tool_result", "tool_use_id": "call_2", "result": {"error": "no tags"}, "status": "error"},
+            ],
+        },
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": "call_3", "name": "publish", "input": {"id": 5}}]},
+        {"role": "tool", "parts": [{"type": "tool_result", "tool_use_id": "call_3", "result": {"ok": True}}]},
+    ]
+    server.script(Reply(body=sse(chunk({"content": "Done."}), chunk({}, "stop"))))
+    run(backend, messages=messages, system="SYSTEM")
+    (request,) = server.requests
+    wire = request.body["messages"]
+    assert wire[0] == {"role": "system", "content": "SYSTEM"}
+    assert wire[1] == {"role": "user", "content": "Write a post."}
+    assert wire[2]["role"] == "user"
+    text, image, document = wire[2]["content"]
+    assert text == {"type": "text", "text": "Use this picture"}
+    assert image == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()},
+    }
+    assert document["type"] == "text" and "brief.pdf" in document["text"]
+    assert wire[3] == {
+        "role": "assistant",
+        "content": "Creating it.",
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "create_post", "arguments": '{"title": "Été"}'}},
+            {"id": "call_2", "type": "function", "function": {"name": "tag_post", "arguments": "{}"}},
+        ],
+    }
+    assert wire[4] == {"role": "tool", "tool_call_id": "call_1", "content": '{"id": 5}'}
+    assert wire[5] == {"role": "tool", "tool_call_id": "call_2", "content": '{"error": "no tags"}'}
+    assert wire[6]["content"] is None and wire[6]["tool_calls"][0]["id"] == "call_3"
+    assert wire[7] == {"role": "tool", "tool_call_id": "call_3", "content": '{"ok": true}'}
+    assert len(wire) == 8
+    assert b"PRIVATE THOUGHTS" not in request.raw and "tools" not in request.body
+
+
+def test_unknown_part_type_is_refused_before_any_request(server, backend):
+    messages = [{"role": "user", "parts": [{"type": "hologram", "data": b""}]}]
+    with pytest.raises(BackendError, match="hologram"):
+        run(backend, messages=messages)
+    assert server.requests == []
+
+
+def test_check_reports_bad_base_url(make_backend):
+    assert make_backend().check() == []
+    problems = make_backend(base_url="ftp://example.com/v1").check()
+    assert len(problems) == 1 and "OPENAI_BASE_URL" in problems[0]
+    assert make_backend(base_url="https://api.openai.com/v1", api_key="").check() == [
+        "OPENAI_API_KEY is not set, and api.openai.com needs one."
+    ]
+
+
+def test_defaults_come_from_settings(settings):
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1/"
+    settings.OPENAI_API_KEY = "sk-from-settings"
+    settings.AGENT_FIRST_EVENT_TIMEOUT_SECONDS = 11.0
+    settings.AGENT_EVENT_TIMEOUT_SECONDS = 7.0
+    settings.AGENT_RETRIES = 4
+    backend = OpenAIBackend()
+    try:
+        assert (
+            backend.base_url,
+            backend.api_key,
+            backend.first_event_timeout,
+            backend.event_timeout,
+            backend.retries,
+        ) == ("http://127.0.0.1:9/v1", "sk-from-settings", 11.0, 7.0, 4)
+        assert backend._client.timeout.read == 11.0 and backend._client.timeout.connect == 10.0
+    finally:
+        backend.close()
+
+
+# ------------------------------------------------------------------------------------------ the pure parser
+
+
+def test_iter_sse_joins_multiline_data_and_reads_fields():
+    body = b': hello\r\nevent: error\r\ndata: {"a":\r\ndata: 1}\r\nid: 3\r\n\r\ndata:x\n\ndata: tail-without-blank'
+    assert list(iter_sse([body])) == [
+        SSEEvent("", "hello", comment=True),
+        SSEEvent("error", '{"a":\n1}'),
+        SSEEvent("message", "x"),
+        SSEEvent("message", "tail-without-blank"),
+    ]
+
+
+def _body(items: list[tuple[str, str]], newline: str) -> bytes:
+    lines: list[str] = []
+    for kind, value in items:
+        if kind == "comment":
+            lines.append(f": {value}{newline}{newline}")
+            continue
+        delta = {"reasoning_content": value} if kind == "reasoning" else {"content": value}
+        if kind == "args":
+            delta = tool_delta(0, "call_p", "fn", value)
+        lines.append(f"data: {json.dumps(chunk(delta), ensure_ascii=False)}{newline}{newline}")
+    lines.append(f"data: {json.dumps(chunk({}, 'stop'))}{newline}{newline}")
+    lines.append(f"data: {json.dumps(usage_chunk(9, 4, cached=2))}{newline}{newline}data: [DONE]{newline}{newline}")
+    return "".join(lines).encode()
+
+
+ITEMS = st.lists(
+    st.tuples(st.sampled_from(["text", "reasoning", "comment", "args"]), st.text(min_size=1, max_size=12)),
+    max_size=12,
+).map(lambda items: [(k, v.replace("\r", " ").replace("\n", " ")) if k == "comment" else (k, v) for k, v in items])
+
+
+@hypothesis_settings(max_examples=150, deadline=None)
+@given(items=ITEMS, newline=st.sampled_from(["\n", "\r\n"]), data=st.data())
+def test_any_split_of_a_body_yields_the_same_events(items, newline, data):
+    body = _body(items, newline)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=20)))
+    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    whole = list(parse_stream([body]))
+    assert list(parse_stream(pieces)) == whole
+    assert list(parse_stream([bytes([b]) for b in body])) == whole
+    assert text_of(whole) == "".join(v for k, v in items if k == "text")
+    assert text_of(whole, "reasoning") == "".join(v for k, v in items if k == "reasoning")
+    assert whole[-1]["usage"] == {
+        "input_tokens": 7,
+        "output_tokens": 4,
+        "cache_read_tokens": 2,
+        "cache_write_tokens": 0,
+    }
