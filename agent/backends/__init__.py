@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -20,7 +20,7 @@ BACKENDS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> Backend:
     path = BACKENDS.get(name)
     if path is None:
