@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +26,7 @@ class SessionPolicy:
         return True
 
 
-@lru_cache(maxsize=None)
+@cache
 def _policy(path: str) -> SessionPolicy:
     return import_string(path)()
 
