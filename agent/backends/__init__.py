@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from functools import cache, lru_cache
+from functools import cache
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured

@@ -1,0 +1,136 @@
+"""The denial-of-wallet guard: each bucket, retry times, reservations under concurrency, the meter."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connections
+from django.utils import timezone
+
+from agent import budget
+from agent.exceptions import BudgetExceeded
+from agent.models import Message, Spend
+
+DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def spend(user, ago, tokens=0, usd="0"):
+    return Spend.objects.create(user=user, created_at=timezone.now() - ago, tokens=tokens, cost_usd=Decimal(usd),
+                                settled=True)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bucket,setup,message", [
+    ("minute", lambda u, o: spend(u, timedelta(seconds=30), tokens=20000),
+     "You've sent a lot in the last minute. Please wait a moment and try again."),
+    ("hour", lambda u, o: spend(u, timedelta(minutes=10), tokens=200000),
+     "You've reached this hour's usage limit for the assistant. Please try again later."),
+    ("month", lambda u, o: spend(u, timedelta(days=10), usd="5"),
+     "You've reached your monthly usage limit for the assistant."),
+    ("global", lambda u, o: spend(o, timedelta(days=1), usd="100"),
+     "The assistant has reached its overall monthly usage limit. Please try again later."),
+])
+def test_each_bucket_refuses_on_the_stream_and_keeps_the_message(api, chat, script, user, other_user, bucket, setup,
+                                                                 message):
+    script([[{"kind": "text", "text": "never"}, DONE]])
+    setup(user, other_user)
+    events = api.turn(chat, "hello")
+    assert len(events) == 1
+    name, payload = events[0]
+    assert name == "error"
+    assert payload["code"] == "budget_exceeded"
+    assert payload["message"] == message
+    window = {"minute": 30, "hour": 50 * 60, "month": 20 * 86400, "global": 29 * 86400}[bucket]
+    assert window - 5 <= payload["retry_after_seconds"] <= window + 5
+    assert [m.role for m in Message.objects.filter(session=chat)] == ["user"]
+
+
+@pytest.mark.django_db
+def test_old_usage_outside_the_window_does_not_count(api, chat, script, user):
+    script([[{"kind": "text", "text": "ok"}, DONE]])
+    spend(user, timedelta(minutes=2), tokens=20000)  # outside the minute, inside the hour
+    assert api.turn(chat, "hi")[-1][0] == "done"
+
+
+@pytest.mark.django_db
+def test_budget_checked_before_every_model_call_in_a_turn(api, chat, script, user, settings):
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 1000
+    settings.AGENT_MAX_TOKENS = 100
+    script([[{"kind": "tool_use", "id": "t1", "name": "missing", "input": {}},
+             {"kind": "done", "stop_reason": "tool_use", "usage": {"input_tokens": 995, "output_tokens": 5}}],
+            [{"kind": "text", "text": "never"}, DONE]])
+    events = api.turn(chat, "go")
+    assert [n for n, _ in events] == ["tool_use", "tool_result", "error"]
+    assert events[-1][1]["code"] == "budget_exceeded"
+    assert Message.objects.filter(session=chat, role="assistant").count() == 1
+
+
+@pytest.mark.django_db
+def test_settle_replaces_the_reservation_with_real_usage_and_cost(user):
+    reservation = budget.reserve(user, "gpt-4o-mini", input_estimate=1000, max_tokens=4000)
+    row = Spend.objects.get(pk=reservation.spend_id)
+    assert (row.tokens, row.settled) == (5000, False)
+    cost = budget.settle(reservation, {"input_tokens": 1_000_000, "output_tokens": 1_000_000,
+                                       "cache_read_tokens": 1_000_000, "cache_write_tokens": 0})
+    assert cost == Decimal("0.825")  # 0.15 + 0.6 + 0.075
+    row.refresh_from_db()
+    assert (row.tokens, row.cost_usd, row.settled) == (3_000_000, Decimal("0.825"), True)
+
+
+def test_unknown_model_is_priced_as_the_dearest(settings):
+    settings.AGENT_PRICES = {}
+    prices, known = budget.price_for("some-new-model")
+    assert not known
+    assert prices == max(budget.PRICES.values(), key=lambda p: (p["output"], p["input"]))
+    assert budget.price_for("us.anthropic.claude-3-5-haiku-20241022-v1:0") == (
+        budget.PRICES["anthropic.claude-3-5-haiku-20241022-v1:0"], True)
+
+
+def test_agent_prices_setting_extends_the_table(settings):
+    settings.AGENT_PRICES = {"my-model": {"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}}
+    assert budget.price_for("my-model") == ({"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}, True)
+
+
+@pytest.mark.django_db
+def test_budget_check_is_at_most_two_queries(user, django_assert_max_num_queries):
+    spend(user, timedelta(seconds=5), tokens=10)
+    with django_assert_max_num_queries(2):
+        budget.check(user)
+
+
+@pytest.mark.django_db
+def test_meter_fractions(user, settings):
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 1000
+    settings.AGENT_BUDGET_USD_PER_MONTH = 10
+    settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 0
+    spend(user, timedelta(seconds=5), tokens=900, usd="2.5")
+    assert budget.meter(user) == {"minute": 0.9, "hour": 0.0045, "month": 0.25, "global": 0.0}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_reservations_never_spend_past_the_limit(user, settings):
+    """Ten racing calls, room for one: at most one passes (reserve before the call, as budget proxies do)."""
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 5000
+    barrier = threading.Barrier(10)
+    passed, refused = [], []
+
+    def call():
+        try:
+            barrier.wait()
+            passed.append(budget.reserve(user, "fake", input_estimate=500, max_tokens=3000))
+        except BudgetExceeded:
+            refused.append(1)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=call) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(passed) <= 1
+    assert len(passed) + len(refused) == 10
+    assert sum(Spend.objects.filter(user=user).values_list("tokens", flat=True)) <= 5000

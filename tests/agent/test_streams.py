@@ -1,0 +1,208 @@
+"""Turns apart from their connection: stop, resume by Last-Event-ID, following from the database, HTML flavour."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from django.db import connections
+
+from agent import hub, turns
+from agent.follow import follow
+from agent.models import Message, Session, Turn
+from agent.sse import encode_json
+from tests.conftest import ApiClient, parse_sse
+
+DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def words(n, delay_ms=0):
+    return [{"kind": "text", "text": f"w{i} ", "delay_ms": delay_ms} for i in range(n)]
+
+
+@pytest.mark.django_db
+def test_stop_flag_ends_the_turn_and_keeps_what_was_streamed(chat, script, settings):
+    settings.AGENT_STOP_POLL_SECONDS = 0
+    script([words(5) + [DONE]])
+    turn, _ = turns.begin(chat, "talk")
+    original = turns._stop_check
+
+    def stop_after_two(t, channel):
+        check, seen = original(t, channel), []
+
+        def should_stop():
+            seen.append(1)
+            if len(seen) == 2:
+                Turn.objects.filter(pk=t.pk).update(stop_requested=True)
+            return check()
+
+        return should_stop
+
+    turns._stop_check = stop_after_two
+    try:
+        hub.open_channel(str(turn.pk))
+        turns.execute(turn.pk)
+    finally:
+        turns._stop_check = original
+    turn.refresh_from_db()
+    assert turn.status == "stopped"
+    assert turn.terminal_event == "done" and turn.terminal_payload["stop_reason"] == "stopped"
+    message = Message.objects.get(session=chat, role="assistant")
+    assert message.stop_reason == "stopped"
+    assert [p.text for p in message.parts.all()] == ["w0 w1 "]
+    chat.refresh_from_db()
+    assert chat.turn_id is None  # the lease is released
+
+
+@pytest.mark.django_db
+def test_stop_api_without_a_running_turn_is_409(api, chat):
+    response = api.post(f"/api/agent/sessions/{chat.pk}/stop")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "no_turn"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_turn_in_a_thread_streams_stops_and_outlives_its_reader(user, settings, tmp_path):
+    """The real executor path: POST starts the turn, GET follows it, Stop ends it server-side."""
+    settings.AGENT_TURN_EXECUTOR = "thread"
+    settings.AGENT_STOP_POLL_SECONDS = 0.05
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"calls": [words(200, delay_ms=20) + [DONE]]}))
+    settings.AGENT_BACKEND, settings.AGENT_FAKE_SCRIPT = "fake", str(path)
+    session = Session.objects.create(user=user)
+    api = ApiClient(user)
+    response = api.send(session, "long please")
+    assert response.status_code == 202
+    body = api.transcript(session)
+    assert body["running"] is True and body["stream_url"] == response.json()["stream_url"]
+    assert api.send(session, "again").json()["error"]["code"] == "turn_in_progress"
+    stream = api.client.get(response.json()["stream_url"])
+    chunks = iter(stream.streaming_content)
+    first = next(chunks)
+    assert b"event: token" in first
+    assert api.post(f"/api/agent/sessions/{session.pk}/stop").status_code == 202
+    events = parse_sse(first + b"".join(chunks))
+    assert events[-1][0] == "done" and events[-1][1]["stop_reason"] == "stopped"
+    tokens = "".join(p["text"] for n, p in events if n == "token")
+    assert 0 < len(tokens.split()) < 200
+    message = Message.objects.get(session=session, role="assistant")
+    assert [p.text for p in message.parts.all()] == [tokens]
+    connections.close_all()
+
+
+@pytest.mark.django_db
+def test_reconnect_with_last_event_id_resumes_after_it(api, chat, script):
+    script([words(4) + [DONE]])
+    url = api.send(chat, "hi").json()["stream_url"]
+    turn = Turn.objects.get(session=chat)
+    hub.get_channel(str(turn.pk)).delivered = False
+    events = api.events(url, HTTP_LAST_EVENT_ID="1")
+    assert [p["text"] for n, p in events if n == "token"] == ["w2 ", "w3 "]
+
+
+@pytest.mark.django_db
+def test_follow_from_database_when_the_turn_runs_in_another_process(chat, script):
+    """No channel here (another worker runs the turn): persisted messages, then the terminal event."""
+    from agent.transcript import add_message
+
+    turn, _ = turns.begin(chat, "hi")
+    add_message(chat, "assistant", [{"type": "text", "text": "Hello"},
+                                    {"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}], turn=turn)
+    add_message(chat, "tool", [{"type": "tool_result", "tool_use_id": "t1", "name": "x", "result": {"ok": 1},
+                                "status": "ok"}], turn=turn)
+    Turn.objects.filter(pk=turn.pk).update(status="done", terminal_event="done",
+                                           terminal_payload={"message_id": 1, "stop_reason": "end_turn", "usage": {}})
+    running = Turn(pk=turn.pk, session=chat, status="running")
+    items = list(follow_running(running))
+    assert [(n, p) for _, n, p in items] == [
+        ("token", {"text": "Hello"}),
+        ("tool_use", {"id": "t1", "name": "x", "input": {"a": 1}}),
+        ("tool_result", {"id": "t1", "name": "x", "status": "ok", "result": {"ok": 1}}),
+        ("done", {"message_id": 1, "stop_reason": "end_turn", "usage": {}}),
+    ]
+
+
+def follow_running(turn):
+    from agent.follow import _from_database
+
+    return _from_database(turn, heartbeat=15)
+
+
+@pytest.mark.django_db
+def test_html_flavour_ends_with_end_and_escapes_everything(api, chat, script):
+    script([[{"kind": "text", "text": "<script>alert(1)</script>\nevent: done\ndata: x"},
+             {"kind": "tool_use", "id": "c<1>", "name": "nope", "input": {"title": "<img src=x onerror=alert(1)>"}},
+             {"kind": "done", "stop_reason": "tool_use"}], [DONE]])
+    url = api.send(chat, "hi").json()["stream_url"]
+    body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    names = [line[7:] for line in body.split("\n") if line.startswith("event: ")]
+    assert names[-2:] == ["done", "end"]
+    assert names.count("done") == 1  # the injected "event: done" stayed inside data lines
+    assert "<script>" not in body and "<img src=x" not in body
+    assert "&lt;script&gt;" in body
+
+
+@pytest.mark.django_db
+def test_finished_html_stream_answers_terminal_and_end_at_once(api, chat, script):
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    url = api.send(chat, "hi").json()["stream_url"]
+    api.client.get(url)  # first reader consumes the live events
+    b"".join(api.client.get(url).streaming_content)
+    body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    assert [line[7:] for line in body.split("\n") if line.startswith("event: ")] == ["done", "end"]
+
+
+def test_sse_json_is_one_data_line():
+    assert encode_json("token", {"text": "a\nb"}) == b'event: token\ndata: {"text":"a\\nb"}\n\n'
+
+
+@pytest.mark.django_db
+def test_rate_limit_refuses_and_stores_nothing(api, chat, script, settings):
+    settings.AGENT_MESSAGES_PER_MINUTE = 2
+    script([[{"kind": "text", "text": "ok"}, DONE]] * 3)
+    assert api.send(chat, "one").status_code == 202
+    assert api.send(chat, "two").status_code == 202
+    response = api.send(chat, "three")
+    assert response.status_code == 429
+    body = response.json()
+    assert body["error"]["code"] == "rate_limited"
+    assert 1 <= body["retry_after_seconds"] <= 60
+    assert Message.objects.filter(session=chat, role="user").count() == 2
+
+
+@pytest.mark.django_db
+def test_transcript_building_is_constant_queries(chat, django_assert_num_queries):
+    from agent.transcript import add_message, build_neutral_messages
+
+    add_message(chat, "user", [{"type": "text", "text": "x"}])
+    with django_assert_num_queries(2):
+        build_neutral_messages(chat)
+    for i in range(50):
+        add_message(chat, "user", [{"type": "text", "text": f"m{i}"}])
+    with django_assert_num_queries(2):
+        assert len(build_neutral_messages(chat)) == 51
+
+
+@pytest.mark.django_db
+def test_lease_blocks_across_workers_until_it_expires(chat):
+    """The claim is one conditional UPDATE: a second claim fails while the lease holds."""
+    from agent.exceptions import TurnInProgress
+
+    turns.claim(chat)
+    with pytest.raises(TurnInProgress):
+        turns.claim(chat)
+
+
+def test_heartbeat_is_sent_while_waiting():
+    channel = hub.TurnChannel("x")
+    turn = Turn(pk="00000000-0000-0000-0000-000000000000")
+    hub._channels[str(turn.pk)] = channel
+    try:
+        gen = follow(turn, heartbeat=0.01)
+        assert next(gen) == (None, "heartbeat", None)
+        threading.Timer(0.02, lambda: (channel.publish("done", {"x": 1}), channel.close())).start()
+        rest = list(gen)
+        assert rest[-1] == (0, "done", {"x": 1})
+    finally:
+        hub._channels.pop(str(turn.pk), None)
