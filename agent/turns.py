@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -87,7 +87,13 @@ def _in_background(turn_id: Any) -> None:
 
 
 def execute(turn_id: Any) -> None:
-    """Run the loop for a claimed turn, publishing each event; always record a terminal and release."""
+    """Run the loop for a claimed turn, publishing each event to the turn's channel."""
+    for _ in drive(turn_id):
+        pass
+
+
+def drive(turn_id: Any) -> Iterator[tuple[str, Any]]:
+    """Run a claimed turn, yielding and publishing its events; always records a terminal and releases."""
     turn = Turn.objects.select_related("session", "session__user").get(pk=turn_id)
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     terminal: tuple[str, Any] | None = None
@@ -96,14 +102,18 @@ def execute(turn_id: Any) -> None:
             channel.publish(name, payload)
             if name in TERMINAL:
                 terminal = (name, payload)
+            yield name, payload
     except Exception:
         logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
         repair_orphans(turn.session, turn=turn)
-    if terminal is None:
-        terminal = calm_error("chat_error")
-        channel.publish(*terminal)
-    _finish(turn, *terminal)
-    channel.close()
+    finally:
+        if terminal is None:
+            terminal = calm_error("chat_error")
+            channel.publish(*terminal)
+        _finish(turn, *terminal)
+        channel.close()
+    if terminal[0] == "error" and terminal[1].get("code") == "chat_error":
+        yield terminal
 
 
 def _finish(turn: Turn, name: str, payload: Any) -> None:
