@@ -6,7 +6,7 @@ monkey.patch_all()
 
 import os  # noqa: E402
 
-bind = os.environ.get("BIND", "127.0.0.1:8000")
+bind = os.environ.get("BIND") or (f"0.0.0.0:{os.environ['PORT']}" if os.environ.get("PORT") else "127.0.0.1:8000")
 worker_class = "gevent"
 workers = int(os.environ.get("WEB_CONCURRENCY", "1"))
 worker_connections = int(os.environ.get("WORKER_CONNECTIONS", "4000"))
