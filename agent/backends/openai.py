@@ -562,6 +562,14 @@ def to_wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 
 
+REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def _reasoning_model(model: str) -> bool:
+    name = model.rsplit("/", 1)[-1]
+    return name.startswith(REASONING_MODEL_PREFIXES)
+
+
 def _setting(value: Any, name: str) -> Any:
     return getattr(settings, name) if value is None else value
 
@@ -622,8 +630,11 @@ class OpenAIBackend(Backend):
             "messages": to_wire_messages(system, messages),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "max_tokens": int(inference.get("max_tokens") or self.max_tokens),
         }
+        # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 …) refuse `max_tokens`; the
+        # compatible servers mostly know only `max_tokens`.
+        limit_key = "max_completion_tokens" if _reasoning_model(body["model"]) else "max_tokens"
+        body[limit_key] = int(inference.get("max_tokens") or self.max_tokens)
         if tools:
             body["tools"] = to_wire_tools(tools)
         for key in ("temperature", "top_p", "stop"):
