@@ -7,4 +7,5 @@ app_name = "chat"
 urlpatterns = [
     path("<uuid:session_id>/send", chat_views.send, name="send"),
     path("<uuid:session_id>/stop", chat_views.stop, name="stop"),
+    path("<uuid:session_id>/approvals/<uuid:approval_id>", chat_views.approval, name="approval"),
 ]

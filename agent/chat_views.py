@@ -14,7 +14,8 @@ from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
 from agent.models import Session
 from agent.policy import get_policy
-from agent.views import own_session, stream_url
+from agent.models import Turn
+from agent.views import own_session, resolve_approval, stream_url
 
 
 def _notice(request: HttpRequest, message: str) -> HttpResponse:
@@ -51,3 +52,18 @@ def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
         raise
     turns.request_stop(session)
     return HttpResponse(status=204)
+
+
+@require_POST
+@login_required
+def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpResponse:
+    session = own_session(request, session_id)
+    approve = request.POST.get("approve") == "1"
+    outcome, payload = resolve_approval(request, session, approval_id, approve)
+    context = {"approval_id": approval_id, "approved": approve, "outcome": outcome}
+    if outcome == "error":
+        context["message"] = payload[2]
+    elif outcome == "started":
+        turn = Turn.objects.get(pk=payload.rstrip("/").split("/")[-2])
+        context.update({"turn": turn, "stream_url": payload})
+    return render(request, "agent/_decided.html", context)

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from agent.markdown import render_markdown
-from agent.models import Message, Session, Turn
+from agent.models import Approval, Message, Session, Turn
 
 TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running"}
 
@@ -55,25 +55,36 @@ def turn_blocks(turn_id: Any, messages: list[Message]) -> list[dict[str, Any]]:
 
 def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
     """Display items for a session, and its running turn (whose replies the stream will bring)."""
-    running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
-    items: list[dict[str, Any]] = []
     turns = {t.pk: t for t in Turn.objects.filter(session=session)}
-    grouped: dict[Any, list[Message]] = {}
+    running = next((t for t in sorted(turns.values(), key=lambda t: t.created_at, reverse=True)
+                    if t.status == Turn.RUNNING), None)
+    items: list[dict[str, Any]] = []
     for message in session.messages.prefetch_related("parts").order_by("position"):
         if message.role == Message.USER:
-            items.append({"kind": "user", "text": " ".join(p.text for p in message.parts.all() if p.type == "text"),
-                          "turn_id": message.turn_id})
-            continue
-        if running is not None and message.turn_id == running.pk:
-            continue
-        grouped.setdefault(message.turn_id, []).append(message)
-    out: list[dict[str, Any]] = []
+            items.append({"kind": "user", "turn_id": message.turn_id,
+                          "text": " ".join(p.text for p in message.parts.all() if p.type == "text")})
+            if message.turn_id != getattr(running, "pk", None):
+                items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": []})
+        elif message.turn_id != getattr(running, "pk", None):
+            if items and items[-1]["kind"] == "assistant" and items[-1]["turn_id"] == message.turn_id:
+                items[-1]["messages"].append(message)
+            else:
+                items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": [message]})
     for item in items:
-        out.append(item)
-        tid = item["turn_id"]
-        if running is not None and tid == running.pk:
-            continue
-        turn = turns.get(tid)
-        out.append({"kind": "assistant", "turn_id": tid, "blocks": turn_blocks(tid, grouped.get(tid, [])),
-                    "error": (turn.terminal_payload or {}).get("message") if turn and turn.status == Turn.ERROR else ""})
-    return out, running
+        if item["kind"] == "assistant":
+            _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"))
+    return [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]], running
+
+
+def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message]) -> None:
+    item["turn_id"] = turn.pk if turn else None
+    item["blocks"] = turn_blocks(item["turn_id"], messages)
+    item["approvals"] = approvals_for(turn) if turn and turn.status == Turn.PAUSED else []
+    failed = turn is not None and turn.status == Turn.ERROR
+    item["error"] = (turn.terminal_payload or {}).get("message", "") if failed else ""
+
+
+def approvals_for(turn: Turn) -> list[dict[str, Any]]:
+    """The calls of a paused turn still waiting for a person."""
+    return [{"id": a.pk, "description": a.description or a.tool_name, "name": a.tool_name}
+            for a in Approval.objects.filter(turn=turn, status=Approval.PENDING, resolved=False).order_by("created_at")]

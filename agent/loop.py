@@ -9,12 +9,12 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import budget, signals
+from agent import approvals, budget, signals
 from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Turn
-from agent.tools import catalog_for, run_tool
+from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import (
     build_neutral_messages,
     persist_assistant,
@@ -57,6 +57,7 @@ def run_agent(session: Session, *, turn: Turn | None = None,
     calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
     total = zero_usage()
     last_id: int | None = None
+    yield from approvals.settle(session, turn)  # a resumed turn first answers the calls people decided
     for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
         specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now
         messages = build_neutral_messages(session)
@@ -96,11 +97,23 @@ def run_agent(session: Session, *, turn: Turn | None = None,
         if call.stop_reason == "stopped" or not call.tool_uses:
             yield ("done", {"message_id": last_id, "stop_reason": call.stop_reason, "usage": total})
             return
-        yield from _run_tools(session, turn, call.tool_uses, should_stop)
+        waiting = [tu for tu in call.tool_uses if _needs_person(session, tu)]
+        ready = [tu for tu in call.tool_uses if tu not in waiting]
+        if ready:
+            yield from _run_tools(session, turn, ready, should_stop)
+        if waiting:
+            yield approvals.as_event(approvals.create(session, turn, message, waiting))
+            return
         if should_stop():
             yield ("done", {"message_id": last_id, "stop_reason": "stopped", "usage": total})
             return
     yield calm_error("tool_cycle_limit")
+
+
+def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
+    """Calls of a confirm-listed tool that could run wait for a person; the rest answer at once."""
+    return (approvals.needs_approval(tool_use["name"]) and not tool_use.get("input_error")
+            and is_available(session, tool_use["name"]))
 
 
 def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:

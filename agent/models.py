@@ -33,8 +33,8 @@ class Session(models.Model):
 class Turn(models.Model):
     """One user message and the model calls that answer it."""
 
-    RUNNING, DONE, ERROR, STOPPED = "running", "done", "error", "stopped"
-    STATUSES = [(s, s) for s in (RUNNING, DONE, ERROR, STOPPED)]
+    RUNNING, DONE, ERROR, STOPPED, PAUSED = "running", "done", "error", "stopped", "paused"
+    STATUSES = [(s, s) for s in (RUNNING, DONE, ERROR, STOPPED, PAUSED)]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
@@ -134,3 +134,30 @@ class RateEvent(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["user", "created_at"], name="agent_rate_user_time_idx")]
+
+
+class Approval(models.Model):
+    """A tool call waiting for a person: claimed once, by the session's user, before it expires."""
+
+    PENDING, APPROVED, REJECTED, EXPIRED = "pending", "approved", "rejected", "expired"
+    STATUSES = [(s, s) for s in (PENDING, APPROVED, REJECTED, EXPIRED)]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="approvals")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="approvals")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="approvals")
+    tool_use_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=64)
+    tool_input = models.JSONField(default=dict)
+    description = models.CharField(max_length=300, blank=True)
+    status = models.CharField(max_length=10, choices=STATUSES, default=PENDING)
+    resolved = models.BooleanField(default=False)  # its tool_result is in the transcript
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "resolved"], name="agent_approval_open_idx"),
+                   models.Index(fields=["expires_at"], name="agent_approval_expiry_idx")]

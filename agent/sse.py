@@ -63,6 +63,8 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
     meter = budget.meter(turn.session.user)
     return {
         "turn_id": turn.pk,
+        "session_id": turn.session_id,
+        "approvals": display.approvals_for(turn) if name == "confirm" else [],
         "blocks": display.turn_blocks(turn.pk, messages),
         "error": payload if name == "error" else None,
         "meter": meter if max(meter.values()) >= 0.8 else None,

@@ -17,6 +17,7 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 Handler = Callable[..., Any]
 Available = Callable[[Any, str], bool]
+Describe = Callable[[Any, str, dict[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Tool:
     purposes: tuple[str, ...]
     available: Available | None = None
     validator: Any = field(default=None, compare=False, repr=False)
+    describe: Describe | None = None
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
@@ -43,8 +45,13 @@ def register(
     input_schema: dict[str, Any] | None = None,
     purposes: tuple[str, ...] = ("chat",),
     available: Available | None = None,
+    describe: Describe | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Register `handler(session, **input)` under `name`; `available(session, name)` gates offer and run."""
+    """Register `handler(session, **input)` under `name`.
+
+    `available(session, name)` gates both offer and run; `describe(session, name, input)` says
+    in plain words what a call would do (shown when a person must approve it).
+    """
     if not TOOL_NAME.match(name):
         raise ValueError(f"Tool name {name!r} must match [a-zA-Z0-9_-]{{1,64}}.")
     schema = input_schema or EMPTY_SCHEMA
@@ -52,7 +59,7 @@ def register(
 
     def deco(fn: Handler) -> Handler:
         REGISTRY[name] = Tool(name, fn, description, schema, tuple(purposes), available,
-                              jsonschema.Draft202012Validator(schema))
+                              jsonschema.Draft202012Validator(schema), describe)
         return fn
 
     return deco
@@ -72,6 +79,23 @@ def _offered(purpose: str, session: Any) -> list[Tool]:
     if session is None:
         return tools
     return [t for t in tools if t.available is None or t.available(session, t.name)]
+
+
+def describe(session: Any, name: str, input: dict[str, Any]) -> str:
+    """Plain words for a call: the tool's own `describe`, else its name and input."""
+    tool = REGISTRY.get(name)
+    if tool is not None and tool.describe is not None:
+        try:
+            return tool.describe(session, name, input)
+        except Exception:
+            logger.exception("describe failed for tool %s", name)
+    args = ", ".join(f"{k}={v!r}" for k, v in input.items())
+    return f"Run {name}({args})"
+
+
+def is_available(session: Any, name: str) -> bool:
+    tool = REGISTRY.get(name)
+    return tool is not None and (tool.available is None or tool.available(session, name))
 
 
 def as_object(value: Any) -> dict[str, Any]:

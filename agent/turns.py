@@ -14,7 +14,7 @@ from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
-from agent import hub
+from agent import approvals, hub
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
@@ -49,11 +49,18 @@ def claim(session: Session) -> Turn:
 
 
 def begin(session: Session, text: str) -> tuple[Turn, Message]:
+    """Claim the session and add the user's message; calls still awaiting a person are answered first."""
     turn = claim(session)
+    approvals.settle(session, turn)
     message = add_message(session, Message.USER, [{"type": "text", "text": text}], turn=turn)
     Turn.objects.filter(pk=turn.pk).update(user_message=message)
     Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
     return turn, message
+
+
+def resume(session: Session) -> Turn:
+    """Claim the session for a turn that carries on after people decided its pending calls."""
+    return claim(session)
 
 
 def start(turn: Turn) -> None:
@@ -120,7 +127,7 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
     if name == "done":
         status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
     else:
-        status = Turn.ERROR if name == "error" else Turn.DONE
+        status = {"error": Turn.ERROR, "confirm": Turn.PAUSED}.get(name, Turn.DONE)
     Turn.objects.filter(pk=turn.pk).update(status=status, terminal_event=name, terminal_payload=payload,
                                            finished_at=timezone.now())
     Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agent import signals, sse, turns
+from agent import approvals, signals, sse, turns
 from agent.api import error, json_body, message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
 from agent.follow import follow
@@ -170,3 +170,40 @@ def _part_json(part: Any) -> dict[str, Any]:
     if part.type in ("image", "document"):
         return {"type": part.type, "media_type": part.media_type, "media_ref": part.media_ref}
     return part_to_neutral(part)
+
+
+@require_POST
+@api_login_required
+def decide_approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpResponse:
+    """Approve or reject a call waiting for a person; answers the stream URL of the resumed turn."""
+    try:
+        session = own_session(request, session_id)
+    except Http404:
+        return error(404, "not_found", NOT_FOUND)
+    body = json_body(request)
+    if body is None or not isinstance(body.get("approve"), bool):
+        return error(400, "bad_request", 'Send {"approve": true} or {"approve": false}.')
+    outcome, payload = resolve_approval(request, session, approval_id, body["approve"])
+    if outcome != "started":
+        return error(*payload) if outcome == "error" else JsonResponse(payload, status=202)
+    return JsonResponse({"stream_url": payload}, status=202)
+
+
+def resolve_approval(request: HttpRequest, session: Session, approval_id: Any, approve: bool) -> tuple[str, Any]:
+    """Shared by the API and the chat panel: ("error", (status, code, message)), ("waiting", body), ("started", url)."""
+    if not get_policy().may_use(session):
+        return "error", (403, "forbidden", "You may not use the assistant here.")
+    result = approvals.decide(session, approval_id, request.user, approve)
+    if result == "expired":
+        return "error", (409, "approval_expired", "That request expired. Ask the assistant again.")
+    if result == "gone":
+        return "error", (409, "approval_decided", "That request was already decided.")
+    still = approvals.waiting(session, approval_id)
+    if still:
+        return "waiting", {"stream_url": None, "waiting": [str(a.pk) for a in still]}
+    try:
+        turn = turns.resume(session)
+    except TurnInProgress:
+        return "error", (409, "turn_in_progress", "The assistant is still answering. Try again in a moment.")
+    turns.start(turn)
+    return "started", stream_url(session, turn)

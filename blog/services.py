@@ -24,7 +24,7 @@ class OperationError(Exception):
 def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, actor: Actor) -> None:
     PostRevision.objects.create(
         post=post, blog=blog, action=action, before=before, after=post.snapshot() if post and action != "delete" else None,
-        user=actor.user, via_assistant=actor.via_assistant, consent=actor.consent, chat_session=actor.chat_session,
+        user=actor.user, via_assistant=False, consent=None, chat_session=None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -100,9 +101,10 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # A server started by the tests must see the same database as pytest:
-    # give the test database a file, never ":memory:".
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_SQLITE_NAME", str(BASE_DIR / "test_db.sqlite3"))}
+    # A file, never ":memory:": threads of a test (and servers it starts) must share it.
+    # One file per test process, so parallel runs never share it.
+    _test_db = os.environ.get("TEST_SQLITE_NAME") or str(Path(tempfile.gettempdir()) / f"blog-test-{os.getpid()}.sqlite3")
+    DATABASES["default"]["TEST"] = {"NAME": _test_db}
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
 
@@ -194,3 +196,9 @@ AGENT_EVENT_TIMEOUT_SECONDS = env_float("AGENT_EVENT_TIMEOUT_SECONDS", 60.0)
 AGENT_RETRIES = env_int("AGENT_RETRIES", 2)
 
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
+
+# Tools that wait for a person's approval (empty = none), and how long an approval stays open.
+AGENT_CONFIRM_TOOLS = [
+    t.strip() for t in os.environ.get("AGENT_CONFIRM_TOOLS", "delete_post,publish_post").split(",") if t.strip()
+]
+AGENT_APPROVAL_TTL_SECONDS = env_int("AGENT_APPROVAL_TTL_SECONDS", 900)

@@ -37,12 +37,16 @@
     if (e.detail.elt === form()) setRunning(true);
   });
 
+  // Any answer that opens a stream (a sent message, an approved action) means a turn runs.
   document.addEventListener("htmx:afterRequest", function (e) {
     var f = form();
-    if (e.detail.elt !== f) return;
     var started = e.detail.successful && e.detail.xhr.responseText.indexOf("sse-connect") !== -1;
-    if (started) f.reset();
-    setRunning(started);
+    if (e.detail.elt === f) {
+      if (started) f.reset();
+      setRunning(started);
+    } else if (started) {
+      setRunning(true);
+    }
     scrollLog();
   });
 

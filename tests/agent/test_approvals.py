@@ -1,0 +1,153 @@
+"""Human approval of risky tools: pause, decide once, resume; every tool_use gets exactly one result."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agent.backends import get_backend
+from agent.models import Approval, Message, Part, Turn
+from agent.tools import register, unregister
+from tests.agent.test_api_turns import assert_transcript_valid
+
+pytestmark = pytest.mark.django_db
+
+DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
+TOOL_STOP = {"kind": "done", "stop_reason": "tool_use"}
+
+
+@pytest.fixture
+def risky(settings):
+    settings.AGENT_CONFIRM_TOOLS = ["danger"]
+    ran = []
+
+    @register("danger", description="Irreversible", input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
+              describe=lambda session, name, data: f"Destroy thing {data.get('x')}")
+    def danger(session, x=0):
+        ran.append(x)
+        return {"destroyed": x, "_effects": [{"type": "thing.deleted", "id": x}]}
+
+    @register("safe", description="Harmless")
+    def safe(session):
+        ran.append("safe")
+        return {"ok": True}
+
+    yield ran
+    unregister("danger")
+    unregister("safe")
+
+
+def call(name, id, input=None):
+    return {"kind": "tool_use", "id": id, "name": name, "input": input or {}}
+
+
+def decide(api, chat, approval_id, approve):
+    return api.post(f"/api/agent/sessions/{chat.pk}/approvals/{approval_id}", {"approve": approve})
+
+
+def test_pause_then_approve_runs_the_tool_and_resumes(api, chat, script, risky):
+    script([[call("danger", "d1", {"x": 7}), TOOL_STOP], [{"kind": "text", "text": "Destroyed."}, DONE]])
+    events = api.turn(chat, "destroy 7")
+    assert [n for n, _ in events] == ["tool_use", "confirm"]
+    pending = events[-1][1]["approvals"]
+    assert [(a["name"], a["input"], a["description"]) for a in pending] == [("danger", {"x": 7}, "Destroy thing 7")]
+    assert risky == []
+    assert Turn.objects.get(session=chat).status == "paused"
+    assert api.transcript(chat)["running"] is False
+    response = decide(api, chat, pending[0]["id"], True)
+    assert response.status_code == 202
+    resumed = api.events(response.json()["stream_url"])
+    assert [n for n, _ in resumed] == ["tool_result", "effects", "token", "done"]
+    assert resumed[0][1] == {"id": "d1", "name": "danger", "status": "ok", "result": {"destroyed": 7}}
+    assert risky == [7]
+    assert_transcript_valid(chat)
+    # The model saw the result before answering.
+    assert get_backend().requests[-1]["messages"][-1]["parts"][0]["result"] == {"destroyed": 7}
+
+
+def test_reject_answers_the_model_with_an_error_result(api, chat, script, risky):
+    script([[call("danger", "d1"), TOOL_STOP], [{"kind": "text", "text": "OK, I won't."}, DONE]])
+    approval_id = api.turn(chat, "destroy")[-1][1]["approvals"][0]["id"]
+    resumed = api.events(decide(api, chat, approval_id, False).json()["stream_url"])
+    assert resumed[0][1]["status"] == "error"
+    assert "rejected" in resumed[0][1]["result"]["error"]
+    assert risky == []
+    assert_transcript_valid(chat)
+
+
+def test_an_approval_is_claimed_once(api, chat, script, risky):
+    script([[call("danger", "d1"), TOOL_STOP], [DONE]])
+    approval_id = api.turn(chat, "destroy")[-1][1]["approvals"][0]["id"]
+    assert decide(api, chat, approval_id, True).status_code == 202
+    again = decide(api, chat, approval_id, True)
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "approval_decided"
+    assert risky == [0]
+
+
+def test_expired_approval_cannot_be_claimed_and_the_next_turn_answers_it(api, chat, script, risky):
+    script([[call("danger", "d1"), TOOL_STOP], [{"kind": "text", "text": "fine"}, DONE]])
+    approval_id = api.turn(chat, "destroy")[-1][1]["approvals"][0]["id"]
+    Approval.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = decide(api, chat, approval_id, True)
+    assert response.status_code == 409 and response.json()["error"]["code"] == "approval_expired"
+    assert api.turn(chat, "never mind")[-1][0] == "done"
+    assert risky == []
+    assert_transcript_valid(chat)
+    # The error result sits right after the tool call, before the new user message.
+    roles = [m.role for m in Message.objects.filter(session=chat)]
+    assert roles == ["user", "assistant", "tool", "user", "assistant"]
+
+
+def test_another_user_cannot_decide(api, chat, script, risky, other_user):
+    from tests.conftest import ApiClient
+
+    script([[call("danger", "d1"), TOOL_STOP], [DONE]])
+    approval_id = api.turn(chat, "destroy")[-1][1]["approvals"][0]["id"]
+    response = ApiClient(other_user).post(f"/api/agent/sessions/{chat.pk}/approvals/{approval_id}", {"approve": True})
+    assert response.status_code == 404
+    assert Approval.objects.get().status == "pending"
+
+
+def test_parallel_calls_safe_runs_risky_waits_each_gets_one_result(api, chat, script, risky):
+    script([[call("safe", "s1"), call("danger", "d1", {"x": 1}), call("danger", "d2", {"x": 2}), TOOL_STOP],
+            [{"kind": "text", "text": "All done."}, DONE]])
+    events = api.turn(chat, "do all")
+    assert [n for n, _ in events] == ["tool_use", "tool_use", "tool_use", "tool_result", "confirm"]
+    assert risky == ["safe"]
+    first, second = events[-1][1]["approvals"]
+    waiting = decide(api, chat, first["id"], True)
+    assert waiting.status_code == 202
+    assert waiting.json() == {"stream_url": None, "waiting": [second["id"]]}
+    resumed = api.events(decide(api, chat, second["id"], False).json()["stream_url"])
+    assert [(p["id"], p["status"]) for n, p in resumed if n == "tool_result"] == [("d1", "ok"), ("d2", "error")]
+    assert risky == ["safe", 1]
+    results = Part.objects.filter(message__session=chat, type="tool_result").values_list("tool_use_id", flat=True)
+    assert sorted(results) == ["d1", "d2", "s1"]
+    assert_transcript_valid(chat)
+
+
+def test_bad_decision_body(api, chat, script, risky):
+    script([[call("danger", "d1"), TOOL_STOP]])
+    approval_id = api.turn(chat, "destroy")[-1][1]["approvals"][0]["id"]
+    response = api.post(f"/api/agent/sessions/{chat.pk}/approvals/{approval_id}", {"approve": "yes"})
+    assert response.status_code == 400
+
+
+def test_confirm_tools_setting_empty_runs_at_once(api, chat, script, risky, settings):
+    settings.AGENT_CONFIRM_TOOLS = []
+    script([[call("danger", "d1", {"x": 3}), TOOL_STOP], [DONE]])
+    events = api.turn(chat, "destroy")
+    assert "confirm" not in [n for n, _ in events]
+    assert risky == [3]
+
+
+def test_html_flavour_of_confirm_shows_plain_words_and_buttons(api, chat, script, risky):
+    script([[call("danger", "d1", {"x": 9}), TOOL_STOP]])
+    url = api.send(chat, "destroy").json()["stream_url"]
+    body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    assert "Destroy thing 9" in body
+    assert "Approve" in body and "Reject" in body
+    assert [line[7:] for line in body.split("\n") if line.startswith("event: ")][-2:] == ["confirm", "end"]
