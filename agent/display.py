@@ -7,13 +7,14 @@ import re
 from typing import Any
 
 from agent.markdown import render_markdown
-from agent.models import Approval, Message, Session, Turn
+from agent.models import Approval, Message, Part, Session, Turn
 
-TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running"}
+TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running", "waiting": "awaiting your OK"}
 
 
-def chip_id(turn_id: Any, tool_use_id: str) -> str:
-    return "chip-" + re.sub(r"[^A-Za-z0-9_-]", "_", f"{turn_id}-{tool_use_id}")[:120]
+def chip_id(tool_use_id: str) -> str:
+    # Tool call ids are unique within a session, and a resumed turn updates a paused turn's chip.
+    return "chip-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(tool_use_id))[:120]
 
 
 def summarize_input(data: Any, limit: int = 60) -> str:
@@ -28,14 +29,22 @@ def summarize_input(data: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def chip(turn_id: Any, tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]:
-    return {"id": chip_id(turn_id, tool_use_id), "name": name, "summary": summarize_input(input),
+def chip(tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]:
+    return {"id": chip_id(tool_use_id), "name": name, "summary": summarize_input(input),
             "status": status, "label": TOOL_LABELS.get(status, status)}
 
 
-def turn_blocks(turn_id: Any, messages: list[Message]) -> list[dict[str, Any]]:
-    """Assistant and tool messages of one turn as display blocks, in order."""
-    statuses = {p.tool_use_id: p.tool_status for m in messages if m.role == Message.TOOL for p in m.parts.all()}
+def result_statuses(session_id: Any) -> dict[str, str]:
+    """Each answered tool call's status, and "waiting" for calls a person has yet to decide."""
+    statuses = dict(Part.objects.filter(message__session_id=session_id, type="tool_result")
+                    .values_list("tool_use_id", "tool_status"))
+    for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
+        statuses.setdefault(uid, "waiting")
+    return statuses
+
+
+def turn_blocks(messages: list[Message], statuses: dict[str, str]) -> list[dict[str, Any]]:
+    """Assistant messages of one turn as display blocks, in order; `statuses` from `result_statuses`."""
     blocks: list[dict[str, Any]] = []
     for message in messages:
         if message.role != Message.ASSISTANT:
@@ -47,7 +56,7 @@ def turn_blocks(turn_id: Any, messages: list[Message]) -> list[dict[str, Any]]:
                 blocks.append({"kind": "text", "html": render_markdown(part.text)})
             elif part.type == "tool_use":
                 status = statuses.get(part.tool_use_id, "error")
-                blocks.append({"kind": "chip", **chip(turn_id, part.tool_use_id, part.tool_name, part.tool_input, status)})
+                blocks.append({"kind": "chip", **chip(part.tool_use_id, part.tool_name, part.tool_input, status)})
         if message.stop_reason == "stopped":
             blocks.append({"kind": "note", "text": "Stopped."})
     return blocks
@@ -70,15 +79,16 @@ def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
                 items[-1]["messages"].append(message)
             else:
                 items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": [message]})
+    statuses = result_statuses(session.pk)
     for item in items:
         if item["kind"] == "assistant":
-            _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"))
+            _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"), statuses)
     return [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]], running
 
 
-def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message]) -> None:
+def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], statuses: dict[str, str]) -> None:
     item["turn_id"] = turn.pk if turn else None
-    item["blocks"] = turn_blocks(item["turn_id"], messages)
+    item["blocks"] = turn_blocks(messages, statuses)
     item["approvals"] = approvals_for(turn) if turn and turn.status == Turn.PAUSED else []
     failed = turn is not None and turn.status == Turn.ERROR
     item["error"] = (turn.terminal_payload or {}).get("message", "") if failed else ""

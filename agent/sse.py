@@ -39,10 +39,10 @@ def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None)
         case "reasoning":
             html = str(escape(payload["text"]))
         case "tool_use":
-            chip = display.chip(turn.pk, payload["id"], payload["name"], payload.get("input"), "running")
+            chip = display.chip(payload["id"], payload["name"], payload.get("input"), "running")
             html = render_to_string("agent/_chip.html", {"chip": chip})
         case "tool_result":
-            chip = display.chip(turn.pk, payload["id"], payload["name"], None, payload["status"])
+            chip = display.chip(payload["id"], payload["name"], None, payload["status"])
             html = render_to_string("agent/_chip_status.html", {"chip": chip})
         case "effects":
             return encode("effects", json.dumps(payload, separators=(",", ":")), event_id)
@@ -65,7 +65,7 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
         "turn_id": turn.pk,
         "session_id": turn.session_id,
         "approvals": display.approvals_for(turn) if name == "confirm" else [],
-        "blocks": display.turn_blocks(turn.pk, messages),
+        "blocks": display.turn_blocks(messages, display.result_statuses(turn.session_id)),
         "error": payload if name == "error" else None,
         "meter": meter if max(meter.values()) >= 0.8 else None,
     }

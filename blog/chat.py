@@ -12,7 +12,7 @@ from agent.models import Session
 from agent.policy import SessionPolicy
 from agent.tools import as_object, register
 from blog import access
-from blog.models import Blog, ChatLink, Consent
+from blog.models import Blog, ChatLink, Consent, Post
 from blog.operations import exposed, perform_json
 from blog.services import OperationError
 
@@ -89,7 +89,23 @@ def dispatch(session: Session, name: str, raw: dict[str, Any]) -> dict[str, Any]
     return result
 
 
+VERBS = {"publish_post": "Publish", "unpublish_post": "Unpublish", "delete_post": "Delete for good",
+         "update_post": "Change", "get_post": "Read"}
+
+
+def describe_call(session: Session, name: str, data: dict[str, Any]) -> str:
+    """Plain words for a person approving the call: the action and the post's title."""
+    blog = blog_of(session)
+    post_id = data.get("post_id")
+    post = Post.objects.filter(blog=blog, pk=post_id).first() if blog and isinstance(post_id, int) else None
+    if name == "create_post":
+        return f"Create a draft titled “{data.get('title', '')}”"
+    target = f"the post “{post.title}”" if post else f"post #{post_id}"
+    return f"{VERBS.get(name, name)} {target}"
+
+
 def register_tools() -> None:
     for name, op in exposed().items():
         register(name, description=op.description, input_schema=op.input_schema, purposes=("chat",),
-                 available=tool_available)(lambda session, _n=name, **raw: dispatch(session, _n, raw))
+                 available=tool_available, describe=describe_call)(
+            lambda session, _n=name, **raw: dispatch(session, _n, raw))
