@@ -12,9 +12,8 @@ from django.views.decorators.http import require_POST
 from agent import signals, turns
 from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
-from agent.models import Session
+from agent.models import Session, Turn
 from agent.policy import get_policy
-from agent.models import Turn
 from agent.views import own_session, resolve_approval, stream_url
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import jsonschema
 
+from agent.runtime import gevent_patched
+
 logger = logging.getLogger("agent.tools")
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -139,13 +141,34 @@ def run_tool(session: Any, tool_use: dict[str, Any], *, purpose: str | None = No
         where = "/".join(str(p) for p in problems[0].path) or "input"
         return _error(f"Invalid input at {where}: {problems[0].message}")
     try:
-        result = as_object(tool.handler(session, **raw))
+        result = as_object(_call_with_time_limit(lambda: tool.handler(session, **raw)))
+    except ToolTimeout:
+        logger.error("tool %s ran past its time limit (session=%s)", name, getattr(session, "pk", None))
+        return _error(f"The tool {name!r} took too long and was stopped. Try again or try something simpler.")
     except Exception as exc:  # the model gets a readable error; the operator gets the traceback
         logger.exception("tool %s raised (session=%s)", name, getattr(session, "pk", None))
         return _error(_tool_exception_text(exc))
     effects = result.pop("_effects", None) or []
     status = "error" if "error" in result else "ok"
     return ToolOutcome(result, status, list(effects))
+
+
+class ToolTimeout(Exception):
+    """A tool ran past AGENT_TOOL_TIMEOUT_SECONDS."""
+
+
+def _call_with_time_limit(fn: Callable[[], Any]) -> Any:
+    """Under gevent a hung tool (waiting on I/O) is interrupted after the limit; elsewhere it runs to its end."""
+    from django.conf import settings
+
+    limit = getattr(settings, "AGENT_TOOL_TIMEOUT_SECONDS", 0)
+    if not limit or not gevent_patched():
+        return fn()
+    import gevent
+
+    with gevent.Timeout(limit, ToolTimeout):
+        return fn()
+
 
 
 def _tool_exception_text(exc: Exception) -> str:

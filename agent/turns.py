@@ -18,6 +18,7 @@ from agent import approvals, hub
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
+from agent.runtime import gevent_patched
 from agent.transcript import add_message, release_connection, repair_orphans
 
 logger = logging.getLogger("agent.turns")
@@ -70,20 +71,13 @@ def start(turn: Turn) -> None:
     if mode == "inline":
         execute(turn.pk)
         return
-    if mode == "auto" and _gevent_patched():
+    if mode == "auto" and gevent_patched():
         import gevent
 
         gevent.spawn(_in_background, turn.pk)
     else:
         threading.Thread(target=_in_background, args=(turn.pk,), daemon=True).start()
 
-
-def _gevent_patched() -> bool:
-    try:
-        from gevent import monkey
-    except ImportError:
-        return False
-    return monkey.is_module_patched("socket")
 
 
 def _in_background(turn_id: Any) -> None:
