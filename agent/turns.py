@@ -14,7 +14,7 @@ from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
-from agent import approvals, hub
+from agent import approvals, hub, logcontext
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
@@ -96,6 +96,11 @@ def execute(turn_id: Any) -> None:
 def drive(turn_id: Any) -> Iterator[tuple[str, Any]]:
     """Run a claimed turn, yielding and publishing its events; always records a terminal and releases."""
     turn = Turn.objects.select_related("session", "session__user").get(pk=turn_id)
+    with logcontext.bind(session_id=turn.session_id, user_id=turn.session.user_id, turn_id=turn.pk):
+        yield from _drive(turn)
+
+
+def _drive(turn: Turn) -> Iterator[tuple[str, Any]]:
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     terminal: tuple[str, Any] | None = None
     try:

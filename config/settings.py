@@ -152,10 +152,12 @@ X_FRAME_OPTIONS = "DENY"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"agent_context": {"()": "agent.logcontext.ContextFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s "
+                  "session=%(session_id)s user=%(user_id)s turn=%(turn_id)s %(message)s"},
     },
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["agent_context"]}},
     "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.request": {"level": "ERROR"},

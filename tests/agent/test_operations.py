@@ -1,0 +1,97 @@
+"""Operations: pruning old chats, signals, and log lines that carry session, user and turn."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from agent import signals
+from agent.models import Approval, Message, RateEvent, Session, Spend, Turn
+
+pytestmark = pytest.mark.django_db
+
+DONE = {"kind": "done", "stop_reason": "end_turn"}
+
+
+def test_chat_cleanup_prunes_old_sessions_in_batches_and_keeps_recent(user, capsys):
+    old = [Session.objects.create(user=user) for _ in range(5)]
+    Session.objects.filter(pk__in=[s.pk for s in old]).update(updated_at=timezone.now() - timedelta(days=40))
+    recent = Session.objects.create(user=user)
+    Message.objects.create(session=old[0], role="user", position=0)
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=31), tokens=5)
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=1), tokens=5)
+    RateEvent.objects.create(user=user, created_at=timezone.now() - timedelta(hours=1))
+    call_command("chat_cleanup", "--older-than", "30", "--batch-size", "2")
+    assert list(Session.objects.all()) == [recent]
+    assert not Message.objects.exists()
+    assert Spend.objects.count() == 1
+    assert not RateEvent.objects.exists()
+    assert "Deleted 5 sessions" in capsys.readouterr().out
+
+
+def test_chat_cleanup_never_deletes_a_session_with_a_running_turn(user):
+    from agent.turns import claim
+
+    session = Session.objects.create(user=user)
+    claim(session)
+    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now() - timedelta(days=90))
+    call_command("chat_cleanup", "--older-than", "30")
+    assert Session.objects.filter(pk=session.pk).exists()
+
+
+def test_chat_cleanup_expires_stale_approvals(chat):
+    turn = Turn.objects.create(session=chat)
+    message = Message.objects.create(session=chat, role="assistant", position=0)
+    Approval.objects.create(session=chat, turn=turn, message=message, tool_use_id="t", tool_name="x",
+                            expires_at=timezone.now() - timedelta(minutes=1))
+    call_command("chat_cleanup", "--older-than", "30")
+    assert Approval.objects.get().status == "expired"
+
+
+def test_chat_cleanup_rejects_bad_arguments():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="at least 1 day"):
+        call_command("chat_cleanup", "--older-than", "0")
+
+
+def test_signals_for_message_tool_and_error(api, chat, script):
+    from agent.tools import register, unregister
+
+    seen = []
+    handlers = {
+        "message": lambda sender, session, message, **kw: seen.append(("message", message.role)),
+        "tool": lambda sender, session, name, status, **kw: seen.append(("tool", name, status)),
+        "error": lambda sender, session, code, **kw: seen.append(("error", code)),
+    }
+    signals.message_received.connect(handlers["message"])
+    signals.tool_called.connect(handlers["tool"])
+    signals.agent_error.connect(handlers["error"])
+    register("ping")(lambda session: {"pong": True})
+    try:
+        script([[{"kind": "tool_use", "id": "p", "name": "ping", "input": {}}, {"kind": "done", "stop_reason": "tool_use"}],
+                [{"kind": "error", "retryable": False}]])
+        api.turn(chat, "hi")
+    finally:
+        unregister("ping")
+        signals.message_received.disconnect(handlers["message"])
+        signals.tool_called.disconnect(handlers["tool"])
+        signals.agent_error.disconnect(handlers["error"])
+    assert seen == [("message", "user"), ("tool", "ping", "ok"), ("error", "provider_error")]
+
+
+def test_log_lines_carry_session_user_and_turn(api, chat, script, caplog):
+    from agent.logcontext import ContextFilter
+
+    script([[{"kind": "error", "message": "boom", "retryable": False}]])
+    caplog.handler.addFilter(ContextFilter())
+    with caplog.at_level(logging.ERROR, logger="agent.loop"):
+        api.turn(chat, "hi")
+    turn = Turn.objects.get(session=chat)
+    record = next(r for r in caplog.records if r.name == "agent.loop")
+    assert (str(record.session_id), str(record.user_id), str(record.turn_id)) == (str(chat.pk), str(chat.user_id),
+                                                                                 str(turn.pk))
