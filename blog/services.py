@@ -24,7 +24,7 @@ class OperationError(Exception):
 def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, actor: Actor) -> None:
     PostRevision.objects.create(
         post=post, blog=blog, action=action, before=before, after=post.snapshot() if post and action != "delete" else None,
-        user=actor.user, via_assistant=False, consent=None, chat_session=None,
+        user=actor.user, via_assistant=actor.via_assistant, consent=actor.consent, chat_session=actor.chat_session,
     )
 
 
@@ -60,8 +60,10 @@ def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "") -> Post
 def post_update(*, post: Post, actor: Actor, title: str | None = None, body: str | None = None) -> Post:
     before = post.snapshot()
     if title is not None:
-        post.title = _clean_title(title)
-        post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+        title = _clean_title(title)
+        if title != post.title:  # a body-only edit keeps the post's address
+            post.title = title
+            post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
     if body is not None:
         post.body = body
     with transaction.atomic():

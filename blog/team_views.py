@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -85,9 +86,11 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
     granted = set(consent.scopes) if consent and consent.active else set()
     effective = access.assistant(request.user, blog).scopes
     scopes = [{"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine} for s in ALL_SCOPES]
-    used_in = (PostRevision.objects.filter(consent=consent).exclude(chat_session=None)
-               .values_list("chat_session", flat=True).distinct()[:20]) if consent else []
+    # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
+    # and list a chat once per change the assistant made in it.
+    used_in = [row["chat_session"] for row in PostRevision.objects.filter(consent=consent).exclude(chat_session=None)
+               .values("chat_session").annotate(last=Max("created_at")).order_by("-last")[:20]] if consent else []
     return render(request, "blog/clients.html", {
         "blog": blog, "seat": seat, "consent": consent, "scopes": scopes, "effective": sorted(effective),
-        "may_summon": access.may_summon(seat), "sessions_used": list(used_in),
+        "may_summon": access.may_summon(seat), "sessions_used": used_in,
     })

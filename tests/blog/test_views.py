@@ -1,0 +1,746 @@
+"""People's pages: blogs, posts and their history, members, the Clients screen, public reading, CSRF."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from agent.models import Session
+from blog.chat import tool_available
+from blog.models import Consent, Post, PostRevision, Seat
+from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, set_consent
+
+pytestmark = pytest.mark.django_db
+
+
+def everything():
+    """A fingerprint of all state a form could change."""
+    return (
+        sorted(Post.objects.values_list("pk", "title", "slug", "body", "status", "published_at")),
+        PostRevision.objects.count(),
+        sorted(Seat.objects.values_list("pk", "user_id", "role", "may_use_assistant")),
+        sorted(Consent.objects.values_list("pk", "scopes", "revoked_at")),
+        Session.objects.count(),
+    )
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = Tags()
+    parser.feed(html)
+    return parser.tags
+
+
+def post_links(html: str) -> dict[str, str]:
+    """Title → href of every post title link in the post list."""
+    return {m.group(2): m.group(1) for m in re.finditer(r'<a class="post-title" href="([^"]*)">([^<]*)</a>', html)}
+
+
+# Home and blog pages ----------------------------------------------------------------------------------------
+
+
+def test_home_lists_my_blogs(team, other_team):
+    html = browser(team.editor).get("/").content.decode()
+    assert '<a href="/blogs/notes/"><strong>Notes</strong></a>' in html
+    assert "Elsewhere" not in html
+    html = browser(team.outsider).get("/").content.decode()
+    assert "You're not a member of any blog yet." in html
+    assert "/blogs/notes/" not in html
+
+
+def test_pages_need_login(team):
+    response = browser().get("/blogs/notes/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/blogs/notes/"
+    assert browser().get("/").status_code == 302
+
+
+def test_blog_page_is_404_for_non_members(team, other_team):
+    assert browser(team.outsider).get("/blogs/notes/").status_code == 404
+    assert browser(team.owner).get("/blogs/elsewhere/").status_code == 404
+    assert browser(team.owner).get("/blogs/nope/").status_code == 404
+    for url in ("/blogs/notes/posts/", "/blogs/notes/posts/new/", "/blogs/notes/clients/", "/blogs/notes/members/"):
+        assert browser(team.outsider).get(url).status_code == 404, url
+
+
+def test_blog_page_shows_posts_and_panel(team):
+    draft = make_post(team.blog, "A draft")
+    make_post(team.blog, "Live post", published=True)
+    html = browser(team.owner).get("/blogs/notes/").content.decode()
+    assert html.count('id="post-list"') == 1
+    assert post_links(html) == {
+        "A draft": f"/blogs/notes/posts/{draft.pk}/edit/",
+        "Live post": "/read/notes/live-post/",
+    }
+    assert '<textarea id="chat-text" name="text"' in html
+    assert 'id="chat-form"' in html
+
+
+def test_viewer_page_has_no_assistant_and_no_actions(team):
+    draft = make_post(team.blog, "A draft")
+    html = browser(team.viewer).get("/blogs/notes/").content.decode()
+    assert post_links(html) == {"A draft": f"/blogs/notes/posts/{draft.pk}/history/"}
+    assert 'id="chat-form"' not in html
+    assert "/posts/new/" not in html and "/publish/" not in html and "/delete/" not in html
+    assert Session.objects.count() == 0
+
+
+def test_post_list_fragment(team):
+    draft = make_post(team.blog, "A draft")
+    live = make_post(team.blog, "Live post", published=True)
+    response = browser(team.author).get("/blogs/notes/posts/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<section id="post-list"')
+    assert "<html" not in html
+    assert post_links(html) == {
+        "A draft": f"/blogs/notes/posts/{draft.pk}/edit/",
+        "Live post": "/read/notes/live-post/",
+    }
+    assert "/publish/" not in html and "/unpublish/" not in html and "/delete/" not in html  # author
+    html = browser(team.editor).get("/blogs/notes/posts/").content.decode()
+    assert f"/blogs/notes/posts/{draft.pk}/publish/" in html
+    assert f"/blogs/notes/posts/{live.pk}/unpublish/" in html
+    assert f"/blogs/notes/posts/{draft.pk}/delete/" in html
+
+
+def test_titles_are_escaped_in_the_list(team):
+    make_post(team.blog, '<img src=x onerror="alert(1)">')
+    html = browser(team.owner).get("/blogs/notes/posts/").content.decode()
+    assert "<img src=x" not in html
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+
+
+# Post forms and their revisions -------------------------------------------------------------------------------
+
+
+def test_create_post(team):
+    client = browser(team.author)
+    assert client.get("/blogs/notes/posts/new/").status_code == 200
+    response = client.post("/blogs/notes/posts/new/", {"title": "Hello world", "body": "First *post*."})
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/"
+    post = Post.objects.get()
+    assert (post.title, post.slug, post.body, post.status, post.author) == (
+        "Hello world",
+        "hello-world",
+        "First *post*.",
+        "draft",
+        team.author,
+    )
+    rev = PostRevision.objects.get()
+    assert (rev.post, rev.action, rev.user, rev.via_assistant, rev.consent, rev.chat_session, rev.before) == (
+        post,
+        "create",
+        team.author,
+        False,
+        None,
+        None,
+        None,
+    )
+    assert rev.after == {
+        "title": "Hello world",
+        "slug": "hello-world",
+        "body": "First *post*.",
+        "status": "draft",
+        "published_at": None,
+    }
+    assert rev.actor_label == "author"
+
+
+def test_create_post_needs_a_title(team):
+    response = browser(team.owner).post("/blogs/notes/posts/new/", {"title": "  ", "body": "x"})
+    assert response.status_code == 200
+    assert "A post needs a title." in response.content.decode()
+    assert Post.objects.count() == 0 and PostRevision.objects.count() == 0
+
+
+def test_viewer_cannot_create(team):
+    client = browser(team.viewer)
+    assert client.get("/blogs/notes/posts/new/").status_code == 404
+    assert client.post("/blogs/notes/posts/new/", {"title": "Nope"}).status_code == 404
+    assert Post.objects.count() == 0
+
+
+def test_edit_post(team):
+    post = make_post(team.blog, "A draft", "Old body")
+    client = browser(team.editor)
+    html = client.get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert 'value="A draft"' in html and "Old body</textarea>" in html
+    response = client.post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "New title", "body": "New body"})
+    assert response.status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.slug, post.body) == ("New title", "new-title", "New body")
+    rev = PostRevision.objects.get()
+    assert (rev.action, rev.user, rev.via_assistant) == ("update", team.editor, False)
+    assert (rev.before["title"], rev.before["body"], rev.after["title"], rev.after["body"]) == (
+        "A draft",
+        "Old body",
+        "New title",
+        "New body",
+    )
+
+
+def test_edit_other_blogs_post_is_404(team, other_team):
+    foreign = make_post(other_team.blog, "Theirs")
+    response = browser(team.owner).post(f"/blogs/notes/posts/{foreign.pk}/edit/", {"title": "Mine now"})
+    assert response.status_code == 404
+    foreign.refresh_from_db()
+    assert foreign.title == "Theirs"
+
+
+def test_body_only_edit_keeps_the_posts_address(team):
+    first = make_post(team.blog, "Same title")
+    client = browser(team.owner)
+    client.post("/blogs/notes/posts/new/", {"title": "Same title", "body": "second"})
+    second = Post.objects.get(body="second")
+    assert second.slug == "same-title-2"
+    client.post(f"/blogs/notes/posts/{second.pk}/publish/")
+    client.post(f"/blogs/notes/posts/{first.pk}/delete/")
+    client.post(f"/blogs/notes/posts/{second.pk}/edit/", {"title": "Same title", "body": "typo fixed"})
+    second.refresh_from_db()
+    assert (second.slug, second.body) == ("same-title-2", "typo fixed")
+    assert browser().get("/read/notes/same-title-2/").status_code == 200
+    rev = PostRevision.objects.filter(post=second).first()
+    assert (rev.before["slug"], rev.after["slug"]) == ("same-title-2", "same-title-2")
+
+
+def test_publish_and_unpublish(team):
+    post = make_post(team.blog, "A draft")
+    client = browser(team.editor)
+    assert client.get(f"/blogs/notes/posts/{post.pk}/publish/").status_code == 405
+    response = client.post(f"/blogs/notes/posts/{post.pk}/publish/")
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/"
+    post.refresh_from_db()
+    assert post.status == "published" and post.published_at is not None
+    rev = PostRevision.objects.first()
+    assert (rev.action, rev.user, rev.via_assistant, rev.before["status"], rev.after["status"]) == (
+        "publish",
+        team.editor,
+        False,
+        "draft",
+        "published",
+    )
+    assert rev.after["published_at"] == post.published_at.isoformat()
+
+    response = client.post(f"/blogs/notes/posts/{post.pk}/unpublish/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert response.content.decode().lstrip().startswith('<section id="post-list"')
+    post.refresh_from_db()
+    assert (post.status, post.published_at) == ("draft", None)
+    rev = PostRevision.objects.first()
+    assert (rev.action, rev.before["status"], rev.after["status"], rev.after["published_at"]) == (
+        "unpublish",
+        "published",
+        "draft",
+        None,
+    )
+    assert PostRevision.objects.count() == 2
+
+
+def test_publishing_a_published_post_changes_nothing(team):
+    post = make_post(team.blog, "Live", published=True)
+    browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/publish/")
+    assert PostRevision.objects.count() == 0
+
+
+def test_author_cannot_publish_or_delete(team):
+    post = make_post(team.blog, "A draft")
+    client = browser(team.author)
+    before = everything()
+    assert client.post(f"/blogs/notes/posts/{post.pk}/publish/").status_code == 404
+    assert client.get(f"/blogs/notes/posts/{post.pk}/delete/").status_code == 404
+    assert client.post(f"/blogs/notes/posts/{post.pk}/delete/").status_code == 404
+    assert everything() == before
+
+
+def test_delete_confirm_then_delete(team):
+    post = make_post(team.blog, "A draft", "Body")
+    client = browser(team.owner)
+    response = client.get(f"/blogs/notes/posts/{post.pk}/delete/")
+    assert response.status_code == 200
+    assert "Delete “A draft”?" in response.content.decode()
+    assert Post.objects.filter(pk=post.pk).exists()
+    response = client.post(f"/blogs/notes/posts/{post.pk}/delete/")
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/"
+    assert not Post.objects.filter(pk=post.pk).exists()
+    rev = PostRevision.objects.get()
+    assert (rev.post, rev.blog, rev.action, rev.user, rev.via_assistant, rev.after) == (
+        None,
+        team.blog,
+        "delete",
+        team.owner,
+        False,
+        None,
+    )
+    assert rev.before == {
+        "id": post.pk,
+        "title": "A draft",
+        "slug": "a-draft",
+        "body": "Body",
+        "status": "draft",
+        "published_at": None,
+    }
+
+
+def test_history_lists_revisions_with_actors(team):
+    post = make_post(team.blog, "A draft")
+    client = browser(team.owner)
+    client.post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "Second", "body": "b"})
+    PostRevision.objects.create(
+        post=post,
+        blog=team.blog,
+        action="publish",
+        before=post.snapshot(),
+        after=post.snapshot(),
+        user=team.owner,
+        via_assistant=True,
+    )
+    html = browser(team.viewer).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    assert "<strong>update</strong> by owner" in html
+    assert "<strong>publish</strong> by the assistant for owner" in html
+    assert "Restore this earlier version" not in html  # viewers can't revert
+    html = client.get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    assert "Restore this earlier version" in html
+
+
+@pytest.mark.parametrize("role", ["owner", "editor"])
+def test_revert(team, role):
+    post = make_post(team.blog, "Original", "Original body")
+    browser(team.author).post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "Vandalised", "body": "spam"})
+    update = PostRevision.objects.get(action="update")
+    response = browser(team.user(role)).post(f"/blogs/notes/posts/{post.pk}/revert/{update.pk}/")
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/posts/{post.pk}/history/"
+    post.refresh_from_db()
+    assert (post.title, post.slug, post.body) == ("Original", "original", "Original body")
+    rev = PostRevision.objects.first()
+    assert (rev.action, rev.user, rev.via_assistant, rev.before["title"], rev.after["title"]) == (
+        "revert",
+        team.user(role),
+        False,
+        "Vandalised",
+        "Original",
+    )
+
+
+@pytest.mark.parametrize("role", ["author", "viewer", "outsider"])
+def test_revert_by_others_is_404(team, role):
+    post = make_post(team.blog, "Original", "Original body")
+    browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "Changed", "body": "x"})
+    update = PostRevision.objects.get(action="update")
+    before = everything()
+    assert browser(team.user(role)).post(f"/blogs/notes/posts/{post.pk}/revert/{update.pk}/").status_code == 404
+    assert everything() == before
+
+
+def test_a_creation_cannot_be_reverted(team):
+    client = browser(team.owner)
+    client.post("/blogs/notes/posts/new/", {"title": "Fresh", "body": "b"})
+    post = Post.objects.get()
+    created = PostRevision.objects.get()
+    before = everything()
+    response = client.post(f"/blogs/notes/posts/{post.pk}/revert/{created.pk}/", follow=True)
+    assert "That revision can&#x27;t be restored." in response.content.decode()
+    assert everything() == before
+
+
+def test_revert_with_another_posts_revision_is_404(team):
+    a = make_post(team.blog, "A")
+    b = make_post(team.blog, "B")
+    client = browser(team.owner)
+    client.post(f"/blogs/notes/posts/{a.pk}/edit/", {"title": "A2", "body": ""})
+    rev = PostRevision.objects.get(post=a)
+    before = everything()
+    assert client.post(f"/blogs/notes/posts/{b.pk}/revert/{rev.pk}/").status_code == 404
+    assert everything() == before
+
+
+# The assistant panel ----------------------------------------------------------------------------------------------
+
+
+def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
+    set_consent(team.editor, team.blog, [READ])
+    client = browser(team.editor)
+    html = client.get("/blogs/notes/").content.decode()
+    [first] = Session.objects.filter(user=team.editor)
+    assert f'hx-post="/chat/{first.pk}/send"' in html
+    assert "Can: posts:read" in html
+    client.get("/blogs/notes/")
+    assert Session.objects.filter(user=team.editor).count() == 1  # a reload resumes, it does not start anew
+    response = client.post("/blogs/notes/chats/new/")
+    second = Session.objects.filter(user=team.editor).exclude(pk=first.pk).get()
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={second.pk}"
+    assert f'hx-post="/chat/{second.pk}/send"' in client.get("/blogs/notes/").content.decode()
+    assert f'hx-post="/chat/{first.pk}/send"' in client.get(f"/blogs/notes/?chat={first.pk}").content.decode()
+
+
+def test_someone_elses_chat_id_is_ignored(team):
+    theirs = blog_chat(team.owner, team.blog)
+    html = browser(team.editor).get(f"/blogs/notes/?chat={theirs.pk}").content.decode()
+    assert str(theirs.pk) not in html
+
+
+@pytest.mark.parametrize("role", ["viewer", "outsider"])
+def test_new_chat_refused_to_those_who_may_not_summon(team, role):
+    assert browser(team.user(role)).post("/blogs/notes/chats/new/").status_code == 404
+    Seat.objects.filter(user=team.author).update(may_use_assistant=False)
+    assert browser(team.author).post("/blogs/notes/chats/new/").status_code == 404
+    assert Session.objects.count() == 0
+
+
+# Members ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["editor", "author", "viewer", "outsider"])
+def test_members_screen_is_owner_only(team, role):
+    client = browser(team.user(role))
+    before = everything()
+    assert client.get("/blogs/notes/members/").status_code == 404
+    assert (
+        client.post("/blogs/notes/members/", {"action": "add", "username": role, "role": "editor"}).status_code == 404
+    )
+    assert (
+        client.post(
+            "/blogs/notes/members/", {"action": "update", "seat": team.seat("viewer").pk, "role": "editor"}
+        ).status_code
+        == 404
+    )
+    assert everything() == before
+
+
+def test_owner_adds_a_member_by_username(team, django_user_model):
+    client = browser(team.owner)
+    html = client.get("/blogs/notes/members/").content.decode()
+    assert "editor" in html and "viewer" in html
+    response = client.post("/blogs/notes/members/", {"action": "add", "username": " outsider ", "role": "author"})
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/members/"
+    seat = Seat.objects.get(blog=team.blog, user=team.outsider)
+    assert (seat.role, seat.may_use_assistant) == ("author", False)
+    assert browser(team.outsider).get("/blogs/notes/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"action": "add", "username": "nobody", "role": "author"},
+        {"action": "add", "username": "editor", "role": "viewer"},  # already a member
+        {"action": "add", "username": "outsider", "role": "owner"},
+        {"action": "add", "username": "outsider", "role": "superuser"},
+    ],
+)
+def test_bad_member_additions_change_nothing(team, data):
+    before = everything()
+    response = browser(team.owner).post("/blogs/notes/members/", data)
+    assert response.status_code == 302
+    assert everything() == before
+
+
+def test_owner_changes_role_and_allows_the_assistant(team):
+    client = browser(team.owner)
+    seat = team.seat("viewer")
+    client.post(
+        "/blogs/notes/members/", {"action": "update", "seat": seat.pk, "role": "editor", "may_use_assistant": "on"}
+    )
+    seat.refresh_from_db()
+    assert (seat.role, seat.may_use_assistant) == ("editor", True)
+    client.post("/blogs/notes/members/", {"action": "update", "seat": seat.pk, "role": "author"})
+    seat.refresh_from_db()
+    assert (seat.role, seat.may_use_assistant) == ("author", False)
+
+
+def test_viewer_cannot_be_allowed_the_assistant(team):
+    seat = team.seat("editor")
+    browser(team.owner).post(
+        "/blogs/notes/members/", {"action": "update", "seat": seat.pk, "role": "viewer", "may_use_assistant": "on"}
+    )
+    seat.refresh_from_db()
+    assert (seat.role, seat.may_use_assistant) == ("viewer", False)
+
+
+def test_owner_seat_and_other_blogs_seats_cannot_be_changed(team, other_team):
+    client = browser(team.owner)
+    before = everything()
+    client.post("/blogs/notes/members/", {"action": "update", "seat": team.seat("owner").pk, "role": "viewer"})
+    client.post("/blogs/notes/members/", {"action": "remove", "seat": team.seat("owner").pk})
+    client.post(
+        "/blogs/notes/members/",
+        {"action": "update", "seat": other_team.seat("viewer").pk, "role": "editor", "may_use_assistant": "on"},
+    )
+    client.post("/blogs/notes/members/", {"action": "update", "seat": team.seat("author").pk, "role": "owner"})
+    assert everything() == before
+
+
+def test_owner_removes_a_member(team):
+    seat = team.seat("author")
+    browser(team.owner).post("/blogs/notes/members/", {"action": "remove", "seat": seat.pk})
+    assert not Seat.objects.filter(pk=seat.pk).exists()
+    assert browser(team.author).get("/blogs/notes/").status_code == 404
+
+
+# The Clients screen ----------------------------------------------------------------------------------------------
+
+
+def checkboxes(html: str) -> dict[str, tuple[bool, bool]]:
+    """scope → (checked, disabled) of the Clients form's checkboxes."""
+    return {
+        a["value"]: ("checked" in a, "disabled" in a)
+        for t, a in tags_of(html)
+        if t == "input" and a.get("name") == "scopes"
+    }
+
+
+def test_clients_screen_shows_only_my_own_grant(team):
+    set_consent(team.owner, team.blog, ALL)
+    set_consent(team.author, team.blog, [READ])
+    html = browser(team.author).get("/blogs/notes/clients/").content.decode()
+    assert checkboxes(html) == {
+        READ: (True, False),
+        WRITE: (False, False),
+        PUBLISH: (False, True),
+        DELETE: (False, True),
+    }
+    assert '<span id="effective-scopes">posts:read</span>' in html
+    html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
+    assert checkboxes(html) == {s: (False, False) for s in ALL}
+    assert '<span id="effective-scopes">nothing</span>' in html
+    assert "Not granted yet." in html
+    html = browser(team.owner).get("/blogs/notes/clients/").content.decode()
+    assert checkboxes(html) == {s: (True, False) for s in ALL}
+
+
+def test_clients_screen_for_viewer(team):
+    html = browser(team.viewer).get("/blogs/notes/clients/").content.decode()
+    assert "Viewers can't use the assistant." in html
+    assert checkboxes(html) == {
+        READ: (False, False),
+        WRITE: (False, True),
+        PUBLISH: (False, True),
+        DELETE: (False, True),
+    }
+
+
+def test_saving_my_grant_touches_nobody_elses(team):
+    owners = set_consent(team.owner, team.blog, ALL)
+    response = browser(team.editor).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ, WRITE]})
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/clients/"
+    mine = Consent.objects.get(user=team.editor, blog=team.blog, client="")
+    assert (mine.scopes, mine.revoked_at) == ([READ, WRITE], None)
+    owners.refresh_from_db()
+    assert (owners.scopes, owners.revoked_at) == (list(ALL), None)
+
+
+@pytest.mark.parametrize("scopes", [[READ, PUBLISH], [DELETE], [READ, "admin:all"], ["posts:READ"]])
+def test_scopes_beyond_the_seat_are_refused(team, scopes):
+    set_consent(team.author, team.blog, [READ])
+    before = everything()
+    response = browser(team.author).post("/blogs/notes/clients/", {"action": "save", "scopes": scopes}, follow=True)
+    assert "You can only grant what you can do yourself." in response.content.decode()
+    assert everything() == before
+
+
+def test_viewer_cannot_grant_write(team):
+    browser(team.viewer).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ, WRITE]})
+    assert not Consent.objects.filter(user=team.viewer).exists()
+
+
+def test_narrowing_bites_on_the_next_tool_call(team):
+    set_consent(team.editor, team.blog, ALL)
+    session = blog_chat(team.editor, team.blog)
+    assert all(tool_available(session, n) for n in ("create_post", "publish_post", "delete_post", "list_posts"))
+    browser(team.editor).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ]})
+    assert Consent.objects.get(user=team.editor).scopes == [READ]
+    assert [
+        n
+        for n in (
+            "create_post",
+            "update_post",
+            "publish_post",
+            "unpublish_post",
+            "delete_post",
+            "list_posts",
+            "get_post",
+        )
+        if tool_available(session, n)
+    ] == ["list_posts", "get_post"]
+
+
+@pytest.mark.parametrize("data", [{"action": "revoke"}, {"action": "save"}, {"action": "revoke", "scopes": [READ]}])
+def test_revoking_bites_on_the_next_tool_call(team, data):
+    set_consent(team.editor, team.blog, ALL)
+    session = blog_chat(team.editor, team.blog)
+    assert tool_available(session, "list_posts")
+    browser(team.editor).post("/blogs/notes/clients/", data)
+    consent = Consent.objects.get(user=team.editor)
+    assert consent.revoked_at is not None and consent.scopes == []
+    assert not any(tool_available(session, n) for n in ("list_posts", "get_post", "create_post", "delete_post"))
+    html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
+    assert checkboxes(html) == {s: (False, False) for s in ALL}
+    assert "Revoked " in html
+
+
+def test_regrant_after_revoke(team):
+    set_consent(team.editor, team.blog, ALL, revoked=True)
+    session = blog_chat(team.editor, team.blog)
+    browser(team.editor).post("/blogs/notes/clients/", {"action": "save", "scopes": [WRITE]})
+    consent = Consent.objects.get(user=team.editor)
+    assert (consent.scopes, consent.revoked_at) == ([WRITE], None)
+    assert tool_available(session, "create_post") and not tool_available(session, "list_posts")
+
+
+def test_clients_screen_lists_each_chat_where_the_assistant_acted_once(team):
+    consent = set_consent(team.owner, team.blog, ALL)
+    first, second, idle = (blog_chat(team.owner, team.blog) for _ in range(3))
+    post = make_post(team.blog)
+    for session in (first, first, first, second, first):
+        PostRevision.objects.create(
+            post=post,
+            blog=team.blog,
+            action="update",
+            user=team.owner,
+            via_assistant=True,
+            consent=consent,
+            chat_session=session,
+        )
+    html = browser(team.owner).get("/blogs/notes/clients/").content.decode()
+    links = re.findall(r'href="/blogs/notes/\?chat=([0-9a-f-]+)"', html)
+    assert links == [str(first.pk), str(second.pk)]  # once each, most recently used first
+    assert str(idle.pk) not in html
+
+
+# Public pages -------------------------------------------------------------------------------------------------------
+
+
+def test_anonymous_reader_sees_published_posts_only(team):
+    make_post(team.blog, "Secret draft", "not yet")
+    make_post(team.blog, "Out now", "# Hello\n\nPublic *words*.", published=True)
+    client = browser()
+    index = client.get("/read/notes/").content.decode()
+    assert '<a href="/read/notes/out-now/">Out now</a>' in index
+    assert "Secret draft" not in index
+    response = client.get("/read/notes/out-now/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<h1>Hello</h1>" in html and "<em>words</em>" in html
+    assert client.get("/read/notes/secret-draft/").status_code == 404
+    assert client.get("/read/nope/").status_code == 404
+
+
+def test_post_of_another_blog_is_not_served_under_this_blog(team, other_team):
+    make_post(other_team.blog, "Theirs", published=True)
+    assert browser().get("/read/notes/theirs/").status_code == 404
+    assert browser().get("/read/elsewhere/theirs/").status_code == 200
+
+
+HOSTILE = """# Title
+
+<script>alert('xss')</script>
+
+<img src="x" onerror="alert(1)">
+
+[click me](javascript:alert(2))
+
+[sneaky](JaVaScRiPt:alert(3))
+
+![pic](javascript:alert(4))
+
+<a href="javascript:alert(5)" onclick="alert(6)">raw link</a>
+
+<iframe src="https://evil.example"></iframe>
+
+[ok](https://example.com/)
+"""
+
+
+def test_hostile_markdown_renders_harmless(team):
+    make_post(team.blog, "Hostile", HOSTILE, published=True)
+    html = browser().get("/read/notes/hostile/").content.decode()
+    body = html.split('<div class="md">', 1)[1].split("</article>", 1)[0]
+    tags = tags_of(body)
+    assert not [t for t, _ in tags if t in ("script", "iframe", "object", "embed", "style")]
+    for tag, attrs in tags:
+        assert not [a for a in attrs if a.lower().startswith("on")], (tag, attrs)
+        for key in ("href", "src"):
+            assert not (attrs.get(key) or "").strip().lower().startswith("javascript:"), (tag, attrs)
+    assert "<script" not in body.lower() and "<iframe" not in body.lower()
+    assert ("a", {"href": "https://example.com/", "rel": "noopener noreferrer nofollow"}) in tags
+    # No script tag anywhere on the page except the site's own static scripts.
+    assert [a.get("src") for t, a in tags_of(html) if t == "script"] == [
+        a.get("src") for t, a in tags_of(browser().get("/read/notes/").content.decode()) if t == "script"
+    ]
+
+
+def test_hostile_title_is_escaped_on_public_pages(team):
+    make_post(team.blog, "<script>alert(1)</script>", published=True)
+    post = Post.objects.get()
+    for url in ("/read/notes/", f"/read/notes/{post.slug}/"):
+        html = browser().get(url).content.decode()
+        assert "<script>alert(1)</script>" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+# CSRF -----------------------------------------------------------------------------------------------------------------
+
+
+def state_changing_posts(team):
+    draft = make_post(team.blog, "A draft")
+    live = make_post(team.blog, "Live post", published=True)
+    browser(team.owner).post(f"/blogs/notes/posts/{draft.pk}/edit/", {"title": "A draft v2", "body": "b"})
+    rev = PostRevision.objects.get(action="update")
+    session = blog_chat(team.owner, team.blog)
+    set_consent(team.owner, team.blog, [READ])
+    return [
+        ("/blogs/notes/posts/new/", {"title": "Forged"}),
+        (f"/blogs/notes/posts/{draft.pk}/edit/", {"title": "Forged", "body": "x"}),
+        (f"/blogs/notes/posts/{draft.pk}/publish/", {}),
+        (f"/blogs/notes/posts/{live.pk}/unpublish/", {}),
+        (f"/blogs/notes/posts/{draft.pk}/delete/", {}),
+        (f"/blogs/notes/posts/{draft.pk}/revert/{rev.pk}/", {}),
+        ("/blogs/notes/members/", {"action": "add", "username": "outsider", "role": "editor"}),
+        ("/blogs/notes/members/", {"action": "update", "seat": team.seat("viewer").pk, "role": "editor"}),
+        ("/blogs/notes/members/", {"action": "remove", "seat": team.seat("author").pk}),
+        ("/blogs/notes/clients/", {"action": "save", "scopes": list(ALL)}),
+        ("/blogs/notes/clients/", {"action": "revoke"}),
+        ("/blogs/notes/chats/new/", {}),
+        (f"/chat/{session.pk}/send", {"text": "forged message"}),
+        (f"/chat/{session.pk}/stop", {}),
+    ]
+
+
+def test_csrf_is_enforced_on_every_form(team, script):
+    script([[{"kind": "text", "text": "hi"}, {"kind": "done", "stop_reason": "end_turn"}]])
+    posts = state_changing_posts(team)
+    client = browser(team.owner, csrf=True)
+    client.get("/blogs/notes/")  # sets the CSRF cookie; the token is simply not sent
+    before = everything()
+    for url, data in posts:
+        response = client.post(url, data)
+        assert response.status_code == 403, url
+        assert everything() == before, url
+    # HTMX-style posts without the header are refused too.
+    assert client.post(posts[2][0], HTTP_HX_REQUEST="true").status_code == 403
+    assert everything() == before
+
+
+def test_forms_work_with_the_token(team):
+    client = browser(team.owner, csrf=True)
+    client.get("/blogs/notes/posts/new/")
+    token = client.cookies["csrftoken"].value
+    response = client.post("/blogs/notes/posts/new/", {"title": "Legit", "csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    assert Post.objects.get().title == "Legit"
+    post = Post.objects.get()
+    response = client.post(f"/blogs/notes/posts/{post.pk}/publish/", HTTP_X_CSRFTOKEN=token)
+    assert response.status_code == 302
+    post.refresh_from_db()
+    assert post.status == "published"
