@@ -9,14 +9,13 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import approvals, budget, signals
+from agent import approvals, budget, context, signals
 from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Turn
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import (
-    build_neutral_messages,
     persist_assistant,
     persist_tool_results,
     release_connection,
@@ -47,47 +46,30 @@ class _Call:
         self.tool_uses: list[dict[str, Any]] = []
         self.usage = zero_usage()
         self.stop_reason = "end_turn"
+        self.cost = Decimal(0)
 
 
 def run_agent(session: Session, *, turn: Turn | None = None,
               should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
     backend = get_backend()
     model = model_for(backend)
-    max_tokens = settings.AGENT_MAX_TOKENS
     calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
     total = zero_usage()
     last_id: int | None = None
     yield from approvals.settle(session, turn)  # a resumed turn first answers the calls people decided
     for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
         specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now
-        messages = build_neutral_messages(session)
+        call = _Call()
         try:
-            reservation = budget.reserve(session.user, model, max_tokens=max_tokens,
-                                         input_estimate=budget.estimate_tokens(session.system_prompt, messages, specs))
+            failure = yield from _call_model(session, turn, backend, model, specs, call, should_stop, calls)
         except BudgetExceeded as exc:
             yield ("error", {"code": "budget_exceeded", "message": exc.message,
                              "retry_after_seconds": exc.retry_after_seconds})
             return
-        release_connection()  # nothing pinned while we wait on the model
-        call, failure = _Call(), None
-        token = call_context.set(CallContext(str(session.pk), calls))
-        try:
-            yield from _relay(backend.stream(system=session.system_prompt, messages=messages, tools=specs,
-                                             model=model, inference={"max_tokens": max_tokens}), call, should_stop)
-        except BackendError as exc:
-            logger.error("backend %s failed (session=%s turn=%s retryable=%s): %s", backend.name, session.pk,
-                         getattr(turn, "pk", None), exc.retryable, exc)
-            failure = "provider_error"
-        except Exception:
-            logger.exception("model call failed unexpectedly (session=%s)", session.pk)
-            failure = "chat_error"
-        finally:
-            call_context.reset(token)
         calls += 1
         if failure:
             call.tool_uses, call.stop_reason = [], "error"
-        cost = budget.settle(reservation, call.usage)
-        message = _persist(session, turn, call, backend.name, model, cost, specs)
+        message = _persist(session, turn, call, backend.name, model, call.cost, specs)
         last_id = message.pk
         _add(total, call.usage)
         if failure:
@@ -108,6 +90,43 @@ def run_agent(session: Session, *, turn: Turn | None = None,
             yield ("done", {"message_id": last_id, "stop_reason": "stopped", "usage": total})
             return
     yield calm_error("tool_cycle_limit")
+
+
+def _call_model(session: Session, turn: Turn | None, backend: Any, model: str, specs: list[dict[str, Any]],
+                call: _Call, should_stop: Callable[[], bool], index: int) -> Iterator[Event]:
+    """One model call, budgeted; a context-too-long refusal before any output gets one summarise-and-retry.
+
+    Returns the failure code (None on success); BudgetExceeded propagates.
+    """
+    where = f"session={session.pk} turn={getattr(turn, 'pk', None)}"
+    for attempt in (0, 1):
+        try:
+            ctx = context.build(session, backend, model, specs, force=attempt == 1)
+        except BackendError as exc:
+            logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
+            return "provider_error"
+        reservation = budget.reserve(session.user, model, max_tokens=settings.AGENT_MAX_TOKENS,
+                                     input_estimate=budget.estimate_tokens(ctx.system, ctx.messages, specs))
+        release_connection()  # nothing pinned while we wait on the model
+        token = call_context.set(CallContext(str(session.pk), index))
+        failure = None
+        try:
+            yield from _relay(backend.stream(system=ctx.system, messages=ctx.messages, tools=specs, model=model,
+                                             inference={"max_tokens": settings.AGENT_MAX_TOKENS}), call, should_stop)
+        except BackendError as exc:
+            logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
+            failure = "provider_error"
+            if exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses):
+                budget.settle(reservation, zero_usage())
+                continue
+        except Exception:
+            logger.exception("model call failed unexpectedly (%s)", where)
+            failure = "chat_error"
+        finally:
+            call_context.reset(token)
+        call.cost = budget.settle(reservation, call.usage)
+        return failure
+    return "provider_error"
 
 
 def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:

@@ -161,3 +161,19 @@ class Approval(models.Model):
     class Meta:
         indexes = [models.Index(fields=["session", "resolved"], name="agent_approval_open_idx"),
                    models.Index(fields=["expires_at"], name="agent_approval_expiry_idx")]
+
+
+class ContextSummary(models.Model):
+    """A model-written summary of a session's older messages, up to and including `up_to_position`."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries")
+    up_to_position = models.PositiveIntegerField()
+    text = models.TextField()
+    model_id = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "-up_to_position"], name="agent_summary_latest_idx")]

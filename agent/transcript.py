@@ -15,14 +15,19 @@ ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
 def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
     """The transcript in CONTRACT §3 shape; two queries whatever its length. Empty messages are skipped."""
-    rows = Message.objects.filter(session=session).order_by("position").prefetch_related(
+    return [message for _, message in positioned_messages(session)]
+
+
+def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
+    """(position, neutral message) pairs after `after`; two queries. Empty messages are skipped."""
+    rows = Message.objects.filter(session=session, position__gt=after).order_by("position").prefetch_related(
         Prefetch("parts", queryset=Part.objects.order_by("position"))
     )
     out = []
     for message in rows:
         parts = [part_to_neutral(p) for p in message.parts.all()]
         if parts:
-            out.append({"role": message.role, "parts": parts})
+            out.append((message.position, {"role": message.role, "parts": parts}))
     return out
 
 

@@ -204,3 +204,7 @@ AGENT_CONFIRM_TOOLS = [
     t.strip() for t in os.environ.get("AGENT_CONFIRM_TOOLS", "delete_post,publish_post").split(",") if t.strip()
 ]
 AGENT_APPROVAL_TTL_SECONDS = env_int("AGENT_APPROVAL_TTL_SECONDS", 900)
+
+# Bounded context: what is sent stays under this estimate; older messages become a summary.
+AGENT_CONTEXT_MAX_TOKENS = env_int("AGENT_CONTEXT_MAX_TOKENS", 60000)
+AGENT_CONTEXT_KEEP_MESSAGES = env_int("AGENT_CONTEXT_KEEP_MESSAGES", 20)

@@ -19,9 +19,10 @@ Event = dict[str, Any]
 class CallContext:
     """Which call of which session is being made; read by backends that need it (the fake)."""
 
-    def __init__(self, session_id: str, call_index: int) -> None:
+    def __init__(self, session_id: str, call_index: int, purpose: str = "chat") -> None:
         self.session_id = session_id
         self.call_index = call_index
+        self.purpose = purpose  # "chat", or "summary" for a call that condenses older messages
 
 
 call_context: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("agent_call_context", default=None)

@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 
 from agent.backends.base import Backend, call_context
+from agent.backends.fake import summary_events
 
 HELP = ("I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
         "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”.")
@@ -55,6 +56,10 @@ class DemoBackend(Backend):
 
     def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:
         offered = {t["name"] for t in tools}
+        ctx = call_context.get()
+        if ctx is not None and ctx.purpose == "summary":
+            yield from summary_events(messages)
+            return
         text, calls = self._answer(messages, offered)
         out_tokens = 0
         for word in re.findall(r"\S+\s*", text):

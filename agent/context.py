@@ -1,0 +1,118 @@
+"""Bounded context: the transcript grows without limit, what is sent does not.
+
+What a model call receives: the system prompt, a model-written summary of the older prefix
+(recorded as a ContextSummary with the last message it covers), and the recent messages
+verbatim. The cut always falls just before a user message, so a tool call is never split
+from its result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from agent import budget
+from agent.backends.base import Backend, CallContext, call_context, zero_usage
+from agent.models import ContextSummary, Session
+from agent.transcript import positioned_messages, release_connection
+
+logger = logging.getLogger("agent.context")
+
+SUMMARY_PROMPT = (
+    "You condense the earlier part of a conversation between a user and an assistant that uses tools. "
+    "Write a compact summary (at most 200 words) of what the user asked for, what was done (tool calls and "
+    "their outcomes, with ids and titles), and anything still pending. Facts only; no preamble."
+)
+SUMMARY_MAX_TOKENS = 1024
+
+
+@dataclass
+class Context:
+    system: str
+    messages: list[dict[str, Any]]
+
+
+def build(session: Session, backend: Backend, model: str, tools: list[dict[str, Any]], *,
+          force: bool = False) -> Context:
+    """The context for the next call; writes a new summary first when the transcript outgrew the limit."""
+    summary = ContextSummary.objects.filter(session=session).order_by("-up_to_position").first()
+    pairs = positioned_messages(session, after=summary.up_to_position if summary else -1)
+    system = _system(session, summary)
+    limit = settings.AGENT_CONTEXT_MAX_TOKENS
+    too_big = bool(limit) and budget.estimate_tokens(system, [m for _, m in pairs], tools) > limit
+    if force or too_big:
+        keep = settings.AGENT_CONTEXT_KEEP_MESSAGES if not force else max(1, settings.AGENT_CONTEXT_KEEP_MESSAGES // 2)
+        cut = cut_index(pairs, keep)
+        if cut > 0:
+            summary = summarize(session, backend, model, summary, pairs[:cut])
+            pairs, system = pairs[cut:], _system(session, summary)
+    return Context(system, [m for _, m in pairs])
+
+
+def _system(session: Session, summary: ContextSummary | None) -> str:
+    if summary is None:
+        return session.system_prompt
+    return f"{session.system_prompt}\n\n<conversation_summary>\n{summary.text}\n</conversation_summary>"
+
+
+def cut_index(pairs: list[tuple[int, dict[str, Any]]], keep: int) -> int:
+    """Where the verbatim part starts: at most `keep` messages, beginning at a user's own message."""
+    index = max(0, len(pairs) - keep)
+    while index > 0 and not _is_user_text(pairs[index][1]):
+        index -= 1
+    return index
+
+
+def _is_user_text(message: dict[str, Any]) -> bool:
+    return message["role"] == "user" and any(p["type"] == "text" for p in message["parts"])
+
+
+def summarize(session: Session, backend: Backend, model: str, previous: ContextSummary | None,
+              prefix: list[tuple[int, dict[str, Any]]]) -> ContextSummary:
+    """Ask the model to condense `prefix` (and the previous summary); budgeted like any call."""
+    text = render(previous.text if previous else "", [m for _, m in prefix])
+    request = [{"role": "user", "parts": [{"type": "text", "text": text}]}]
+    reservation = budget.reserve(session.user, model, max_tokens=SUMMARY_MAX_TOKENS,
+                                 input_estimate=budget.estimate_tokens(SUMMARY_PROMPT, request, []))
+    release_connection()
+    out, usage = [], zero_usage()
+    token = call_context.set(CallContext(str(session.pk), -1, purpose="summary"))
+    try:
+        for event in backend.stream(system=SUMMARY_PROMPT, messages=request, tools=[], model=model,
+                                    inference={"max_tokens": SUMMARY_MAX_TOKENS}):
+            if event["kind"] == "text":
+                out.append(event["text"])
+            elif event["kind"] == "done":
+                usage = {**usage, **(event.get("usage") or {})}
+    finally:
+        call_context.reset(token)
+        cost = budget.settle(reservation, usage)
+    logger.info("summarised %d messages of session %s", len(prefix), session.pk)
+    return ContextSummary.objects.create(
+        session=session, up_to_position=prefix[-1][0], text="".join(out).strip() or "(no summary)", model_id=model,
+        input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"], cost_usd=cost)
+
+
+def render(previous: str, messages: list[dict[str, Any]]) -> str:
+    lines = [f"Summary so far: {previous}"] if previous else []
+    for message in messages:
+        for part in message["parts"]:
+            lines.append(_line(message["role"], part))
+    return "Condense this conversation:\n\n" + "\n".join(line for line in lines if line)
+
+
+def _line(role: str, part: dict[str, Any]) -> str:
+    match part["type"]:
+        case "text":
+            return f"{role.title()}: {part['text']}"
+        case "tool_use":
+            return f"Assistant called {part['name']}({json.dumps(part['input'], ensure_ascii=False)[:300]})"
+        case "tool_result":
+            return f"Result ({part['status']}): {json.dumps(part['result'], ensure_ascii=False)[:500]}"
+        case "image" | "document":
+            return f"{role.title()} attached a {part['type']}."
+    return ""
