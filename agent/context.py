@@ -60,11 +60,14 @@ def _system(session: Session, summary: ContextSummary | None) -> str:
 
 
 def cut_index(pairs: list[tuple[int, dict[str, Any]]], keep: int) -> int:
-    """Where the verbatim part starts: at most `keep` messages, beginning at a user's own message."""
-    index = max(0, len(pairs) - keep)
-    while index > 0 and not _is_user_text(pairs[index][1]):
-        index -= 1
-    return index
+    """Where the verbatim part starts: a user's own message, at most `keep` from the end when one is
+    there (else the latest one, since a turn's tool calls and results are never split)."""
+    start = max(0, len(pairs) - keep)
+    later = [i for i in range(start, len(pairs)) if _is_user_text(pairs[i][1])]
+    if later:
+        return later[0]
+    earlier = [i for i in range(start) if _is_user_text(pairs[i][1])]
+    return earlier[-1] if earlier else 0
 
 
 def _is_user_text(message: dict[str, Any]) -> bool:
