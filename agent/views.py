@@ -11,8 +11,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agent import approvals, signals, sse, turns
-from agent.api import error, json_body, message_text, take_rate_slot
+from agent import approvals, intake, sse, turns
+from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import follow
 from agent.models import Message, Session, Turn
@@ -70,21 +70,11 @@ def post_message(request: HttpRequest, session_id: Any) -> HttpResponse:
         session = own_session(request, session_id)
     except Http404:
         return error(404, "not_found", NOT_FOUND)
-    text = message_text(json_body(request))
-    if text is None:
-        return error(400, "bad_message", "Write a message of up to 20,000 characters.")
-    if not get_policy().may_use(session):
-        return error(403, "forbidden", "You may not use the assistant here.")
-    wait = take_rate_slot(request.user)
-    if wait is not None:
-        return error(429, "rate_limited", "You're sending messages too quickly. Please wait a moment.",
-                     retry_after_seconds=wait)
+    body = json_body(request)
     try:
-        turn, message = turns.begin(session, text)
-    except TurnInProgress:
-        return error(409, "turn_in_progress", "The assistant is still answering. Wait for it or stop it.")
-    signals.message_received.send(sender=Session, session=session, message=message)
-    turns.start(turn)
+        turn, message = intake.accept(session, request.user, body.get("text") if body else None)
+    except intake.Refused as exc:
+        return error(exc.status, exc.code, exc.message, **exc.extra)
     return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, turn)}, status=202)
 
 
