@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -25,12 +26,25 @@ NOT_FOUND = "That chat doesn't exist or isn't yours."
 
 
 def api_login_required(view):
+    @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
             return error(401, "unauthenticated", "Please sign in first.")
         return view(request, *args, **kwargs)
 
-    wrapped.__name__ = view.__name__
+    return wrapped
+
+
+def session_api(view):
+    """Resolve `session_id` to the request user's session, or answer 404 not_found as JSON."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, session_id: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+        session = Session.objects.select_related("user").filter(pk=session_id, user=request.user).first()
+        if session is None:
+            return error(404, "not_found", NOT_FOUND)
+        return view(request, session, *args, **kwargs)
+
     return wrapped
 
 
@@ -65,11 +79,8 @@ def create_session(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @api_login_required
-def post_message(request: HttpRequest, session_id: Any) -> HttpResponse:
-    try:
-        session = own_session(request, session_id)
-    except Http404:
-        return error(404, "not_found", NOT_FOUND)
+@session_api
+def post_message(request: HttpRequest, session: Session) -> HttpResponse:
     body = json_body(request)
     try:
         turn, message = intake.accept(session, request.user, body.get("text") if body else None)
@@ -80,11 +91,8 @@ def post_message(request: HttpRequest, session_id: Any) -> HttpResponse:
 
 @require_GET
 @api_login_required
-def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
-    try:
-        session = own_session(request, session_id)
-    except Http404:
-        return error(404, "not_found", NOT_FOUND)
+@session_api
+def stream(request: HttpRequest, session: Session, turn_id: Any) -> HttpResponse:
     turn = Turn.objects.filter(pk=turn_id, session=session).first()
     if turn is None:
         return error(404, "not_found", NOT_FOUND)
@@ -118,11 +126,8 @@ def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
 
 @require_POST
 @api_login_required
-def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
-    try:
-        session = own_session(request, session_id)
-    except Http404:
-        return error(404, "not_found", NOT_FOUND)
+@session_api
+def stop(request: HttpRequest, session: Session) -> HttpResponse:
     if not turns.request_stop(session):
         return error(409, "no_turn", "Nothing is running in this chat.")
     return JsonResponse({}, status=202)
@@ -130,11 +135,8 @@ def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
 
 @require_GET
 @api_login_required
-def transcript(request: HttpRequest, session_id: Any) -> HttpResponse:
-    try:
-        session = own_session(request, session_id)
-    except Http404:
-        return error(404, "not_found", NOT_FOUND)
+@session_api
+def transcript(request: HttpRequest, session: Session) -> HttpResponse:
     running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
     body: dict[str, Any] = {"id": str(session.pk), "purpose": session.purpose, "running": running is not None,
                             "messages": [message_json(m) for m in session.messages.prefetch_related("parts")]}
@@ -164,12 +166,9 @@ def _part_json(part: Any) -> dict[str, Any]:
 
 @require_POST
 @api_login_required
-def decide_approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpResponse:
+@session_api
+def decide_approval(request: HttpRequest, session: Session, approval_id: Any) -> HttpResponse:
     """Approve or reject a call waiting for a person; answers the stream URL of the resumed turn."""
-    try:
-        session = own_session(request, session_id)
-    except Http404:
-        return error(404, "not_found", NOT_FOUND)
     body = json_body(request)
     if body is None or not isinstance(body.get("approve"), bool):
         return error(400, "bad_request", 'Send {"approve": true} or {"approve": false}.')
