@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
-from agent.models import Message, Part, Session, Spend, Turn
+from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, Turn
 
 
 class ReadOnlyMixin:
@@ -98,3 +98,20 @@ class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ["model_id", "settled"]
     search_fields = ["user__username"]
     readonly_fields = [f.name for f in Spend._meta.fields]
+
+
+@admin.register(Approval)
+class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["created_at", "session", "tool_name", "description", "status", "decided_by", "decided_at",
+                    "expires_at", "resolved"]
+    list_filter = ["status", "tool_name", "resolved"]
+    search_fields = ["session__id", "decided_by__username", "description"]
+    readonly_fields = [f.name for f in Approval._meta.fields]
+
+
+@admin.register(ContextSummary)
+class ContextSummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["created_at", "session", "up_to_position", "model_id", "input_tokens", "output_tokens",
+                    "cost_usd"]
+    search_fields = ["session__id", "text"]
+    readonly_fields = [f.name for f in ContextSummary._meta.fields]
