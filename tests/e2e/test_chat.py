@@ -1,0 +1,298 @@
+"""The assistant panel as a new user meets it, in a real browser against a real server."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from agent.budget import MESSAGES
+from tests.e2e.ui import (
+    BLOG,
+    LONG_WAIT,
+    WATCH_STREAMING,
+    ask,
+    chat_input,
+    chat_log,
+    chip,
+    login,
+    new_chat,
+    open_blog,
+    post_item,
+    replies,
+    send,
+    streaming_reply,
+    user_messages,
+    wait_turn_finished,
+)
+
+PROVIDER_ERROR = "The assistant couldn't answer just now. Please try again in a moment."
+XSS_TITLE = "<img src=x onerror=window.__xss=1>"
+XSS_FORM_TITLE = "<img src=x onerror=window.__xss=2>"
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_draft_streams_and_the_post_list_updates_live(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    page.evaluate("window.__marker = 1")
+    page.evaluate(WATCH_STREAMING)
+
+    send(page, "draft a post titled Morning light")
+
+    # Tokens arrive while the typing indicator still shows.
+    page.wait_for_function("() => window.__lengths.length >= 2")
+    expect(chip(page, "create_post")).to_be_visible()
+    expect(chip(page, "create_post").locator(".chip-status")).to_have_text("done")
+    expect(post_item(page, "Morning light")).to_be_visible()
+    expect(post_item(page, "Morning light").locator(".badge")).to_have_text("Draft")
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text("Done: I drafted “Morning light”.")
+    assert page.evaluate("window.__marker") == 1, "the page was reloaded"
+
+    # Publishing waits for the person's OK (AGENT_CONFIRM_TOOLS), then happens live.
+    reply = ask(page, "publish Morning light")
+    expect(reply.locator(".chip-name", has_text="publish_post")).to_be_visible()
+    approval = reply.locator(".approval")
+    expect(approval).to_contain_text("Needs your OK")
+    expect(post_item(page, "Morning light").locator(".badge")).to_have_text("Draft")
+    approval.get_by_role("button", name="Approve").click()
+    expect(post_item(page, "Morning light").locator(".badge")).to_have_text("Published")
+    wait_turn_finished(page)
+    expect(chat_log(page)).to_contain_text("Done: I published “Morning light”.")
+    assert page.evaluate("window.__marker") == 1, "the page was reloaded"
+    assert page.js_errors == []
+
+
+def test_enter_sends_and_shift_enter_adds_a_line(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    box = chat_input(page)
+
+    box.click()
+    box.press_sequentially("list my posts")
+    box.press("Shift+Enter")
+    box.press_sequentially("please")
+    expect(box).to_have_value("list my posts\nplease")
+    expect(user_messages(page)).to_have_count(0)
+    expect(replies(page)).to_have_count(0)
+
+    box.press("Enter")
+    expect(box).to_be_disabled()  # resting while the turn runs
+    expect(page.locator("#chat-stop")).to_be_visible()
+    expect(user_messages(page)).to_have_count(1)
+    expect(user_messages(page).first).to_contain_text("list my posts")
+    expect(user_messages(page).first).to_contain_text("please")
+    assert user_messages(page).first.locator("br").count() == 1  # the new line is kept
+
+    wait_turn_finished(page)
+    expect(box).to_be_enabled()
+    expect(box).to_have_value("")
+    expect(page.locator("#chat-stop")).to_be_hidden()
+    expect(replies(page).last).to_contain_text("Here are your posts")
+    expect(replies(page).last).to_contain_text("Welcome to Field Notes")
+
+
+def test_stop_keeps_the_partial_reply(slow_demo_server, page):
+    base = slow_demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 3:")
+    page.locator("#chat-stop").click()
+
+    wait_turn_finished(page)
+    reply = replies(page).last
+    expect(reply.locator(".note")).to_have_text("Stopped.")
+    expect(reply).to_contain_text("Paragraph 3:")
+    assert "Paragraph 40:" not in reply.inner_text()
+    partial = _normal(reply.locator(".flow").inner_text())
+
+    # The form works again.
+    expect(chat_input(page)).to_be_enabled()
+    expect(page.locator("#chat-send")).to_be_enabled()
+    expect(page.locator("#chat-stop")).to_be_hidden()
+
+    page.reload()
+    expect(user_messages(page)).to_have_count(1)
+    expect(replies(page)).to_have_count(1)
+    expect(replies(page).last.locator(".note")).to_have_text("Stopped.")
+    assert _normal(replies(page).last.locator(".flow").inner_text()) == partial
+
+    reply = ask(page, "list my posts")
+    expect(reply).to_contain_text("Here are your posts")
+
+
+def test_reload_mid_turn_follows_the_reply_to_its_end(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    page.reload()
+
+    expect(user_messages(page)).to_have_count(1)
+    expect(user_messages(page).first).to_have_text("write something long")
+    expect(chat_input(page)).to_be_disabled()  # the turn is still running
+    wait_turn_finished(page, timeout=LONG_WAIT)
+    reply = replies(page).last
+    expect(reply).to_contain_text("Paragraph 40:")
+    text = reply.inner_text()
+    assert text.count("Paragraph 1:") == 1
+    expect(user_messages(page)).to_have_count(1)
+    expect(replies(page)).to_have_count(1)
+
+    page.reload()
+    expect(user_messages(page)).to_have_count(1)
+    expect(replies(page)).to_have_count(1)
+    expect(replies(page).last).to_contain_text("Paragraph 40:")
+
+
+def test_budget_limit_shows_one_calm_line(server_factory, page):
+    server = server_factory(
+        "budget", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", AGENT_BUDGET_TOKENS_PER_MINUTE="1"
+    )
+    base = server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+
+    first = ask(page, "hello")  # an empty bucket admits one call
+    expect(first).to_contain_text("offline demo assistant")
+
+    second = ask(page, "list my posts")
+    error = second.locator(".chat-error")
+    expect(error).to_have_count(1)
+    expect(error).to_contain_text(MESSAGES["minute"])
+    expect(error).to_contain_text(re.compile(r"try again in \d+ s"))
+    expect(second.locator(".chip")).to_have_count(0)
+    expect(user_messages(page)).to_have_count(2)
+    expect(user_messages(page).last).to_have_text("list my posts")
+
+    page.reload()
+    expect(user_messages(page)).to_have_count(2)
+    expect(user_messages(page).last).to_have_text("list my posts")
+    expect(replies(page).last.locator(".chat-error")).to_contain_text(MESSAGES["minute"])
+
+
+def test_provider_error_reads_calmly(server_factory, write_script, page):
+    script = write_script(
+        "provider-error", [[{"kind": "text", "text": "Partial"}, {"kind": "error", "retryable": False}]]
+    )
+    server = server_factory("fake-error", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script)
+    base = server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+
+    reply = ask(page, "hello?")
+    expect(reply.locator(".chat-error")).to_have_text(PROVIDER_ERROR)
+    log = chat_log(page).inner_text()
+    for leak in ("scripted failure", "BackendError", "Traceback", "Exception"):
+        assert leak not in log
+    expect(chat_input(page)).to_be_enabled()
+
+
+def test_editor_without_consent_is_told_no(demo_server, page):
+    base = demo_server.url
+    login(page, base, "bob")
+    new_chat(page, base)
+    expect(page.locator("#assistant .grant")).to_contain_text("nothing yet")
+
+    reply = ask(page, "draft a post titled Nope")
+    expect(reply).to_contain_text("I can't do that here")
+    expect(reply).to_contain_text("create_post")
+    expect(reply.locator(".chip")).to_have_count(0)
+    expect(post_item(page, "Nope")).to_have_count(0)
+
+    page.reload()
+    expect(post_item(page, "Nope")).to_have_count(0)
+
+
+def test_viewer_has_no_assistant(demo_server, page):
+    base = demo_server.url
+    login(page, base, "carol")
+    open_blog(page, base)
+    expect(page.locator("#post-list")).to_be_visible()
+    expect(post_item(page, "Welcome to Field Notes")).to_be_visible()
+    expect(page.locator("#assistant")).to_have_count(0)
+    expect(page.locator("textarea[name=text]")).to_have_count(0)
+    expect(page.get_by_role("link", name="New post")).to_have_count(0)
+
+
+def test_titles_are_text_not_html(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+
+    # One post through the "New post" form…
+    open_blog(page, base)
+    page.get_by_role("link", name="New post").click()
+    page.get_by_label("Title").fill(XSS_FORM_TITLE)
+    page.get_by_role("button", name="Create draft").click()
+    expect(post_item(page, XSS_FORM_TITLE)).to_be_visible()
+
+    # …and one through the assistant, whose chip shows the title too.
+    new_chat(page, base)
+    send(page, f"draft a post titled {XSS_TITLE}")
+    expect(chip(page, "create_post").locator(".chip-input")).to_contain_text(XSS_TITLE)
+    expect(post_item(page, XSS_TITLE)).to_be_visible()
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text(f"Done: I drafted “{XSS_TITLE}”.")
+
+    reply = ask(page, "list my posts")
+    expect(reply).to_contain_text(XSS_TITLE)
+    expect(reply).to_contain_text(XSS_FORM_TITLE)
+
+    page.reload()
+    expect(post_item(page, XSS_TITLE)).to_be_visible()
+    expect(chip(page, "create_post").locator(".chip-input")).to_contain_text(XSS_TITLE)
+    expect(page.locator("img[src=x]")).to_have_count(0)
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+LONG_TITLE = "Observations-from-the-riverbank-at-dawn-with-herons-and-kingfishers"
+
+
+def _assert_fits_phone(page) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the page scrolls sideways on a phone ({width}px wide)"
+
+
+@pytest.mark.parametrize("context_options", [PHONE], ids=["390x844"])
+def test_phone_width(demo_server, page, context_options):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    _assert_fits_phone(page)
+
+    box = chat_input(page)
+    box.scroll_into_view_if_needed()
+    expect(box).to_be_visible()
+    expect(page.locator("#chat-send")).to_be_visible()
+    form = page.locator("#chat-form").bounding_box()
+    assert form and form["x"] >= 0 and form["x"] + form["width"] <= 390
+
+    # A long unbroken title lands in the post list and in a tool chip: still no sideways scroll.
+    box.tap()
+    reply = ask(page, f"draft a post titled {LONG_TITLE}")
+    expect(reply).to_contain_text("Done: I drafted")
+    expect(reply.locator(".chip")).to_be_visible()
+    expect(post_item(page, LONG_TITLE)).to_be_visible()
+    _assert_fits_phone(page)
+
+    page.locator("#chat-send").scroll_into_view_if_needed()
+    chat_input(page).fill("list my posts")
+    page.locator("#chat-send").tap()
+    expect(user_messages(page)).to_have_count(2)
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text("Here are your posts")
+    expect(replies(page).last).to_contain_text(LONG_TITLE)
+    _assert_fits_phone(page)
+    assert f"/blogs/{BLOG}/" in page.url

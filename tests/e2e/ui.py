@@ -1,0 +1,100 @@
+"""What a person does on the site, as small helpers over a Playwright page."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Locator, Page, expect
+
+BLOG = "field-notes"
+PASSWORD = "demo-pass-1234"  # seed_demo's password for every demo user
+LONG_WAIT = 60_000  # a whole "write something long" reply (~700 words at the demo's pace)
+
+# Records, from the page itself, whether the assistant's text grew while the typing
+# indicator was still showing (a MutationObserver sees every swap, however fast).
+WATCH_STREAMING = """
+() => {
+  window.__lengths = [];
+  const log = document.getElementById("chat-log");
+  new MutationObserver(() => {
+    for (const article of log.querySelectorAll("article.msg.assistant.streaming")) {
+      const flow = article.querySelector(".flow");
+      const typing = article.querySelector(".turn-state .typing");
+      const n = flow ? flow.textContent.trim().length : 0;
+      if (n && typing && window.__lengths[window.__lengths.length - 1] !== n) window.__lengths.push(n);
+    }
+  }).observe(log, {subtree: true, childList: true, characterData: true});
+}
+"""
+
+
+def login(page: Page, base: str, username: str, password: str = PASSWORD) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.locator("main").get_by_role("button", name="Sign in").click()
+    expect(page.locator(".topbar .who")).to_have_text(username)
+
+
+def open_blog(page: Page, base: str) -> None:
+    page.goto(f"{base}/blogs/{BLOG}/")
+
+
+def chat_input(page: Page) -> Locator:
+    return page.locator("#chat-form textarea[name=text]")
+
+
+def chat_log(page: Page) -> Locator:
+    return page.locator("#chat-log")
+
+
+def user_messages(page: Page) -> Locator:
+    return page.locator("#chat-log article.msg.user")
+
+
+def replies(page: Page) -> Locator:
+    return page.locator("#chat-log article.msg.assistant")
+
+
+def streaming_reply(page: Page) -> Locator:
+    return page.locator("#chat-log article.msg.assistant.streaming")
+
+
+def post_item(page: Page, title: str) -> Locator:
+    return page.locator("#post-list li.post").filter(
+        has=page.locator("a.post-title", has_text=re.compile("^" + re.escape(title) + "$"))
+    )
+
+
+def chip(page: Page, tool: str) -> Locator:
+    return page.locator("#chat-log .chip").filter(has=page.locator(".chip-name", has_text=tool))
+
+
+def new_chat(page: Page, base: str) -> None:
+    """Open the blog and start a fresh chat with the panel's "New chat" button."""
+    open_blog(page, base)
+    page.locator("#assistant").get_by_role("button", name="New chat").click()
+    page.wait_for_url(re.compile(r"[?&]chat="))
+    expect(chat_input(page)).to_be_enabled()
+    expect(page.locator("#chat-log article.msg")).to_have_count(0)
+
+
+def send(page: Page, text: str) -> None:
+    """Type a message and press Enter; returns once the user's bubble is in the log."""
+    before = user_messages(page).count()
+    box = chat_input(page)
+    box.fill(text)
+    box.press("Enter")
+    expect(user_messages(page)).to_have_count(before + 1)
+
+
+def wait_turn_finished(page: Page, timeout: float = 15_000) -> None:
+    expect(streaming_reply(page)).to_have_count(0, timeout=timeout)
+    expect(chat_input(page)).to_be_enabled(timeout=timeout)
+
+
+def ask(page: Page, text: str, timeout: float = 15_000) -> Locator:
+    """Send a message, wait for the whole reply and return its article."""
+    send(page, text)
+    wait_turn_finished(page, timeout)
+    return replies(page).last
