@@ -8,6 +8,7 @@ from typing import Any
 
 from agent.markdown import render_markdown
 from agent.models import Approval, Message, Part, Session, Turn
+from agent.tools import REGISTRY
 
 TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running", "waiting": "awaiting your OK"}
 
@@ -17,20 +18,35 @@ def chip_id(tool_use_id: str) -> str:
     return "chip-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(tool_use_id))[:120]
 
 
-def summarize_input(data: Any, limit: int = 60) -> str:
-    """A short, plain summary of a tool's input for its chip (escaped by the template)."""
+def summarize_input(data: Any, order: list[str] | None = None, limit: int = 60) -> str:
+    """A short, plain summary of a tool's input for its chip (escaped by the template).
+
+    Keys follow the tool's schema order, so the chip reads the same live and after a reload
+    (PostgreSQL's jsonb does not keep key order).
+    """
     if not isinstance(data, dict) or not data:
         return ""
+    rank = {key: i for i, key in enumerate(order or [])}
+    keys = sorted(data, key=lambda k: (rank.get(k, len(rank)), k))
     bits = []
-    for key, value in list(data.items())[:2]:
+    for key in keys[:2]:
+        value = data[key]
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         bits.append(f"{key}: {shown}")
     text = ", ".join(bits).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def meter_display(meter: dict[str, float], threshold: float = 0.8) -> dict[str, int] | None:
+    """Whole percentages (capped at 100) of the buckets near their limit; None while all are comfortable."""
+    near = {k: min(100, round(v * 100)) for k, v in meter.items() if v >= threshold}
+    return near or None
+
+
 def chip(tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]:
-    return {"id": chip_id(tool_use_id), "name": name, "summary": summarize_input(input),
+    tool = REGISTRY.get(name)
+    order = list((tool.input_schema.get("properties") or {}).keys()) if tool else []
+    return {"id": chip_id(tool_use_id), "name": name, "summary": summarize_input(input, order),
             "status": status, "label": TOOL_LABELS.get(status, status)}
 
 
@@ -91,7 +107,9 @@ def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], stat
     item["blocks"] = turn_blocks(messages, statuses)
     item["approvals"] = approvals_for(turn) if turn and turn.status == Turn.PAUSED else []
     failed = turn is not None and turn.status == Turn.ERROR
-    item["error"] = (turn.terminal_payload or {}).get("message", "") if failed else ""
+    payload = (turn.terminal_payload or {}) if failed else {}
+    item["error"] = payload.get("message", "")
+    item["retry_after_seconds"] = payload.get("retry_after_seconds")
 
 
 def approvals_for(turn: Turn) -> list[dict[str, Any]]:

@@ -67,5 +67,5 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
         "approvals": display.approvals_for(turn) if name == "confirm" else [],
         "blocks": display.turn_blocks(messages, display.result_statuses(turn.session_id)),
         "error": payload if name == "error" else None,
-        "meter": meter if max(meter.values()) >= 0.8 else None,
+        "meter": display.meter_display(meter),
     }

@@ -10,8 +10,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from agent import budget
-from agent.display import conversation
+from agent import budget, display
 from agent.models import Session
 from blog import access
 from blog.chat import start_session
@@ -31,7 +30,7 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
     if current is None:  # the first visit opens an empty chat, so the form is ready to use
         current = start_session(request.user, blog)
         sessions = [current]
-    items, running = conversation(current) if current else ([], None)
+    items, running = display.conversation(current) if current else ([], None)
     meter = budget.meter(request.user)
     grant = access.assistant(request.user, blog)
     return {
@@ -41,7 +40,7 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
         "items": items,
         "running": running,
         "running_url": reverse("agent:stream", args=[current.pk, running.pk]) if running else "",
-        "meter": meter if max(meter.values()) >= 0.8 else None,
+        "meter": display.meter_display(meter),
         "grant_scopes": sorted(grant.scopes),
     }
 
