@@ -39,8 +39,9 @@ LONG_TEXT = " ".join(
 
 
 def intent(text: str) -> tuple[str, str]:
+    text = " ".join(text.split())  # a request typed over several lines reads as one
     for name, pattern in PATTERNS:
-        m = pattern.search(text.strip())
+        m = pattern.search(text)
         if m:
             return name, (m.groupdict().get("t") or "").strip()
     return "help", ""
