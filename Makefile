@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install chromium lint clean
+.PHONY: run test install chromium lint clean soak bench
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,9 +28,20 @@ chromium:
 test: $(STAMP) chromium
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+# The full load run of tests/reliability/test_soak.py: 300 concurrent turns for 5 minutes on PostgreSQL.
+soak: $(STAMP)
+	DATABASE_URL=$${DATABASE_URL-postgres://postgres@127.0.0.1:5432/test} SOAK_SECONDS=$${SOAK_SECONDS-300} \
+	SOAK_CONCURRENCY=$${SOAK_CONCURRENCY-300} SOAK_WORKERS=$${SOAK_WORKERS-2} \
+	$(PY) -m pytest tests/reliability/test_soak.py -q -s $(PYTEST_ARGS)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
 clean:
 	rm -rf $(VENV) staticfiles test_db.sqlite3* artifacts
+
+# Benchmarks (bench/, issue #6): prints one JSON line per scenario and writes BENCHMARKS.md (~12 min).
+bench: $(STAMP)
+	$(PIP) install --quiet -r bench/requirements.txt
+	$(PY) -m bench.run $(BENCH_ARGS)
