@@ -24,6 +24,7 @@ class TurnChannel:
         self.closed = False
         self.stop = False
         self.delivered = False  # a follower has read it to its end
+        self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
         self._cond = threading.Condition()
 
@@ -52,6 +53,11 @@ def open_channel(turn_id: str) -> TurnChannel:
 
 def get_channel(turn_id: str) -> TurnChannel | None:
     return _channels.get(str(turn_id))
+
+
+def running_channels() -> list[TurnChannel]:
+    """Channels of turns this process runs in the background (the watcher looks after them)."""
+    return [c for c in list(_channels.values()) if c.watched and not c.closed]
 
 
 def _sweep() -> None:

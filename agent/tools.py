@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 from collections.abc import Callable
@@ -76,11 +77,27 @@ def catalog_for(purpose: str, session: Any = None) -> list[dict[str, Any]]:
     return [tool.spec() for tool in _offered(purpose, session)]
 
 
+_offer_pass: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("agent_offer_pass", default=None)
+
+
+def offer_pass_cache() -> dict[str, Any] | None:
+    """A scratch dict shared by the `available` checks of one catalogue pass (None outside one).
+
+    A domain may keep what it loaded for the first tool (the grant, say) for the others of the
+    same pass; running a tool always checks afresh.
+    """
+    return _offer_pass.get()
+
+
 def _offered(purpose: str, session: Any) -> list[Tool]:
     tools = [t for _, t in sorted(REGISTRY.items()) if not t.purposes or purpose in t.purposes]
     if session is None:
         return tools
-    return [t for t in tools if t.available is None or t.available(session, t.name)]
+    token = _offer_pass.set({})
+    try:
+        return [t for t in tools if t.available is None or t.available(session, t.name)]
+    finally:
+        _offer_pass.reset(token)
 
 
 def describe(session: Any, name: str, input: dict[str, Any]) -> str:

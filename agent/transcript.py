@@ -125,6 +125,10 @@ def repair_orphans(session: Session, *, turn: Turn | None = None) -> int:
 
 
 def release_connection() -> None:
-    """Give the database connection back before waiting on a model (see NOTES: no pinned connections)."""
-    if not connection.in_atomic_block:
+    """Give the database connection back before waiting on a model (see NOTES: no pinned connections).
+
+    SQLite has no connection limit to protect, and closing costs a file sync that stalls every
+    greenlet of the worker, so its connections stay open.
+    """
+    if connection.vendor != "sqlite" and not connection.in_atomic_block:
         connection.close()

@@ -14,7 +14,7 @@ from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
-from agent import approvals, hub, logcontext
+from agent import approvals, hub, logcontext, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
@@ -67,10 +67,12 @@ def resume(session: Session) -> Turn:
 def start(turn: Turn) -> None:
     """Run the turn in its own greenlet (or thread), or inline when configured."""
     mode = settings.AGENT_TURN_EXECUTOR
-    hub.open_channel(str(turn.pk))
+    channel = hub.open_channel(str(turn.pk))
     if mode == "inline":
         execute(turn.pk)
         return
+    channel.watched = True
+    watch.ensure_running()
     if mode == "auto" and gevent_patched():
         import gevent
 
@@ -133,14 +135,15 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
 
 
 def _stop_check(turn: Turn, channel: hub.TurnChannel) -> Callable[[], bool]:
-    """A cheap `should_stop`: the in-process flag always, the database flag (and lease renewal) now and then."""
+    """A cheap `should_stop`: the in-process flag; for turns run inline (terminal, evals) also the
+    database flag and the lease renewal now and then, which the watcher does for background turns."""
     poll = settings.AGENT_STOP_POLL_SECONDS
     renew_every = settings.AGENT_TURN_LEASE_SECONDS / 4
     state = {"polled": time.monotonic(), "renewed": time.monotonic()}
 
     def should_stop() -> bool:
-        if channel.stop:
-            return True
+        if channel.stop or channel.watched:  # a watched turn's flag is raised by the process watcher
+            return channel.stop
         now = time.monotonic()
         if now - state["polled"] < poll:
             return False

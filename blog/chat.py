@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from agent.models import Session
 from agent.policy import SessionPolicy
-from agent.tools import as_object, register
+from agent.tools import as_object, offer_pass_cache, register
 from blog import access
 from blog.models import Blog, ChatLink, Consent, Post
 from blog.operations import exposed, perform_json
@@ -63,12 +63,23 @@ def start_session(user: Any, blog: Blog) -> Session:
 
 
 def tool_available(session: Session, name: str) -> bool:
-    """Offered and run only while the grant (Consent ∩ live seat) covers the tool's scope."""
-    blog = blog_of(session)
-    if blog is None:
-        return False
+    """Offered and run only while the grant (Consent ∩ live seat) covers the tool's scope.
+
+    Within one catalogue pass the grant is loaded once for all tools; every run checks afresh.
+    """
     op = exposed().get(name)
-    return op is not None and op.scope in access.assistant(session.user, blog, session).scopes
+    return op is not None and op.scope in _grant_scopes(session)
+
+
+def _grant_scopes(session: Session) -> frozenset[str]:
+    cache = offer_pass_cache()
+    if cache is not None and "blog_grant" in cache:
+        return cache["blog_grant"]
+    blog = blog_of(session)
+    scopes = access.assistant(session.user, blog, session).scopes if blog else frozenset()
+    if cache is not None:
+        cache["blog_grant"] = scopes
+    return scopes
 
 
 def dispatch(session: Session, name: str, raw: dict[str, Any]) -> dict[str, Any]:

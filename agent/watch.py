@@ -1,0 +1,71 @@
+"""One watcher per process for its running turns: Stop flags and lease renewals in batched queries.
+
+Checking each turn's Stop flag on its own would cost a query (and a connection) per running
+turn per second; at a thousand streams that is a thousand queries a second. The watcher asks
+once for all of this process's running turns and renews all their leases in one UPDATE.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connections
+from django.utils import timezone
+
+from agent import hub
+from agent.models import Session, Turn
+from agent.runtime import gevent_patched
+
+logger = logging.getLogger("agent.watch")
+
+_started = False
+_lock = threading.Lock()
+
+
+def ensure_running() -> None:
+    """Start the watcher once per process (a greenlet under gevent, else a daemon thread)."""
+    global _started
+    with _lock:
+        if _started:
+            return
+        _started = True
+    if gevent_patched():
+        import gevent
+
+        gevent.spawn(_loop)
+    else:
+        threading.Thread(target=_loop, name="agent-watch", daemon=True).start()
+
+
+def _loop() -> None:
+    renewed = time.monotonic()
+    while True:
+        time.sleep(settings.AGENT_STOP_POLL_SECONDS)
+        renew = time.monotonic() - renewed >= settings.AGENT_TURN_LEASE_SECONDS / 4
+        try:
+            poll(renew=renew)
+        except Exception:
+            logger.exception("watching running turns failed; retrying")
+        finally:
+            connections.close_all()
+        if renew:
+            renewed = time.monotonic()
+
+
+def poll(*, renew: bool) -> None:
+    """One pass: raise the Stop flag on channels whose turn was asked to stop; renew leases if due."""
+    channels = hub.running_channels()
+    if not channels:
+        return
+    ids = [c.turn_id for c in channels]
+    stopped = {str(pk) for pk in Turn.objects.filter(pk__in=ids, stop_requested=True).values_list("pk", flat=True)}
+    for channel in channels:
+        if channel.turn_id in stopped:
+            channel.stop = True
+    if renew:
+        Session.objects.filter(turn_id__in=ids).update(
+            lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
