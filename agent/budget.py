@@ -171,13 +171,8 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     worst = {"input_tokens": input_estimate, "output_tokens": max_tokens}
     # Never reserve more than a whole bucket: an empty bucket always admits one call.
     tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
-    before = _usage(user, now)
-    bucket = _over(before, limits, tokens, float(cost_of(model, worst)))
-    if bucket:
-        raise _exceeded(user, bucket, now)
     spend = Spend.objects.create(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=cost_of(model, worst))
-    after = _usage(user, now)
-    bucket = _over(after, limits)
+    bucket = _over(_usage(user, now), limits)
     if bucket:
         Spend.objects.filter(pk=spend.pk).delete()
         raise _exceeded(user, bucket, now)
