@@ -33,7 +33,7 @@ def message_text(body: dict[str, Any] | None) -> str | None:
     text = (body or {}).get("text")
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
         return None
-    return text
+    return text.encode("utf-8", "replace").decode("utf-8")  # JSON may carry a lone surrogate
 
 
 def take_rate_slot(user: Any) -> int | None:

@@ -6,6 +6,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from django.utils import timezone
+
 from agent import hub
 from agent.models import Message, Turn
 from agent.transcript import part_to_neutral, release_connection
@@ -55,10 +57,12 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
         for message in messages:
             last_position = message.position
             yield from ((None, name, payload) for name, payload in _message_events(message))
-        state = Turn.objects.filter(pk=turn.pk).values("status", "terminal_event", "terminal_payload").first()
+        state = (Turn.objects.filter(pk=turn.pk)
+                 .values("status", "terminal_event", "terminal_payload", "session__turn_id", "session__lease_until")
+                 .first())
         release_connection()
-        if state is None or state["status"] != Turn.RUNNING:
-            yield (None, *_terminal(state))
+        if state is None or state["status"] != Turn.RUNNING or _abandoned(turn, state):
+            yield (None, *_terminal(state if state and state["status"] != Turn.RUNNING else None))
             return
         time.sleep(DB_POLL_SECONDS)
         waited += DB_POLL_SECONDS
@@ -89,3 +93,11 @@ def _terminal(state: dict[str, Any] | None) -> tuple[str, Any]:
     from agent.loop import calm_error
 
     return calm_error("chat_error")
+
+
+def _abandoned(turn: Turn, state: dict[str, Any]) -> bool:
+    """A running turn whose worker died: it no longer holds the session's lease, or the lease ran out."""
+    if state["session__turn_id"] != turn.pk:
+        return True
+    lease = state["session__lease_until"]
+    return lease is not None and lease < timezone.now()

@@ -138,7 +138,8 @@ def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
 def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
     """Forward one model call's events as loop events while gathering them; stop between events."""
     try:
-        for ev in events:
+        for raw in events:
+            ev = clean_text(raw)
             match ev["kind"]:
                 case "text":
                     call.text.append(ev["text"])
@@ -162,6 +163,18 @@ def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[
         close = getattr(events, "close", None)
         if close:
             close()
+
+
+def clean_text(value: Any) -> Any:
+    """Strings as valid UTF-8: a lone surrogate from a model would break the stream, the database
+    and every later request built from the transcript; it becomes "?" here, once."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8") if not value.isascii() else value
+    if isinstance(value, dict):
+        return {k: clean_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_text(v) for v in value]
+    return value
 
 
 def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 HEARTBEAT_BYTES = b": keep-alive\n\n"
 
 
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # SSE ends a line at any of the three
+
+
 def _data_lines(data: str) -> str:
-    # One `data:` line per line: a newline inside the data can never start a new field or event.
-    return "".join(f"data: {line}\n" for line in data.split("\n"))
+    # One `data:` line per line: no line break inside the data can start a new field or event.
+    return "".join(f"data: {line}\n" for line in LINE_BREAK.split(data))
 
 
 def encode(name: str, data: str, event_id: int | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {name}\n{_data_lines(data)}\n".encode()
+    # A lone surrogate must not break the stream: it becomes "?".
+    return f"{head}event: {name}\n{_data_lines(data)}\n".encode("utf-8", "replace")
 
 
 def encode_json(name: str, payload: Any, event_id: int | None = None) -> bytes:

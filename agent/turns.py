@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
+from django.db import connection, connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -106,22 +106,39 @@ def _drive(turn: Turn) -> Iterator[tuple[str, Any]]:
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     terminal: tuple[str, Any] | None = None
     try:
-        for name, payload in run_agent(turn.session, turn=turn, should_stop=_stop_check(turn, channel)):
-            channel.publish(name, payload)
-            if name in TERMINAL:
-                terminal = (name, payload)
-            yield name, payload
-    except Exception:
-        logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
-        repair_orphans(turn.session, turn=turn)
-    finally:
+        try:
+            for name, payload in run_agent(turn.session, turn=turn, should_stop=_stop_check(turn, channel)):
+                channel.publish(name, payload)
+                if name in TERMINAL:
+                    terminal = (name, payload)
+                yield name, payload
+        except Exception:
+            logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
+            _with_retries(lambda: repair_orphans(turn.session, turn=turn), "answering orphan tool calls")
         if terminal is None:
             terminal = calm_error("chat_error")
             channel.publish(*terminal)
-        _finish(turn, *terminal)
-        channel.close()
+        _with_retries(lambda: _finish(turn, *terminal), "recording the end of the turn")
+    finally:
+        channel.close()  # whatever happened, followers get their end
     if terminal[0] == "error" and terminal[1].get("code") == "chat_error":
         yield terminal
+
+
+def _with_retries(action: Callable[[], Any], what: str, attempts: int = 3) -> None:
+    """Writes after a failure may meet a broken connection: drop it and try again a few times.
+
+    If all attempts fail the lease still expires, and the next turn closes this one and answers
+    its tool calls.
+    """
+    for attempt in range(attempts):
+        try:
+            action()
+            return
+        except Exception:
+            logger.exception("%s failed (attempt %d of %d)", what, attempt + 1, attempts)
+            connection.close()
+            time.sleep(0.5 * (2**attempt))
 
 
 def _finish(turn: Turn, name: str, payload: Any) -> None:

@@ -1,0 +1,479 @@
+"""Faults through the real server: the provider misbehaves, tools fail, the browser leaves, the worker dies.
+
+After each fault: the user's message is kept, the transcript is valid (every tool_use has its
+tool_result), the session is not stuck, the user saw one calm line, the server log has the
+operator detail, and the next turn works.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+
+from tests.reliability.conftest import (
+    ROOT,
+    Fault,
+    _pg_connect,
+    assert_calm_error,
+    assert_one_terminal,
+    assert_valid_transcript,
+    chunk,
+    make_post,
+    parse_sse,
+    text_reply,
+    tool_reply,
+    wait_for,
+)
+
+
+def _error_body(message: str, kind: str = "server_error") -> str:
+    return json.dumps({"error": {"message": message, "type": kind, "code": None}})
+
+
+def _assistant_messages(body):
+    return [m for m in body["messages"] if m["role"] == "assistant"]
+
+
+def test_a_normal_turn_streams_and_is_kept(app, provider, alice):
+    provider.script(text_reply("Hello ", "there."))
+    sid = alice.new_chat()
+    turn = alice.turn(sid, "Hi")
+    assert_one_terminal(turn)
+    assert turn.terminal[0] == "done" and turn.text == "Hello there."
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Hi")
+    assert provider.requests[0].headers["authorization"] == f"Bearer {app.env['OPENAI_API_KEY']}"
+
+
+def test_429_then_success_is_retried_and_the_user_sees_only_the_answer(app, provider, alice):
+    provider.script(
+        Fault(status=429, headers={"Retry-After": "0"}, body=_error_body("slow down", "rate_limit")),
+        text_reply("Answer ", "after a retry."),
+    )
+    sid, mark = alice.new_chat(), app.mark()
+    turn = alice.turn(sid, "Retry me")
+    assert turn.terminal[0] == "done" and turn.text == "Answer after a retry."
+    assert "error" not in turn.names
+    assert len(provider.requests) == 2
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Retry me")
+    log = app.log_since(mark)
+    assert "retryable failure before output" in log and "HTTP 429" in log
+
+
+def test_500_twice_ends_in_one_calm_error(app, provider, alice, next_turn_works):
+    provider.script(*[Fault(status=500, body=_error_body("upstream exploded at shard 7")) for _ in range(2)])
+    sid, mark = alice.new_chat(), app.mark()
+    turn = alice.turn(sid, "Fail with 500")
+    assert_calm_error(turn)
+    assert "shard 7" not in turn.raw
+    body = alice.wait_idle(sid)
+    assert_valid_transcript(body, user_text="Fail with 500")
+    assert _assistant_messages(body)[-1]["stop_reason"] == "error"
+    log = app.log_since(mark)
+    assert "backend openai failed" in log and "HTTP 500" in log and "upstream exploded at shard 7" in log
+    next_turn_works(sid)
+
+
+def test_connection_refused_ends_in_one_calm_error(app, provider, alice, next_turn_works):
+    sid, mark = alice.new_chat(), app.mark()
+    with provider.refusing():
+        turn = alice.turn(sid, "Nobody home")
+    assert_calm_error(turn)
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Nobody home")
+    log = app.log_since(mark)
+    assert "backend openai failed" in log and "ConnectError" in log
+    next_turn_works(sid)
+
+
+def test_reset_before_the_first_byte_is_retried_then_reported_calmly(app, provider, alice, next_turn_works):
+    provider.script(Fault(reset=True), text_reply("Recovered."))
+    sid, mark = alice.new_chat(), app.mark()
+    turn = alice.turn(sid, "Reset once")
+    assert turn.terminal[0] == "done" and turn.text == "Recovered."
+    provider.script(Fault(reset=True), Fault(reset=True))
+    turn = alice.turn(sid, "Reset twice")
+    assert_calm_error(turn)
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Reset twice")
+    log = app.log_since(mark)
+    assert "backend openai failed" in log and ("RemoteProtocolError" in log or "ReadError" in log)
+    next_turn_works(sid)
+
+
+def test_drop_mid_stream_keeps_what_was_streamed_and_is_not_retried(app, provider, alice, next_turn_works):
+    partial = [f"data: {json.dumps(chunk({'content': t}))}\n\n" for t in ("Partial ", "answer")]
+    provider.script(Fault(body=partial, cut=True), text_reply("must not be used"))
+    sid, mark = alice.new_chat(), app.mark()
+    turn = alice.turn(sid, "Drop me")
+    assert turn.text == "Partial answer"
+    assert_calm_error(turn)
+    assert len(provider.requests) == 1, "a stream that already showed tokens must not be retried"
+    body = alice.wait_idle(sid)
+    assert_valid_transcript(body, user_text="Drop me")
+    last = _assistant_messages(body)[-1]
+    assert last["stop_reason"] == "error" and last["parts"] == [{"type": "text", "text": "Partial answer"}]
+    assert "backend openai failed" in app.log_since(mark)
+    provider.reset()
+    next_turn_works(sid)
+
+
+def test_stall_before_the_first_event_times_out_retries_once_and_reports_calmly(app, provider, alice, next_turn_works):
+    provider.script(Fault(stall=8), Fault(stall=8))
+    sid, mark = alice.new_chat(), app.mark()
+    started = time.monotonic()
+    turn = alice.turn(sid, "Stall first")
+    elapsed = time.monotonic() - started
+    assert_calm_error(turn)
+    assert len(provider.requests) == 2 and elapsed < 7, elapsed  # 2 × 1.5 s timeouts + backoff
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Stall first")
+    log = app.log_since(mark)
+    assert "backend openai failed" in log and ("Timed out" in log or "no event" in log)
+    next_turn_works(sid)
+
+
+def test_stall_between_events_times_out_and_keeps_the_tokens(app, provider, alice, next_turn_works):
+    first = f"data: {json.dumps(chunk({'content': 'Half a '}))}\n\n"
+    provider.script(Fault(body=[first], stall=8))
+    sid, mark = alice.new_chat(), app.mark()
+    started = time.monotonic()
+    turn = alice.turn(sid, "Stall later")
+    assert time.monotonic() - started < 5
+    assert turn.text == "Half a "
+    assert_calm_error(turn)
+    body = alice.wait_idle(sid)
+    assert_valid_transcript(body, user_text="Stall later")
+    assert _assistant_messages(body)[-1]["parts"][0]["text"] == "Half a "
+    log = app.log_since(mark)
+    assert "backend openai failed" in log and ("Timed out" in log or "no event" in log)
+    next_turn_works(sid)
+
+
+def test_malformed_chunk_mid_stream_ends_in_one_calm_error(app, provider, alice, next_turn_works):
+    good = f"data: {json.dumps(chunk({'content': 'Before the garbage. '}))}\n\n"
+    provider.script(Fault(body=[good, "data: {not json at all\n\n", "data: [DONE]\n\n"]))
+    sid, mark = alice.new_chat(), app.mark()
+    turn = alice.turn(sid, "Garble")
+    assert turn.text == "Before the garbage. "
+    assert_calm_error(turn)
+    assert "not json" not in turn.raw
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Garble")
+    assert "malformed stream chunk" in app.log_since(mark)
+    next_turn_works(sid)
+
+
+def test_invalid_tool_arguments_get_an_error_result_and_the_handler_never_runs(app, provider, alice, next_turn_works):
+    posts = app.database.scalar("SELECT COUNT(*) FROM blog_post")
+    provider.script(
+        tool_reply(("call_badargs", "create_post", '{"title": "Never created", ')),
+        text_reply("Those arguments were broken."),
+    )
+    sid = alice.new_chat()
+    turn = alice.turn(sid, "Make a post")
+    assert turn.terminal[0] == "done"
+    result = next(d for n, d in turn.events if n == "tool_result")
+    assert result["status"] == "error" and "not valid JSON" in result["result"]["error"]
+    body = alice.wait_idle(sid)
+    assert_valid_transcript(body, user_text="Make a post")
+    assert app.database.scalar("SELECT COUNT(*) FROM blog_post") == posts
+    # the model was told, in the tool message it reads next
+    sent = provider.requests[1].body["messages"]
+    assert any(m["role"] == "tool" and m["tool_call_id"] == "call_badargs" for m in sent)
+    next_turn_works(sid)
+
+
+def test_failing_tools_answer_error_results_and_the_turn_goes_on(app, provider, alice, next_turn_works):
+    provider.script(
+        tool_reply(
+            ("call_missing", "update_post", {"post_id": 999999, "title": "Ghost"}),
+            ("call_invalid", "create_post", {"title": ""}),
+            ("call_unknown", "drop_all_tables", {}),
+            ("call_extra", "get_post", {"post_id": 1, "sql": "DROP TABLE blog_post"}),
+        ),
+        text_reply("Some of that failed."),
+    )
+    sid = alice.new_chat()
+    turn = alice.turn(sid, "Do four things")
+    assert turn.terminal[0] == "done" and turn.text == "Some of that failed."
+    results = {d["id"]: d for n, d in turn.events if n == "tool_result"}
+    assert {r["status"] for r in results.values()} == {"error"}
+    assert "no post with id 999999" in results["call_missing"]["result"]["error"]
+    assert "Invalid input at title" in results["call_invalid"]["result"]["error"]
+    assert "Unknown tool" in results["call_unknown"]["result"]["error"]
+    assert "Additional properties" in results["call_extra"]["result"]["error"]
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Do four things")
+    next_turn_works(sid)
+
+
+def test_lone_surrogate_from_the_model_is_contained_and_the_chat_goes_on(app, provider, alice, next_turn_works):
+    """Tool arguments are JSON, and JSON may spell a lone surrogate (``"\\ud800"``), which no UTF-8 encoder
+    accepts. The loop turns it into "?" as the model's output arrives, so nothing downstream breaks: the
+    stream answers 200 with one outcome, the tool runs on clean text, the transcript stays valid (and
+    storable in PostgreSQL's jsonb), and the *next* message of the same chat works."""
+    raw = '{"title": "bad \\ud800 title"}'
+    provider.script(tool_reply(("call_raises", "create_post", raw)), text_reply("That did not work."))
+    sid, mark = alice.new_chat(), app.mark()
+    response = alice.send(sid, "Odd title")
+    assert response.status_code == 202
+    with alice.http.stream("GET", response.json()["stream_url"], headers=alice.headers()) as stream:
+        status, raw_stream = stream.status_code, stream.read().decode(errors="replace")
+    assert status == 200, f"the event stream itself failed with {status} (UnicodeEncodeError in agent/sse.py)"
+    terminals = [line for line in raw_stream.splitlines() if line in ("event: done", "event: error")]
+    assert len(terminals) == 1 and "Traceback" not in raw_stream
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Odd title")
+    results = [p for n, p in parse_sse(raw_stream) if n == "tool_result"]
+    assert [(r["status"], r["result"]["title"]) for r in results] == [("ok", "bad ? title")]
+    assert "Traceback" not in app.log_since(mark)
+    provider.reset()
+    next_turn_works(sid)
+
+
+HANG_PROBE = r"""
+from gevent import monkey
+monkey.patch_all()
+import json, os, socket, time
+os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+os.environ["AGENT_TOOL_TIMEOUT_SECONDS"] = "0.5"
+import django
+django.setup()
+from agent.tools import register, run_tool, unregister
+
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+
+@register("hang_on_io", purposes=("chat",))
+def hang_on_io(session):
+    conn = socket.create_connection(listener.getsockname())
+    return {"got": conn.recv(1).decode()}  # the peer never writes: waits forever
+
+@register("hang_sleeping", purposes=("chat",))
+def hang_sleeping(session):
+    time.sleep(60)
+    return {}
+
+out = {}
+for name in ("hang_on_io", "hang_sleeping"):
+    started = time.monotonic()
+    outcome = run_tool(None, {"id": "c1", "name": name, "input": {}}, purpose="chat")
+    out[name] = {"status": outcome.status, "result": outcome.result, "seconds": time.monotonic() - started}
+print(json.dumps(out))
+"""
+
+
+def test_a_hanging_tool_is_cut_at_the_per_tool_time_limit_under_gevent():
+    """No real tool can hang (each is a few short queries), so register hanging ones in a gevent process."""
+    result = subprocess.run(
+        [sys.executable, "-c", HANG_PROBE],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    for name in ("hang_on_io", "hang_sleeping"):
+        assert out[name]["status"] == "error"
+        assert "took too long" in out[name]["result"]["error"]
+        assert out[name]["seconds"] < 3, out
+    assert "ran past its time limit" in result.stderr
+
+
+def test_browser_disconnect_mid_stream_does_not_cut_the_turn(app, provider, alice, next_turn_works):
+    words = [f"w{i} " for i in range(10)]
+    provider.script(text_reply(*words, delay=0.2))
+    sid = alice.new_chat()
+    accepted = alice.send(sid, "Long answer please")
+    assert accepted.status_code == 202
+    url = accepted.json()["stream_url"]
+    with alice.open_stream(url) as events:
+        for name, _ in events:
+            if name == "token":
+                break  # the tab closes after the first token
+    body = alice.wait_idle(sid)
+    assert_valid_transcript(body, user_text="Long answer please")
+    assert _assistant_messages(body)[-1]["parts"] == [{"type": "text", "text": "".join(words)}]
+    started = time.monotonic()
+    again = alice.read_stream(url)
+    assert time.monotonic() - started < 2
+    assert "event: done" in again and "event: error" not in again
+    html = alice.read_stream(url, flavour="html")
+    assert html.count("event: done") == 1 and html.rstrip().endswith("data: end")
+    assert len(provider.requests) == 1, "re-opening a stream never runs the model again"
+    next_turn_works(sid)
+
+
+def _kill_worker(app) -> int:
+    workers = app.worker_pids()
+    assert len(workers) == 1, workers
+    os.kill(workers[0], signal.SIGKILL)
+    return workers[0]
+
+
+def _accept_after_lease(alice, sid, text, timeout=20.0):
+    """POST until accepted: before the dead turn's lease expires the answer is 409, never an error page."""
+    deadline, seen = time.monotonic() + timeout, []
+    while time.monotonic() < deadline:
+        try:
+            response = alice.send(sid, text)
+        except httpx.TransportError:
+            seen.append("down")
+            time.sleep(0.2)
+            continue
+        seen.append(response.status_code)
+        if response.status_code == 202:
+            return response, seen
+        assert response.status_code == 409 and response.json()["error"]["code"] == "turn_in_progress", response.text
+        time.sleep(0.3)
+    raise AssertionError(f"never accepted: {seen}")
+
+
+def test_worker_killed_mid_turn_is_reclaimed_after_the_lease(app, provider, alice):
+    """kill -9 the gunicorn worker mid-turn; the master restarts it; after AGENT_TURN_LEASE_SECONDS the
+    next message is accepted and the dead turn's unanswered tool calls get error results."""
+    post_id = make_post(alice, "Locked while the worker dies", "unchanged body")
+    sid = alice.new_chat()
+    lock = None
+    if app.database.postgres:
+        # Hold the post's row lock so update_post blocks after its tool_use is stored: an orphan call.
+        lock = _pg_connect(app.database.url, autocommit=False)
+        lock.execute("SELECT id FROM blog_post WHERE id = %s FOR UPDATE", (post_id,))
+        provider.script(tool_reply(("call_orphan", "update_post", {"post_id": post_id, "body": "changed"})))
+    else:
+        # SQLite: a finished tool cycle, then a slow answer that the kill cuts.
+        provider.script(
+            tool_reply(("call_done_before_kill", "list_posts", {})),
+            text_reply(*[f"t{i} " for i in range(30)], delay=0.3),
+        )
+    accepted = alice.send(sid, "Work, then die")
+    assert accepted.status_code == 202
+    old_worker = None
+    try:
+        if lock is not None:
+            assert wait_for(
+                lambda: app.database.scalar("SELECT COUNT(*) FROM agent_part WHERE tool_use_id = 'call_orphan'"),
+                timeout=10,
+            )
+            time.sleep(0.3)  # update_post is now waiting on the row lock
+            old_worker = _kill_worker(app)
+        else:
+            with contextlib.suppress(httpx.HTTPError), alice.open_stream(accepted.json()["stream_url"]) as events:
+                tokens = 0
+                for name, _ in events:
+                    tokens += name == "token"
+                    if tokens == 2:
+                        old_worker = _kill_worker(app)
+    finally:
+        if lock is not None:
+            lock.rollback()
+            lock.close()
+    assert old_worker is not None
+    assert wait_for(lambda: [p for p in app.worker_pids() if p != old_worker], timeout=20), "no new worker"
+    provider.script(text_reply("I am back."))
+    mark = app.mark()
+    response, seen = _accept_after_lease(alice, sid, "Are you back?")
+    events = alice.read_stream(response.json()["stream_url"])
+    assert "event: done" in events and "I am back." in events
+    body = alice.wait_idle(sid)
+    assert_valid_transcript(body, user_text="Work, then die")
+    assert_valid_transcript(body, user_text="Are you back?")
+    assert "reclaiming turn" in app.log_since(mark)
+    assert (
+        app.database.scalar(
+            "SELECT COUNT(*) FROM agent_turn WHERE session_id = %s AND status = 'running'",
+            (sid.replace("-", "") if not app.database.postgres else sid,),
+        )
+        == 0
+    )
+    if lock is not None:
+        results = [
+            p
+            for m in body["messages"]
+            for p in m["parts"]
+            if p["type"] == "tool_result" and p["tool_use_id"] == "call_orphan"
+        ]
+        assert len(results) == 1 and results[0]["status"] == "error"
+        assert "interrupted" in results[0]["result"]["error"]
+        assert app.database.scalar("SELECT body FROM blog_post WHERE id = %s", (post_id,)) == "unchanged body"
+
+
+def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_works):
+    """PostgreSQL: every backend of the bench database is terminated again and again during a turn
+    (pg_terminate_backend, not a cluster restart: the cluster is shared with other test runs).
+    SQLite: another process holds the write lock for 2 s in the middle of the turn."""
+    provider.script(
+        tool_reply(("call_db_1", "list_posts", {})),
+        tool_reply(("call_db_2", "get_post", {"post_id": 1})),
+        text_reply(*[f"d{i} " for i in range(12)], delay=0.15),
+    )
+    sid, mark = alice.new_chat(), app.mark()
+    accepted = alice.send(sid, "Survive the database")
+    assert accepted.status_code == 202
+    stop = threading.Event()
+
+    def terminate_backends():
+        with _pg_connect(app.database.url, "postgres") as admin:
+            while not stop.is_set():
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (app.database.pg_name,),
+                )
+                time.sleep(0.03)
+
+    def hold_sqlite_lock():
+        conn = app.database.connect()
+        conn.execute("BEGIN IMMEDIATE")
+        stop.wait(2.0)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    worker = threading.Thread(target=terminate_backends if app.database.postgres else hold_sqlite_lock)
+    worker.start()
+    try:
+        time.sleep(2.0)
+    finally:
+        stop.set()
+        worker.join()
+    raw = alice.read_stream(accepted.json()["stream_url"])
+    terminal = [line for line in raw.splitlines() if line in ("event: done", "event: error")]
+    assert len(terminal) == 1, raw
+    body = wait_for(lambda: (b := alice.transcript(sid)) and not b["running"] and b, timeout=15)
+    assert body, "the session is stuck running after the database came back"
+    assert_valid_transcript(body, user_text="Survive the database")
+    if terminal[0] == "event: error":
+        error = json.loads(raw.split("event: error\n", 1)[1].split("\n", 1)[0][6:])
+        assert error["code"] in ("chat_error", "provider_error") and "Traceback" not in raw
+        assert "Traceback" in app.log_since(mark) or "failed" in app.log_since(mark)
+    provider.reset()
+    next_turn_works(sid)
+
+
+def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, provider, alice, next_turn_works):
+    """A live turn waiting on the provider (a Retry-After longer than the lease) still owns its session:
+    a second message is refused with 409 instead of reclaiming the live turn as if its worker died."""
+    provider.script(
+        Fault(status=429, headers={"Retry-After": "5"}, body=_error_body("busy", "rate_limit")), text_reply("Finally.")
+    )
+    sid = alice.new_chat()
+    first = alice.send(sid, "Wait for the provider")
+    assert first.status_code == 202
+    time.sleep(3.8)  # past AGENT_TURN_LEASE_SECONDS=3, the first turn still sleeping before its retry
+    second = alice.send(sid, "Me too")
+    try:
+        assert second.status_code == 409, (
+            f"a second turn was accepted ({second.status_code}) while the first was alive: the lease is not "
+            "renewed while the loop waits on the provider"
+        )
+    finally:
+        alice.wait_idle(sid, timeout=15)
+    raw = alice.read_stream(first.json()["stream_url"])
+    assert "event: done" in raw and "Finally." in raw
+    assert_valid_transcript(alice.wait_idle(sid), user_text="Wait for the provider")
+    next_turn_works(sid)
