@@ -104,6 +104,7 @@ DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE:
     # Under gevent every greenlet would open its own connection; a pool caps them (a turn holds
     # one only for a short write, never while it waits on a model).
+    # Django's pool checks each connection as it hands it out, so one dropped by a restart is replaced.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -441,6 +441,8 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     finally:
         stop.set()
         worker.join()
+    # pg_terminate_backend only signals: the last victims die a moment later. Read once they are gone.
+    time.sleep(0.5)
     raw = alice.read_stream(accepted.json()["stream_url"])
     terminal = [line for line in raw.splitlines() if line in ("event: done", "event: error")]
     assert len(terminal) == 1, raw
