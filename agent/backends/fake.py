@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from django.conf import settings
 from agent.backends.base import Backend, call_context, zero_usage
 from agent.exceptions import BackendError
 
+REQUESTS_KEPT = 200
 END_OF_SCRIPT = [{"kind": "text", "text": "(end of script)"}, {"kind": "done", "stop_reason": "end_turn"}]
 
 
@@ -25,7 +27,8 @@ class FakeBackend(Backend):
     def __init__(self, script: dict[str, Any] | None = None, *, sleep: Any = time.sleep) -> None:
         self._script = script
         self._sleep = sleep
-        self.requests: list[dict[str, Any]] = []  # what the engine sent, for tests
+        # What the engine sent (for tests); bounded, since a long-running server replays scripts forever.
+        self.requests: deque[dict[str, Any]] = deque(maxlen=REQUESTS_KEPT)
 
     def script(self) -> dict[str, Any]:
         if self._script is not None:
