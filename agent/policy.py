@@ -25,6 +25,10 @@ class SessionPolicy:
         """Whether the session's user may still send messages in it."""
         return True
 
+    def may_read(self, session: Session) -> bool:
+        """Whether the session's user may still read it (its transcript and streams)."""
+        return True
+
 
 @cache
 def _policy(path: str) -> SessionPolicy:

@@ -40,7 +40,7 @@ def session_api(view):
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, session_id: Any, *args: Any, **kwargs: Any) -> HttpResponse:
-        session = Session.objects.select_related("user").filter(pk=session_id, user=request.user).first()
+        session = _readable_session(request, session_id)
         if session is None:
             return error(404, "not_found", NOT_FOUND)
         return view(request, session, *args, **kwargs)
@@ -50,9 +50,17 @@ def session_api(view):
 
 def own_session(request: HttpRequest, session_id: Any) -> Session:
     """The request user's session, else Http404 (another user's session does not exist for you)."""
-    session = Session.objects.select_related("user").filter(pk=session_id, user=request.user).first()
+    session = _readable_session(request, session_id)
     if session is None:
         raise Http404(NOT_FOUND)
+    return session
+
+
+def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
+    """The request user's own session, while the domain still lets them read it; else None."""
+    session = Session.objects.select_related("user").filter(pk=session_id, user=request.user).first()
+    if session is None or not get_policy().may_read(session):
+        return None
     return session
 
 

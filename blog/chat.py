@@ -26,8 +26,11 @@ Post bodies are markdown. Keep answers short and friendly."""
 
 
 def blog_of(session: Session) -> Blog | None:
-    link = ChatLink.objects.select_related("blog").filter(session=session).first()
-    return link.blog if link else None
+    """The session's blog. A chat's link never changes, so it is looked up once per session object."""
+    if not hasattr(session, "_linked_blog"):
+        link = ChatLink.objects.select_related("blog").filter(session=session).first()
+        session._linked_blog = link.blog if link else None
+    return session._linked_blog
 
 
 class BlogChatPolicy(SessionPolicy):
@@ -53,6 +56,11 @@ class BlogChatPolicy(SessionPolicy):
         if blog is None:
             return True  # not a blog chat: nothing of ours to gate
         return access.may_summon(access.seat_of(session.user, blog))
+
+    def may_read(self, session: Session) -> bool:
+        """A chat about a blog is readable only while its user is still a member of that blog."""
+        blog = blog_of(session)
+        return blog is None or access.seat_of(session.user, blog) is not None
 
 
 def start_session(user: Any, blog: Blog) -> Session:

@@ -106,7 +106,8 @@ class DemoBackend(Backend):
         if kind == "draft":
             body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
-        if kind == "delete":
+        if kind == "delete" and "delete_post" not in settings.AGENT_CONFIRM_TOOLS:
+            # Without the approval buttons the model itself must ask first.
             return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
         return f"Looking for “{title}”.", [("list_posts", {"query": title})]
 

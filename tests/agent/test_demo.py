@@ -21,3 +21,24 @@ from agent.backends.demo import intent
 ])
 def test_intents(text, expected):
     assert intent(text) == expected
+
+
+def _delete_flow(settings, confirm_tools):
+    from agent.backends.demo import DemoBackend
+
+    settings.AGENT_CONFIRM_TOOLS = confirm_tools
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "delete_post")]
+    messages = [{"role": "user", "parts": [{"type": "text", "text": "delete Old notes"}]}]
+    return list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+
+
+def test_delete_goes_to_the_approval_buttons_when_they_exist(settings):
+    events = _delete_flow(settings, ["delete_post"])
+    assert [e["name"] for e in events if e["kind"] == "tool_use"] == ["list_posts"]
+
+
+def test_delete_asks_in_words_without_approvals(settings):
+    events = _delete_flow(settings, [])
+    assert not [e for e in events if e["kind"] == "tool_use"]
+    assert "Reply “yes” to confirm" in "".join(e.get("text", "") for e in events)

@@ -159,14 +159,20 @@ def test_summon_permission_turned_off_after_session_was_created(team, script):
     assert Turn.objects.filter(session=session).count() == 0
 
 
-def test_removed_member_cannot_send(team, script):
+def test_removed_member_can_neither_send_nor_read(team, script):
+    """Not a member any more: the blog's chats are not theirs to see (CONTRACT §6: 404)."""
     script([say("hi")])
     api = ApiClient(team.author)
     session = open_chat(api, "notes")
+    assert api.turn(session, "first")[-1][0] == "done"
     team.seat("author").delete()
     response = api.send(session, "hello?")
-    assert response.status_code == 403
-    assert Message.objects.filter(session=session).count() == 0
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert api.get(f"/api/agent/sessions/{session.pk}").status_code == 404
+    turn = Message.objects.filter(session=session, role="user").first().turn
+    assert api.get(f"/api/agent/sessions/{session.pk}/turns/{turn.pk}/stream").status_code == 404
+    assert Message.objects.filter(session=session, role="user").count() == 1
 
 
 def test_another_users_blog_chat_is_not_found(team, script):
