@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "accounts",
     "agent",
     "blog",
 ]
@@ -149,6 +150,7 @@ STORAGES = {
 }
 
 LOGIN_URL = "/accounts/login/"
+LOGIN_FAILURES_PER_15_MINUTES = env_int("LOGIN_FAILURES_PER_15_MINUTES", 10)  # per username; 0 = off
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    name = "accounts"
+    verbose_name = "Sign-in"
+    default_auto_field = "django.db.models.BigAutoField"
