@@ -56,7 +56,9 @@ def run_agent(session: Session, *, turn: Turn | None = None,
     calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
     total = zero_usage()
     last_id: int | None = None
-    yield from approvals.settle(session, turn)  # a resumed turn first answers the calls people decided
+    if turn is None or turn.user_message_id is None:
+        # A resumed turn first answers the calls people decided (a new message's turn did so in `begin`).
+        yield from approvals.settle(session, turn)
     for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
         specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now
         call = _Call()

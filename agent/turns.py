@@ -36,7 +36,7 @@ def claim(session: Session) -> Turn:
     turn = Turn.objects.create(session=session)
     claimed = Session.objects.filter(pk=session.pk).filter(
         Q(turn__isnull=True) | Q(lease_until__lt=now)
-    ).update(turn=turn, lease_until=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
+    ).update(turn=turn, lease_until=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), updated_at=now)
     if not claimed:
         turn.delete()
         raise TurnInProgress()
@@ -55,7 +55,7 @@ def begin(session: Session, text: str) -> tuple[Turn, Message]:
     approvals.settle(session, turn)
     message = add_message(session, Message.USER, [{"type": "text", "text": text}], turn=turn)
     Turn.objects.filter(pk=turn.pk).update(user_message=message)
-    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now())
+    turn.user_message = message
     return turn, message
 
 
