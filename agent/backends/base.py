@@ -8,7 +8,8 @@ from typing import Any
 
 from agent.exceptions import BackendError
 
-__all__ = ["Backend", "BackendError", "STOP_REASONS", "USAGE_KEYS", "CallContext", "call_context", "zero_usage"]
+__all__ = ["Backend", "BackendError", "STOP_REASONS", "USAGE_KEYS", "CallContext", "call_context", "setting",
+           "zero_usage"]
 
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -26,6 +27,15 @@ class CallContext:
 
 
 call_context: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("agent_call_context", default=None)
+
+
+def setting(value: Any, name: str, default: Any = None) -> Any:
+    """An adapter's constructor argument, else the Django setting `name`, else `default`."""
+    if value is not None:
+        return value
+    from django.conf import settings
+
+    return getattr(settings, name, default)
 
 
 def zero_usage() -> dict[str, int]:

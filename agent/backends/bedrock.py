@@ -50,7 +50,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent.backends.base import Backend, Event, zero_usage
+from agent.backends.base import Backend, Event, setting, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.exceptions import BackendError
 
@@ -556,9 +556,9 @@ class BedrockBackend(Backend):
     ) -> None:
         self.region = region if region is not None else (getattr(settings, "AWS_REGION", "") or None)
         self.endpoint_url = endpoint_url
-        self.first_event_timeout = _pick(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0)
-        self.event_timeout = _pick(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS", 60.0)
-        self.retries = int(_pick(retries, "AGENT_RETRIES", 2))
+        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0))
+        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS", 60.0))
+        self.retries = int(setting(retries, "AGENT_RETRIES", 2))
         self._sleep = sleep
         self._client: Any = None
         self._lock = threading.Lock()
@@ -640,10 +640,6 @@ class BedrockBackend(Backend):
             if value <= 0:
                 problems.append(f"{label} must be a positive number of seconds.")
         return problems
-
-
-def _pick(value: float | int | None, setting: str, default: float) -> float:
-    return float(value) if value is not None else float(getattr(settings, setting, default))
 
 
 def _env(name: str) -> str:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from agent.backends.base import Backend, Event, zero_usage
+from agent.backends.base import Backend, Event, setting, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.exceptions import BackendError
 
@@ -570,10 +570,6 @@ def _reasoning_model(model: str) -> bool:
     return name.startswith(REASONING_MODEL_PREFIXES)
 
 
-def _setting(value: Any, name: str) -> Any:
-    return getattr(settings, name) if value is None else value
-
-
 class OpenAIBackend(Backend):
     """`POST {base_url}/chat/completions` with `stream: true`, one shared connection pool per instance.
 
@@ -598,11 +594,11 @@ class OpenAIBackend(Backend):
         retries: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.base_url = str(_setting(base_url, "OPENAI_BASE_URL")).rstrip("/")
-        self.api_key = str(_setting(api_key, "OPENAI_API_KEY") or "")
-        self.first_event_timeout = float(_setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS"))
-        self.event_timeout = float(_setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS"))
-        self.retries = int(_setting(retries, "AGENT_RETRIES"))
+        self.base_url = str(setting(base_url, "OPENAI_BASE_URL")).rstrip("/")
+        self.api_key = str(setting(api_key, "OPENAI_API_KEY") or "")
+        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS"))
+        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS"))
+        self.retries = int(setting(retries, "AGENT_RETRIES"))
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
         self._sleep = sleep
         self._clock = time.monotonic
