@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,27 +78,38 @@ def catalog_for(purpose: str, session: Any = None) -> list[dict[str, Any]]:
     return [tool.spec() for tool in _offered(purpose, session)]
 
 
-_offer_pass: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("agent_offer_pass", default=None)
+_scratch: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("agent_tool_scratch", default=None)
 
 
-def offer_pass_cache() -> dict[str, Any] | None:
-    """A scratch dict shared by the `available` checks of one catalogue pass (None outside one).
+def call_scratch() -> dict[str, Any] | None:
+    """A scratch dict shared by the checks of one catalogue pass, or by one tool run (None outside).
 
-    A domain may keep what it loaded for the first tool (the grant, say) for the others of the
-    same pass; running a tool always checks afresh.
+    A domain may keep what it loaded for one check (the grant, say) for the rest of that pass or
+    run; the next pass or run starts empty, so a narrowed grant still bites on the next call.
     """
-    return _offer_pass.get()
+    return _scratch.get()
+
+
+@contextlib.contextmanager
+def _scratch_scope() -> Iterator[None]:
+    token = _scratch.set({})
+    try:
+        yield
+    finally:
+        _scratch.reset(token)
 
 
 def _offered(purpose: str, session: Any) -> list[Tool]:
     tools = [t for _, t in sorted(REGISTRY.items()) if not t.purposes or purpose in t.purposes]
     if session is None:
         return tools
-    token = _offer_pass.set({})
-    try:
+    with _scratch_scope():
         return [t for t in tools if t.available is None or t.available(session, t.name)]
-    finally:
-        _offer_pass.reset(token)
+
+
+def is_available(session: Any, name: str) -> bool:
+    tool = REGISTRY.get(name)
+    return tool is not None and (tool.available is None or tool.available(session, name))
 
 
 def describe(session: Any, name: str, input: dict[str, Any]) -> str:
@@ -110,11 +122,6 @@ def describe(session: Any, name: str, input: dict[str, Any]) -> str:
             logger.exception("describe failed for tool %s", name)
     args = ", ".join(f"{k}={v!r}" for k, v in input.items())
     return f"Run {name}({args})"
-
-
-def is_available(session: Any, name: str) -> bool:
-    tool = REGISTRY.get(name)
-    return tool is not None and (tool.available is None or tool.available(session, name))
 
 
 def as_object(value: Any) -> dict[str, Any]:
@@ -141,6 +148,11 @@ def _error(message: str) -> ToolOutcome:
 
 def run_tool(session: Any, tool_use: dict[str, Any], *, purpose: str | None = None) -> ToolOutcome:
     """Run one tool call; every failure becomes an error result the model can read."""
+    with _scratch_scope():  # the availability check and the handler share what they load
+        return _run_tool(session, tool_use, purpose)
+
+
+def _run_tool(session: Any, tool_use: dict[str, Any], purpose: str | None) -> ToolOutcome:
     name = tool_use.get("name", "")
     tool = REGISTRY.get(name)
     purpose = purpose or getattr(session, "purpose", "chat")

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from agent.models import Session
 from agent.policy import SessionPolicy
-from agent.tools import as_object, offer_pass_cache, register
+from agent.tools import as_object, call_scratch, register
 from blog import access
 from blog.models import Blog, ChatLink, Consent, Post
 from blog.operations import exposed, perform_json
@@ -73,28 +73,29 @@ def start_session(user: Any, blog: Blog) -> Session:
 def tool_available(session: Session, name: str) -> bool:
     """Offered and run only while the grant (Consent ∩ live seat) covers the tool's scope.
 
-    Within one catalogue pass the grant is loaded once for all tools; every run checks afresh.
+    Within one catalogue pass, or one tool run, the grant is loaded once; every run loads it afresh.
     """
     op = exposed().get(name)
-    return op is not None and op.scope in _grant_scopes(session)
+    return op is not None and op.scope in _grant(session).scopes
 
 
-def _grant_scopes(session: Session) -> frozenset[str]:
-    cache = offer_pass_cache()
-    if cache is not None and "blog_grant" in cache:
-        return cache["blog_grant"]
+def _grant(session: Session) -> access.Actor:
+    """The assistant's Actor now, shared by the checks of the current pass or run (`call_scratch`)."""
+    scratch = call_scratch()
+    if scratch is not None and "blog_actor" in scratch:
+        return scratch["blog_actor"]
     blog = blog_of(session)
-    scopes = access.assistant(session.user, blog, session).scopes if blog else frozenset()
-    if cache is not None:
-        cache["blog_grant"] = scopes
-    return scopes
+    actor = access.assistant(session.user, blog, session) if blog else access.Actor(session.user, frozenset())
+    if scratch is not None:
+        scratch["blog_actor"] = actor
+    return actor
 
 
 def dispatch(session: Session, name: str, raw: dict[str, Any]) -> dict[str, Any]:
     blog = blog_of(session)
     if blog is None:
         return {"error": "This chat is not linked to a blog."}
-    actor = access.assistant(session.user, blog, session)
+    actor = _grant(session)
     try:
         out, effects = perform_json(name, actor, blog, raw)
     except OperationError as exc:
