@@ -127,9 +127,9 @@ def repair_orphans(session: Session, *, turn: Turn | None = None) -> int:
 def release_connection() -> None:
     """Give the database connection back before waiting on a model (see NOTES: no pinned connections).
 
-    PostgreSQL: back to the pool. SQLite: closed too; keeping one connection per waiting greenlet
-    costs ~600 KB each (4x the memory per stream, measured), and with the worker's anchor connection
-    (config/gunicorn.conf.py) a close no longer forces a file sync.
+    PostgreSQL: back to psycopg's pool. SQLite: back to the process's small pool of open
+    connections (config/sqlite_pool); keeping one connection per waiting greenlet instead would
+    cost ~600 KB each (4x the memory per stream, measured).
     """
     if not connection.in_atomic_block:
         connection.close()

@@ -29,5 +29,5 @@ def post_worker_init(worker):
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    if db["ENGINE"] == "django.db.backends.sqlite3" and str(db["NAME"]) != ":memory:":
+    if db["ENGINE"] in ("config.sqlite_pool", "django.db.backends.sqlite3") and str(db["NAME"]) != ":memory:":
         worker.sqlite_anchor = sqlite3.connect(str(db["NAME"]), check_same_thread=False)

@@ -109,6 +109,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABAS
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's SQLite backend, with closed connections kept open for reuse (config/sqlite_pool).
+    DATABASES["default"]["ENGINE"] = "config.sqlite_pool"
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
     _test_db = os.environ.get("TEST_SQLITE_NAME") or str(Path(tempfile.gettempdir()) / f"blog-test-{os.getpid()}.sqlite3")
