@@ -8,6 +8,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.views import LoginView
 from django.db.models import Min
+from django.forms.utils import ErrorDict
 from django.utils import timezone
 
 from accounts.models import FailedLogin
@@ -32,21 +33,42 @@ def seconds_locked(username: str) -> int:
     return max(1, math.ceil((oldest + WINDOW - timezone.now()).total_seconds()))
 
 
+def locked_message(wait: int) -> str:
+    minutes = math.ceil(wait / 60)
+    return f"Too many failed attempts for this username. Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+
+
+def unchecked_form(form_class, request, error: str | None = None):
+    """The sign-in form as typed, never validated (validating it would check the password)."""
+    form = form_class(request, initial={"username": request.POST.get("username", "")[:150]})
+    if error:
+        form.cleaned_data = {}
+        form._errors = ErrorDict()
+        form.add_error(None, error)
+    return form
+
+
+def record_failure(request) -> None:
+    """Count a failed sign-in for its username, and forget failures too old to matter."""
+    username = _username(request)
+    if not username:
+        return
+    now = timezone.now()
+    FailedLogin.objects.create(username=username, ip=request.META.get("REMOTE_ADDR"), created_at=now)
+    FailedLogin.objects.filter(created_at__lt=now - WINDOW).delete()  # indexed; keeps the table small
+
+
 class ThrottledLoginView(LoginView):
     """Django's LoginView; after too many failures for a username it refuses without checking the password."""
 
     def post(self, request, *args, **kwargs):
         wait = seconds_locked(_username(request))
         if wait:
-            form = self.get_form()
-            form.errors.clear()
+            form = unchecked_form(self.get_form_class(), request)
             minutes = math.ceil(wait / 60)
             return self.render_to_response(self.get_context_data(form=form, locked_minutes=minutes), status=429)
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):
-        username = _username(self.request)
-        if username:
-            FailedLogin.objects.create(username=username, ip=self.request.META.get("REMOTE_ADDR"),
-                                       created_at=timezone.now())
+        record_failure(self.request)
         return super().form_invalid(form)

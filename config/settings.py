@@ -51,7 +51,7 @@ ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,l
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "accounts.admin_apps.ThrottledAdminConfig",  # django.contrib.admin, its sign-in limited like the site's
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

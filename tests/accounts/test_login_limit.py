@@ -49,3 +49,63 @@ def test_a_limit_of_zero_turns_it_off(django_user_model, settings):
     for _ in range(12):
         attempt(client, "alice", "wrong")
     assert attempt(client, "alice", "right-pass-123").status_code == 302
+
+
+def test_a_locked_username_is_refused_without_checking_the_password(django_user_model, settings, monkeypatch):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 2
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    client = Client()
+    for _ in range(2):
+        attempt(client, "alice", "wrong")
+    checked = []
+    import django.contrib.auth
+
+    real = django.contrib.auth.authenticate
+    monkeypatch.setattr("django.contrib.auth.forms.authenticate", lambda *a, **k: checked.append(k) or real(*a, **k))
+    response = attempt(client, "alice", "right-pass-123")
+    assert response.status_code == 429
+    assert checked == []
+    assert 'value="alice"' in response.content.decode()  # what they typed stays in the form
+
+
+def test_failures_older_than_the_window_are_forgotten(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 10
+    old = FailedLogin.objects.create(username="old", created_at=timezone.now() - timedelta(minutes=16))
+    attempt(Client(), "alice", "wrong")
+    assert not FailedLogin.objects.filter(pk=old.pk).exists()
+    assert list(FailedLogin.objects.values_list("username", flat=True)) == ["alice"]
+
+
+def admin_attempt(client, username, password):
+    return client.post("/admin/login/?next=/admin/", {"username": username, "password": password})
+
+
+def test_the_admin_sign_in_shares_the_limit(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_superuser("root", password="root-pass-123")
+    client = Client()
+    for _ in range(2):
+        assert admin_attempt(client, "root", "wrong").status_code == 200
+    attempt(Client(), "Root", "wrong")  # failures on either sign-in count together
+    assert FailedLogin.objects.filter(username="root").count() == 3
+
+    response = admin_attempt(client, "root", "root-pass-123")
+    assert response.status_code == 429
+    body = response.content.decode()
+    assert "Too many failed attempts for this username. Try again in 15 minutes." in body
+    assert "_auth_user_id" not in client.session
+    assert FailedLogin.objects.filter(username="root").count() == 3  # a refused attempt is not counted
+
+    FailedLogin.objects.update(created_at=timezone.now() - timedelta(minutes=16))
+    response = admin_attempt(client, "root", "root-pass-123")
+    assert response.status_code == 302
+    assert client.get("/admin/").status_code == 200
+
+
+def test_the_admin_sign_in_still_works_and_counts_only_failures(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_superuser("root", password="root-pass-123")
+    client = Client()
+    assert admin_attempt(client, "root", "root-pass-123").status_code == 302
+    assert not FailedLogin.objects.exists()
+    assert client.get("/admin/agent/session/").status_code == 200
