@@ -18,6 +18,15 @@ _lock = threading.Lock()
 
 
 class TurnChannel:
+    """An append-only list of a turn's events, and a wake-up for each follower waiting on it.
+
+    Each waiting follower owns an `Event` (gevent's after monkey patching). A follower registers
+    its Event, clears it, then re-checks the list; a publisher appends, then sets the Events
+    registered at that moment. So an event appended before the re-check is seen by it, and one
+    appended after it sets the Event: no wake-up is lost. This costs a fraction of a
+    `Condition`'s notify/wait under gevent, where that goes through a lock per waiter.
+    """
+
     def __init__(self, turn_id: str) -> None:
         self.turn_id = turn_id
         self.events: list[tuple[str, Any]] = []
@@ -26,22 +35,44 @@ class TurnChannel:
         self.delivered = False  # a follower has read it to its end
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
-        self._cond = threading.Condition()
+        self._waiters: set[threading.Event] = set()
 
     def publish(self, name: str, payload: Any) -> None:
-        with self._cond:
-            self.events.append((name, payload))
-            self._cond.notify_all()
+        self.events.append((name, payload))
+        self._wake()
 
     def close(self) -> None:
-        with self._cond:
-            self.closed, self.closed_at = True, time.monotonic()
-            self._cond.notify_all()
+        self.closed, self.closed_at = True, time.monotonic()
+        self._wake()
 
-    def wait(self, seen: int, timeout: float) -> bool:
-        """Block until there are events past `seen` or the channel closes; False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: len(self.events) > seen or self.closed, timeout)
+    def _wake(self) -> None:
+        # A snapshot: a follower may (un)register from another thread meanwhile. One that
+        # registers after it re-checks the list after our append, so it needs no wake-up.
+        for waiter in tuple(self._waiters):
+            waiter.set()
+
+    def wait(self, seen: int, timeout: float, waiter: threading.Event | None = None) -> bool:
+        """Block until there are events past `seen` or the channel closes; False on timeout.
+
+        A follower that waits again and again passes its own `waiter` to save creating one per call.
+        """
+        if len(self.events) > seen or self.closed:
+            return True
+        if waiter is None:
+            waiter = threading.Event()
+        deadline = time.monotonic() + timeout
+        self._waiters.add(waiter)
+        try:
+            while True:
+                waiter.clear()  # before the re-check: a publish after it sets the Event again
+                if len(self.events) > seen or self.closed:
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not waiter.wait(remaining):
+                    return len(self.events) > seen or self.closed
+                # Set by a publish whose event we had already seen (threads): look again.
+        finally:
+            self._waiters.discard(waiter)
 
 
 def open_channel(turn_id: str) -> TurnChannel:

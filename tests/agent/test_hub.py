@@ -1,0 +1,112 @@
+"""The in-process channel: every follower gets every event in order, and no wake-up is lost."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from agent import hub
+
+
+def read_all(channel: hub.TurnChannel, out: list, timeout: float = 5.0) -> None:
+    """A follower the way `agent.follow` reads: wait, take what is new, until closed and read."""
+    seen, waiter = 0, threading.Event()
+    while True:
+        assert channel.wait(seen, timeout, waiter), "a wake-up was lost"
+        new = channel.events[seen:]
+        out.extend(new)
+        seen += len(new)
+        if channel.closed and seen >= len(channel.events):
+            return
+
+
+def test_several_followers_each_get_every_event_in_order():
+    channel = hub.TurnChannel("t")
+    got = [[] for _ in range(4)]
+    readers = [threading.Thread(target=read_all, args=(channel, out)) for out in got]
+    for reader in readers:
+        reader.start()
+    for i in range(500):
+        channel.publish("token", {"i": i})
+        if i % 50 == 0:
+            time.sleep(0.001)  # let followers catch up and wait again
+    channel.close()
+    for reader in readers:
+        reader.join(10)
+        assert not reader.is_alive()
+    expected = [("token", {"i": i}) for i in range(500)]
+    assert all(out == expected for out in got)
+
+
+def test_no_wake_up_is_lost_when_a_publish_races_the_recheck():
+    """Each event is published while the follower is somewhere between its check and its wait."""
+    for _ in range(200):
+        channel = hub.TurnChannel("t")
+        got: list = []
+        reader = threading.Thread(target=read_all, args=(channel, got, 2.0))
+        reader.start()
+        for i in range(5):
+            channel.publish("token", i)
+        channel.close()
+        reader.join(5)
+        assert not reader.is_alive()
+        assert got == [("token", i) for i in range(5)]
+
+
+def test_a_follower_that_registers_during_a_publish_still_sees_the_event():
+    channel = hub.TurnChannel("t")
+    results = []
+
+    def follower():
+        results.append(channel.wait(0, 2.0))
+
+    threads = [threading.Thread(target=follower) for _ in range(20)]
+    for t in threads:
+        t.start()
+    channel.publish("token", "x")
+    for t in threads:
+        t.join(5)
+    assert results == [True] * 20
+    assert not channel._waiters  # every waiter unregistered itself
+
+
+def test_wait_returns_false_on_timeout():
+    channel = hub.TurnChannel("t")
+    started = time.monotonic()
+    assert channel.wait(0, 0.05) is False
+    assert time.monotonic() - started >= 0.05
+    assert not channel._waiters
+
+
+def test_wait_returns_at_once_when_events_are_already_there():
+    channel = hub.TurnChannel("t")
+    channel.publish("token", "x")
+    assert channel.wait(0, 0) is True
+    assert channel.wait(1, 0) is False
+
+
+def test_a_spurious_set_does_not_end_the_wait_early():
+    """A waiter set by an event already read waits on for the next one (or its timeout)."""
+    channel = hub.TurnChannel("t")
+    channel.publish("token", "a")
+    waiter = threading.Event()
+    waiter.set()
+    started = time.monotonic()
+    assert channel.wait(1, 0.05, waiter) is False
+    assert time.monotonic() - started >= 0.05
+
+
+def test_close_wakes_every_waiter():
+    channel = hub.TurnChannel("t")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(channel.wait(0, 5.0))) for _ in range(5)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    channel.close()
+    for t in threads:
+        t.join(5)
+    assert results == [True] * 5
+    assert time.monotonic() - started < 2.0
+    assert channel.events == []
