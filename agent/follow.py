@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,28 +22,49 @@ Item = tuple[int | None, str, Any]  # (event id, name, payload)
 
 def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS) -> Iterator[Item]:
     """The turn's events to its terminal one, with heartbeats while waiting. Never runs the model."""
+    for batch in follow_batches(turn, last_event_id=last_event_id, heartbeat=heartbeat):
+        yield from batch
+
+
+def follow_batches(turn: Turn, *, last_event_id: int | None = None,
+                   heartbeat: float = HEARTBEAT_SECONDS) -> Iterator[list[Item]]:
+    """`follow` in batches: the events found at one wake-up together, so a stream sends them in one write.
+
+    A follower that falls behind (a busy worker) then catches up in fewer, larger writes.
+    """
     channel = hub.get_channel(str(turn.pk))
     if channel is not None and not (channel.closed and channel.delivered):
         yield from _from_channel(channel, last_event_id, heartbeat)
         return
     turn.refresh_from_db()
     if turn.finished:
-        yield (None, *_terminal({"terminal_event": turn.terminal_event, "terminal_payload": turn.terminal_payload}))
+        yield [(None, *_terminal({"terminal_event": turn.terminal_event, "terminal_payload": turn.terminal_payload}))]
         return
-    yield from _from_database(turn, heartbeat)
+    yield from ([item] for item in _from_database(turn, heartbeat))
 
 
-def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float) -> Iterator[Item]:
+# Encoding these never touches the database; after any other event (its HTML may be rendered from
+# the transcript) the connection is released again before the next wait.
+_STREAMED = frozenset(("token", "reasoning"))
+
+
+def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float) -> Iterator[list[Item]]:
     seen = 0 if last_event_id is None else last_event_id + 1
+    waiter = threading.Event()
+    release = True  # the request's session and turn lookups opened a connection
     while True:
-        release_connection()
-        if not channel.wait(seen, heartbeat):
-            yield (None, *HEARTBEAT)
+        if release:
+            release_connection()  # nothing pinned while we wait (NOTES: PostgreSQL has 100 connections)
+        if not channel.wait(seen, heartbeat, waiter):
+            release = False
+            yield [(None, *HEARTBEAT)]
             continue
         events = channel.events[seen:]
-        for offset, (name, payload) in enumerate(events):
-            yield (seen + offset, name, payload)
+        batch = [(seen + offset, name, payload) for offset, (name, payload) in enumerate(events)]
+        release = any(name not in _STREAMED for name, _ in events)
         seen += len(events)
+        if batch:
+            yield batch
         if channel.closed and seen >= len(channel.events):
             channel.delivered = True
             return

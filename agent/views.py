@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agent import approvals, intake, sse, turns
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
-from agent.follow import follow
+from agent.follow import Item, follow_batches
 from agent.models import Message, Session, Turn
 from agent.policy import get_policy
 from agent.transcript import part_to_neutral
@@ -58,8 +58,9 @@ def own_session(request: HttpRequest, session_id: Any) -> Session:
 
 def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     """The request user's own session, while the domain still lets them read it; else None."""
-    session = Session.objects.select_related("user").filter(pk=session_id, user=request.user).first()
-    if session is None or not get_policy().may_read(session):
+    policy = get_policy()
+    session = Session.objects.select_related("user", *policy.related).filter(pk=session_id, user=request.user).first()
+    if session is None or not policy.may_read(session):
         return None
     return session
 
@@ -104,10 +105,10 @@ def stream(request: HttpRequest, session: Session, turn_id: Any) -> HttpResponse
     turn = Turn.objects.filter(pk=turn_id, session=session).first()
     if turn is None:
         return error(404, "not_found", NOT_FOUND)
-    items = follow(turn, last_event_id=_last_event_id(request))
+    batches = follow_batches(turn, last_event_id=_last_event_id(request))
     if request.GET.get("flavour") == "html":
-        return event_stream(_html_events(items, turn))
-    return event_stream(_json_events(items))
+        return event_stream(_html_events(batches, turn))
+    return event_stream(_json_events(batches))
 
 
 def _last_event_id(request: HttpRequest) -> int | None:
@@ -115,14 +116,25 @@ def _last_event_id(request: HttpRequest) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
-def _json_events(items: Iterator[tuple[int | None, str, Any]]) -> Iterator[bytes]:
-    for event_id, name, payload in items:
-        yield sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_json(name, payload, event_id)
+# One chunk per batch: the events a follower found at one wake-up go out in one write, byte for byte
+# what one chunk per event would send.
 
 
-def _html_events(items: Iterator[tuple[int | None, str, Any]], turn: Turn) -> Iterator[bytes]:
-    for event_id, name, payload in items:
-        yield sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_html(name, payload, turn, event_id)
+def _json_events(batches: Iterator[list[Item]]) -> Iterator[bytes]:
+    encode = sse.encode_json
+    for batch in batches:
+        if len(batch) == 1:
+            event_id, name, payload = batch[0]
+            yield sse.HEARTBEAT_BYTES if name == "heartbeat" else encode(name, payload, event_id)
+        else:
+            yield b"".join(sse.HEARTBEAT_BYTES if name == "heartbeat" else encode(name, payload, event_id)
+                           for event_id, name, payload in batch)
+
+
+def _html_events(batches: Iterator[list[Item]], turn: Turn) -> Iterator[bytes]:
+    for batch in batches:
+        yield b"".join(sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_html(name, payload, turn, event_id)
+                       for event_id, name, payload in batch)
 
 
 def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
