@@ -23,9 +23,15 @@ def encode(name: str, data: str, event_id: int | None = None) -> bytes:
     return f"{head}event: {name}\n{_data_lines(data)}\n".encode("utf-8", "replace")
 
 
+# One encoder for every event: `json.dumps` with these arguments builds a new one per call.
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def encode_json(name: str, payload: Any, event_id: int | None = None) -> bytes:
     """The JSON flavour: `event: <name>` and one line of JSON (json.dumps never emits a raw newline)."""
-    return encode(name, json.dumps(payload, separators=(",", ":"), ensure_ascii=False), event_id)
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    # What `encode` writes for data without line breaks, without its split.
+    return f"{head}event: {name}\ndata: {_dumps(payload)}\n\n".encode("utf-8", "replace")
 
 
 # --- The HTML flavour: the same tuples as fragments the page swaps in (htmx SSE extension) ---
