@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ class FakeBackend(Backend):
         path = settings.AGENT_FAKE_SCRIPT
         if not path:
             return {"calls": []}
-        return json.loads(Path(path).read_text())
+        return _load_script(path)
 
     def check(self) -> list[str]:
         path = settings.AGENT_FAKE_SCRIPT
@@ -73,6 +74,25 @@ class FakeBackend(Backend):
                 return
         if not done:
             yield {"kind": "done", "stop_reason": "end_turn", "usage": zero_usage()}
+
+
+_parsed: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
+def _load_script(path: str) -> dict[str, Any]:
+    """The parsed script file, parsed again only when the file changes (tests rewrite it between turns).
+
+    Callers only read it: `_replay` copies each event before changing it.
+    """
+    stat = os.stat(path)
+    version = (stat.st_mtime_ns, stat.st_size)
+    cached = _parsed.get(path)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    script = json.loads(Path(path).read_text())
+    _parsed.clear()  # one script at a time is the norm; never let the cache grow
+    _parsed[path] = (version, script)
+    return script
 
 
 def summary_events(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
