@@ -141,23 +141,12 @@ def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[
     """Forward one model call's events as loop events while gathering them; stop between events."""
     try:
         for raw in events:
-            ev = clean_text(raw)
-            match ev["kind"]:
-                case "text":
-                    call.text.append(ev["text"])
-                    yield ("token", {"text": ev["text"]})
-                case "reasoning":
-                    _add_reasoning(call, ev)
-                    if ev.get("text"):
-                        yield ("reasoning", {"text": ev["text"]})
-                case "tool_use":
-                    tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error") if k in ev}
-                    tool_use["id"] = str(tool_use["id"])
-                    call.tool_uses.append(tool_use)
-                    yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
-                case "done":
-                    call.stop_reason = ev.get("stop_reason") or "end_turn"
-                    call.usage = {**zero_usage(), **(ev.get("usage") or {})}
+            if raw["kind"] == "text":  # once per token: only its text is read, so only that is cleaned
+                text = clean_text(raw["text"])
+                call.text.append(text)
+                yield ("token", {"text": text})
+            else:
+                yield from _gather(call, clean_text(raw))
             if should_stop():
                 call.stop_reason, call.tool_uses = "stopped", []
                 return
@@ -165,6 +154,23 @@ def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[
         close = getattr(events, "close", None)
         if close:
             close()
+
+
+def _gather(call: _Call, ev: dict[str, Any]) -> Iterator[Event]:
+    """A model event other than text: gathered into `call`, forwarded when people see it."""
+    match ev["kind"]:
+        case "reasoning":
+            _add_reasoning(call, ev)
+            if ev.get("text"):
+                yield ("reasoning", {"text": ev["text"]})
+        case "tool_use":
+            tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error") if k in ev}
+            tool_use["id"] = str(tool_use["id"])
+            call.tool_uses.append(tool_use)
+            yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
+        case "done":
+            call.stop_reason = ev.get("stop_reason") or "end_turn"
+            call.usage = {**zero_usage(), **(ev.get("usage") or {})}
 
 
 def clean_text(value: Any) -> Any:
