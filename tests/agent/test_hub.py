@@ -110,3 +110,47 @@ def test_close_wakes_every_waiter():
     assert results == [True] * 5
     assert time.monotonic() - started < 2.0
     assert channel.events == []
+
+
+GEVENT_FOLLOWERS = """
+from gevent import monkey; monkey.patch_all()
+import gevent, threading
+from agent import hub
+
+channel = hub.TurnChannel("t")
+got = [[] for _ in range(3)]
+
+def follow(out):
+    seen, waiter = 0, threading.Event()
+    while True:
+        assert channel.wait(seen, 5.0, waiter)
+        out.extend(channel.events[seen:])
+        seen = len(channel.events)
+        if channel.closed and seen >= len(channel.events):
+            return
+
+def publish():
+    for i in range(300):
+        channel.publish("token", i)
+        if i % 7 == 0:
+            gevent.sleep(0)
+    channel.close()
+
+assert channel.wait(0, 0.01, threading.Event()) is False
+gevent.joinall([gevent.spawn(follow, out) for out in got] + [gevent.spawn(publish)], timeout=10, raise_error=True)
+assert all(out == [("token", i) for i in range(300)] for out in got), [len(out) for out in got]
+print("ok")
+"""
+
+
+def test_followers_in_greenlets_get_every_event():
+    """Production runs turns and streams as greenlets of a monkey-patched process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", GEVENT_FOLLOWERS], cwd=root, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
