@@ -14,6 +14,10 @@ from agent.models import Session
 class SessionPolicy:
     """The default: any signed-in user may open sessions of any purpose with no system prompt."""
 
+    #: Relations loaded with a session for a request (`select_related` names), so the checks
+    #: below find what they need without a query of their own.
+    related: tuple[str, ...] = ()
+
     def create(self, user: Any, data: dict[str, Any]) -> Session:
         """Create a session from the API body, or raise PermissionDenied / Http404 / ValueError."""
         purpose = data.get("purpose") or "chat"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -26,15 +27,32 @@ Post bodies are markdown. Keep answers short and friendly."""
 
 
 def blog_of(session: Session) -> Blog | None:
-    """The session's blog. A chat's link never changes, so it is looked up once per session object."""
+    """The session's blog. A chat's link never changes, so it is looked up once per session object
+    (and not at all when the session was loaded with `BlogChatPolicy.related`)."""
     if not hasattr(session, "_linked_blog"):
-        link = ChatLink.objects.select_related("blog").filter(session=session).first()
+        if Session.blog_link.is_cached(session):
+            link = getattr(session, "blog_link", None)  # None: loaded, and there is no link
+        else:
+            link = ChatLink.objects.select_related("blog").filter(session=session).first()
         session._linked_blog = link.blog if link else None
     return session._linked_blog
 
 
+def _member_seat(session: Session) -> Any:
+    """The user's seat on the session's blog, loaded once per session object by the request's checks.
+
+    Only `may_read`/`may_use` share it (both run within one request); the assistant's grant
+    (`_grant`) always loads the seat afresh.
+    """
+    if not hasattr(session, "_member_seat"):
+        session._member_seat = access.seat_of(session.user, blog_of(session))
+    return session._member_seat
+
+
 class BlogChatPolicy(SessionPolicy):
     """Sessions belong to a blog; only members the owner allows may summon the assistant."""
+
+    related = ("blog_link__blog",)
 
     def create(self, user: Any, data: dict[str, Any]) -> Session:
         slug = data.get("blog")
@@ -55,12 +73,11 @@ class BlogChatPolicy(SessionPolicy):
         blog = blog_of(session)
         if blog is None:
             return True  # not a blog chat: nothing of ours to gate
-        return access.may_summon(access.seat_of(session.user, blog))
+        return access.may_summon(_member_seat(session))
 
     def may_read(self, session: Session) -> bool:
         """A chat about a blog is readable only while its user is still a member of that blog."""
-        blog = blog_of(session)
-        return blog is None or access.seat_of(session.user, blog) is not None
+        return blog_of(session) is None or _member_seat(session) is not None
 
 
 def start_session(user: Any, blog: Blog) -> Session:
@@ -101,13 +118,21 @@ def dispatch(session: Session, name: str, raw: dict[str, Any]) -> dict[str, Any]
     except OperationError as exc:
         return {"error": exc.public_message}
     finally:
-        if actor.consent is not None:
-            Consent.objects.filter(pk=actor.consent.pk).update(last_used_at=timezone.now())
+        _note_use(actor.consent)
     result = as_object(out)
     if effects:
         result["_effects"] = effects
     return result
 
+
+def _note_use(consent: Consent | None) -> None:
+    """Stamp the grant's "last used" (shown to the owner to the minute); at most one write a minute."""
+    now = timezone.now()
+    if consent is not None and (consent.last_used_at is None or now - consent.last_used_at >= LAST_USED_GRAIN):
+        Consent.objects.filter(pk=consent.pk).update(last_used_at=now)
+
+
+LAST_USED_GRAIN = timedelta(minutes=1)
 
 VERBS = {"publish_post": "Publish", "unpublish_post": "Unpublish", "delete_post": "Delete for good",
          "update_post": "Change", "get_post": "Read"}
