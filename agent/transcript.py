@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Max, Prefetch
 
 from agent.models import Message, Part, Session, Turn
@@ -62,15 +62,32 @@ def load_media(ref: str) -> bytes:
 
 
 def _next_position(session: Session) -> int:
+    """The position after the session's last message.
+
+    Messages are only added by the holder of the session's lease (a turn), so once this session
+    object has added one within its turn it knows the next position without asking (`turns.claim`
+    forgets it at the start of every turn); the unique (session, position) constraint turns any
+    mistake into an error, never into a reordered transcript.
+    """
+    known = getattr(session, "_next_message_position", None)
+    if known is not None:
+        return known
     top = Message.objects.filter(session=session).aggregate(m=Max("position"))["m"]
     return 0 if top is None else top + 1
 
 
 def add_message(session: Session, role: str, parts: list[dict[str, Any]], *, turn: Turn | None = None,
                 **fields: Any) -> Message:
-    """Append one message with its parts: two short writes, no transaction held beyond them."""
-    message = Message.objects.create(session=session, turn=turn, role=role, position=_next_position(session), **fields)
-    Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
+    """Append one message with its parts, in one short transaction (never a message without its parts)."""
+    position = _next_position(session)
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(session=session, turn=turn, role=role, position=position, **fields)
+            Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
+    except Exception:
+        session._next_message_position = None  # ask the database next time
+        raise
+    session._next_message_position = position + 1
     return message
 
 

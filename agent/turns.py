@@ -33,11 +33,12 @@ def claim(session: Session) -> Turn:
     its unanswered tool calls so the transcript stays valid.
     """
     now = timezone.now()
+    session._next_message_position = None  # a new lease: ask the database where the transcript ends
     turn = Turn.objects.create(session=session)
-    claimed = Session.objects.filter(pk=session.pk).filter(
-        Q(turn__isnull=True) | Q(lease_until__lt=now)
-    ).update(turn=turn, lease_until=now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), updated_at=now)
-    if not claimed:
+    lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
+    if Session.objects.filter(pk=session.pk, turn__isnull=True).update(**lease):
+        return turn  # the usual case: nothing was running, so nothing to reclaim
+    if not Session.objects.filter(pk=session.pk, lease_until__lt=now).update(**lease):
         turn.delete()
         raise TurnInProgress()
     stale = Turn.objects.filter(session=session, status=Turn.RUNNING).exclude(pk=turn.pk)
@@ -69,35 +70,38 @@ def start(turn: Turn) -> None:
     mode = settings.AGENT_TURN_EXECUTOR
     channel = hub.open_channel(str(turn.pk))
     if mode == "inline":
-        execute(turn.pk)
+        execute(turn)
         return
     channel.watched = True
     watch.ensure_running()
     if mode == "auto" and gevent_patched():
         import gevent
 
-        gevent.spawn(_in_background, turn.pk)
+        gevent.spawn(_in_background, turn)
     else:
-        threading.Thread(target=_in_background, args=(turn.pk,), daemon=True).start()
+        threading.Thread(target=_in_background, args=(turn,), daemon=True).start()
 
 
 
-def _in_background(turn_id: Any) -> None:
+def _in_background(turn: Turn | Any) -> None:
     try:
-        execute(turn_id)
+        execute(turn)
     finally:
         connections.close_all()
 
 
-def execute(turn_id: Any) -> None:
+def execute(turn: Turn | Any) -> None:
     """Run the loop for a claimed turn, publishing each event to the turn's channel."""
-    for _ in drive(turn_id):
+    for _ in drive(turn):
         pass
 
 
-def drive(turn_id: Any) -> Iterator[tuple[str, Any]]:
-    """Run a claimed turn, yielding and publishing its events; always records a terminal and releases."""
-    turn = Turn.objects.select_related("session", "session__user").get(pk=turn_id)
+def drive(turn: Turn | Any) -> Iterator[tuple[str, Any]]:
+    """Run a claimed turn (a Turn, or its id), yielding and publishing its events; always records a
+    terminal and releases. A Turn passed in keeps its session object, and what the request already
+    loaded with it (user, blog link, next message position)."""
+    if not isinstance(turn, Turn):
+        turn = Turn.objects.select_related("session", "session__user").get(pk=turn)
     with logcontext.bind(session_id=turn.session_id, user_id=turn.session.user_id, turn_id=turn.pk):
         yield from _drive(turn)
 

@@ -1,0 +1,68 @@
+"""How messages are appended: in order, whole (never without their parts), with few queries."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agent import turns
+from agent.models import Message, Part, Session
+from agent.transcript import add_message
+
+pytestmark = pytest.mark.django_db
+
+DONE = {"kind": "done", "stop_reason": "end_turn"}
+
+
+def positions(session):
+    return list(Message.objects.filter(session=session).order_by("position").values_list("position", "role"))
+
+
+def test_a_message_is_never_stored_without_its_parts(chat):
+    with pytest.raises(KeyError):
+        add_message(chat, "assistant", [{"type": "text", "text": "fine"}, {"type": "tool_result"}])  # no tool_use_id
+    assert not Message.objects.filter(session=chat).exists()
+    assert not Part.objects.exists()
+    # and the next message still goes where it belongs
+    add_message(chat, "user", [{"type": "text", "text": "hello"}])
+    assert positions(chat) == [(0, "user")]
+
+
+def test_within_a_turn_the_next_position_is_known_without_asking(chat, script):
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    turn, _ = turns.begin(chat, "hello")
+    with CaptureQueriesContext(connection) as ctx:
+        add_message(chat, "assistant", [{"type": "text", "text": "hi"}], turn=turn)
+    assert not [q for q in ctx.captured_queries if "MAX(" in q["sql"].upper()]
+    assert positions(chat) == [(0, "user"), (1, "assistant")]
+
+
+def test_a_session_object_kept_across_turns_asks_again_when_a_new_turn_starts(chat, script):
+    """Another request (another worker) may have added messages since: each new lease re-reads the end."""
+    script([[{"kind": "text", "text": "one"}, DONE], [{"kind": "text", "text": "two"}, DONE],
+            [{"kind": "text", "text": "three"}, DONE]])
+    first, _ = turns.begin(chat, "first")
+    turns.execute(first)
+
+    elsewhere = Session.objects.get(pk=chat.pk)  # what another request would load
+    second, _ = turns.begin(elsewhere, "second")
+    turns.execute(second)
+
+    third, _ = turns.begin(chat, "third")  # the first object again, its cached position now stale
+    turns.execute(third)
+    assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "assistant"), (4, "user"),
+                               (5, "assistant")]
+
+
+def test_a_turn_runs_from_the_objects_its_request_loaded(chat, script):
+    """Passing the Turn (not its id) to the executor: no second load of turn, session or user."""
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    turn, _ = turns.begin(chat, "hello")
+    with CaptureQueriesContext(connection) as ctx:
+        turns.execute(turn)
+    loads = [q["sql"] for q in ctx.captured_queries
+             if q["sql"].startswith("SELECT") and ('FROM "agent_turn"' in q["sql"] or 'FROM "auth_user"' in q["sql"])]
+    assert loads == []
+    turn.refresh_from_db()
+    assert turn.status == "done"
