@@ -94,6 +94,10 @@ class Limits:
         return cls(settings.AGENT_BUDGET_TOKENS_PER_MINUTE, settings.AGENT_BUDGET_TOKENS_PER_HOUR,
                    settings.AGENT_BUDGET_USD_PER_MONTH, settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH)
 
+    @property
+    def any(self) -> bool:
+        return bool(self.per_minute or self.per_hour or self.usd_month or self.usd_global)
+
 
 def _usage(user: Any, now: Any) -> dict[str, Any]:
     """One indexed aggregate over the user's last 30 days, one over everyone's (only when capped)."""
@@ -156,8 +160,9 @@ def check(user: Any) -> None:
 
 @dataclass
 class Reservation:
-    spend_id: int
+    spend_id: int | None  # None: no cap is on, so nothing was reserved; `settle` records the call
     model: str
+    user: Any = None
 
 
 def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> Reservation:
@@ -168,6 +173,8 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     """
     now = timezone.now()
     limits = Limits.from_settings()
+    if not limits.any:
+        return Reservation(None, model, user)  # nothing to guard: the ledger gets the call when it ends
     worst = {"input_tokens": input_estimate, "output_tokens": max_tokens}
     # Never reserve more than a whole bucket: an empty bucket always admits one call.
     tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
@@ -182,7 +189,11 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
 def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
     """Replace the reservation by what the call really used; returns its cost."""
     cost = cost_of(reservation.model, usage)
-    Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
+    if reservation.spend_id is None:
+        Spend.objects.create(user=reservation.user, created_at=timezone.now(), model_id=reservation.model,
+                             tokens=total_tokens(usage), cost_usd=cost, settled=True)
+    else:
+        Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
     return cost
 
 

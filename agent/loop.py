@@ -107,8 +107,8 @@ def _call_model(session: Session, turn: Turn | None, backend: Any, model: str, s
         except BackendError as exc:
             logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
             return "provider_error"
-        reservation = budget.reserve(session.user, model, max_tokens=settings.AGENT_MAX_TOKENS,
-                                     input_estimate=budget.estimate_tokens(ctx.system, ctx.messages, specs))
+        estimate = budget.estimate_tokens(ctx.system, ctx.messages, specs) if budget.Limits.from_settings().any else 0
+        reservation = budget.reserve(session.user, model, max_tokens=settings.AGENT_MAX_TOKENS, input_estimate=estimate)
         release_connection()  # nothing pinned while we wait on the model
         token = call_context.set(CallContext(str(session.pk), index))
         failure = None

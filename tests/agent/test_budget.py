@@ -134,3 +134,17 @@ def test_concurrent_reservations_never_spend_past_the_limit(user, settings):
     assert len(passed) <= 1
     assert len(passed) + len(refused) == 10
     assert sum(Spend.objects.filter(user=user).values_list("tokens", flat=True)) <= 5000
+
+
+@pytest.mark.django_db
+def test_with_no_cap_on_a_call_is_recorded_once_it_ends(user, settings):
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = settings.AGENT_BUDGET_TOKENS_PER_HOUR = 0
+    settings.AGENT_BUDGET_USD_PER_MONTH = settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 0
+    reservation = budget.reserve(user, "gpt-4o-mini", input_estimate=1000, max_tokens=4000)
+    assert not Spend.objects.exists()  # nothing to guard, nothing reserved
+    cost = budget.settle(reservation, {"input_tokens": 1_000_000, "output_tokens": 0})
+    row = Spend.objects.get()
+    assert (row.user, row.model_id, row.tokens, row.cost_usd, row.settled) == (
+        user, "gpt-4o-mini", 1_000_000, Decimal("0.15"), True)
+    assert cost == Decimal("0.15")
+    assert budget.meter(user) == {"minute": 0.0, "hour": 0.0, "month": 0.0, "global": 0.0}
