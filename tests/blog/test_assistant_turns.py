@@ -458,16 +458,31 @@ def test_seat_downgrade_between_calls_of_one_turn(team, script, grant_tools):
     assert response.json()["error"]["code"] == "forbidden"
 
 
-def test_consent_last_used_is_stamped_by_every_tool_run(team, script):
+def test_consent_last_used_is_stamped_by_tool_runs_to_the_minute(team, script):
+    from datetime import timedelta
+
     consent = set_consent(team.owner, team.blog, [READ])
     api = ApiClient(team.owner)
     session = open_chat(api, "notes")
-    script([[tool("list_posts", {}, "l1"), DONE_TOOLS], say("none")])
+    script([[tool("list_posts", {}, "l1"), DONE_TOOLS], say("none")] * 3)
     assert consent.last_used_at is None
     t0 = timezone.now()
     api.turn(session, "list")
     consent.refresh_from_db()
     assert t0 <= consent.last_used_at <= timezone.now()
+
+    # Within the minute the stamp stands (one write a minute, not one per call)...
+    recent = timezone.now() - timedelta(seconds=30)
+    Consent.objects.filter(pk=consent.pk).update(last_used_at=recent)
+    api.turn(session, "again")
+    consent.refresh_from_db()
+    assert consent.last_used_at == recent
+    # ...and a run after it stamps again.
+    Consent.objects.filter(pk=consent.pk).update(last_used_at=timezone.now() - timedelta(minutes=2))
+    t1 = timezone.now()
+    api.turn(session, "and again")
+    consent.refresh_from_db()
+    assert t1 <= consent.last_used_at <= timezone.now()
 
 
 def test_tool_error_from_operation_reaches_the_model(team, script, no_approvals):
