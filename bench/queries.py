@@ -26,6 +26,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
 
     from agent import budget, turns
     from agent.backends import reset_backends
@@ -60,9 +61,11 @@ def main() -> None:
             json.dump({"calls": [TEXT] * k + calls}, fh)
         settings.AGENT_BACKEND, settings.AGENT_FAKE_SCRIPT = "fake", tmp.name
         reset_backends()
+        # Steady state: the grant was used within the last minute, so a tool run does not re-stamp it.
+        Consent.objects.filter(user=user, blog=blog).update(last_used_at=timezone.now())
         with CaptureQueriesContext(connection) as ctx:
             turn, _ = turns.begin(session, "List my posts.")
-            events = [name for name, _ in turns.drive(turn.pk)]
+            events = [name for name, _ in turns.drive(turn)]  # as turns.start runs it
         assert events[-1] == "done", events
         return [q["sql"] for q in ctx.captured_queries]
 

@@ -288,6 +288,8 @@ def main() -> None:
     ap.add_argument("--scenarios", default="streams,pg,queries,engine", help="any of streams,pg,queries,engine")
     ap.add_argument("--only", default=",".join(SCENARIOS), help="stream servers to run: django,bare,asgi")
     ap.add_argument("--pg-n", type=int, default=1000)
+    ap.add_argument("--tokens", dest="tokens_arg", type=int, help="tokens per stream (default 200; quick: 40)")
+    ap.add_argument("--delay-ms", dest="delay_arg", type=int, help="pacing between tokens (default 50)")
     ap.add_argument("--report-only", action="store_true", help="rewrite the report from the last saved results")
     ap.add_argument(
         "--out", default="", help="the report (default BENCHMARKS.md; quick: bench/results/BENCHMARKS.quick.md)"
@@ -303,6 +305,7 @@ def main() -> None:
         levels = [int(x) for x in (args.levels or "100,500,1000,1500,2000").split(",")]
         wanted = set(args.scenarios.split(","))
         out = Path(args.out or ROOT / "BENCHMARKS.md")
+    args.tokens, args.delay_ms = args.tokens_arg or args.tokens, args.delay_arg or args.delay_ms
     only = [s for s in SCENARIOS if s in args.only.split(",")]
     RESULTS.mkdir(parents=True, exist_ok=True)
     saved = RESULTS / ("results.quick.json" if args.quick else "results.json")
