@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, connections
-from django.db.models import Q
 from django.utils import timezone
 
 from agent import approvals, hub, logcontext, watch

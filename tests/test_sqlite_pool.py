@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 import pytest
@@ -81,7 +82,7 @@ def test_a_connection_closed_inside_an_atomic_block_is_really_closed():
             connection.close()
             raise RuntimeError("leave the block")
     assert sqlite_pool.base.idle_count(name()) == 0
-    with pytest.raises(Exception):
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         raw.execute("SELECT 1")  # closed for good
     assert not get_user_model().objects.filter(username="inside").exists()
 
