@@ -70,7 +70,7 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
     model = Part
     extra = 0
     can_delete = False
-    fields = ["position", "type", "text", "tool_use_id", "tool_name", "tool_input", "tool_result", "tool_status",
+    fields = ["position", "type", "text", "tool_use_id", "tool_name", "tool_input", "tool_result", "tool_status", "effects",
               "signature", "media_type", "media_ref"]
     readonly_fields = fields
 

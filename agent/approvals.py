@@ -77,14 +77,15 @@ def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
     results, effects, events = [], [], []
     for approval in pending:
         tool_use = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
+        ran: list[dict[str, Any]] = []
         if approval.status == Approval.APPROVED:
             outcome = run_tool(session, tool_use)
-            result, status = outcome.result, outcome.status
-            effects += outcome.effects
+            result, status, ran = outcome.result, outcome.status, outcome.effects
+            effects += ran
         else:
             result, status = {"error": REJECTED if approval.status == Approval.REJECTED else NOT_APPROVED}, "error"
         results.append({"tool_use_id": approval.tool_use_id, "name": approval.tool_name, "result": result,
-                        "status": status})
+                        "status": status, "effects": ran})
         events.append(("tool_result", {"id": approval.tool_use_id, "name": approval.tool_name, "status": status,
                                        "result": result}))
     persist_tool_results(session, turn=turn, results=results)

@@ -94,7 +94,10 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
 
 
 def _message_events(message: Message) -> Iterator[tuple[str, Any]]:
+    """A persisted message as the events its turn streamed; a tool message ends with its effects."""
+    effects: list[dict[str, Any]] = []
     for part in message.parts.all():
+        effects += part.effects or []
         p = part_to_neutral(part) if part.type not in ("image", "document") else {"type": part.type}
         match p["type"]:
             case "text":
@@ -107,6 +110,8 @@ def _message_events(message: Message) -> Iterator[tuple[str, Any]]:
             case "tool_result":
                 yield ("tool_result", {"id": p["tool_use_id"], "name": p.get("name", ""), "status": p["status"],
                                        "result": p["result"]})
+    if effects:
+        yield ("effects", effects)
 
 
 def _terminal(state: dict[str, Any] | None) -> tuple[str, Any]:

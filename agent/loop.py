@@ -208,14 +208,16 @@ def _run_tools(session: Session, turn: Turn | None, tool_uses: list[dict[str, An
     """Run each call (every tool_use gets exactly one result), persist them together, then emit effects."""
     results, effects = [], []
     for tu in tool_uses:
+        ran: list[dict[str, Any]] = []
         if should_stop():
             result, status = {"error": "The user stopped this turn before the tool ran."}, "error"
         else:
             outcome = run_tool(session, tu)
-            result, status = outcome.result, outcome.status
-            effects += outcome.effects
+            result, status, ran = outcome.result, outcome.status, outcome.effects
+            effects += ran
             signals.tool_called.send(sender=Session, session=session, name=tu["name"], status=status)
-        results.append({"tool_use_id": tu["id"], "name": tu["name"], "result": result, "status": status})
+        results.append({"tool_use_id": tu["id"], "name": tu["name"], "result": result, "status": status,
+                        "effects": ran})
     try:
         persist_tool_results(session, turn=turn, results=results)
     except Exception:

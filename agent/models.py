@@ -106,6 +106,9 @@ class Part(models.Model):
     media_type = models.CharField(max_length=100, blank=True)
     media_ref = models.CharField(max_length=500, blank=True)
     signature = models.TextField(blank=True)
+    # A tool_result's page effects (what changed, for live refreshes). Never shown to the model;
+    # kept so a stream served from the transcript (another worker) replays them too.
+    effects = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["position"]

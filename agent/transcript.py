@@ -102,6 +102,7 @@ def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
     elif kind == "tool_result":
         row.tool_use_id, row.tool_name = str(p["tool_use_id"]), p.get("name", "")
         row.tool_result, row.tool_status = p["result"], p.get("status", "ok")
+        row.effects = list(p.get("effects") or [])
     else:
         row.media_type, row.media_ref, row.text = p.get("media_type", ""), p.get("media_ref", ""), p.get("name", "")
     return row

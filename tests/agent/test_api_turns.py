@@ -79,6 +79,21 @@ def test_one_tool_round_trip_effects_stripped_from_model(api, chat, script, tool
     assert assistant.tools_offered == ["add", "boom", "listing"]
 
 
+def test_a_stream_served_from_the_transcript_replays_the_effects_too(api, chat, script, tools):
+    """Another worker follows the turn from the database: the page still hears what changed."""
+    from agent.follow import _from_database
+
+    script([[tool_call("add", {"a": 2, "b": 3}, id="c1"), tool_call("add", {"a": 4, "b": 1}, id="c2"),
+             {"kind": "done", "stop_reason": "tool_use"}],
+            [{"kind": "text", "text": "Done."}, DONE]])
+    live = api.turn(chat, "add twice")
+    turn = Turn.objects.get(session=chat)
+    replayed = [(n, p) for _, n, p in _from_database(Turn(pk=turn.pk, session=chat, status="running"), 15)]
+    assert [(n, p) for n, p in replayed if n != "token"] == [(n, p) for n, p in live if n != "token"]
+    assert ("effects", [{"type": "post.updated", "id": 2}, {"type": "post.updated", "id": 4}]) in replayed
+    assert "effects" not in str(get_backend().requests[1]["messages"])  # stored, never sent to the model
+
+
 def test_two_tools_in_one_call(api, chat, script, tools):
     script([[tool_call("add", {"a": 1, "b": 1}, "c1"), tool_call("listing", {}, "c2"),
              {"kind": "done", "stop_reason": "tool_use"}], [DONE]])
