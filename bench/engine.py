@@ -62,7 +62,7 @@ def main() -> None:
         for i, s in enumerate(sessions):
             turn, _ = turns.begin(s, "Go.")
             t0 = time.process_time()
-            for j, (name, payload) in enumerate(turns.drive(turn.pk)):
+            for j, (name, payload) in enumerate(turns.drive(turn)):  # as turns.start runs it
                 sse.encode_json(name, payload, j)
             if i:
                 cpu += time.process_time() - t0
@@ -89,9 +89,9 @@ def main() -> None:
 
     out = {}
     bare_us = bare(200, 200) * 1e6
-    e200 = engine(200, 30) * 1e6
-    e2000 = engine(2000, 6) * 1e6
-    p200 = product(200, 30) * 1e6
+    e200 = engine(200, 100) * 1e6
+    e2000 = engine(2000, 10) * 1e6
+    p200 = product(200, 100) * 1e6
     marginal = (e2000 * 2000 - e200 * 200) / 1800
     out.update(
         {
