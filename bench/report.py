@@ -94,13 +94,14 @@ def write_report(
         "server start are not counted. DEBUG=0, rate limit and budgets off, SQLite (WAL) unless marked. "
         "*Added gap* = inter-token gap minus the 50 ms pacing, over all gaps of all streams. *Stretch* = "
         "stream duration / nominal. Server CPU is the worker's utime+stime from `/proc/<pid>/stat` over the "
-        "measured run; RSS per stream = (peak RSS during the run − RSS before) / N.",
+        "measured run; CPU ms / turn = that CPU / N (a whole turn: its POST, its model call and its 200-token "
+        "stream); RSS per stream = (peak RSS during the run − RSS before) / N.",
         "",
         "## Held streams",
         "",
         "| server | N | done | errors | TTFT p50 / p99 ms | added gap p50 / p99 / max ms | stretch p99 | tokens/s "
-        "| server CPU % | CPU s / 1k tokens | RSS KB / stream | client CPU % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| server CPU % | CPU s / 1k tokens | CPU ms / turn | RSS KB / stream | client CPU % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     names = {
         "django": "product (gunicorn gevent)",
@@ -118,7 +119,9 @@ def write_report(
             f"| {names[r['scenario']]} | {r['n']} | {r['completed']} | {errs} | {_f(r['ttft_p50_ms'])} / "
             f"{_f(r['ttft_p99_ms'])} | {_f(r['gap_added_p50_ms'])} / {_f(r['gap_added_p99_ms'])} / "
             f"{_f(r['gap_added_max_ms'])} | {_f(r['stretch_p99'], 3)} | {_f(r['tokens_per_s'], 0)} | "
-            f"{_f(r['server_cpu_pct'])} | {_f(r['server_cpu_s_per_1k_tokens'], 3)} | {_f(r['rss_kb_per_stream'])} | "
+            f"{_f(r['server_cpu_pct'])} | {_f(r['server_cpu_s_per_1k_tokens'], 3)} | "
+            f"{_f(1000 * r['server_cpu_s'] / r['n'] if r.get('server_cpu_s') is not None else None)} | "
+            f"{_f(r['rss_kb_per_stream'])} | "
             f"{_f(r['client_cpu_pct'], 0)} |"
         )
     h = summary["held"]
@@ -174,9 +177,11 @@ def write_report(
             f"(marginal {e['ratio_engine_marginal_vs_bare']}×)",
             e["ratio_engine_200_vs_bare"] <= 3,
         )
+    shown = set()
     for label, n in (("cpu_at", summary.get("cpu_ref_n")), ("at", ref)):
-        if n is None or f"{label}_{n}_gap_p99_ms_django" not in summary:
+        if n is None or n in shown or f"{label}_{n}_gap_p99_ms_django" not in summary:
             continue
+        shown.add(n)
         what = "every server finished every turn" if label == "cpu_at" else "the target level"
         md += ["", f"Ratios at N = {n} ({what}; product ÷ baseline, same run):", ""]
         for other in ("bare", "asgi"):
