@@ -38,9 +38,19 @@ class Context:
 
 def build(session: Session, backend: Backend, model: str, tools: list[dict[str, Any]], *,
           force: bool = False) -> Context:
-    """The context for the next call; writes a new summary first when the transcript outgrew the limit."""
-    summary = ContextSummary.objects.filter(session=session).order_by("-up_to_position").first()
-    pairs = positioned_messages(session, after=summary.up_to_position if summary else -1)
+    """The context for the next call; writes a new summary first when the transcript outgrew the limit.
+
+    Within one run of the loop (one turn, under the session's lease) the transcript is read once:
+    the messages the run adds are appended to what was loaded (`transcript.add_message`), so the
+    second call of a tool round trip needs no query. `run_agent` forgets it at its start.
+    """
+    loaded = getattr(session, "_context_loaded", None)
+    if loaded is None:
+        summary = ContextSummary.objects.filter(session=session).order_by("-up_to_position").first()
+        pairs = positioned_messages(session, after=summary.up_to_position if summary else -1)
+        _remember(session, summary, pairs)
+    else:
+        summary, pairs = loaded
     system = _system(session, summary)
     limit = settings.AGENT_CONTEXT_MAX_TOKENS
     too_big = bool(limit) and budget.estimate_tokens(system, [m for _, m in pairs], tools) > limit
@@ -50,7 +60,13 @@ def build(session: Session, backend: Backend, model: str, tools: list[dict[str, 
         if cut > 0:
             summary = summarize(session, backend, model, summary, pairs[:cut])
             pairs, system = pairs[cut:], _system(session, summary)
+            _remember(session, summary, pairs)
     return Context(system, [m for _, m in pairs])
+
+
+def _remember(session: Session, summary: ContextSummary | None, pairs: list[tuple[int, dict[str, Any]]]) -> None:
+    session._context_loaded = (summary, pairs)
+    session._transcript_tail = pairs  # add_message appends here
 
 
 def _system(session: Session, summary: ContextSummary | None) -> str:

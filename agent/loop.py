@@ -16,6 +16,7 @@ from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Turn
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import (
+    forget_loaded,
     persist_assistant,
     persist_tool_results,
     release_connection,
@@ -53,6 +54,7 @@ def run_agent(session: Session, *, turn: Turn | None = None,
               should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
     backend = get_backend()
     model = model_for(backend)
+    forget_loaded(session)  # read the transcript afresh once per run (context.build)
     calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
     total = zero_usage()
     last_id: int | None = None

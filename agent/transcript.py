@@ -83,12 +83,23 @@ def add_message(session: Session, role: str, parts: list[dict[str, Any]], *, tur
     try:
         with transaction.atomic():
             message = Message.objects.create(session=session, turn=turn, role=role, position=position, **fields)
-            Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
+            rows = Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
     except Exception:
         session._next_message_position = None  # ask the database next time
         raise
     session._next_message_position = position + 1
+    tail = getattr(session, "_transcript_tail", None)
+    if tail is not None:  # a context loaded in this run: keep it in step, as a reload would read it
+        neutral = [part_to_neutral(row) for row in rows]
+        if neutral:
+            tail.append((position, {"role": role, "parts": neutral}))
     return message
+
+
+def forget_loaded(session: Session) -> None:
+    """Drop what this session object remembers of the transcript (see `context.build`)."""
+    session._context_loaded = None
+    session._transcript_tail = None
 
 
 def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:

@@ -66,3 +66,29 @@ def test_a_turn_runs_from_the_objects_its_request_loaded(chat, script):
     assert loads == []
     turn.refresh_from_db()
     assert turn.status == "done"
+
+
+def test_the_second_call_of_a_round_trip_sees_what_a_fresh_read_gives(chat, script):
+    """The context loaded once per run and kept in step equals the transcript read from the database."""
+    from agent.backends import get_backend
+    from agent.tools import register, unregister
+    from agent.transcript import build_neutral_messages
+
+    @register("echo", description="Echo", input_schema={"type": "object", "properties": {"x": {"type": "string"}}})
+    def echo(session, x=""):
+        return {"echo": x, "n": [1, 2], "_effects": [{"type": "x"}]}
+
+    try:
+        script([[{"kind": "reasoning", "text": "hm", "signature": "sig"}, {"kind": "text", "text": "Let me."},
+                 {"kind": "tool_use", "id": "e1", "name": "echo", "input": {"x": "a"}},
+                 {"kind": "tool_use", "id": "e2", "name": "nope", "input": {}},
+                 {"kind": "done", "stop_reason": "tool_use"}],
+                [{"kind": "text", "text": "Done."}, DONE]])
+        turn, _ = turns.begin(chat, "go")
+        with CaptureQueriesContext(connection) as ctx:
+            turns.execute(turn)
+        second = get_backend().requests[1]["messages"]
+        assert second == build_neutral_messages(Session.objects.get(pk=chat.pk))[:-1]
+        assert sum('FROM "agent_contextsummary"' in q["sql"] for q in ctx.captured_queries) == 1
+    finally:
+        unregister("echo")

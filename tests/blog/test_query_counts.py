@@ -23,7 +23,7 @@ TEXT = [{"kind": "text", "text": "Here you are."}, DONE]
 
 # Rate limit and all budget caps on (the defaults), as a user runs it.
 TEXT_TURN = 36
-TOOL_ROUND_TRIP = 21  # incl. the grant's first "last used" stamp (later runs within a minute: 20)
+TOOL_ROUND_TRIP = 18  # incl. the grant's first "last used" stamp (later runs within a minute: 17)
 
 
 def http_turn_queries(team, script, earlier: int, calls) -> int:
