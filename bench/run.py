@@ -281,11 +281,14 @@ def held(rows: list[dict], kind: str) -> int:
     return max(ok, default=0)
 
 
+DEFAULT_SCENARIOS = "streams,pg,queries,engine"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small N and short streams, no PostgreSQL: < 2 minutes")
     ap.add_argument("--levels", default="", help="comma-separated N (default 100,500,1000,1500,2000; quick: 20)")
-    ap.add_argument("--scenarios", default="streams,pg,queries,engine", help="any of streams,pg,queries,engine")
+    ap.add_argument("--scenarios", default=DEFAULT_SCENARIOS, help="any of streams,pg,queries,engine")
     ap.add_argument("--only", default=",".join(SCENARIOS), help="stream servers to run: django,bare,asgi")
     ap.add_argument("--pg-n", type=int, default=1000)
     ap.add_argument("--tokens", dest="tokens_arg", type=int, help="tokens per stream (default 200; quick: 40)")
@@ -308,7 +311,10 @@ def main() -> None:
     args.tokens, args.delay_ms = args.tokens_arg or args.tokens, args.delay_arg or args.delay_ms
     only = [s for s in SCENARIOS if s in args.only.split(",")]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    saved = RESULTS / ("results.quick.json" if args.quick else "results.json")
+    partial = (args.levels or args.scenarios != DEFAULT_SCENARIOS or args.only != ",".join(SCENARIOS)
+               or args.tokens_arg or args.delay_arg) and not args.report_only
+    # A slice never overwrites the full run's results (the report is rebuilt from those).
+    saved = RESULTS / ("results.quick.json" if args.quick else "results.partial.json" if partial else "results.json")
     if args.report_only:
         from bench.report import write_report
 
