@@ -83,7 +83,7 @@ def write_report(
         "```sh",
         "make bench                      # installs bench/requirements.txt, runs everything, writes this file",
         "python -m bench.run --quick     # < 2 min smoke run (N = 20, 40-token streams); writes bench/results/",
-        "python -m bench.run --levels 1000 --only django,bare --scenarios streams   # one slice",
+        "python -m bench.run --levels 1000 --only django,bare --scenarios streams   # one slice (saved to bench/results/results.partial.json)",
         "```",
         "",
         f"Streams: each turn is one model call of the fake backend replaying {args.tokens} tokens "
