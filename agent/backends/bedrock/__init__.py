@@ -1,9 +1,18 @@
-"""Amazon Bedrock backend (CONTRACT §3); the code is moving into modules of this package."""
+"""Amazon Bedrock adapter: boto3 `bedrock-runtime` `converse_stream` (CONTRACT §3).
 
+* `request` – neutral messages and tools → the `converse_stream` arguments (`build_request`).
+* `translate` – the stream's events → the four neutral event kinds (`_Translator`).
+* `errors` – ClientError, in-stream exceptions and transport failures → `BackendError`.
+* `backend` – `BedrockBackend`: the shared boto3 client, timeouts and retries.
+
+The public names are re-exported here, so `agent.backends.bedrock.BedrockBackend` (the `BACKENDS`
+setting) and `from agent.backends.bedrock import ...` keep working.
+"""
+
+from agent.backends.bedrock.backend import BedrockBackend
 from agent.backends.bedrock.request import (
     TOOL_NAME_PATTERN,
     TOOL_NAME_RE,
-    BedrockBackend,
     build_request,
     sanitize_document_name,
     validate_tool_name,

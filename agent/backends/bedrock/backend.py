@@ -1,0 +1,142 @@
+"""`BedrockBackend`: one boto3 `bedrock-runtime` client per instance, `converse_stream` with retries.
+
+Timeouts: the client's read timeout is the first-event timeout (it covers the wait for the response
+headers and the first event); once the first content event has arrived the socket's timeout is set
+to the between-events timeout. urllib3 resets the socket timeout on every new request, so a pooled
+connection never keeps it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from typing import Any
+
+from django.conf import settings
+
+from agent.backends.base import Backend, Event, setting
+from agent.backends.bedrock.errors import _map_api_errors
+from agent.backends.bedrock.request import build_request
+from agent.backends.bedrock.translate import _Translator
+from agent.backends.retry import stream_with_retries
+
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+def _set_read_timeout(event_stream: Any, seconds: float) -> None:
+    """Best effort: change the open socket's timeout (botocore offers no per-read knob)."""
+    raw = getattr(event_stream, "_raw_stream", None)
+    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with suppress(OSError):
+            sock.settimeout(seconds)
+
+
+class BedrockBackend(Backend):
+    name = "bedrock"
+    default_model = "anthropic.claude-3-5-haiku-20241022-v1:0"
+
+    def __init__(
+        self,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        first_event_timeout: float | None = None,
+        event_timeout: float | None = None,
+        retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.region = region if region is not None else (getattr(settings, "AWS_REGION", "") or None)
+        self.endpoint_url = endpoint_url
+        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0))
+        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS", 60.0))
+        self.retries = int(setting(retries, "AGENT_RETRIES", 2))
+        self._sleep = sleep
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> Iterator[Event]:
+        request = build_request(system=system, messages=messages, tools=tools, model=model, inference=inference)
+        yield from stream_with_retries(
+            lambda: self._stream_once(request), retries=self.retries, sleep=self._sleep, label="bedrock"
+        )
+
+    def _stream_once(self, request: dict[str, Any]) -> Iterator[Event]:
+        translator = _Translator()
+        with _map_api_errors():
+            events = self.client().converse_stream(**request)["stream"]
+            try:
+                yield from self._read(events, translator)
+            except BaseException:
+                with suppress(Exception):
+                    events.close()
+                raise
+        yield translator.done()
+
+    def _read(self, events: Any, translator: _Translator) -> Iterator[Event]:
+        waiting_for_first = True
+        for event in events:
+            if waiting_for_first and "messageStart" not in event:
+                _set_read_timeout(events, self.event_timeout)
+                waiting_for_first = False
+            yield from translator.feed(event)
+
+    def client(self) -> Any:
+        """The boto3 client, made once per instance (clients are thread-safe; sessions are not)."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    with _map_api_errors():
+                        self._client = self._make_client()
+        return self._client
+
+    def _make_client(self) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        config = Config(
+            read_timeout=self.first_event_timeout,
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            max_pool_connections=2000,
+            # One attempt in all (`max_attempts` counts retries only): stream_with_retries does the retrying.
+            retries={"total_max_attempts": 1, "mode": "standard"},
+        )
+        kwargs: dict[str, Any] = {"region_name": self.region or None, "config": config}
+        if self.endpoint_url:
+            kwargs["endpoint_url"] = self.endpoint_url
+        return boto3.session.Session().client("bedrock-runtime", **kwargs)
+
+    def check(self) -> list[str]:
+        problems: list[str] = []
+        try:
+            import boto3
+        except ImportError:
+            return ["The bedrock backend needs the boto3 package installed."]
+        if not (self.region or boto3.session.Session().region_name):
+            problems.append("The bedrock backend needs an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION).")
+        endpoint = self.endpoint_url or _env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+        if endpoint and not endpoint.startswith(("http://", "https://")):
+            problems.append("AWS_ENDPOINT_URL_BEDROCK_RUNTIME must start with http:// or https://.")
+        for label, value in (
+            ("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", self.first_event_timeout),
+            ("AGENT_EVENT_TIMEOUT_SECONDS", self.event_timeout),
+        ):
+            if value <= 0:
+                problems.append(f"{label} must be a positive number of seconds.")
+        return problems
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()

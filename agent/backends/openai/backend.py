@@ -1,0 +1,144 @@
+"""`OpenAIBackend`: HTTP with one shared `httpx.Client`, timeouts, error mapping and retries."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+
+from agent.backends.base import Backend, Event, setting
+from agent.backends.openai.errors import _enforce_deadlines, _map_api_errors, status_error
+from agent.backends.openai.sse import iter_sse
+from agent.backends.openai.translate import translate
+from agent.backends.openai.wire import to_wire_messages, to_wire_tools
+from agent.backends.retry import stream_with_retries
+
+REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def _reasoning_model(model: str) -> bool:
+    name = model.rsplit("/", 1)[-1]
+    return name.startswith(REASONING_MODEL_PREFIXES)
+
+
+class OpenAIBackend(Backend):
+    """`POST {base_url}/chat/completions` with `stream: true`, one shared connection pool per instance.
+
+    Timeouts: connecting may take 10 s. `first_event_timeout` bounds the wait from sending the request
+    to the first SSE data event; `event_timeout` bounds each later gap between data events. httpx only
+    has one read timeout per request, so the socket read timeout is `max(first, event)` — a server
+    that goes completely silent is cut after at most that long — and the two deadlines are also
+    checked precisely against a monotonic clock on every line received, so a server that keeps the
+    socket alive with `:` keep-alive comments but sends no data is cut at the right deadline.
+    """
+
+    name = "openai"
+    default_model = "gpt-4o-mini"
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        first_event_timeout: float | None = None,
+        event_timeout: float | None = None,
+        retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = str(setting(base_url, "OPENAI_BASE_URL")).rstrip("/")
+        self.api_key = str(setting(api_key, "OPENAI_API_KEY") or "")
+        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS"))
+        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS"))
+        self.retries = int(setting(retries, "AGENT_RETRIES"))
+        self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
+        self._sleep = sleep
+        self._clock = time.monotonic
+        read = max(self.first_event_timeout, self.event_timeout)
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(connect=10.0, read=read, write=30.0, pool=10.0),
+            limits=httpx.Limits(max_connections=2000, max_keepalive_connections=200),
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def request_body(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        inference = inference or {}
+        body: dict[str, Any] = {
+            "model": model or self.default_model,
+            "messages": to_wire_messages(system, messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 …) refuse `max_tokens`; the
+        # compatible servers mostly know only `max_tokens`.
+        limit_key = "max_completion_tokens" if _reasoning_model(body["model"]) else "max_tokens"
+        body[limit_key] = int(inference.get("max_tokens") or self.max_tokens)
+        if tools:
+            body["tools"] = to_wire_tools(tools)
+        for key in ("temperature", "top_p", "stop"):
+            if inference.get(key) is not None:
+                body[key] = inference[key]
+        return body
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> Iterator[Event]:
+        body = self.request_body(system=system, messages=messages, tools=tools, model=model, inference=inference)
+        yield from stream_with_retries(
+            lambda: self._attempt(body), retries=self.retries, sleep=self._sleep, label="openai"
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def _attempt(self, body: dict[str, Any]) -> Iterator[Event]:
+        started = self._clock()
+        with _map_api_errors(self.api_key):
+            url = f"{self.base_url}/chat/completions"
+            with self._client.stream("POST", url, json=body, headers=self._headers()) as response:
+                if response.status_code >= 300:
+                    response.read()
+                    raise status_error(response, self.api_key)
+                events = _enforce_deadlines(
+                    iter_sse(response.iter_bytes()),
+                    started=started,
+                    first=self.first_event_timeout,
+                    between=self.event_timeout,
+                    clock=self._clock,
+                )
+                yield from translate(events, secret=self.api_key)
+
+    def check(self) -> list[str]:
+        problems = []
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append(f"OPENAI_BASE_URL must be an http:// or https:// URL; got {self.base_url!r}.")
+        if not self.api_key and parts.netloc.endswith("api.openai.com"):
+            problems.append("OPENAI_API_KEY is not set, and api.openai.com needs one.")
+        if self.first_event_timeout <= 0 or self.event_timeout <= 0:
+            problems.append("AGENT_FIRST_EVENT_TIMEOUT_SECONDS and AGENT_EVENT_TIMEOUT_SECONDS must be positive.")
+        if self.retries < 0:
+            problems.append("AGENT_RETRIES must be zero or more.")
+        return problems

@@ -1,0 +1,104 @@
+"""Neutral messages and tools -> the chat/completions request's `messages` and `tools`."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from agent.exceptions import BackendError
+
+
+def _b64(data: Any) -> str:
+    if isinstance(data, str):
+        return data  # already base64
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _user_part(part: dict[str, Any]) -> dict[str, Any]:
+    match part.get("type"):
+        case "text":
+            return {"type": "text", "text": part.get("text", "")}
+        case "image":
+            url = f"data:{part.get('media_type', 'image/png')};base64,{_b64(part.get('data', b''))}"
+            return {"type": "image_url", "image_url": {"url": url}}
+        case "document":
+            # chat/completions has no generic document part, so the model is told a document was
+            # attached (by name and type) rather than the request failing.
+            name, media_type = part.get("name") or "document", part.get("media_type") or "unknown type"
+            return {"type": "text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
+        case other:
+            raise BackendError(f"A user message cannot carry a {other!r} part.", retryable=False)
+
+
+def _user_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    wire = [_user_part(part) for part in parts]
+    if all(item["type"] == "text" for item in wire):
+        return {"role": "user", "content": "\n".join(item["text"] for item in wire)}
+    return {"role": "user", "content": wire}
+
+
+def _assistant_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in parts:
+        match part.get("type"):
+            case "text":
+                texts.append(part.get("text", ""))
+            case "reasoning":
+                pass  # past reasoning is not sent back to chat/completions
+            case "tool_use":
+                arguments = json.dumps(part.get("input") or {}, ensure_ascii=False)
+                function = {"name": part["name"], "arguments": arguments}
+                calls.append({"id": part["id"], "type": "function", "function": function})
+            case "image" | "document":
+                texts.append(f"[{part['type']} omitted]")  # assistant content is text-only on this API
+            case other:
+                raise BackendError(f"An assistant message cannot carry a {other!r} part.", retryable=False)
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _tool_messages(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    messages = []
+    for part in parts:
+        match part.get("type"):
+            case "tool_result":
+                content = json.dumps(part.get("result", {}), ensure_ascii=False, default=str)
+                messages.append({"role": "tool", "tool_call_id": part["tool_use_id"], "content": content})
+            case other:
+                raise BackendError(f"A tool message cannot carry a {other!r} part.", retryable=False)
+    return messages
+
+
+def to_wire_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Neutral history -> chat/completions `messages`, the system prompt first."""
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        parts = message.get("parts") or []
+        match message.get("role"):
+            case "user":
+                wire.append(_user_message(parts))
+            case "assistant":
+                wire.append(_assistant_message(parts))
+            case "tool":
+                wire.extend(_tool_messages(parts))
+            case other:
+                raise BackendError(f"Unknown message role {other!r}.", retryable=False)
+    return wire
+
+
+def to_wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
+            },
+        }
+        for tool in tools
+    ]
