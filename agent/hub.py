@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from typing import Any
 
 LINGER_SECONDS = 30.0
@@ -35,7 +36,7 @@ class TurnChannel:
         self.delivered = False  # a follower has read it to its end
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
-        self._waiters: set[threading.Event] = set()
+        self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
     def publish(self, name: str, payload: Any) -> None:
         self.events.append((name, payload))
@@ -61,18 +62,57 @@ class TurnChannel:
         if waiter is None:
             waiter = threading.Event()
         deadline = time.monotonic() + timeout
-        self._waiters.add(waiter)
+        # Under gevent a wait with a timeout starts and stops a timer each time (~4 µs, per token);
+        # long waits instead let the process's clock (`_clock`) wake them once past their deadline.
+        clocked = timeout >= CLOCK_SECONDS and _clock_running()
+        if clocked:
+            _clocked.add(self)
+        self._waiters[waiter] = deadline
         try:
             while True:
                 waiter.clear()  # before the re-check: a publish after it sets the Event again
                 if len(self.events) > seen or self.closed:
                     return True
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not waiter.wait(remaining):
+                if remaining <= 0:
+                    return False
+                if clocked:
+                    waiter.wait()
+                elif not waiter.wait(remaining):
                     return len(self.events) > seen or self.closed
-                # Set by a publish whose event we had already seen (threads): look again.
+                # Set by a publish whose event we had already seen, or by the clock: look again.
         finally:
-            self._waiters.discard(waiter)
+            self._waiters.pop(waiter, None)
+
+
+CLOCK_SECONDS = 1.0
+_clock_greenlet: Any = None
+_clocked: weakref.WeakSet[TurnChannel] = weakref.WeakSet()  # channels with (or once with) clocked waiters
+
+
+def _clock_running() -> bool:
+    """Under gevent, make sure the clock runs; False elsewhere (threads wait with a timeout)."""
+    global _clock_greenlet
+    from agent.runtime import gevent_patched
+
+    if not gevent_patched():
+        return False
+    if _clock_greenlet is None or _clock_greenlet.dead:
+        import gevent
+
+        _clock_greenlet = gevent.spawn(_clock)
+    return True
+
+
+def _clock() -> None:
+    """Once a second, wake the followers whose wait is over (they then send a heartbeat)."""
+    while True:
+        time.sleep(CLOCK_SECONDS)  # gevent's sleep: this only runs under gevent
+        now = time.monotonic()
+        for channel in list(_clocked):
+            for waiter, deadline in list(channel._waiters.items()):
+                if deadline <= now:
+                    waiter.set()
 
 
 def open_channel(turn_id: str) -> TurnChannel:

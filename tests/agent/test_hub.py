@@ -139,6 +139,13 @@ def publish():
 assert channel.wait(0, 0.01, threading.Event()) is False
 gevent.joinall([gevent.spawn(follow, out) for out in got] + [gevent.spawn(publish)], timeout=10, raise_error=True)
 assert all(out == [("token", i) for i in range(300)] for out in got), [len(out) for out in got]
+assert hub._clock_greenlet is not None  # those waits were long enough to be clocked
+
+# A long wait with no events is ended by the process's clock (no timer per wait), and says so.
+idle = hub.TurnChannel("idle")
+waiting = [gevent.spawn(idle.wait, 0, 1.2, threading.Event()) for _ in range(3)]
+gevent.joinall(waiting, timeout=8)
+assert [g.value for g in waiting] == [False] * 3, "the clock never ended a long wait"
 print("ok")
 """
 
