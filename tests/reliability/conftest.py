@@ -1,10 +1,11 @@
 """Reliability and security tests through the real server.
 
 Each server is `gunicorn config.wsgi -c config/gunicorn.conf.py` (gevent worker) started as a
-subprocess with its own database (a temp SQLite file, or a fresh PostgreSQL database when
-DATABASE_URL points at PostgreSQL), migrated and seeded with the demo data plus a few extra
-people and a second blog. Servers bind 127.0.0.1 only, die with the test process
-(PR_SET_PDEATHSIG) and are stopped at teardown by their own PID.
+subprocess by `tests/servers.py` with its own database (a temp SQLite file, or a fresh PostgreSQL
+database when DATABASE_URL points at PostgreSQL), migrated and seeded with the demo data plus a
+few extra people and a second blog. Servers bind 127.0.0.1 only, die with the test process
+(PR_SET_PDEATHSIG) and are stopped at teardown by their own PID. They run the production
+settings (DEBUG=0, a collectstatic'd manifest) with recognisable fake secrets.
 
 The model is a loopback OpenAI-compatible stand-in (`ProviderStandIn`, built on the suite's
 `ScriptedOpenAIServer`) that can answer statuses, stall, cut, reset or refuse connections.
@@ -15,36 +16,28 @@ The tests speak to the server with httpx as a browser would: log in through
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
-import os
 import re
 import shutil
-import signal
 import socket
-import sqlite3
 import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
 
+from tests import servers
 from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, _Handler, sse
+from tests.servers import Server, ServerGroup, free_port
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "demo-pass-1234"
-START_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
 
 # Recognisable fake secrets: any of these found in a log, transcript or page is a leak.
 RUN = uuid.uuid4().hex[:10]
@@ -53,23 +46,6 @@ FAKE_AWS_KEY_ID = f"AKIARELFAKE{RUN.upper()}"
 FAKE_AWS_SECRET = f"reliability/FAKE+aws+secret+{RUN}"
 FAKE_SECRET_KEY = f"reliability-secret-key-{RUN}-{uuid.uuid4().hex}"
 SECRETS = (FAKE_OPENAI_KEY, FAKE_AWS_KEY_ID, FAKE_AWS_SECRET, FAKE_SECRET_KEY)
-
-# What the pytest process's own settings put in the environment; a server decides these itself.
-_NOT_INHERITED = (
-    "DJANGO_SETTINGS_MODULE",
-    "DJANGO_ALLOW_ASYNC_UNSAFE",
-    "TEST_SQLITE_NAME",
-    "BIND",
-    "DATABASE_URL",
-    "DEBUG",
-    "SECRET_KEY",
-    "SECURE_SSL_REDIRECT",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-)
 
 NO_LIMITS = {
     "AGENT_BUDGET_TOKENS_PER_MINUTE": "0",
@@ -109,245 +85,23 @@ print("reliability setup done")
 """
 
 
-# --- databases -------------------------------------------------------------------------
-
-
-def is_postgres(url: str | None = None) -> bool:
-    url = os.environ.get("DATABASE_URL", "") if url is None else url
-    return url.split(":", 1)[0] in ("postgres", "postgresql", "pgsql")
-
-
-def _pg_connect(url: str, dbname: str | None = None, autocommit: bool = True):
-    import psycopg
-
-    parts = urlsplit(url)
-    return psycopg.connect(
-        host=parts.hostname or None,
-        port=parts.port or None,
-        user=parts.username or None,
-        password=parts.password or None,
-        dbname=dbname or parts.path.lstrip("/") or "postgres",
-        autocommit=autocommit,
-    )
-
-
-@dataclass
-class Database:
-    url: str
-    folder: str | None = None
-    pg_name: str | None = None
-
-    @classmethod
-    def create(cls, tag: str) -> Database:
-        env_url = os.environ.get("DATABASE_URL", "")
-        if is_postgres(env_url):
-            from psycopg import sql
-
-            base = urlsplit(env_url).path.lstrip("/") or "postgres"
-            name = f"{base}_rel_{tag}_{uuid.uuid4().hex[:8]}"
-            with _pg_connect(env_url, "postgres") as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            parts = urlsplit(env_url)
-            return cls(urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment)), pg_name=name)
-        folder = tempfile.mkdtemp(prefix=f"rel-{tag}-")
-        return cls(f"sqlite:///{folder}/db.sqlite3", folder=folder)
-
-    @property
-    def postgres(self) -> bool:
-        return self.pg_name is not None
-
-    def connect(self):
-        if self.postgres:
-            return _pg_connect(self.url)
-        conn = sqlite3.connect(urlsplit(self.url).path, timeout=20, isolation_level=None)
-        return conn
-
-    def query(self, sql_text: str, params: tuple = ()) -> list[tuple]:
-        """Read the server's database directly (placeholders: %s)."""
-        conn = self.connect()
-        try:
-            if not self.postgres:
-                sql_text = sql_text.replace("%s", "?")
-            return list(conn.execute(sql_text, params).fetchall())
-        finally:
-            conn.close()
-
-    def scalar(self, sql_text: str, params: tuple = ()) -> Any:
-        return self.query(sql_text, params)[0][0]
-
-    def drop(self) -> None:
-        if self.postgres:
-            from psycopg import sql
-
-            with _pg_connect(self.url, "postgres") as conn:
-                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.pg_name)))
-        elif self.folder:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-
 # --- servers ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:  # runs in the child before exec
-    os.setsid()
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG: quick shutdown if the test process dies
-
-
-def base_env(database: Database, static_root: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_") and k not in _NOT_INHERITED}
-    env.update(
+def reliability_env(static_root: str) -> dict[str, str]:
+    """Production settings (DEBUG=0, whitenoise's manifest) with the fake secrets; no real credential inherited."""
+    return servers.server_env(
+        without=("OPENAI_BASE_URL", "AWS_SESSION_TOKEN"),  # the rest is set below
         DJANGO_SETTINGS_MODULE="tests.reliability.server_settings",
         RELIABILITY_STATIC_ROOT=static_root,
-        DATABASE_URL=database.url,
         DEBUG="0",
         SECRET_KEY=FAKE_SECRET_KEY,
-        SECURE_SSL_REDIRECT="0",
-        PYTHONUNBUFFERED="1",
-        AGENT_TURN_EXECUTOR="auto",
-        WEB_CONCURRENCY="1",
         LOG_LEVEL="INFO",
         OPENAI_API_KEY=FAKE_OPENAI_KEY,
         AWS_ACCESS_KEY_ID=FAKE_AWS_KEY_ID,
         AWS_SECRET_ACCESS_KEY=FAKE_AWS_SECRET,
         AWS_REGION="us-east-1",
     )
-    return env
-
-
-def manage(env: dict[str, str], log: Path, *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
-    )
-    with log.open("a") as f:
-        f.write(f"$ manage.py {args[0]}\n{result.stdout}{result.stderr}\n")
-    if result.returncode != 0:
-        raise RuntimeError(f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
-
-
-@dataclass
-class Server:
-    name: str
-    url: str
-    process: subprocess.Popen
-    log: Path
-    database: Database
-    env: dict[str, str]
-    owns_database: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def mark(self) -> int:
-        return self.log.stat().st_size
-
-    def log_since(self, mark: int) -> str:
-        with self.log.open("rb") as f:
-            f.seek(mark)
-            return f.read().decode(errors="replace")
-
-    def worker_pids(self) -> list[int]:
-        return children_of(self.process.pid)
-
-    def rss_kb(self) -> int:
-        return sum(rss_kb(pid) for pid in [self.process.pid, *self.worker_pids()])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # gunicorn: quick shutdown
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)  # our own session, started for this server
-                self.process.wait(timeout=STOP_TIMEOUT)
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _wait_until_up(process: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            if httpx.get(url + "/accounts/login/", timeout=2).status_code in (200, 301):  # 301: SSL redirect on
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"the server did not answer within {START_TIMEOUT:.0f} s:\n{log.read_text()[-4000:]}")
-
-
-def start_server(
-    name: str, workdir: Path, static_root: str, overrides: dict[str, str], database: Database | None = None
-) -> Server:
-    """Start gunicorn + gevent on a free loopback port; a new database unless one is given."""
-    owns = database is None
-    database = database or Database.create(re.sub(r"[^a-z0-9]", "_", name.lower())[:16])
-    log = workdir / f"server-{name}.log"
-    env = base_env(database, static_root)
-    env.update(overrides)
-    process = None
-    try:
-        if owns:
-            manage(env, log, "migrate", "--noinput")
-            manage(env, log, "seed_demo")
-            manage(env, log, "shell", "-c", SETUP)
-        port = free_port()
-        env["BIND"] = f"127.0.0.1:{port}"
-        url = f"http://127.0.0.1:{port}"
-        with log.open("a") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.conf.py"],
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=out,
-                preexec_fn=_die_with_parent,
-            )
-        _wait_until_up(process, url, log)
-    except BaseException:
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=STOP_TIMEOUT)
-        if owns:
-            database.drop()
-        raise
-    return Server(name, url, process, log, database, env, owns)
 
 
 @pytest.fixture(scope="session")
@@ -361,30 +115,23 @@ def rel_workdir() -> Iterator[Path]:
 def static_root(rel_workdir: Path) -> str:
     """collectstatic once, into a temp folder (DEBUG=0 serves hashed files from the manifest)."""
     target = rel_workdir / "static"
-    env = base_env(Database(url="sqlite:///" + str(rel_workdir / "unused.sqlite3")), str(target))
-    manage(env, rel_workdir / "collectstatic.log", "collectstatic", "--noinput")
+    env = {**reliability_env(str(target)), "DATABASE_URL": "sqlite:///" + str(rel_workdir / "unused.sqlite3")}
+    servers.manage(env, rel_workdir / "collectstatic.log", "collectstatic", "--noinput")
     return str(target)
 
 
 @pytest.fixture(scope="session")
 def server_factory(request, rel_workdir: Path, static_root: str) -> Iterator[Any]:
-    started: list[Server] = []
-
-    def make(name: str, overrides: dict[str, str], database: Database | None = None) -> Server:
-        server = start_server(name, rel_workdir, static_root, overrides, database)
-        started.append(server)
-        return server
-
-    yield make
-    for server in reversed(started):
-        try:
-            server.stop()
-        finally:
-            if request.session.testsfailed:  # keep the operator's view of a failed run
-                (ROOT / "artifacts").mkdir(exist_ok=True)
-                shutil.copyfile(server.log, ROOT / "artifacts" / f"reliability-server-{server.name}.log")
-            if server.owns_database:
-                server.database.drop()
+    """`server_factory(name, overrides, database=None)` → a new running Server (over `database` if given)."""
+    group = ServerGroup(
+        "rel",
+        rel_workdir,
+        reliability_env(static_root),
+        seed=(*servers.SEED, ("shell", "-c", SETUP)),
+        artifact_prefix="reliability-",
+    )
+    yield group.start
+    group.close(keep_logs=request.session.testsfailed > 0)  # keep the operator's view of a failed run
 
 
 # --- the model stand-in -----------------------------------------------------------------

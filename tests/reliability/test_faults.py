@@ -19,9 +19,7 @@ import time
 import httpx
 
 from tests.reliability.conftest import (
-    ROOT,
     Fault,
-    _pg_connect,
     assert_calm_error,
     assert_one_terminal,
     assert_valid_transcript,
@@ -32,6 +30,7 @@ from tests.reliability.conftest import (
     tool_reply,
     wait_for,
 )
+from tests.servers import ROOT, pg_connect
 
 
 def _error_body(message: str, kind: str = "server_error") -> str:
@@ -342,7 +341,7 @@ def test_worker_killed_mid_turn_is_reclaimed_after_the_lease(app, provider, alic
     lock = None
     if app.database.postgres:
         # Hold the post's row lock so update_post blocks after its tool_use is stored: an orphan call.
-        lock = _pg_connect(app.database.url, autocommit=False)
+        lock = pg_connect(app.database.url, autocommit=False)
         lock.execute("SELECT id FROM blog_post WHERE id = %s FOR UPDATE", (post_id,))
         provider.script(tool_reply(("call_orphan", "update_post", {"post_id": post_id, "body": "changed"})))
     else:
@@ -418,7 +417,7 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     stop = threading.Event()
 
     def terminate_backends():
-        with _pg_connect(app.database.url, "postgres") as admin:
+        with pg_connect(app.database.url, "postgres") as admin:
             while not stop.is_set():
                 admin.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

@@ -13,7 +13,6 @@ import pytest
 
 from tests.reliability.conftest import (
     FAKE_SECRET_KEY,
-    ROOT,
     assert_valid_transcript,
     make_post,
     parse_sse,
@@ -21,6 +20,7 @@ from tests.reliability.conftest import (
     text_reply,
     tool_reply,
 )
+from tests.servers import ROOT
 
 
 def _confirm(turn):
