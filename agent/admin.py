@@ -55,6 +55,7 @@ def _part_text(part: Part) -> str:
 @admin.register(Session)
 class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "user", "purpose", "status", "created_at", "updated_at"]
+    ordering = ["-updated_at"]  # the latest activity first (ids are UUIDs: no order of their own)
     list_filter = ["purpose", "status", "created_at"]
     search_fields = ["id", "user__username", "messages__parts__text"]
     readonly_fields = ["id", "user", "purpose", "status", "title", "system_prompt", "created_at", "updated_at",
@@ -79,6 +80,7 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
 class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["session", "position", "role", "backend", "model_id", "stop_reason", "input_tokens",
                     "output_tokens", "cost_usd", "created_at"]
+    ordering = ["-created_at"]
     list_filter = ["role", "backend", "model_id", "stop_reason"]
     search_fields = ["session__id", "parts__text", "session__user__username"]
     readonly_fields = [f.name for f in Message._meta.fields]
@@ -88,6 +90,7 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
+    ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
     readonly_fields = [f.name for f in Turn._meta.fields]
 
