@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
-from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, Turn
+from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
 
 
 class ReadOnlyMixin:
@@ -93,6 +93,12 @@ class TurnAdmin(ReadOnlyMixin, admin.ModelAdmin):
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
     readonly_fields = [f.name for f in Turn._meta.fields]
+
+
+@admin.register(SpendDay)
+class SpendDayAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["day", "cost_usd"]
+    ordering = ["-day"]
 
 
 @admin.register(Spend)

@@ -2,7 +2,8 @@
 
 A call reserves its worst case (estimated input plus `max_tokens`) in the ledger before it
 starts and settles to the real usage after, so concurrent turns cannot all pass on the
-same headroom. Checks are one indexed aggregate per user plus one global one.
+same headroom. Checks are one indexed aggregate per user plus one global one, over a running
+total per day (`SpendDay`), so the global check does not grow with traffic.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Min, Q, Sum
+from django.db import IntegrityError, transaction
+from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
-from agent.models import Spend
+from agent.models import Spend, SpendDay
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 
@@ -109,8 +111,23 @@ def _usage(user: Any, now: Any) -> dict[str, Any]:
     out = {k: v or 0 for k, v in mine.items()}
     out["global"] = 0
     if Limits.from_settings().usd_global:
-        out["global"] = Spend.objects.filter(created_at__gte=now - MONTH).aggregate(s=Sum("cost_usd"))["s"] or 0
+        # By whole days (UTC): up to one day more than 30 × 24 h, never less.
+        since = (now - MONTH).date()
+        out["global"] = SpendDay.objects.filter(day__gte=since).aggregate(s=Sum("cost_usd"))["s"] or 0
     return out
+
+
+def add_to_day(day: Any, amount: Decimal) -> None:
+    """Add `amount` (may be negative) to everyone's running total for `day`, atomically."""
+    if not amount:
+        return
+    if SpendDay.objects.filter(day=day).update(cost_usd=F("cost_usd") + amount):
+        return
+    try:
+        with transaction.atomic():
+            SpendDay.objects.create(day=day, cost_usd=amount)
+    except IntegrityError:  # another call created the day's row first
+        SpendDay.objects.filter(day=day).update(cost_usd=F("cost_usd") + amount)
 
 
 MESSAGES = {
@@ -163,6 +180,8 @@ class Reservation:
     spend_id: int | None  # None: no cap is on, so nothing was reserved; `settle` records the call
     model: str
     user: Any = None
+    day: Any = None  # the day whose running total holds the reserved cost
+    reserved_usd: Decimal = Decimal(0)
 
 
 def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> Reservation:
@@ -178,12 +197,15 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     worst = {"input_tokens": input_estimate, "output_tokens": max_tokens}
     # Never reserve more than a whole bucket: an empty bucket always admits one call.
     tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
-    spend = Spend.objects.create(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=cost_of(model, worst))
+    reserved = cost_of(model, worst)
+    spend = Spend.objects.create(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=reserved)
+    add_to_day(now.date(), reserved)
     bucket = _over(_usage(user, now), limits)
     if bucket:
         Spend.objects.filter(pk=spend.pk).delete()
+        add_to_day(now.date(), -reserved)
         raise _exceeded(user, bucket, now)
-    return Reservation(spend.pk, model)
+    return Reservation(spend.pk, model, user, now.date(), reserved)
 
 
 def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
@@ -194,6 +216,7 @@ def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
                              tokens=total_tokens(usage), cost_usd=cost, settled=True)
     else:
         Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
+        add_to_day(reservation.day, cost - reservation.reserved_usd)
     return cost
 
 

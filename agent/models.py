@@ -129,6 +129,20 @@ class Spend(models.Model):
         indexes = [models.Index(fields=["user", "created_at"], name="agent_spend_user_time_idx")]
 
 
+class SpendDay(models.Model):
+    """Everyone's ledger cost per day (UTC), kept in step with `Spend` while budgets are on.
+
+    The global monthly cap sums at most 31 of these rows instead of every ledger row of the
+    last 30 days, so checking it costs the same at a hundred calls a month or a million.
+    """
+
+    day = models.DateField(unique=True)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+
+    def __str__(self) -> str:
+        return f"{self.day}: ${self.cost_usd}"
+
+
 class RateEvent(models.Model):
     """One accepted user message, for the per-user message rate limit."""
 

@@ -24,7 +24,7 @@ def auditor(django_user_model):
 def test_sessions_and_messages_are_listed_latest_first(auditor, user):
     now = timezone.now()
     sessions = [Session.objects.create(user=user, purpose="chat") for _ in range(3)]
-    for age, session in zip((5, 1, 3), sessions):
+    for age, session in zip((5, 1, 3), sessions, strict=True):
         Session.objects.filter(pk=session.pk).update(updated_at=now - timedelta(minutes=age))
     body = auditor.get("/admin/agent/session/").content.decode()
     order = sorted(sessions, key=lambda s: body.index(str(s.pk)))

@@ -12,14 +12,17 @@ from django.utils import timezone
 
 from agent import budget
 from agent.exceptions import BudgetExceeded
-from agent.models import Message, Spend
+from agent.models import Message, Spend, SpendDay
 
 DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
 
 
 def spend(user, ago, tokens=0, usd="0"):
-    return Spend.objects.create(user=user, created_at=timezone.now() - ago, tokens=tokens, cost_usd=Decimal(usd),
-                                settled=True)
+    """A settled ledger row from the past, with the day's running total kept in step as reserve/settle do."""
+    row = Spend.objects.create(user=user, created_at=timezone.now() - ago, tokens=tokens, cost_usd=Decimal(usd),
+                               settled=True)
+    budget.add_to_day(row.created_at.date(), row.cost_usd)
+    return row
 
 
 @pytest.mark.django_db
@@ -148,3 +151,55 @@ def test_with_no_cap_on_a_call_is_recorded_once_it_ends(user, settings):
         user, "gpt-4o-mini", 1_000_000, Decimal("0.15"), True)
     assert cost == Decimal("0.15")
     assert budget.meter(user) == {"minute": 0.0, "hour": 0.0, "month": 0.0, "global": 0.0}
+
+
+def day_totals() -> dict:
+    return {d.day: d.cost_usd for d in SpendDay.objects.all()}
+
+
+@pytest.mark.django_db
+def test_the_day_total_follows_every_reservation_and_settlement(user, other_user, settings):
+    settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 100
+    today = timezone.now().date()
+    first = budget.reserve(user, "gpt-4o-mini", input_estimate=1000, max_tokens=4000)
+    assert day_totals() == {today: Decimal("0.002550")}  # the worst case: 1000 in, 4000 out
+    second = budget.reserve(other_user, "gpt-4o-mini", input_estimate=0, max_tokens=1000)
+    budget.settle(first, {"input_tokens": 1000, "output_tokens": 10})
+    budget.settle(second, {"input_tokens": 0, "output_tokens": 0})
+    assert day_totals() == {today: Decimal("0.000156")}  # what was really spent, everyone together
+    assert day_totals()[today] == sum(Spend.objects.values_list("cost_usd", flat=True))
+
+
+@pytest.mark.django_db
+def test_a_refused_reservation_leaves_the_day_total_as_it_was(user, settings):
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 1000
+    spend(user, timedelta(seconds=5), tokens=1000, usd="0.5")
+    with pytest.raises(BudgetExceeded):
+        budget.reserve(user, "gpt-4o-mini", input_estimate=10, max_tokens=100)
+    assert day_totals() == {timezone.now().date(): Decimal("0.5")}
+
+
+@pytest.mark.django_db
+def test_the_global_cap_counts_whole_days_of_the_last_thirty(user, other_user, settings):
+    settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 10
+    settings.AGENT_BUDGET_USD_PER_MONTH = 0
+    spend(other_user, timedelta(days=40), usd="50")  # long gone
+    spend(other_user, timedelta(days=3), usd="6")
+    assert budget.meter(user)["global"] == 0.6
+    spend(other_user, timedelta(days=1), usd="4")
+    with pytest.raises(BudgetExceeded) as refused:
+        budget.check(user)
+    assert "overall monthly usage limit" in refused.value.message
+
+
+@pytest.mark.django_db
+def test_the_migration_backfills_the_day_totals_from_the_ledger(user):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=2), cost_usd=Decimal("1.5"), settled=True)
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=2), cost_usd=Decimal("0.5"), settled=True)
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=60), cost_usd=Decimal("9"), settled=True)
+    import_module("agent.migrations.0005_spend_day").backfill(apps, None)
+    assert day_totals() == {(timezone.now() - timedelta(days=2)).date(): Decimal("2")}
