@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from decimal import Decimal
 from collections import Counter
 
 import django
@@ -61,8 +62,10 @@ def main() -> None:
             json.dump({"calls": [TEXT] * k + calls}, fh)
         settings.AGENT_BACKEND, settings.AGENT_FAKE_SCRIPT = "fake", tmp.name
         reset_backends()
-        # Steady state: the grant was used within the last minute, so a tool run does not re-stamp it.
+        # Steady state: the grant was used within the last minute, so a tool run does not re-stamp it,
+        # and today's running total for the global cap exists (only the day's first call creates it).
         Consent.objects.filter(user=user, blog=blog).update(last_used_at=timezone.now())
+        budget.add_to_day(timezone.now().date(), Decimal("0.01"))
         with CaptureQueriesContext(connection) as ctx:
             turn, _ = turns.begin(session, "List my posts.")
             events = [name for name, _ in turns.drive(turn)]  # as turns.start runs it
