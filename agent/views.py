@@ -100,10 +100,13 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 
 @require_GET
 @api_login_required
-@session_api
-def stream(request: HttpRequest, session: Session, turn_id: Any) -> HttpResponse:
-    turn = Turn.objects.filter(pk=turn_id, session=session).first()
-    if turn is None:
+def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
+    # The turn with its session (and what the policy checks) in one query; the same rules as
+    # `session_api`: the request user's own session, still readable, else 404.
+    policy = get_policy()
+    turn = (Turn.objects.select_related("session", "session__user", *(f"session__{r}" for r in policy.related))
+            .filter(pk=turn_id, session_id=session_id, session__user=request.user).first())
+    if turn is None or not policy.may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))
     if request.GET.get("flavour") == "html":

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from decimal import Decimal
 from collections import Counter
+from decimal import Decimal
 
 import django
 

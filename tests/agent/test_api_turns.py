@@ -207,6 +207,20 @@ def test_expired_lease_is_reclaimed_and_orphans_answered(api, chat, script):
     assert_transcript_valid(chat)
 
 
+def test_a_stream_is_found_only_under_its_own_users_own_session(api, chat, script, user, other_user):
+    from agent.models import Session
+    from tests.conftest import ApiClient
+
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    url = api.send(chat, "hello").json()["stream_url"]
+    turn_id = url.rstrip("/").split("/")[-2]
+    assert ApiClient(other_user).get(url).status_code == 404
+    mine_too = Session.objects.create(user=user)
+    response = api.get(f"/api/agent/sessions/{mine_too.pk}/turns/{turn_id}/stream")
+    assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
+    assert api.get(url).status_code == 200
+
+
 def test_other_users_session_is_404(api, script, other_user):
     from agent.models import Session
 
