@@ -65,8 +65,7 @@ class ThrottledLoginView(LoginView):
         wait = seconds_locked(_username(request))
         if wait:
             form = unchecked_form(self.get_form_class(), request)
-            minutes = math.ceil(wait / 60)
-            return self.render_to_response(self.get_context_data(form=form, locked_minutes=minutes), status=429)
+            return self.render_to_response(self.get_context_data(form=form, locked=locked_message(wait)), status=429)
         return super().post(request, *args, **kwargs)
 
     def form_invalid(self, form):

@@ -58,11 +58,15 @@ def own_session(request: HttpRequest, session_id: Any) -> Session:
 
 def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     """The request user's own session, while the domain still lets them read it; else None."""
-    policy = get_policy()
-    session = Session.objects.select_related("user", *policy.related).filter(pk=session_id, user=request.user).first()
-    if session is None or not policy.may_read(session):
+    session = Session.objects.select_related(*with_session()).filter(pk=session_id, user=request.user).first()
+    if session is None or not get_policy().may_read(session):
         return None
     return session
+
+
+def with_session(prefix: str = "") -> list[str]:
+    """`select_related` names that load a session (at `prefix`) with its user and what the policy checks."""
+    return [prefix + name for name in ("user", *get_policy().related)]
 
 
 def stream_url(session: Session, turn: Turn) -> str:
@@ -101,12 +105,10 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @api_login_required
 def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
-    # The turn with its session (and what the policy checks) in one query; the same rules as
-    # `session_api`: the request user's own session, still readable, else 404.
-    policy = get_policy()
-    turn = (Turn.objects.select_related("session", "session__user", *(f"session__{r}" for r in policy.related))
+    # The turn with its session in one query, under the same rules as `session_api`.
+    turn = (Turn.objects.select_related("session", *with_session("session__"))
             .filter(pk=turn_id, session_id=session_id, session__user=request.user).first())
-    if turn is None or not policy.may_read(turn.session):
+    if turn is None or not get_policy().may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))
     if request.GET.get("flavour") == "html":
