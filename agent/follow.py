@@ -59,13 +59,13 @@ def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat
             release = False
             yield [(None, *HEARTBEAT)]
             continue
-        events = channel.events[seen:]
+        events = channel.since(seen)
         batch = [(seen + offset, name, payload) for offset, (name, payload) in enumerate(events)]
         release = any(name not in _STREAMED for name, _ in events)
         seen += len(events)
         if batch:
             yield batch
-        if channel.closed and seen >= len(channel.events):
+        if channel.closed and seen >= channel.count():
             channel.delivered = True
             return
 

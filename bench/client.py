@@ -202,6 +202,7 @@ class Run:
         self.gaps = array("d")
         self.ttft: list[float] = []
         self.durations: list[float] = []
+        self.spans: list[tuple[float, float]] = []  # (first token, last token) of each stream that streamed
         self.tokens = 0
         self.completed = 0
         self.errors: Counter[str] = Counter()
@@ -219,6 +220,7 @@ class Run:
             self.errors[error.split(":")[0] if error.startswith("post_") else error] += 1
         if s.tokens:
             self.ttft.append(s.t_first - s.t0)
+            self.spans.append((s.t_first, s.t_last))
         self.t_end = max(self.t_end, now())
         if self.completed + sum(self.errors.values()) >= self.expected and not self.all_done.done():
             self.all_done.set_result(None)
@@ -277,11 +279,22 @@ async def main_async(args) -> dict:
         "gap_added_max_ms": _ms(max(added) if added else None),
         "stretch_p50": _r(pct(run.durations, 0.5) / nominal) if run.durations and nominal else None,
         "stretch_p99": _r(pct(run.durations, 0.99) / nominal) if run.durations and nominal else None,
+        "streams_peak": peak_overlap(run.spans),
         "tokens": run.tokens,
         "wall_s": _r(wall),
         "tokens_per_s": _r(run.tokens / wall) if wall > 0 else None,
         "client_cpu_pct": _r(100 * client_cpu / max(wall, 1e-9)),
     }
+
+
+def peak_overlap(spans: list[tuple[float, float]]) -> int:
+    """The most streams that were between their first and last token at one instant."""
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], -e[1]))
+    peak = live = 0
+    for _, step in edges:
+        live += step
+        peak = max(peak, live)
+    return peak
 
 
 def _ms(x: float | None) -> float | None:

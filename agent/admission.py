@@ -1,0 +1,105 @@
+"""Admission: when a worker is overloaded, the answers already streaming keep their pace and new
+turns wait their turn.
+
+A gevent worker is one event loop on one core. Starting a turn costs it ~15 ms of CPU (two
+requests, a few dozen queries; on SQLite none of it yields); streaming a token costs ~40 µs.
+When messages arrive faster than the worker can start them, every greenlet waits behind the
+starts, and every running answer stutters. So a new turn starts only while the loop keeps time:
+
+- a monitor greenlet sleeps `TICK` over and over and records how late it wakes (the loop's *lag*);
+- `admit()` lets a start through while the lag is within `AGENT_ADMISSION_LAG_MS`, at most one
+  per tick (so the monitor sees each start's cost before it lets in the next), in arrival order;
+- `AdmissionMiddleware` calls it before a view marked `@gated` (the views that start a turn) runs,
+  i.e. before the request loads its session, user or chat: a waiting request has cost the
+  worker nothing yet;
+- a start that has waited `AGENT_ADMISSION_MAX_WAIT_SECONDS` goes through anyway: a message is
+  never refused for load, only delayed.
+
+Only gevent workers have a loop to protect; with threads (tests, `manage.py`) `admit()` returns
+at once. `AGENT_ADMISSION_LAG_MS=0` turns it off.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from agent.runtime import gevent_patched
+
+logger = logging.getLogger("agent.admission")
+
+TICK = 0.01  # seconds between the monitor's wake-ups
+
+_state: dict[str, Any] = {"monitor": None, "door": None, "tick": None, "ticks": 0, "admitted_at": -1, "lag": 0.0}
+
+
+def lag() -> float:
+    """The loop's latest lag in seconds (0 until the monitor runs)."""
+    return _state["lag"]
+
+
+def admit() -> float:
+    """Wait until the worker can take a new turn; returns the seconds waited."""
+    limit = settings.AGENT_ADMISSION_LAG_MS / 1000
+    if limit <= 0 or not gevent_patched():
+        return 0.0
+    _ensure_monitor()
+    started = time.monotonic()
+    deadline = started + settings.AGENT_ADMISSION_MAX_WAIT_SECONDS
+    with _state["door"]:  # one at a time, in arrival order
+        while _state["ticks"] == _state["admitted_at"] or _state["lag"] > limit:
+            if time.monotonic() >= deadline:
+                logger.warning("admission: starting a turn after %.1f s of waiting (loop lag %.0f ms)",
+                               time.monotonic() - started, 1000 * _state["lag"])
+                break
+            _state["tick"].wait()
+        _state["admitted_at"] = _state["ticks"]
+    return time.monotonic() - started
+
+
+def gated(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a view that starts a turn: `AdmissionMiddleware` admits its requests first."""
+    view.admission_gated = True  # type: ignore[attr-defined]
+    return view
+
+
+class AdmissionMiddleware:
+    """Admit requests to `@gated` views before they do any work (sessions and users load lazily)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        if request.method == "POST" and getattr(view, "admission_gated", False):
+            admit()
+
+
+def _ensure_monitor() -> None:
+    import gevent
+    from gevent.event import Event
+    from gevent.lock import Semaphore
+
+    if _state["monitor"] is None or _state["monitor"].dead:
+        _state["door"] = _state["door"] or Semaphore(1)
+        _state["tick"] = Event()
+        _state["monitor"] = gevent.spawn(_monitor)
+
+
+def _monitor() -> None:
+    from gevent.event import Event
+
+    while True:
+        before = time.monotonic()
+        time.sleep(TICK)  # gevent's: this only runs under gevent
+        _state["lag"] = max(0.0, time.monotonic() - before - TICK)
+        _state["ticks"] += 1
+        tick, _state["tick"] = _state["tick"], Event()
+        tick.set()  # wakes whoever waits for this tick; later waiters wait on the new one

@@ -1,0 +1,97 @@
+"""Admission: on an overloaded gevent worker, a new turn waits until the loop keeps time again.
+
+What is asserted is order (who got in while the worker was busy), never a duration.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.urls import resolve
+
+from agent import admission
+
+GEVENT_GATE = """
+from gevent import monkey; monkey.patch_all()
+import time
+import django
+from django.conf import settings
+settings.configure(AGENT_ADMISSION_LAG_MS=20, AGENT_ADMISSION_MAX_WAIT_SECONDS=LONGEST)
+import gevent
+from agent import admission
+
+log = []
+busy = {"on": True}
+
+def hog(seconds):
+    # CPU in 60 ms slices that never yield inside a slice: the loop lags well past 20 ms.
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        slice_end = time.monotonic() + 0.06
+        while time.monotonic() < slice_end:
+            pass
+        gevent.sleep(0)
+    busy["on"] = False
+
+def start(name):
+    admission.admit()
+    log.append((name, busy["on"]))
+
+admission.admit()  # starts the monitor; nothing is busy yet, so this gets in
+gevent.sleep(0.05)
+hogging = gevent.spawn(hog, HOG_SECONDS)
+gevent.sleep(0.2)  # the monitor has seen the lag
+starts = []
+for name in ("a", "b", "c"):
+    starts.append(gevent.spawn(start, name))
+    gevent.sleep(0)
+gevent.joinall(starts, timeout=30, raise_error=True)
+hogging.kill()
+print(log)
+"""
+
+
+def run_gate(hog_seconds: float, max_wait: float) -> list[tuple[str, bool]]:
+    root = Path(__file__).resolve().parents[2]
+    code = GEVENT_GATE.replace("LONGEST", str(max_wait)).replace("HOG_SECONDS", str(hog_seconds))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 - our own subprocess's repr of a list
+
+
+def test_new_turns_wait_while_the_loop_lags_then_start_in_arrival_order():
+    assert run_gate(hog_seconds=1.5, max_wait=60) == [("a", False), ("b", False), ("c", False)]
+
+
+def test_a_start_that_waited_too_long_goes_through_anyway():
+    """A message is delayed under load, never refused: past the longest wait it starts regardless."""
+    assert run_gate(hog_seconds=20, max_wait=0.3) == [("a", True), ("b", True), ("c", True)]
+
+
+def test_without_gevent_there_is_no_loop_to_protect():
+    assert admission.admit() == 0.0
+
+
+@pytest.mark.parametrize("path", [
+    "/api/agent/sessions/00000000-0000-4000-8000-000000000000/messages",
+    "/api/agent/sessions/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
+    "/chat/00000000-0000-4000-8000-000000000000/send",
+    "/chat/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
+])
+def test_every_view_that_starts_a_turn_is_gated(path):
+    assert getattr(resolve(path).func, "admission_gated", False), path
+
+
+def test_the_middleware_admits_posts_to_gated_views_only(rf, monkeypatch):
+    calls = []
+    monkeypatch.setattr(admission, "admit", lambda: calls.append(1) or 0.0)
+    middleware = admission.AdmissionMiddleware(lambda request: None)
+    gated = admission.gated(lambda request: None)
+    middleware.process_view(rf.get("/"), gated, (), {})
+    middleware.process_view(rf.post("/"), lambda request: None, (), {})
+    assert calls == []
+    middleware.process_view(rf.post("/"), gated, (), {})
+    assert calls == [1]
