@@ -34,8 +34,11 @@ from agent.runtime import gevent_patched
 logger = logging.getLogger("agent.admission")
 
 TICK = 0.01  # seconds between the monitor's wake-ups
+REPORT_SECONDS = 60.0  # at most one log line this often, and only when starts were delayed
+DELAYED = 0.1  # a start that waited at least this long counts as delayed in that line
 
 _state: dict[str, Any] = {"monitor": None, "door": None, "tick": None, "ticks": 0, "admitted_at": -1, "lag": 0.0}
+_delays: dict[str, Any] = {"count": 0, "longest": 0.0, "since": time.monotonic()}
 
 
 def lag() -> float:
@@ -59,7 +62,23 @@ def admit() -> float:
                 break
             _state["tick"].wait()
         _state["admitted_at"] = _state["ticks"]
-    return time.monotonic() - started
+    waited = time.monotonic() - started
+    if waited >= DELAYED:
+        _delays["count"] += 1
+        _delays["longest"] = max(_delays["longest"], waited)
+    return waited
+
+
+def report(now: float) -> None:
+    """Tell the operator, once per `REPORT_SECONDS` at most, that new turns had to wait: the worker
+    is short of CPU for the messages it gets (add workers or hosts)."""
+    if now - _delays["since"] < REPORT_SECONDS:
+        return
+    if _delays["count"]:
+        logger.warning("admission: %d new turns waited for this worker in the last %.0f s (longest %.1f s); "
+                       "it is short of CPU for its load: add workers or hosts",
+                       _delays["count"], now - _delays["since"], _delays["longest"])
+    _delays.update(count=0, longest=0.0, since=now)
 
 
 def gated(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -103,3 +122,4 @@ def _monitor() -> None:
         _state["ticks"] += 1
         tick, _state["tick"] = _state["tick"], Event()
         tick.set()  # wakes whoever waits for this tick; later waiters wait on the new one
+        report(time.monotonic())

@@ -95,3 +95,17 @@ def test_the_middleware_admits_posts_to_gated_views_only(rf, monkeypatch):
     assert calls == []
     middleware.process_view(rf.post("/"), gated, (), {})
     assert calls == [1]
+
+
+def test_the_operator_hears_once_a_minute_when_new_turns_had_to_wait(caplog, monkeypatch):
+    monkeypatch.setattr(admission, "_delays", {"count": 0, "longest": 0.0, "since": 1000.0})
+    admission.report(1030.0)  # nothing waited, and not yet a minute
+    admission._delays.update(count=3, longest=2.5)
+    admission.report(1030.0)
+    assert caplog.records == []
+    admission.report(1061.0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "admission: 3 new turns waited for this worker in the last 61 s (longest 2.5 s); "
+        "it is short of CPU for its load: add workers or hosts"]
+    admission.report(1200.0)  # counts start again after each line
+    assert len(caplog.records) == 1
