@@ -60,7 +60,8 @@ def admit() -> float:
                 logger.warning("admission: starting a turn after %.1f s of waiting (loop lag %.0f ms)",
                                time.monotonic() - started, 1000 * _state["lag"])
                 break
-            _state["tick"].wait()
+            _ensure_monitor()  # (a monitor that died is replaced; its waiters then wait on the new one's ticks)
+            _state["tick"].wait(1.0)
         _state["admitted_at"] = _state["ticks"]
     waited = time.monotonic() - started
     if waited >= DELAYED:
@@ -122,4 +123,7 @@ def _monitor() -> None:
         _state["ticks"] += 1
         tick, _state["tick"] = _state["tick"], Event()
         tick.set()  # wakes whoever waits for this tick; later waiters wait on the new one
-        report(time.monotonic())
+        try:
+            report(time.monotonic())
+        except Exception:  # a broken log handler must not stop the monitor
+            pass

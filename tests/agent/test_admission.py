@@ -71,6 +71,33 @@ def test_a_start_that_waited_too_long_goes_through_anyway():
     assert run_gate(hog_seconds=20, max_wait=0.3) == [("a", True), ("b", True), ("c", True)]
 
 
+MONITOR_DIES = """
+from gevent import monkey; monkey.patch_all()
+from django.conf import settings
+settings.configure(AGENT_ADMISSION_LAG_MS=20, AGENT_ADMISSION_MAX_WAIT_SECONDS=60)
+from agent import admission
+
+import gevent
+
+admission.admit()
+admission._state["admitted_at"] = admission._state["ticks"] = -5  # so the next start waits for a tick
+waiting = gevent.spawn(admission.admit)
+gevent.sleep(0)  # it waits on the current monitor's next tick...
+admission._state["monitor"].kill()  # ...which never comes
+waiting.join(timeout=10)
+assert waiting.dead and waiting.successful(), "a start waited on a dead monitor"
+assert not admission._state["monitor"].dead
+print("ok")
+"""
+
+
+def test_a_dead_monitor_is_replaced_and_nobody_waits_forever():
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", MONITOR_DIES], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_without_gevent_there_is_no_loop_to_protect():
     assert admission.admit() == 0.0
 
