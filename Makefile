@@ -26,6 +26,8 @@ chromium:
 	else $(VENV)/bin/playwright install chromium; fi
 
 test: $(STAMP) chromium
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The full load run of tests/reliability/test_soak.py: 300 concurrent turns for 5 minutes on PostgreSQL.

@@ -17,8 +17,14 @@ class ThrottledAdminSite(admin.AdminSite):
             wait = seconds_locked(_username(request))
             if wait:
                 form = unchecked_form(self.login_form or AdminAuthenticationForm, request, locked_message(wait))
-                context = {**self.each_context(request), "title": "Log in", "subtitle": None,
-                           "app_path": request.get_full_path(), "form": form, **(extra_context or {})}
+                context = {
+                    **self.each_context(request),
+                    "title": "Log in",
+                    "subtitle": None,
+                    "app_path": request.get_full_path(),
+                    "form": form,
+                    **(extra_context or {}),
+                }
                 request.current_app = self.name
                 return TemplateResponse(request, self.login_template or "admin/login.html", context, status=429)
         response = super().login(request, extra_context)
@@ -27,4 +33,3 @@ class ThrottledAdminSite(admin.AdminSite):
             if form is not None and form.is_bound and form.errors:
                 record_failure(request)
         return response
-

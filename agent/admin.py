@@ -23,8 +23,18 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
     model = Message
     extra = 0
     can_delete = False
-    fields = ["position", "role", "content", "backend", "model_id", "stop_reason", "tokens", "cost_usd",
-              "tools_offered", "created_at"]
+    fields = [
+        "position",
+        "role",
+        "content",
+        "backend",
+        "model_id",
+        "stop_reason",
+        "tokens",
+        "cost_usd",
+        "tools_offered",
+        "created_at",
+    ]
     readonly_fields = fields
     show_change_link = True
 
@@ -33,13 +43,19 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
 
     @admin.display(description="content")
     def content(self, message: Message):
-        return format_html_join("", "<div class='agent-part'><b>{}</b> {}</div>",
-                                ((p.type, _part_text(p)) for p in message.parts.all()))
+        return format_html_join(
+            "", "<div class='agent-part'><b>{}</b> {}</div>", ((p.type, _part_text(p)) for p in message.parts.all())
+        )
 
     @admin.display(description="tokens in/out/cache")
     def tokens(self, message: Message):
-        return format_html("{} / {} / {}+{}", message.input_tokens, message.output_tokens,
-                           message.cache_read_tokens, message.cache_write_tokens)
+        return format_html(
+            "{} / {} / {}+{}",
+            message.input_tokens,
+            message.output_tokens,
+            message.cache_read_tokens,
+            message.cache_write_tokens,
+        )
 
 
 def _part_text(part: Part) -> str:
@@ -58,8 +74,18 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     ordering = ["-updated_at"]  # the latest activity first (ids are UUIDs: no order of their own)
     list_filter = ["purpose", "status", "created_at"]
     search_fields = ["id", "user__username", "messages__parts__text"]
-    readonly_fields = ["id", "user", "purpose", "status", "title", "system_prompt", "created_at", "updated_at",
-                       "turn", "lease_until"]
+    readonly_fields = [
+        "id",
+        "user",
+        "purpose",
+        "status",
+        "title",
+        "system_prompt",
+        "created_at",
+        "updated_at",
+        "turn",
+        "lease_until",
+    ]
     inlines = [MessageInline]
 
     def get_search_results(self, request, queryset, search_term):
@@ -71,15 +97,37 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
     model = Part
     extra = 0
     can_delete = False
-    fields = ["position", "type", "text", "tool_use_id", "tool_name", "tool_input", "tool_result", "tool_status", "effects",
-              "signature", "media_type", "media_ref"]
+    fields = [
+        "position",
+        "type",
+        "text",
+        "tool_use_id",
+        "tool_name",
+        "tool_input",
+        "tool_result",
+        "tool_status",
+        "effects",
+        "signature",
+        "media_type",
+        "media_ref",
+    ]
     readonly_fields = fields
 
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["session", "position", "role", "backend", "model_id", "stop_reason", "input_tokens",
-                    "output_tokens", "cost_usd", "created_at"]
+    list_display = [
+        "session",
+        "position",
+        "role",
+        "backend",
+        "model_id",
+        "stop_reason",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "created_at",
+    ]
     ordering = ["-created_at"]
     list_filter = ["role", "backend", "model_id", "stop_reason"]
     search_fields = ["session__id", "parts__text", "session__user__username"]
@@ -111,8 +159,17 @@ class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["created_at", "session", "tool_name", "description", "status", "decided_by", "decided_at",
-                    "expires_at", "resolved"]
+    list_display = [
+        "created_at",
+        "session",
+        "tool_name",
+        "description",
+        "status",
+        "decided_by",
+        "decided_at",
+        "expires_at",
+        "resolved",
+    ]
     list_filter = ["status", "tool_name", "resolved"]
     search_fields = ["session__id", "decided_by__username", "description"]
     readonly_fields = [f.name for f in Approval._meta.fields]
@@ -120,7 +177,6 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(ContextSummary)
 class ContextSummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["created_at", "session", "up_to_position", "model_id", "input_tokens", "output_tokens",
-                    "cost_usd"]
+    list_display = ["created_at", "session", "up_to_position", "model_id", "input_tokens", "output_tokens", "cost_usd"]
     search_fields = ["session__id", "text"]
     readonly_fields = [f.name for f in ContextSummary._meta.fields]

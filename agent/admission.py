@@ -57,8 +57,11 @@ def admit() -> float:
     with _state["door"]:  # one at a time, in arrival order
         while _state["ticks"] == _state["admitted_at"] or _state["lag"] > limit:
             if time.monotonic() >= deadline:
-                logger.warning("admission: starting a turn after %.1f s of waiting (loop lag %.0f ms)",
-                               time.monotonic() - started, 1000 * _state["lag"])
+                logger.warning(
+                    "admission: starting a turn after %.1f s of waiting (loop lag %.0f ms)",
+                    time.monotonic() - started,
+                    1000 * _state["lag"],
+                )
                 break
             _ensure_monitor()  # (a monitor that died is replaced; its waiters then wait on the new one's ticks)
             _state["tick"].wait(1.0)
@@ -76,9 +79,13 @@ def report(now: float) -> None:
     if now - _delays["since"] < REPORT_SECONDS:
         return
     if _delays["count"]:
-        logger.warning("admission: %d new turns waited for this worker in the last %.0f s (longest %.1f s); "
-                       "it is short of CPU for its load: add workers or hosts",
-                       _delays["count"], now - _delays["since"], _delays["longest"])
+        logger.warning(
+            "admission: %d new turns waited for this worker in the last %.0f s (longest %.1f s); "
+            "it is short of CPU for its load: add workers or hosts",
+            _delays["count"],
+            now - _delays["since"],
+            _delays["longest"],
+        )
     _delays.update(count=0, longest=0.0, since=now)
 
 

@@ -47,8 +47,11 @@ def take_rate_slot(user: Any) -> int | None:
     now = timezone.now()
     window = now - timedelta(minutes=1)
     event = RateEvent.objects.create(user=user, created_at=now)
-    recent = list(RateEvent.objects.filter(user=user, created_at__gt=window).order_by("created_at", "pk")
-                  .values_list("pk", "created_at")[: limit + 1])
+    recent = list(
+        RateEvent.objects.filter(user=user, created_at__gt=window)
+        .order_by("created_at", "pk")
+        .values_list("pk", "created_at")[: limit + 1]
+    )
     if len(recent) <= limit or event.pk in [pk for pk, _ in recent[:limit]]:
         return None
     RateEvent.objects.filter(pk=event.pk).delete()

@@ -30,17 +30,30 @@ def needs_approval(name: str) -> bool:
 def create(session: Session, turn: Turn | None, message: Message, tool_uses: list[dict[str, Any]]) -> list[Approval]:
     expires = timezone.now() + timedelta(seconds=settings.AGENT_APPROVAL_TTL_SECONDS)
     return [
-        Approval.objects.create(session=session, turn=turn, message=message, tool_use_id=tu["id"],
-                                tool_name=tu["name"], tool_input=tu.get("input") or {},
-                                description=describe(session, tu["name"], tu.get("input") or {})[:300],
-                                expires_at=expires)
+        Approval.objects.create(
+            session=session,
+            turn=turn,
+            message=message,
+            tool_use_id=tu["id"],
+            tool_name=tu["name"],
+            tool_input=tu.get("input") or {},
+            description=describe(session, tu["name"], tu.get("input") or {})[:300],
+            expires_at=expires,
+        )
         for tu in tool_uses
     ]
 
 
 def as_event(approvals: list[Approval]) -> tuple[str, dict[str, Any]]:
-    return ("confirm", {"approvals": [{"id": str(a.pk), "name": a.tool_name, "input": a.tool_input,
-                                       "description": a.description} for a in approvals]})
+    return (
+        "confirm",
+        {
+            "approvals": [
+                {"id": str(a.pk), "name": a.tool_name, "input": a.tool_input, "description": a.description}
+                for a in approvals
+            ]
+        },
+    )
 
 
 def decide(session: Session, approval_id: Any, user: Any, approve: bool) -> str:
@@ -48,7 +61,8 @@ def decide(session: Session, approval_id: Any, user: Any, approve: bool) -> str:
     now = timezone.now()
     base = Approval.objects.filter(pk=approval_id, session=session, session__user=user)
     claimed = base.filter(status=Approval.PENDING, expires_at__gt=now).update(
-        status=Approval.APPROVED if approve else Approval.REJECTED, decided_at=now, decided_by=user)
+        status=Approval.APPROVED if approve else Approval.REJECTED, decided_at=now, decided_by=user
+    )
     if claimed:
         return "decided"
     if base.filter(status=Approval.PENDING, expires_at__lte=now).update(status=Approval.EXPIRED, decided_at=now):
@@ -61,8 +75,9 @@ def waiting(session: Session, approval_id: Any) -> list[Approval]:
     approval = Approval.objects.filter(pk=approval_id, session=session).first()
     if approval is None:
         return []
-    return list(Approval.objects.filter(message_id=approval.message_id, status=Approval.PENDING,
-                                        expires_at__gt=timezone.now()))
+    return list(
+        Approval.objects.filter(message_id=approval.message_id, status=Approval.PENDING, expires_at__gt=timezone.now())
+    )
 
 
 def open_approvals(session: Session) -> list[Approval]:
@@ -84,15 +99,27 @@ def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
             effects += ran
         else:
             result, status = {"error": REJECTED if approval.status == Approval.REJECTED else NOT_APPROVED}, "error"
-        results.append({"tool_use_id": approval.tool_use_id, "name": approval.tool_name, "result": result,
-                        "status": status, "effects": ran})
-        events.append(("tool_result", {"id": approval.tool_use_id, "name": approval.tool_name, "status": status,
-                                       "result": result}))
+        results.append(
+            {
+                "tool_use_id": approval.tool_use_id,
+                "name": approval.tool_name,
+                "result": result,
+                "status": status,
+                "effects": ran,
+            }
+        )
+        events.append(
+            (
+                "tool_result",
+                {"id": approval.tool_use_id, "name": approval.tool_name, "status": status, "result": result},
+            )
+        )
     persist_tool_results(session, turn=turn, results=results)
     now = timezone.now()
     Approval.objects.filter(pk__in=[a.pk for a in pending]).update(resolved=True)
     Approval.objects.filter(pk__in=[a.pk for a in pending], status=Approval.PENDING).update(
-        status=Approval.EXPIRED, decided_at=now)
+        status=Approval.EXPIRED, decided_at=now
+    )
     if effects:
         events.append(("effects", effects))
     return events
@@ -102,4 +129,5 @@ def expire_stale(before: Any = None) -> int:
     """Mark approvals past their expiry as expired (their tool_result is written when the session moves on)."""
     now = before or timezone.now()
     return Approval.objects.filter(Q(status=Approval.PENDING) & Q(expires_at__lte=now)).update(
-        status=Approval.EXPIRED, decided_at=now)
+        status=Approval.EXPIRED, decided_at=now
+    )

@@ -62,7 +62,7 @@ def price_table() -> dict[str, dict[str, float]]:
 def price_for(model: str) -> tuple[dict[str, float], bool]:
     """The model's prices and whether they are known; unknown models cost as much as the dearest one."""
     table = price_table()
-    for key in (model, *[model[len(p):] for p in _REGION_PREFIXES if model.startswith(p)]):
+    for key in (model, *[model[len(p) :] for p in _REGION_PREFIXES if model.startswith(p)]):
         if key in table:
             return table[key], True
     dearest = max(table.values(), key=lambda p: (p.get("output", 0), p.get("input", 0)))
@@ -81,7 +81,9 @@ def cost_of(model: str, usage: dict[str, int]) -> Decimal:
 
 
 def total_tokens(usage: dict[str, int]) -> int:
-    return sum(int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"))
+    return sum(
+        int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    )
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,12 @@ class Limits:
 
     @classmethod
     def from_settings(cls) -> Limits:
-        return cls(settings.AGENT_BUDGET_TOKENS_PER_MINUTE, settings.AGENT_BUDGET_TOKENS_PER_HOUR,
-                   settings.AGENT_BUDGET_USD_PER_MONTH, settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH)
+        return cls(
+            settings.AGENT_BUDGET_TOKENS_PER_MINUTE,
+            settings.AGENT_BUDGET_TOKENS_PER_HOUR,
+            settings.AGENT_BUDGET_USD_PER_MONTH,
+            settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH,
+        )
 
     @property
     def any(self) -> bool:
@@ -212,8 +218,14 @@ def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
     """Replace the reservation by what the call really used; returns its cost."""
     cost = cost_of(reservation.model, usage)
     if reservation.spend_id is None:
-        Spend.objects.create(user=reservation.user, created_at=timezone.now(), model_id=reservation.model,
-                             tokens=total_tokens(usage), cost_usd=cost, settled=True)
+        Spend.objects.create(
+            user=reservation.user,
+            created_at=timezone.now(),
+            model_id=reservation.model,
+            tokens=total_tokens(usage),
+            cost_usd=cost,
+            settled=True,
+        )
     else:
         Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
         add_to_day(reservation.day, cost - reservation.reserved_usd)

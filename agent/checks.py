@@ -23,7 +23,11 @@ def agent_settings(app_configs=None, **kwargs):
         errors.append(checks.Error("AGENT_TURN_EXECUTOR must be auto, thread or inline.", id="agent.E004"))
     model = model_for(backend)
     if not price_for(model)[1]:
-        errors.append(checks.Warning(
-            f"No price is known for model {model!r}; it is budgeted as the most expensive known model. "
-            "Add it with AGENT_PRICES.", id="agent.W001"))
+        errors.append(
+            checks.Warning(
+                f"No price is known for model {model!r}; it is budgeted as the most expensive known model. "
+                "Add it with AGENT_PRICES.",
+                id="agent.W001",
+            )
+        )
     return errors

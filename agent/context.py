@@ -36,8 +36,9 @@ class Context:
     messages: list[dict[str, Any]]
 
 
-def build(session: Session, backend: Backend, model: str, tools: list[dict[str, Any]], *,
-          force: bool = False) -> Context:
+def build(
+    session: Session, backend: Backend, model: str, tools: list[dict[str, Any]], *, force: bool = False
+) -> Context:
     """The context for the next call; writes a new summary first when the transcript outgrew the limit.
 
     Within one run of the loop (one turn, under the session's lease) the transcript is read once:
@@ -90,19 +91,29 @@ def _is_user_text(message: dict[str, Any]) -> bool:
     return message["role"] == "user" and any(p["type"] == "text" for p in message["parts"])
 
 
-def summarize(session: Session, backend: Backend, model: str, previous: ContextSummary | None,
-              prefix: list[tuple[int, dict[str, Any]]]) -> ContextSummary:
+def summarize(
+    session: Session,
+    backend: Backend,
+    model: str,
+    previous: ContextSummary | None,
+    prefix: list[tuple[int, dict[str, Any]]],
+) -> ContextSummary:
     """Ask the model to condense `prefix` (and the previous summary); budgeted like any call."""
     text = render(previous.text if previous else "", [m for _, m in prefix])
     request = [{"role": "user", "parts": [{"type": "text", "text": text}]}]
-    reservation = budget.reserve(session.user, model, max_tokens=SUMMARY_MAX_TOKENS,
-                                 input_estimate=budget.estimate_tokens(SUMMARY_PROMPT, request, []))
+    reservation = budget.reserve(
+        session.user,
+        model,
+        max_tokens=SUMMARY_MAX_TOKENS,
+        input_estimate=budget.estimate_tokens(SUMMARY_PROMPT, request, []),
+    )
     release_connection()
     out, usage = [], zero_usage()
     token = call_context.set(CallContext(str(session.pk), -1, purpose="summary"))
     try:
-        for event in backend.stream(system=SUMMARY_PROMPT, messages=request, tools=[], model=model,
-                                    inference={"max_tokens": SUMMARY_MAX_TOKENS}):
+        for event in backend.stream(
+            system=SUMMARY_PROMPT, messages=request, tools=[], model=model, inference={"max_tokens": SUMMARY_MAX_TOKENS}
+        ):
             if event["kind"] == "text":
                 out.append(event["text"])
             elif event["kind"] == "done":
@@ -112,8 +123,14 @@ def summarize(session: Session, backend: Backend, model: str, previous: ContextS
         cost = budget.settle(reservation, usage)
     logger.info("summarised %d messages of session %s", len(prefix), session.pk)
     return ContextSummary.objects.create(
-        session=session, up_to_position=prefix[-1][0], text="".join(out).strip() or "(no summary)", model_id=model,
-        input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"], cost_usd=cost)
+        session=session,
+        up_to_position=prefix[-1][0],
+        text="".join(out).strip() or "(no summary)",
+        model_id=model,
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        cost_usd=cost,
+    )
 
 
 def render(previous: str, messages: list[dict[str, Any]]) -> str:

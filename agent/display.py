@@ -46,14 +46,22 @@ def meter_display(meter: dict[str, float], threshold: float = 0.8) -> dict[str, 
 def chip(tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]:
     tool = REGISTRY.get(name)
     order = list((tool.input_schema.get("properties") or {}).keys()) if tool else []
-    return {"id": chip_id(tool_use_id), "name": name, "summary": summarize_input(input, order),
-            "status": status, "label": TOOL_LABELS.get(status, status)}
+    return {
+        "id": chip_id(tool_use_id),
+        "name": name,
+        "summary": summarize_input(input, order),
+        "status": status,
+        "label": TOOL_LABELS.get(status, status),
+    }
 
 
 def result_statuses(session_id: Any) -> dict[str, str]:
     """Each answered tool call's status, and "waiting" for calls a person has yet to decide."""
-    statuses = dict(Part.objects.filter(message__session_id=session_id, type="tool_result")
-                    .values_list("tool_use_id", "tool_status"))
+    statuses = dict(
+        Part.objects.filter(message__session_id=session_id, type="tool_result").values_list(
+            "tool_use_id", "tool_status"
+        )
+    )
     for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
         statuses.setdefault(uid, "waiting")
     return statuses
@@ -81,13 +89,19 @@ def turn_blocks(messages: list[Message], statuses: dict[str, str]) -> list[dict[
 def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
     """Display items for a session, and its running turn (whose replies the stream will bring)."""
     turns = {t.pk: t for t in Turn.objects.filter(session=session)}
-    running = next((t for t in sorted(turns.values(), key=lambda t: t.created_at, reverse=True)
-                    if t.status == Turn.RUNNING), None)
+    running = next(
+        (t for t in sorted(turns.values(), key=lambda t: t.created_at, reverse=True) if t.status == Turn.RUNNING), None
+    )
     items: list[dict[str, Any]] = []
     for message in session.messages.prefetch_related("parts").order_by("position"):
         if message.role == Message.USER:
-            items.append({"kind": "user", "turn_id": message.turn_id,
-                          "text": " ".join(p.text for p in message.parts.all() if p.type == "text")})
+            items.append(
+                {
+                    "kind": "user",
+                    "turn_id": message.turn_id,
+                    "text": " ".join(p.text for p in message.parts.all() if p.type == "text"),
+                }
+            )
             if message.turn_id != getattr(running, "pk", None):
                 items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": []})
         elif message.turn_id != getattr(running, "pk", None):
@@ -114,5 +128,7 @@ def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], stat
 
 def approvals_for(turn: Turn) -> list[dict[str, Any]]:
     """The calls of a paused turn still waiting for a person."""
-    return [{"id": a.pk, "description": a.description or a.tool_name, "name": a.tool_name}
-            for a in Approval.objects.filter(turn=turn, status=Approval.PENDING, resolved=False).order_by("created_at")]
+    return [
+        {"id": a.pk, "description": a.description or a.tool_name, "name": a.tool_name}
+        for a in Approval.objects.filter(turn=turn, status=Approval.PENDING, resolved=False).order_by("created_at")
+    ]

@@ -6,8 +6,9 @@ from __future__ import annotations
 class BackendError(Exception):
     """A transport or provider failure; `retryable` says whether trying again may succeed."""
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
-                 context_too_long: bool = False) -> None:
+    def __init__(
+        self, message: str, *, retryable: bool = False, retry_after: float | None = None, context_too_long: bool = False
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after

@@ -26,8 +26,9 @@ def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = H
         yield from batch
 
 
-def follow_batches(turn: Turn, *, last_event_id: int | None = None,
-                   heartbeat: float = HEARTBEAT_SECONDS) -> Iterator[list[Item]]:
+def follow_batches(
+    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS
+) -> Iterator[list[Item]]:
     """`follow` in batches: the events found at one wake-up together, so a stream sends them in one write.
 
     A follower that falls behind (a busy worker) then catches up in fewer, larger writes.
@@ -74,14 +75,20 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
     """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
     last_position, waited = -1, 0.0
     while True:
-        messages = list(Message.objects.filter(turn=turn, position__gt=last_position)
-                        .exclude(role=Message.USER).prefetch_related("parts").order_by("position"))
+        messages = list(
+            Message.objects.filter(turn=turn, position__gt=last_position)
+            .exclude(role=Message.USER)
+            .prefetch_related("parts")
+            .order_by("position")
+        )
         for message in messages:
             last_position = message.position
             yield from ((None, name, payload) for name, payload in _message_events(message))
-        state = (Turn.objects.filter(pk=turn.pk)
-                 .values("status", "terminal_event", "terminal_payload", "session__turn_id", "session__lease_until")
-                 .first())
+        state = (
+            Turn.objects.filter(pk=turn.pk)
+            .values("status", "terminal_event", "terminal_payload", "session__turn_id", "session__lease_until")
+            .first()
+        )
         release_connection()
         if state is None or state["status"] != Turn.RUNNING or _abandoned(turn, state):
             yield (None, *_terminal(state if state and state["status"] != Turn.RUNNING else None))
@@ -108,8 +115,10 @@ def _message_events(message: Message) -> Iterator[tuple[str, Any]]:
             case "tool_use":
                 yield ("tool_use", {"id": p["id"], "name": p["name"], "input": p["input"]})
             case "tool_result":
-                yield ("tool_result", {"id": p["tool_use_id"], "name": p.get("name", ""), "status": p["status"],
-                                       "result": p["result"]})
+                yield (
+                    "tool_result",
+                    {"id": p["tool_use_id"], "name": p.get("name", ""), "status": p["status"], "result": p["result"]},
+                )
     if effects:
         yield ("effects", effects)
 

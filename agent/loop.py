@@ -50,8 +50,9 @@ class _Call:
         self.cost = Decimal(0)
 
 
-def run_agent(session: Session, *, turn: Turn | None = None,
-              should_stop: Callable[[], bool] = lambda: False) -> Iterator[Event]:
+def run_agent(
+    session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = lambda: False
+) -> Iterator[Event]:
     backend = get_backend()
     model = model_for(backend)
     forget_loaded(session)  # read the transcript afresh once per run (context.build)
@@ -67,8 +68,10 @@ def run_agent(session: Session, *, turn: Turn | None = None,
         try:
             failure = yield from _call_model(session, turn, backend, model, specs, call, should_stop, calls)
         except BudgetExceeded as exc:
-            yield ("error", {"code": "budget_exceeded", "message": exc.message,
-                             "retry_after_seconds": exc.retry_after_seconds})
+            yield (
+                "error",
+                {"code": "budget_exceeded", "message": exc.message, "retry_after_seconds": exc.retry_after_seconds},
+            )
             return
         calls += 1
         if failure:
@@ -96,8 +99,16 @@ def run_agent(session: Session, *, turn: Turn | None = None,
     yield calm_error("tool_cycle_limit")
 
 
-def _call_model(session: Session, turn: Turn | None, backend: Any, model: str, specs: list[dict[str, Any]],
-                call: _Call, should_stop: Callable[[], bool], index: int) -> Iterator[Event]:
+def _call_model(
+    session: Session,
+    turn: Turn | None,
+    backend: Any,
+    model: str,
+    specs: list[dict[str, Any]],
+    call: _Call,
+    should_stop: Callable[[], bool],
+    index: int,
+) -> Iterator[Event]:
     """One model call, budgeted; a context-too-long refusal before any output gets one summarise-and-retry.
 
     Returns the failure code (None on success); BudgetExceeded propagates.
@@ -115,8 +126,17 @@ def _call_model(session: Session, turn: Turn | None, backend: Any, model: str, s
         token = call_context.set(CallContext(str(session.pk), index))
         failure = None
         try:
-            yield from _relay(backend.stream(system=ctx.system, messages=ctx.messages, tools=specs, model=model,
-                                             inference={"max_tokens": settings.AGENT_MAX_TOKENS}), call, should_stop)
+            yield from _relay(
+                backend.stream(
+                    system=ctx.system,
+                    messages=ctx.messages,
+                    tools=specs,
+                    model=model,
+                    inference={"max_tokens": settings.AGENT_MAX_TOKENS},
+                ),
+                call,
+                should_stop,
+            )
         except BackendError as exc:
             logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
             failure = "provider_error"
@@ -135,8 +155,11 @@ def _call_model(session: Session, turn: Turn | None, backend: Any, model: str, s
 
 def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
     """Calls of a confirm-listed tool that could run wait for a person; the rest answer at once."""
-    return (approvals.needs_approval(tool_use["name"]) and not tool_use.get("input_error")
-            and is_available(session, tool_use["name"]))
+    return (
+        approvals.needs_approval(tool_use["name"])
+        and not tool_use.get("input_error")
+        and is_available(session, tool_use["name"])
+    )
 
 
 def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
@@ -196,17 +219,33 @@ def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:
         call.reasoning.append({"text": ev.get("text", ""), "signature": ev.get("signature", "")})
 
 
-def _persist(session: Session, turn: Turn | None, call: _Call, backend: str, model: str, cost: Decimal,
-             specs: list[dict[str, Any]]) -> Message:
+def _persist(
+    session: Session,
+    turn: Turn | None,
+    call: _Call,
+    backend: str,
+    model: str,
+    cost: Decimal,
+    specs: list[dict[str, Any]],
+) -> Message:
     return persist_assistant(
-        session, turn=turn, text="".join(call.text), reasoning=call.reasoning, tool_uses=call.tool_uses,
-        usage=call.usage, stop_reason=call.stop_reason, backend=backend, model_id=model, cost_usd=cost,
+        session,
+        turn=turn,
+        text="".join(call.text),
+        reasoning=call.reasoning,
+        tool_uses=call.tool_uses,
+        usage=call.usage,
+        stop_reason=call.stop_reason,
+        backend=backend,
+        model_id=model,
+        cost_usd=cost,
         tools_offered=[s["name"] for s in specs],
     )
 
 
-def _run_tools(session: Session, turn: Turn | None, tool_uses: list[dict[str, Any]],
-               should_stop: Callable[[], bool]) -> Iterator[Event]:
+def _run_tools(
+    session: Session, turn: Turn | None, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool]
+) -> Iterator[Event]:
     """Run each call (every tool_use gets exactly one result), persist them together, then emit effects."""
     results, effects = [], []
     for tu in tool_uses:
@@ -218,8 +257,9 @@ def _run_tools(session: Session, turn: Turn | None, tool_uses: list[dict[str, An
             result, status, ran = outcome.result, outcome.status, outcome.effects
             effects += ran
             signals.tool_called.send(sender=Session, session=session, name=tu["name"], status=status)
-        results.append({"tool_use_id": tu["id"], "name": tu["name"], "result": result, "status": status,
-                        "effects": ran})
+        results.append(
+            {"tool_use_id": tu["id"], "name": tu["name"], "result": result, "status": status, "effects": ran}
+        )
     try:
         persist_tool_results(session, turn=turn, results=results)
     except Exception:

@@ -172,12 +172,15 @@ class Approval(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     decided_at = models.DateTimeField(null=True, blank=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
-        indexes = [models.Index(fields=["session", "resolved"], name="agent_approval_open_idx"),
-                   models.Index(fields=["expires_at"], name="agent_approval_expiry_idx")]
+        indexes = [
+            models.Index(fields=["session", "resolved"], name="agent_approval_open_idx"),
+            models.Index(fields=["expires_at"], name="agent_approval_expiry_idx"),
+        ]
 
 
 class ContextSummary(models.Model):

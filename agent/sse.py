@@ -69,8 +69,9 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
     from agent import budget, display
     from agent.models import Message
 
-    messages = list(Message.objects.filter(turn=turn).exclude(role=Message.USER).prefetch_related("parts")
-                    .order_by("position"))
+    messages = list(
+        Message.objects.filter(turn=turn).exclude(role=Message.USER).prefetch_related("parts").order_by("position")
+    )
     meter = budget.meter(turn.session.user)
     return {
         "turn_id": turn.pk,

@@ -62,8 +62,9 @@ def register(
     jsonschema.Draft202012Validator.check_schema(schema)
 
     def deco(fn: Handler) -> Handler:
-        REGISTRY[name] = Tool(name, fn, description, schema, tuple(purposes), available,
-                              jsonschema.Draft202012Validator(schema), describe)
+        REGISTRY[name] = Tool(
+            name, fn, description, schema, tuple(purposes), available, jsonschema.Draft202012Validator(schema), describe
+        )
         return fn
 
     return deco
@@ -197,7 +198,6 @@ def _call_with_time_limit(fn: Callable[[], Any]) -> Any:
 
     with gevent.Timeout(limit, ToolTimeout):
         return fn()
-
 
 
 def _tool_exception_text(exc: Exception) -> str:

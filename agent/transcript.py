@@ -20,8 +20,10 @@ def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
 
 def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
     """(position, neutral message) pairs after `after`; two queries. Empty messages are skipped."""
-    rows = Message.objects.filter(session=session, position__gt=after).order_by("position").prefetch_related(
-        Prefetch("parts", queryset=Part.objects.order_by("position"))
+    rows = (
+        Message.objects.filter(session=session, position__gt=after)
+        .order_by("position")
+        .prefetch_related(Prefetch("parts", queryset=Part.objects.order_by("position")))
     )
     out = []
     for message in rows:
@@ -43,8 +45,13 @@ def part_to_neutral(part: Part) -> dict[str, Any]:
         case "tool_use":
             return {"type": "tool_use", "id": part.tool_use_id, "name": part.tool_name, "input": part.tool_input or {}}
         case "tool_result":
-            return {"type": "tool_result", "tool_use_id": part.tool_use_id, "name": part.tool_name,
-                    "result": part.tool_result or {}, "status": part.tool_status or "ok"}
+            return {
+                "type": "tool_result",
+                "tool_use_id": part.tool_use_id,
+                "name": part.tool_name,
+                "result": part.tool_result or {},
+                "status": part.tool_status or "ok",
+            }
         case "image" | "document":
             d = {"type": part.type, "media_type": part.media_type, "data": load_media(part.media_ref)}
             if part.type == "document":
@@ -76,8 +83,9 @@ def _next_position(session: Session) -> int:
     return 0 if top is None else top + 1
 
 
-def add_message(session: Session, role: str, parts: list[dict[str, Any]], *, turn: Turn | None = None,
-                **fields: Any) -> Message:
+def add_message(
+    session: Session, role: str, parts: list[dict[str, Any]], *, turn: Turn | None = None, **fields: Any
+) -> Message:
     """Append one message with its parts, in one short transaction (never a message without its parts)."""
     position = _next_position(session)
     try:
@@ -119,9 +127,20 @@ def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
     return row
 
 
-def persist_assistant(session: Session, *, turn: Turn | None, text: str, reasoning: list[dict[str, Any]],
-                      tool_uses: list[dict[str, Any]], usage: dict[str, int], stop_reason: str,
-                      backend: str, model_id: str, cost_usd: Decimal, tools_offered: list[str]) -> Message:
+def persist_assistant(
+    session: Session,
+    *,
+    turn: Turn | None,
+    text: str,
+    reasoning: list[dict[str, Any]],
+    tool_uses: list[dict[str, Any]],
+    usage: dict[str, int],
+    stop_reason: str,
+    backend: str,
+    model_id: str,
+    cost_usd: Decimal,
+    tools_offered: list[str],
+) -> Message:
     parts: list[dict[str, Any]] = [
         {"type": "reasoning", "text": r["text"], "signature": r.get("signature", "")} for r in reasoning
     ]
@@ -129,10 +148,19 @@ def persist_assistant(session: Session, *, turn: Turn | None, text: str, reasoni
         parts.append({"type": "text", "text": text})
     parts += [{"type": "tool_use", "id": t["id"], "name": t["name"], "input": t.get("input") or {}} for t in tool_uses]
     return add_message(
-        session, Message.ASSISTANT, parts, turn=turn, backend=backend, model_id=model_id, stop_reason=stop_reason,
-        input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
-        cache_read_tokens=usage.get("cache_read_tokens", 0), cache_write_tokens=usage.get("cache_write_tokens", 0),
-        cost_usd=cost_usd, tools_offered=tools_offered,
+        session,
+        Message.ASSISTANT,
+        parts,
+        turn=turn,
+        backend=backend,
+        model_id=model_id,
+        stop_reason=stop_reason,
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cache_read_tokens=usage.get("cache_read_tokens", 0),
+        cache_write_tokens=usage.get("cache_write_tokens", 0),
+        cost_usd=cost_usd,
+        tools_offered=tools_offered,
     )
 
 
@@ -144,12 +172,19 @@ def persist_tool_results(session: Session, *, turn: Turn | None, results: list[d
 def repair_orphans(session: Session, *, turn: Turn | None = None) -> int:
     """Answer every tool_use that has no tool_result with an error result; returns how many were answered."""
     used = Part.objects.filter(message__session=session, type="tool_use").values_list("tool_use_id", "tool_name")
-    answered = set(Part.objects.filter(message__session=session, type="tool_result").values_list("tool_use_id", flat=True))
+    answered = set(
+        Part.objects.filter(message__session=session, type="tool_result").values_list("tool_use_id", flat=True)
+    )
     orphans = [(uid, name) for uid, name in used if uid not in answered]
     if orphans:
-        persist_tool_results(session, turn=turn, results=[
-            {"tool_use_id": uid, "name": name, "result": dict(ORPHAN_RESULT), "status": "error"} for uid, name in orphans
-        ])
+        persist_tool_results(
+            session,
+            turn=turn,
+            results=[
+                {"tool_use_id": uid, "name": name, "result": dict(ORPHAN_RESULT), "status": "error"}
+                for uid, name in orphans
+            ],
+        )
     return len(orphans)
 
 

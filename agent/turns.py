@@ -81,7 +81,6 @@ def start(turn: Turn) -> None:
         threading.Thread(target=_in_background, args=(turn,), daemon=True).start()
 
 
-
 def _in_background(turn: Turn | Any) -> None:
     try:
         execute(turn)
@@ -149,8 +148,9 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
         status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
     else:
         status = {"error": Turn.ERROR, "confirm": Turn.PAUSED}.get(name, Turn.DONE)
-    Turn.objects.filter(pk=turn.pk).update(status=status, terminal_event=name, terminal_payload=payload,
-                                           finished_at=timezone.now())
+    Turn.objects.filter(pk=turn.pk).update(
+        status=status, terminal_event=name, terminal_payload=payload, finished_at=timezone.now()
+    )
     Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)
 
 
@@ -171,7 +171,8 @@ def _stop_check(turn: Turn, channel: hub.TurnChannel) -> Callable[[], bool]:
         if now - state["renewed"] >= renew_every:
             state["renewed"] = now
             Session.objects.filter(pk=turn.session_id, turn=turn).update(
-                lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
+                lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
+            )
         channel.stop = Turn.objects.filter(pk=turn.pk, stop_requested=True).exists()
         release_connection()
         return channel.stop

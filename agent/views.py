@@ -108,8 +108,11 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 @api_login_required
 def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     # The turn with its session in one query, under the same rules as `session_api`.
-    turn = (Turn.objects.select_related("session", *with_session("session__"))
-            .filter(pk=turn_id, session_id=session_id, session__user=request.user).first())
+    turn = (
+        Turn.objects.select_related("session", *with_session("session__"))
+        .filter(pk=turn_id, session_id=session_id, session__user=request.user)
+        .first()
+    )
     if turn is None or not get_policy().may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))
@@ -134,14 +137,18 @@ def _json_events(batches: Iterator[list[Item]]) -> Iterator[bytes]:
             event_id, name, payload = batch[0]
             yield sse.HEARTBEAT_BYTES if name == "heartbeat" else encode(name, payload, event_id)
         else:
-            yield b"".join(sse.HEARTBEAT_BYTES if name == "heartbeat" else encode(name, payload, event_id)
-                           for event_id, name, payload in batch)
+            yield b"".join(
+                sse.HEARTBEAT_BYTES if name == "heartbeat" else encode(name, payload, event_id)
+                for event_id, name, payload in batch
+            )
 
 
 def _html_events(batches: Iterator[list[Item]], turn: Turn) -> Iterator[bytes]:
     for batch in batches:
-        yield b"".join(sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_html(name, payload, turn, event_id)
-                       for event_id, name, payload in batch)
+        yield b"".join(
+            sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_html(name, payload, turn, event_id)
+            for event_id, name, payload in batch
+        )
 
 
 def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
@@ -165,8 +172,12 @@ def stop(request: HttpRequest, session: Session) -> HttpResponse:
 @session_api
 def transcript(request: HttpRequest, session: Session) -> HttpResponse:
     running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
-    body: dict[str, Any] = {"id": str(session.pk), "purpose": session.purpose, "running": running is not None,
-                            "messages": [message_json(m) for m in session.messages.prefetch_related("parts")]}
+    body: dict[str, Any] = {
+        "id": str(session.pk),
+        "purpose": session.purpose,
+        "running": running is not None,
+        "messages": [message_json(m) for m in session.messages.prefetch_related("parts")],
+    }
     if running is not None:
         body["stream_url"] = stream_url(session, running)
     return JsonResponse(body)

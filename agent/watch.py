@@ -68,4 +68,5 @@ def poll(*, renew: bool) -> None:
             channel.stop = True
     if renew:
         Session.objects.filter(turn_id__in=ids).update(
-            lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS))
+            lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
+        )

@@ -314,8 +314,13 @@ def main() -> None:
     args.tokens, args.delay_ms = args.tokens_arg or args.tokens, args.delay_arg or args.delay_ms
     only = [s for s in SCENARIOS if s in args.only.split(",")]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    partial = (args.levels or args.scenarios != DEFAULT_SCENARIOS or args.only != ",".join(SCENARIOS)
-               or args.tokens_arg or args.delay_arg) and not args.report_only
+    partial = (
+        args.levels
+        or args.scenarios != DEFAULT_SCENARIOS
+        or args.only != ",".join(SCENARIOS)
+        or args.tokens_arg
+        or args.delay_arg
+    ) and not args.report_only
     # A slice never overwrites the full run's results (the report is rebuilt from those).
     saved = RESULTS / ("results.quick.json" if args.quick else "results.partial.json" if partial else "results.json")
     if partial and not args.out and not args.quick:

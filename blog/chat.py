@@ -58,9 +58,9 @@ class BlogChatPolicy(SessionPolicy):
         slug = data.get("blog")
         purpose = data.get("purpose") or "chat"
         if purpose != "chat":
-            raise ValueError("purpose must be \"chat\".")
+            raise ValueError('purpose must be "chat".')
         if not isinstance(slug, str) or not slug:
-            raise ValueError("Name the blog: {\"blog\": \"<slug>\"}.")
+            raise ValueError('Name the blog: {"blog": "<slug>"}.')
         blog = Blog.objects.filter(slug=slug).first()
         seat = access.seat_of(user, blog) if blog else None
         if seat is None:
@@ -134,8 +134,13 @@ def _note_use(consent: Consent | None) -> None:
 
 LAST_USED_GRAIN = timedelta(minutes=1)
 
-VERBS = {"publish_post": "Publish", "unpublish_post": "Unpublish", "delete_post": "Delete for good",
-         "update_post": "Change", "get_post": "Read"}
+VERBS = {
+    "publish_post": "Publish",
+    "unpublish_post": "Unpublish",
+    "delete_post": "Delete for good",
+    "update_post": "Change",
+    "get_post": "Read",
+}
 
 
 def describe_call(session: Session, name: str, data: dict[str, Any]) -> str:
@@ -151,6 +156,11 @@ def describe_call(session: Session, name: str, data: dict[str, Any]) -> str:
 
 def register_tools() -> None:
     for name, op in exposed().items():
-        register(name, description=op.description, input_schema=op.input_schema, purposes=("chat",),
-                 available=tool_available, describe=describe_call)(
-            lambda session, _n=name, **raw: dispatch(session, _n, raw))
+        register(
+            name,
+            description=op.description,
+            input_schema=op.input_schema,
+            purposes=("chat",),
+            available=tool_available,
+            describe=describe_call,
+        )(lambda session, _n=name, **raw: dispatch(session, _n, raw))

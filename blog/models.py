@@ -55,8 +55,13 @@ class Post(models.Model):
         return self.title
 
     def snapshot(self) -> dict:
-        return {"title": self.title, "slug": self.slug, "body": self.body, "status": self.status,
-                "published_at": self.published_at.isoformat() if self.published_at else None}
+        return {
+            "title": self.title,
+            "slug": self.slug,
+            "body": self.body,
+            "status": self.status,
+            "published_at": self.published_at.isoformat() if self.published_at else None,
+        }
 
 
 class PostRevision(models.Model):
@@ -70,8 +75,9 @@ class PostRevision(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     via_assistant = models.BooleanField(default=False)
     consent = models.ForeignKey("Consent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    chat_session = models.ForeignKey("agent.Session", null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
+    chat_session = models.ForeignKey(
+        "agent.Session", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

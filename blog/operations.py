@@ -85,22 +85,62 @@ def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 TITLE = {"type": "string", "minLength": 1, "maxLength": 200}
 BODY = {"type": "string", "maxLength": 100_000, "description": "Markdown."}
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in [
-    Operation("list_posts", "List this blog's posts (newest first), optionally by status or a title search.",
-              _obj({"status": {"type": "string", "enum": ["draft", "published"]},
-                    "query": {"type": "string", "maxLength": 200}}, []), READ, _list),
-    Operation("get_post", "Read one post, with its markdown body.", _obj({"post_id": POST_ID}, ["post_id"]), READ, _get),
-    Operation("create_post", "Create a draft post with a title and a markdown body.",
-              _obj({"title": TITLE, "body": BODY}, ["title"]), WRITE, _create),
-    Operation("update_post", "Change a post's title and/or markdown body.",
-              _obj({"post_id": POST_ID, "title": TITLE, "body": BODY}, ["post_id"]), WRITE, _update),
-    Operation("publish_post", "Publish a draft so anyone can read it.", _obj({"post_id": POST_ID}, ["post_id"]),
-              PUBLISH, _publish),
-    Operation("unpublish_post", "Take a published post back to draft.", _obj({"post_id": POST_ID}, ["post_id"]),
-              PUBLISH, _unpublish),
-    Operation("delete_post", "Delete a post for good. Irreversible: confirm with the user first.",
-              _obj({"post_id": POST_ID}, ["post_id"]), DELETE, _delete),
-]}
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in [
+        Operation(
+            "list_posts",
+            "List this blog's posts (newest first), optionally by status or a title search.",
+            _obj(
+                {
+                    "status": {"type": "string", "enum": ["draft", "published"]},
+                    "query": {"type": "string", "maxLength": 200},
+                },
+                [],
+            ),
+            READ,
+            _list,
+        ),
+        Operation(
+            "get_post", "Read one post, with its markdown body.", _obj({"post_id": POST_ID}, ["post_id"]), READ, _get
+        ),
+        Operation(
+            "create_post",
+            "Create a draft post with a title and a markdown body.",
+            _obj({"title": TITLE, "body": BODY}, ["title"]),
+            WRITE,
+            _create,
+        ),
+        Operation(
+            "update_post",
+            "Change a post's title and/or markdown body.",
+            _obj({"post_id": POST_ID, "title": TITLE, "body": BODY}, ["post_id"]),
+            WRITE,
+            _update,
+        ),
+        Operation(
+            "publish_post",
+            "Publish a draft so anyone can read it.",
+            _obj({"post_id": POST_ID}, ["post_id"]),
+            PUBLISH,
+            _publish,
+        ),
+        Operation(
+            "unpublish_post",
+            "Take a published post back to draft.",
+            _obj({"post_id": POST_ID}, ["post_id"]),
+            PUBLISH,
+            _unpublish,
+        ),
+        Operation(
+            "delete_post",
+            "Delete a post for good. Irreversible: confirm with the user first.",
+            _obj({"post_id": POST_ID}, ["post_id"]),
+            DELETE,
+            _delete,
+        ),
+    ]
+}
 
 
 def exposed() -> dict[str, Operation]:

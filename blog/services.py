@@ -23,8 +23,15 @@ class OperationError(Exception):
 
 def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, actor: Actor) -> None:
     PostRevision.objects.create(
-        post=post, blog=blog, action=action, before=before, after=post.snapshot() if post and action != "delete" else None,
-        user=actor.user, via_assistant=actor.via_assistant, consent=actor.consent, chat_session=actor.chat_session,
+        post=post,
+        blog=blog,
+        action=action,
+        before=before,
+        after=post.snapshot() if post and action != "delete" else None,
+        user=actor.user,
+        via_assistant=actor.via_assistant,
+        consent=actor.consent,
+        chat_session=actor.chat_session,
     )
 
 
@@ -51,8 +58,9 @@ def _clean_title(title: str) -> str:
 def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "") -> Post:
     title = _clean_title(title)
     with transaction.atomic():
-        post = Post.objects.create(blog=blog, author=actor.user, title=title, body=body or "",
-                                   slug=unique_slug(blog, title))
+        post = Post.objects.create(
+            blog=blog, author=actor.user, title=title, body=body or "", slug=unique_slug(blog, title)
+        )
         _revise(post, blog, "create", None, actor)
     return post
 
@@ -97,9 +105,17 @@ def post_unpublish(*, post: Post, actor: Actor) -> Post:
 def post_delete(*, post: Post, actor: Actor) -> int:
     before, pk, blog = post.snapshot(), post.pk, post.blog
     with transaction.atomic():
-        PostRevision.objects.create(post=None, blog=blog, action="delete", before={**before, "id": pk}, after=None,
-                                    user=actor.user, via_assistant=actor.via_assistant, consent=actor.consent,
-                                    chat_session=actor.chat_session)
+        PostRevision.objects.create(
+            post=None,
+            blog=blog,
+            action="delete",
+            before={**before, "id": pk},
+            after=None,
+            user=actor.user,
+            via_assistant=actor.via_assistant,
+            consent=actor.consent,
+            chat_session=actor.chat_session,
+        )
         post.delete()
     return pk
 
@@ -118,6 +134,10 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
 
 
 def post_summary(post: Post) -> dict[str, Any]:
-    return {"id": post.pk, "title": post.title, "status": post.status,
-            "published_at": post.published_at.isoformat() if post.published_at else None,
-            "updated_at": post.updated_at.isoformat()}
+    return {
+        "id": post.pk,
+        "title": post.title,
+        "status": post.status,
+        "published_at": post.published_at.isoformat() if post.published_at else None,
+        "updated_at": post.updated_at.isoformat(),
+    }

@@ -88,9 +88,28 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
     scopes = [{"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine} for s in ALL_SCOPES]
     # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
     # and list a chat once per change the assistant made in it.
-    used_in = [row["chat_session"] for row in PostRevision.objects.filter(consent=consent).exclude(chat_session=None)
-               .values("chat_session").annotate(last=Max("created_at")).order_by("-last")[:20]] if consent else []
-    return render(request, "blog/clients.html", {
-        "blog": blog, "seat": seat, "consent": consent, "scopes": scopes, "effective": sorted(effective),
-        "may_summon": access.may_summon(seat), "sessions_used": used_in,
-    })
+    used_in = (
+        [
+            row["chat_session"]
+            for row in PostRevision.objects.filter(consent=consent)
+            .exclude(chat_session=None)
+            .values("chat_session")
+            .annotate(last=Max("created_at"))
+            .order_by("-last")[:20]
+        ]
+        if consent
+        else []
+    )
+    return render(
+        request,
+        "blog/clients.html",
+        {
+            "blog": blog,
+            "seat": seat,
+            "consent": consent,
+            "scopes": scopes,
+            "effective": sorted(effective),
+            "may_summon": access.may_summon(seat),
+            "sessions_used": used_in,
+        },
+    )

@@ -55,8 +55,9 @@ def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def post_list(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
-    return render(request, "blog/_post_list.html", {"blog": blog, "scopes": actor.scopes,
-                                                    "posts": Post.objects.filter(blog=blog)})
+    return render(
+        request, "blog/_post_list.html", {"blog": blog, "scopes": actor.scopes, "posts": Post.objects.filter(blog=blog)}
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -67,8 +68,9 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            post = services.post_create(blog=blog, actor=actor, title=request.POST.get("title", ""),
-                                        body=request.POST.get("body", ""))
+            post = services.post_create(
+                blog=blog, actor=actor, title=request.POST.get("title", ""), body=request.POST.get("body", "")
+            )
         except OperationError as exc:
             error = exc.public_message
         else:
@@ -86,15 +88,19 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            services.post_update(post=post, actor=actor, title=request.POST.get("title", ""),
-                                 body=request.POST.get("body", ""))
+            services.post_update(
+                post=post, actor=actor, title=request.POST.get("title", ""), body=request.POST.get("body", "")
+            )
         except OperationError as exc:
             error = exc.public_message
         else:
             messages.success(request, f"Saved “{post.title}”.")
             return redirect("blog:detail", slug=blog.slug)
-    return render(request, "blog/post_form.html", {"blog": blog, "post": post, "error": error,
-                                                   "data": request.POST or {"title": post.title, "body": post.body}})
+    return render(
+        request,
+        "blog/post_form.html",
+        {"blog": blog, "post": post, "error": error, "data": request.POST or {"title": post.title, "body": post.body}},
+    )
 
 
 def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
@@ -106,8 +112,11 @@ def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) 
     except OperationError as exc:
         messages.error(request, exc.public_message)
     if request.htmx:
-        return render(request, "blog/_post_list.html", {"blog": blog, "scopes": actor.scopes,
-                                                        "posts": Post.objects.filter(blog=blog)})
+        return render(
+            request,
+            "blog/_post_list.html",
+            {"blog": blog, "scopes": actor.scopes, "posts": Post.objects.filter(blog=blog)},
+        )
     return redirect("blog:detail", slug=blog.slug)
 
 
@@ -147,8 +156,11 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     post = _post(blog, pk)
     revisions = PostRevision.objects.filter(post=post).select_related("user")
     may_revert = seat.role in (Seat.OWNER, Seat.EDITOR)
-    return render(request, "blog/post_history.html", {"blog": blog, "post": post, "revisions": revisions,
-                                                      "may_revert": may_revert})
+    return render(
+        request,
+        "blog/post_history.html",
+        {"blog": blog, "post": post, "revisions": revisions, "may_revert": may_revert},
+    )
 
 
 @require_POST
@@ -176,7 +188,9 @@ def public_index(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
-    post = get_object_or_404(Post.objects.select_related("blog", "author"), blog__slug=slug, slug=post_slug,
-                             status=Post.PUBLISHED)
-    return render(request, "blog/public_post.html", {"blog": post.blog, "post": post,
-                                                     "body_html": render_markdown(post.body)})
+    post = get_object_or_404(
+        Post.objects.select_related("blog", "author"), blog__slug=slug, slug=post_slug, status=Post.PUBLISHED
+    )
+    return render(
+        request, "blog/public_post.html", {"blog": post.blog, "post": post, "body_html": render_markdown(post.body)}
+    )

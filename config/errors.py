@@ -8,6 +8,13 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": {"code": "csrf_failed", "message": "Your session's security token is missing or "
-                                       "stale. Reload the page and try again."}}, status=403)
+        return JsonResponse(
+            {
+                "error": {
+                    "code": "csrf_failed",
+                    "message": "Your session's security token is missing or stale. Reload the page and try again.",
+                }
+            },
+            status=403,
+        )
     return django_csrf_failure(request, reason=reason)

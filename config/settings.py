@@ -108,16 +108,27 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABAS
     # one only for a short write, never while it waits on a model).
     # Django's pool checks each connection as it hands it out, so one dropped by a restart is replaced.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0)}
+        "min_size": 1,
+        "max_size": DATABASE_POOL_MAX_SIZE,
+        "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's SQLite backend, with closed connections kept open for reuse (config/sqlite_pool).
     DATABASES["default"]["ENGINE"] = "config.sqlite_pool"
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
-    _test_db = os.environ.get("TEST_SQLITE_NAME") or str(Path(tempfile.gettempdir()) / f"blog-test-{os.getpid()}.sqlite3")
+    _test_db = os.environ.get("TEST_SQLITE_NAME") or str(
+        Path(tempfile.gettempdir()) / f"blog-test-{os.getpid()}.sqlite3"
+    )
     DATABASES["default"]["TEST"] = {"NAME": _test_db}
     DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
+    DATABASES["default"]["OPTIONS"].update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -175,8 +186,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"agent_context": {"()": "agent.logcontext.ContextFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s "
-                  "session=%(session_id)s user=%(user_id)s turn=%(turn_id)s %(message)s"},
+        "plain": {
+            "format": "%(asctime)s %(levelname)s %(name)s "
+            "session=%(session_id)s user=%(user_id)s turn=%(turn_id)s %(message)s"
+        },
     },
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["agent_context"]}},
     "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},

@@ -24,9 +24,7 @@ BACKENDS = {
 def _load(name: str) -> Backend:
     path = BACKENDS.get(name)
     if path is None:
-        raise ImproperlyConfigured(
-            f"AGENT_BACKEND must be one of {', '.join(sorted(BACKENDS))}; got {name!r}."
-        )
+        raise ImproperlyConfigured(f"AGENT_BACKEND must be one of {', '.join(sorted(BACKENDS))}; got {name!r}.")
     module_name, _, class_name = path.rpartition(".")
     return getattr(importlib.import_module(module_name), class_name)()
 

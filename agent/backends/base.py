@@ -8,8 +8,16 @@ from typing import Any
 
 from agent.exceptions import BackendError
 
-__all__ = ["Backend", "BackendError", "STOP_REASONS", "USAGE_KEYS", "CallContext", "call_context", "setting",
-           "zero_usage"]
+__all__ = [
+    "Backend",
+    "BackendError",
+    "STOP_REASONS",
+    "USAGE_KEYS",
+    "CallContext",
+    "call_context",
+    "setting",
+    "zero_usage",
+]
 
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

@@ -16,12 +16,19 @@ from django.conf import settings
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
 
-HELP = ("I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
-        "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”.")
+HELP = (
+    "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
+    "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”."
+)
 
 PATTERNS = [
     ("list", re.compile(r"\b(list|show)\b.*\bposts?\b", re.I)),
-    ("draft", re.compile(r"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
+    (
+        "draft",
+        re.compile(
+            r"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I
+        ),
+    ),
     ("long", re.compile(r"\b(long|story)\b", re.I)),
     ("unpublish", re.compile(r"^\s*unpublish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
     ("publish", re.compile(r"^\s*publish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
@@ -29,8 +36,13 @@ PATTERNS = [
     ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
 ]
 
-NEEDS = {"list": "list_posts", "draft": "create_post", "publish": "publish_post", "unpublish": "unpublish_post",
-         "delete": "delete_post"}
+NEEDS = {
+    "list": "list_posts",
+    "draft": "create_post",
+    "publish": "publish_post",
+    "unpublish": "unpublish_post",
+    "delete": "delete_post",
+}
 CONFIRM_DELETE = re.compile(r"Delete “(?P<t>.+)”\? This can't be undone")
 LONG_TEXT = " ".join(
     f"Paragraph {i}: the field notes keep growing, one small observation at a time, and the assistant keeps writing."
@@ -71,9 +83,16 @@ class DemoBackend(Backend):
             self._pause()
             yield {"kind": "tool_use", "id": self._call_id(i), "name": name, "input": args}
         in_tokens = sum(len(str(m["parts"])) for m in messages) // 4 + len(system) // 4
-        yield {"kind": "done", "stop_reason": "tool_use" if calls else "end_turn",
-               "usage": {"input_tokens": in_tokens, "output_tokens": out_tokens + 10 * len(calls),
-                         "cache_read_tokens": 0, "cache_write_tokens": 0}}
+        yield {
+            "kind": "done",
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "usage": {
+                "input_tokens": in_tokens,
+                "output_tokens": out_tokens + 10 * len(calls),
+                "cache_read_tokens": 0,
+                "cache_write_tokens": 0,
+            },
+        }
 
     def _pause(self) -> None:
         delay = settings.AGENT_DEMO_DELAY_MS
@@ -99,8 +118,10 @@ class DemoBackend(Backend):
             return LONG_TEXT, []
         needed = NEEDS[kind]
         if needed not in offered:
-            return (f"I can't do that here: you haven't let me use “{needed}” on this blog. "
-                    "You can grant it on the Clients screen."), []
+            return (
+                f"I can't do that here: you haven't let me use “{needed}” on this blog. "
+                "You can grant it on the Clients screen."
+            ), []
         if kind == "list":
             return "Let me look at your posts.", [("list_posts", {})]
         if kind == "draft":
@@ -128,8 +149,14 @@ class DemoBackend(Backend):
         kind, title = intent(_text_of(last_user))
         if kind == "yes":
             kind = "delete"
-            title = next((CONFIRM_DELETE.search(_text_of(m))["t"] for m in reversed(messages)
-                          if m["role"] == "assistant" and CONFIRM_DELETE.search(_text_of(m))), "")
+            title = next(
+                (
+                    CONFIRM_DELETE.search(_text_of(m))["t"]
+                    for m in reversed(messages)
+                    if m["role"] == "assistant" and CONFIRM_DELETE.search(_text_of(m))
+                ),
+                "",
+            )
         if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
             return self._act_on(kind, title, result.get("items", []), offered)
         if name == "list_posts":
@@ -138,8 +165,13 @@ class DemoBackend(Backend):
                 return "You have no posts yet. Ask me to draft one!", []
             lines = "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
             return f"Here are your posts:\n\n{lines}\n", []
-        verbs = {"create_post": "drafted", "publish_post": "published", "unpublish_post": "unpublished",
-                 "delete_post": "deleted", "update_post": "updated"}
+        verbs = {
+            "create_post": "drafted",
+            "publish_post": "published",
+            "unpublish_post": "unpublished",
+            "delete_post": "deleted",
+            "update_post": "updated",
+        }
         return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”.", []
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:

@@ -46,8 +46,9 @@ class FakeBackend(Backend):
         return []
 
     def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:
-        self.requests.append({"system": system, "messages": messages, "tools": tools, "model": model,
-                              "inference": inference or {}})
+        self.requests.append(
+            {"system": system, "messages": messages, "tools": tools, "model": model, "inference": inference or {}}
+        )
         ctx = call_context.get()
         if ctx is not None and ctx.purpose == "summary":
             return self._replay(summary_events(messages))
@@ -100,5 +101,7 @@ def summary_events(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     text = messages[-1]["parts"][0]["text"] if messages else ""
     lines = [line for line in text.splitlines()[1:] if line.strip()]
     first = lines[0][:120] if lines else ""
-    return [{"kind": "text", "text": f"Summary of {len(lines)} earlier lines. It began: {first}"},
-            {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": len(text) // 4, "output_tokens": 20}}]
+    return [
+        {"kind": "text", "text": f"Summary of {len(lines)} earlier lines. It began: {first}"},
+        {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": len(text) // 4, "output_tokens": 20}},
+    ]

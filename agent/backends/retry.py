@@ -43,7 +43,12 @@ def stream_with_retries(
             if started or not exc.retryable or attempt >= retries:
                 raise
             delay = backoff_seconds(attempt, exc.retry_after)
-            logger.warning("%s: retryable failure before output (attempt %d): %s; retrying in %.2fs",
-                           label, attempt + 1, exc, delay)
+            logger.warning(
+                "%s: retryable failure before output (attempt %d): %s; retrying in %.2fs",
+                label,
+                attempt + 1,
+                exc,
+                delay,
+            )
             attempt += 1
             sleep(delay)

@@ -77,9 +77,16 @@ def run_case(data: dict[str, Any], case: dict[str, Any], *, backend: str, model:
 def _run_case(data, case, backend, model, result: CaseResult) -> None:
     blog, user = _fixture(data.get("posts", []))
     script = _script_file(case.get("fake_script") or [], blog) if backend == "fake" else ""
-    overrides = {"AGENT_BACKEND": backend, "AGENT_MODEL": model, "AGENT_FAKE_SCRIPT": script,
-                 "AGENT_DEMO_DELAY_MS": 0, "AGENT_BUDGET_TOKENS_PER_MINUTE": 0, "AGENT_BUDGET_TOKENS_PER_HOUR": 0,
-                 "AGENT_BUDGET_USD_PER_MONTH": 0, "AGENT_BUDGET_GLOBAL_USD_PER_MONTH": 0}
+    overrides = {
+        "AGENT_BACKEND": backend,
+        "AGENT_MODEL": model,
+        "AGENT_FAKE_SCRIPT": script,
+        "AGENT_DEMO_DELAY_MS": 0,
+        "AGENT_BUDGET_TOKENS_PER_MINUTE": 0,
+        "AGENT_BUDGET_TOKENS_PER_HOUR": 0,
+        "AGENT_BUDGET_USD_PER_MONTH": 0,
+        "AGENT_BUDGET_GLOBAL_USD_PER_MONTH": 0,
+    }
     with override_settings(**overrides):
         reset_backends()
         try:
@@ -118,13 +125,20 @@ def _fixture(posts: list[dict[str, Any]]) -> tuple[Blog, Any]:
     Seat.objects.create(user=user, blog=blog, role=Seat.OWNER, may_use_assistant=True)
     Consent.objects.create(user=user, blog=blog, client="", scopes=list(ALL_SCOPES))
     for i, spec in enumerate(posts):
-        Post.objects.create(blog=blog, author=user, title=spec["title"], slug=f"p-{i}", body=spec.get("body", ""),
-                            status=spec.get("status", Post.DRAFT))
+        Post.objects.create(
+            blog=blog,
+            author=user,
+            title=spec["title"],
+            slug=f"p-{i}",
+            body=spec.get("body", ""),
+            status=spec.get("status", Post.DRAFT),
+        )
     return blog, user
 
 
 def _script_file(calls: list[Any], blog: Blog) -> str:
     """Write the case's fake script, with "$post:<title>" replaced by that post's id."""
+
     def resolve(value: Any) -> Any:
         if isinstance(value, str) and value.startswith("$post:"):
             post = Post.objects.filter(blog=blog, title=value[6:]).first()

@@ -102,12 +102,15 @@ def test_without_gevent_there_is_no_loop_to_protect():
     assert admission.admit() == 0.0
 
 
-@pytest.mark.parametrize("path", [
-    "/api/agent/sessions/00000000-0000-4000-8000-000000000000/messages",
-    "/api/agent/sessions/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
-    "/chat/00000000-0000-4000-8000-000000000000/send",
-    "/chat/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/agent/sessions/00000000-0000-4000-8000-000000000000/messages",
+        "/api/agent/sessions/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
+        "/chat/00000000-0000-4000-8000-000000000000/send",
+        "/chat/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
+    ],
+)
 def test_every_view_that_starts_a_turn_is_gated(path):
     assert getattr(resolve(path).func, "admission_gated", False), path
 
@@ -133,6 +136,7 @@ def test_the_operator_hears_once_a_minute_when_new_turns_had_to_wait(caplog, mon
     admission.report(1061.0)
     assert [r.getMessage() for r in caplog.records] == [
         "admission: 3 new turns waited for this worker in the last 61 s (longest 2.5 s); "
-        "it is short of CPU for its load: add workers or hosts"]
+        "it is short of CPU for its load: add workers or hosts"
+    ]
     admission.report(1200.0)  # counts start again after each line
     assert len(caplog.records) == 1

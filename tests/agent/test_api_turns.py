@@ -23,9 +23,16 @@ def tool_call(name, input, id="call_1"):
 def tools():
     calls = []
 
-    @register("add", description="Add two numbers", input_schema={
-        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"], "additionalProperties": False})
+    @register(
+        "add",
+        description="Add two numbers",
+        input_schema={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+    )
     def add(session, a, b):
         calls.append(("add", a, b))
         return {"sum": a + b, "_effects": [{"type": "post.updated", "id": a}]}
@@ -51,10 +58,18 @@ def names(events):
 def test_plain_answer(api, chat, script):
     script([[{"kind": "text", "text": "Hel"}, {"kind": "text", "text": "lo"}, DONE]])
     events = api.turn(chat, "Hi")
-    assert events == [("token", {"text": "Hel"}), ("token", {"text": "lo"}),
-                      ("done", {"message_id": events[-1][1]["message_id"], "stop_reason": "end_turn",
-                                "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 0,
-                                          "cache_write_tokens": 0}})]
+    assert events == [
+        ("token", {"text": "Hel"}),
+        ("token", {"text": "lo"}),
+        (
+            "done",
+            {
+                "message_id": events[-1][1]["message_id"],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 0, "cache_write_tokens": 0},
+            },
+        ),
+    ]
     body = api.transcript(chat)
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
     assert body["messages"][1]["parts"] == [{"type": "text", "text": "Hello"}]
@@ -63,8 +78,12 @@ def test_plain_answer(api, chat, script):
 
 
 def test_one_tool_round_trip_effects_stripped_from_model(api, chat, script, tools):
-    script([[tool_call("add", {"a": 2, "b": 3}), {"kind": "done", "stop_reason": "tool_use"}],
-            [{"kind": "text", "text": "It is 5."}, DONE]])
+    script(
+        [
+            [tool_call("add", {"a": 2, "b": 3}), {"kind": "done", "stop_reason": "tool_use"}],
+            [{"kind": "text", "text": "It is 5."}, DONE],
+        ]
+    )
     events = api.turn(chat, "2+3?")
     assert names(events) == ["tool_use", "tool_result", "effects", "token", "done"]
     assert events[1][1] == {"id": "call_1", "name": "add", "status": "ok", "result": {"sum": 5}}
@@ -83,9 +102,16 @@ def test_a_stream_served_from_the_transcript_replays_the_effects_too(api, chat, 
     """Another worker follows the turn from the database: the page still hears what changed."""
     from agent.follow import _from_database
 
-    script([[tool_call("add", {"a": 2, "b": 3}, id="c1"), tool_call("add", {"a": 4, "b": 1}, id="c2"),
-             {"kind": "done", "stop_reason": "tool_use"}],
-            [{"kind": "text", "text": "Done."}, DONE]])
+    script(
+        [
+            [
+                tool_call("add", {"a": 2, "b": 3}, id="c1"),
+                tool_call("add", {"a": 4, "b": 1}, id="c2"),
+                {"kind": "done", "stop_reason": "tool_use"},
+            ],
+            [{"kind": "text", "text": "Done."}, DONE],
+        ]
+    )
     live = api.turn(chat, "add twice")
     turn = Turn.objects.get(session=chat)
     replayed = [(n, p) for _, n, p in _from_database(Turn(pk=turn.pk, session=chat, status="running"), 15)]
@@ -95,8 +121,16 @@ def test_a_stream_served_from_the_transcript_replays_the_effects_too(api, chat, 
 
 
 def test_two_tools_in_one_call(api, chat, script, tools):
-    script([[tool_call("add", {"a": 1, "b": 1}, "c1"), tool_call("listing", {}, "c2"),
-             {"kind": "done", "stop_reason": "tool_use"}], [DONE]])
+    script(
+        [
+            [
+                tool_call("add", {"a": 1, "b": 1}, "c1"),
+                tool_call("listing", {}, "c2"),
+                {"kind": "done", "stop_reason": "tool_use"},
+            ],
+            [DONE],
+        ]
+    )
     events = api.turn(chat, "go")
     results = [p for n, p in events if n == "tool_result"]
     assert [(r["id"], r["result"]) for r in results] == [("c1", {"sum": 2}), ("c2", {"items": [1, 2, 3]})]
@@ -106,8 +140,12 @@ def test_two_tools_in_one_call(api, chat, script, tools):
 
 
 def test_tool_raises_then_model_recovers(api, chat, script, tools, caplog):
-    script([[tool_call("boom", {}), {"kind": "done", "stop_reason": "tool_use"}],
-            [{"kind": "text", "text": "Sorry, that failed."}, DONE]])
+    script(
+        [
+            [tool_call("boom", {}), {"kind": "done", "stop_reason": "tool_use"}],
+            [{"kind": "text", "text": "Sorry, that failed."}, DONE],
+        ]
+    )
     with caplog.at_level(logging.ERROR):
         events = api.turn(chat, "boom")
     result = events[1][1]
@@ -125,9 +163,16 @@ def test_unknown_tool(api, chat, script, tools):
 
 
 def test_schema_violation_and_bad_json_never_call_handler(api, chat, script, tools):
-    script([[tool_call("add", {"a": "two", "b": 1}, "c1"),
-             {"kind": "tool_use", "id": "c2", "name": "add", "input": {}, "input_error": "Expecting value"},
-             {"kind": "done", "stop_reason": "tool_use"}], [DONE]])
+    script(
+        [
+            [
+                tool_call("add", {"a": "two", "b": 1}, "c1"),
+                {"kind": "tool_use", "id": "c2", "name": "add", "input": {}, "input_error": "Expecting value"},
+                {"kind": "done", "stop_reason": "tool_use"},
+            ],
+            [DONE],
+        ]
+    )
     events = api.turn(chat, "x")
     results = [p for n, p in events if n == "tool_result"]
     assert results[0]["result"] == {"error": "Invalid input at a: 'two' is not of type 'integer'"}
@@ -150,19 +195,24 @@ def test_cycle_ceiling(api, chat, script, tools, settings):
 
 def assert_transcript_valid(session):
     used = set(Part.objects.filter(message__session=session, type="tool_use").values_list("tool_use_id", flat=True))
-    answered = set(Part.objects.filter(message__session=session, type="tool_result").values_list("tool_use_id", flat=True))
+    answered = set(
+        Part.objects.filter(message__session=session, type="tool_result").values_list("tool_use_id", flat=True)
+    )
     assert used == answered
 
 
 @pytest.mark.parametrize("after_tokens", [False, True])
 def test_backend_error_calm_event_log_valid_transcript(api, chat, script, caplog, after_tokens):
     first = ([{"kind": "text", "text": "Partial "}] if after_tokens else []) + [
-        {"kind": "error", "message": "upstream 503 secret-detail", "retryable": False}]
+        {"kind": "error", "message": "upstream 503 secret-detail", "retryable": False}
+    ]
     script([first, [{"kind": "text", "text": "Recovered"}, DONE]])
     with caplog.at_level(logging.ERROR):
         events = api.turn(chat, "hi")
-    assert events[-1] == ("error", {"code": "provider_error",
-                                    "message": "The assistant couldn't answer just now. Please try again in a moment."})
+    assert events[-1] == (
+        "error",
+        {"code": "provider_error", "message": "The assistant couldn't answer just now. Please try again in a moment."},
+    )
     assert "secret-detail" in caplog.text
     assert "secret-detail" not in str(events)
     failed = Message.objects.filter(session=chat, role="assistant").get()
@@ -230,8 +280,19 @@ def test_other_users_session_is_404(api, script, other_user):
     assert api.post(f"/api/agent/sessions/{theirs.pk}/stop").status_code == 404
 
 
-@pytest.mark.parametrize("raw", [b'{}', b'{"text": ""}', b'{"text": "   "}', b'{"text": 5}', b'{"text": null}',
-                                 b'not json', b'[1]', ('{"text": "' + "x" * 20001 + '"}').encode()])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"{}",
+        b'{"text": ""}',
+        b'{"text": "   "}',
+        b'{"text": 5}',
+        b'{"text": null}',
+        b"not json",
+        b"[1]",
+        ('{"text": "' + "x" * 20001 + '"}').encode(),
+    ],
+)
 def test_bad_message(api, chat, script, raw):
     response = api.post(f"/api/agent/sessions/{chat.pk}/messages", raw=raw)
     assert response.status_code == 400
@@ -259,8 +320,9 @@ def test_csrf_required(user, chat, script):
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    response = client.post(f"/api/agent/sessions/{chat.pk}/messages", data='{"text": "hi"}',
-                           content_type="application/json")
+    response = client.post(
+        f"/api/agent/sessions/{chat.pk}/messages", data='{"text": "hi"}', content_type="application/json"
+    )
     assert response.status_code == 403
     assert not Message.objects.filter(session=chat).exists()
 

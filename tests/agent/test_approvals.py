@@ -23,8 +23,12 @@ def risky(settings):
     settings.AGENT_CONFIRM_TOOLS = ["danger"]
     ran = []
 
-    @register("danger", description="Irreversible", input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
-              describe=lambda session, name, data: f"Destroy thing {data.get('x')}")
+    @register(
+        "danger",
+        description="Irreversible",
+        input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
+        describe=lambda session, name, data: f"Destroy thing {data.get('x')}",
+    )
     def danger(session, x=0):
         ran.append(x)
         return {"destroyed": x, "_effects": [{"type": "thing.deleted", "id": x}]}
@@ -112,8 +116,12 @@ def test_another_user_cannot_decide(api, chat, script, risky, other_user):
 
 
 def test_parallel_calls_safe_runs_risky_waits_each_gets_one_result(api, chat, script, risky):
-    script([[call("safe", "s1"), call("danger", "d1", {"x": 1}), call("danger", "d2", {"x": 2}), TOOL_STOP],
-            [{"kind": "text", "text": "All done."}, DONE]])
+    script(
+        [
+            [call("safe", "s1"), call("danger", "d1", {"x": 1}), call("danger", "d2", {"x": 2}), TOOL_STOP],
+            [{"kind": "text", "text": "All done."}, DONE],
+        ]
+    )
     events = api.turn(chat, "do all")
     assert [n for n, _ in events] == ["tool_use", "tool_use", "tool_use", "tool_result", "confirm"]
     assert risky == ["safe"]

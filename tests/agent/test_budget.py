@@ -19,25 +19,42 @@ DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 10,
 
 def spend(user, ago, tokens=0, usd="0"):
     """A settled ledger row from the past, with the day's running total kept in step as reserve/settle do."""
-    row = Spend.objects.create(user=user, created_at=timezone.now() - ago, tokens=tokens, cost_usd=Decimal(usd),
-                               settled=True)
+    row = Spend.objects.create(
+        user=user, created_at=timezone.now() - ago, tokens=tokens, cost_usd=Decimal(usd), settled=True
+    )
     budget.add_to_day(row.created_at.date(), row.cost_usd)
     return row
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("bucket,setup,message", [
-    ("minute", lambda u, o: spend(u, timedelta(seconds=30), tokens=20000),
-     "You've sent a lot in the last minute. Please wait a moment and try again."),
-    ("hour", lambda u, o: spend(u, timedelta(minutes=10), tokens=200000),
-     "You've reached this hour's usage limit for the assistant. Please try again later."),
-    ("month", lambda u, o: spend(u, timedelta(days=10), usd="5"),
-     "You've reached your monthly usage limit for the assistant."),
-    ("global", lambda u, o: spend(o, timedelta(days=1), usd="100"),
-     "The assistant has reached its overall monthly usage limit. Please try again later."),
-])
-def test_each_bucket_refuses_on_the_stream_and_keeps_the_message(api, chat, script, user, other_user, bucket, setup,
-                                                                 message):
+@pytest.mark.parametrize(
+    "bucket,setup,message",
+    [
+        (
+            "minute",
+            lambda u, o: spend(u, timedelta(seconds=30), tokens=20000),
+            "You've sent a lot in the last minute. Please wait a moment and try again.",
+        ),
+        (
+            "hour",
+            lambda u, o: spend(u, timedelta(minutes=10), tokens=200000),
+            "You've reached this hour's usage limit for the assistant. Please try again later.",
+        ),
+        (
+            "month",
+            lambda u, o: spend(u, timedelta(days=10), usd="5"),
+            "You've reached your monthly usage limit for the assistant.",
+        ),
+        (
+            "global",
+            lambda u, o: spend(o, timedelta(days=1), usd="100"),
+            "The assistant has reached its overall monthly usage limit. Please try again later.",
+        ),
+    ],
+)
+def test_each_bucket_refuses_on_the_stream_and_keeps_the_message(
+    api, chat, script, user, other_user, bucket, setup, message
+):
     script([[{"kind": "text", "text": "never"}, DONE]])
     setup(user, other_user)
     events = api.turn(chat, "hello")
@@ -62,9 +79,15 @@ def test_old_usage_outside_the_window_does_not_count(api, chat, script, user):
 def test_budget_checked_before_every_model_call_in_a_turn(api, chat, script, user, settings):
     settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 1000
     settings.AGENT_MAX_TOKENS = 100
-    script([[{"kind": "tool_use", "id": "t1", "name": "missing", "input": {}},
-             {"kind": "done", "stop_reason": "tool_use", "usage": {"input_tokens": 995, "output_tokens": 5}}],
-            [{"kind": "text", "text": "never"}, DONE]])
+    script(
+        [
+            [
+                {"kind": "tool_use", "id": "t1", "name": "missing", "input": {}},
+                {"kind": "done", "stop_reason": "tool_use", "usage": {"input_tokens": 995, "output_tokens": 5}},
+            ],
+            [{"kind": "text", "text": "never"}, DONE],
+        ]
+    )
     events = api.turn(chat, "go")
     assert [n for n, _ in events] == ["tool_use", "tool_result", "error"]
     assert events[-1][1]["code"] == "budget_exceeded"
@@ -76,8 +99,15 @@ def test_settle_replaces_the_reservation_with_real_usage_and_cost(user):
     reservation = budget.reserve(user, "gpt-4o-mini", input_estimate=1000, max_tokens=4000)
     row = Spend.objects.get(pk=reservation.spend_id)
     assert (row.tokens, row.settled) == (5000, False)
-    cost = budget.settle(reservation, {"input_tokens": 1_000_000, "output_tokens": 1_000_000,
-                                       "cache_read_tokens": 1_000_000, "cache_write_tokens": 0})
+    cost = budget.settle(
+        reservation,
+        {
+            "input_tokens": 1_000_000,
+            "output_tokens": 1_000_000,
+            "cache_read_tokens": 1_000_000,
+            "cache_write_tokens": 0,
+        },
+    )
     assert cost == Decimal("0.825")  # 0.15 + 0.6 + 0.075
     row.refresh_from_db()
     assert (row.tokens, row.cost_usd, row.settled) == (3_000_000, Decimal("0.825"), True)
@@ -89,7 +119,9 @@ def test_unknown_model_is_priced_as_the_dearest(settings):
     assert not known
     assert prices == max(budget.PRICES.values(), key=lambda p: (p["output"], p["input"]))
     assert budget.price_for("us.anthropic.claude-3-5-haiku-20241022-v1:0") == (
-        budget.PRICES["anthropic.claude-3-5-haiku-20241022-v1:0"], True)
+        budget.PRICES["anthropic.claude-3-5-haiku-20241022-v1:0"],
+        True,
+    )
 
 
 def test_agent_prices_setting_extends_the_table(settings):
@@ -148,7 +180,12 @@ def test_with_no_cap_on_a_call_is_recorded_once_it_ends(user, settings):
     cost = budget.settle(reservation, {"input_tokens": 1_000_000, "output_tokens": 0})
     row = Spend.objects.get()
     assert (row.user, row.model_id, row.tokens, row.cost_usd, row.settled) == (
-        user, "gpt-4o-mini", 1_000_000, Decimal("0.15"), True)
+        user,
+        "gpt-4o-mini",
+        1_000_000,
+        Decimal("0.15"),
+        True,
+    )
     assert cost == Decimal("0.15")
     assert budget.meter(user) == {"minute": 0.0, "hour": 0.0, "month": 0.0, "global": 0.0}
 
@@ -198,8 +235,12 @@ def test_the_migration_backfills_the_day_totals_from_the_ledger(user):
 
     from django.apps import apps
 
-    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=2), cost_usd=Decimal("1.5"), settled=True)
-    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=2), cost_usd=Decimal("0.5"), settled=True)
+    Spend.objects.create(
+        user=user, created_at=timezone.now() - timedelta(days=2), cost_usd=Decimal("1.5"), settled=True
+    )
+    Spend.objects.create(
+        user=user, created_at=timezone.now() - timedelta(days=2), cost_usd=Decimal("0.5"), settled=True
+    )
     Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=60), cost_usd=Decimal("9"), settled=True)
     import_module("agent.migrations.0005_spend_day").backfill(apps, None)
     assert day_totals() == {(timezone.now() - timedelta(days=2)).date(): Decimal("2")}

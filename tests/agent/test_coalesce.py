@@ -47,14 +47,18 @@ def test_batches_resume_after_last_event_id(channel):
 
 
 def test_coalesced_json_bytes_equal_one_chunk_per_event():
-    items = [(i, name, payload) for i, (name, payload) in enumerate(EVENTS)] + [(None, "heartbeat", None),
-                                                                                 (6, "done", {"x": 1})]
+    items = [(i, name, payload) for i, (name, payload) in enumerate(EVENTS)] + [
+        (None, "heartbeat", None),
+        (6, "done", {"x": 1}),
+    ]
     one_each = list(_json_events(iter([[item] for item in items])))
     together = list(_json_events(iter([items])))
     assert len(one_each) == len(items) and len(together) == 1
     assert together[0] == b"".join(one_each)
-    assert one_each == [sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode(name, _json(payload), i)
-                        for i, name, payload in items]
+    assert one_each == [
+        sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode(name, _json(payload), i)
+        for i, name, payload in items
+    ]
 
 
 @pytest.mark.django_db

@@ -20,8 +20,11 @@ def history(chat, rounds):
     for i in range(rounds):
         add_message(chat, "user", [{"type": "text", "text": f"request {i} " + "x" * 200}])
         add_message(chat, "assistant", [{"type": "tool_use", "id": f"t{i}", "name": "look", "input": {"i": i}}])
-        add_message(chat, "tool", [{"type": "tool_result", "tool_use_id": f"t{i}", "name": "look",
-                                    "result": {"i": i}, "status": "ok"}])
+        add_message(
+            chat,
+            "tool",
+            [{"type": "tool_result", "tool_use_id": f"t{i}", "name": "look", "result": {"i": i}, "status": "ok"}],
+        )
         add_message(chat, "assistant", [{"type": "text", "text": f"answer {i}"}])
 
 
@@ -31,8 +34,16 @@ def pair(role, kind="text"):
 
 
 def test_cut_lands_on_a_user_message_never_between_a_call_and_its_result():
-    pairs = [pair("user"), pair("assistant", "tool_use"), pair("tool", "tool_result"), pair("assistant"),
-             pair("user"), pair("assistant", "tool_use"), pair("tool", "tool_result"), pair("assistant")]
+    pairs = [
+        pair("user"),
+        pair("assistant", "tool_use"),
+        pair("tool", "tool_result"),
+        pair("assistant"),
+        pair("user"),
+        pair("assistant", "tool_use"),
+        pair("tool", "tool_result"),
+        pair("assistant"),
+    ]
     assert cut_index(pairs, 4) == 4
     assert cut_index(pairs, 6) == 4  # never starts at a tool call or result: the next user message
     assert cut_index(pairs, 3) == 4  # no user message among the last 3: the latest one, whole turn kept
@@ -54,8 +65,9 @@ def test_long_transcript_sends_summary_and_recent_messages(api, chat, script, se
     assert len(sent["messages"]) <= 6
     assert sent["messages"][-1]["parts"][0]["text"] == "and now?"
     # The summary records the last message it covers; everything after it was sent verbatim.
-    after = Message.objects.filter(session=chat, position__gt=summary.up_to_position).exclude(role="assistant",
-                                                                                                 parts=None)
+    after = Message.objects.filter(session=chat, position__gt=summary.up_to_position).exclude(
+        role="assistant", parts=None
+    )
     assert len(sent["messages"]) == after.exclude(parts=None).count() - 1  # minus the empty assistant reply
     assert_transcript_valid(chat)
 

@@ -172,7 +172,8 @@ def test_followers_in_greenlets_get_every_event():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", GEVENT_FOLLOWERS], cwd=root, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", GEVENT_FOLLOWERS], cwd=root, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

@@ -46,8 +46,14 @@ def test_chat_cleanup_never_deletes_a_session_with_a_running_turn(user):
 def test_chat_cleanup_expires_stale_approvals(chat):
     turn = Turn.objects.create(session=chat)
     message = Message.objects.create(session=chat, role="assistant", position=0)
-    Approval.objects.create(session=chat, turn=turn, message=message, tool_use_id="t", tool_name="x",
-                            expires_at=timezone.now() - timedelta(minutes=1))
+    Approval.objects.create(
+        session=chat,
+        turn=turn,
+        message=message,
+        tool_use_id="t",
+        tool_name="x",
+        expires_at=timezone.now() - timedelta(minutes=1),
+    )
     call_command("chat_cleanup", "--older-than", "30")
     assert Approval.objects.get().status == "expired"
 
@@ -73,8 +79,15 @@ def test_signals_for_message_tool_and_error(api, chat, script):
     signals.agent_error.connect(handlers["error"])
     register("ping")(lambda session: {"pong": True})
     try:
-        script([[{"kind": "tool_use", "id": "p", "name": "ping", "input": {}}, {"kind": "done", "stop_reason": "tool_use"}],
-                [{"kind": "error", "retryable": False}]])
+        script(
+            [
+                [
+                    {"kind": "tool_use", "id": "p", "name": "ping", "input": {}},
+                    {"kind": "done", "stop_reason": "tool_use"},
+                ],
+                [{"kind": "error", "retryable": False}],
+            ]
+        )
         api.turn(chat, "hi")
     finally:
         unregister("ping")
@@ -93,5 +106,8 @@ def test_log_lines_carry_session_user_and_turn(api, chat, script, caplog):
         api.turn(chat, "hi")
     turn = Turn.objects.get(session=chat)
     record = next(r for r in caplog.records if r.name == "agent.loop")
-    assert (str(record.session_id), str(record.user_id), str(record.turn_id)) == (str(chat.pk), str(chat.user_id),
-                                                                                 str(turn.pk))
+    assert (str(record.session_id), str(record.user_id), str(record.turn_id)) == (
+        str(chat.pk),
+        str(chat.user_id),
+        str(turn.pk),
+    )

@@ -107,12 +107,21 @@ def test_follow_from_database_when_the_turn_runs_in_another_process(chat, script
     from agent.transcript import add_message
 
     turn, _ = turns.begin(chat, "hi")
-    add_message(chat, "assistant", [{"type": "text", "text": "Hello"},
-                                    {"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}], turn=turn)
-    add_message(chat, "tool", [{"type": "tool_result", "tool_use_id": "t1", "name": "x", "result": {"ok": 1},
-                                "status": "ok"}], turn=turn)
-    Turn.objects.filter(pk=turn.pk).update(status="done", terminal_event="done",
-                                           terminal_payload={"message_id": 1, "stop_reason": "end_turn", "usage": {}})
+    add_message(
+        chat,
+        "assistant",
+        [{"type": "text", "text": "Hello"}, {"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}],
+        turn=turn,
+    )
+    add_message(
+        chat,
+        "tool",
+        [{"type": "tool_result", "tool_use_id": "t1", "name": "x", "result": {"ok": 1}, "status": "ok"}],
+        turn=turn,
+    )
+    Turn.objects.filter(pk=turn.pk).update(
+        status="done", terminal_event="done", terminal_payload={"message_id": 1, "stop_reason": "end_turn", "usage": {}}
+    )
     running = Turn(pk=turn.pk, session=chat, status="running")
     items = list(follow_running(running))
     assert [(n, p) for _, n, p in items] == [
@@ -131,9 +140,16 @@ def follow_running(turn):
 
 @pytest.mark.django_db
 def test_html_flavour_ends_with_end_and_escapes_everything(api, chat, script):
-    script([[{"kind": "text", "text": "<script>alert(1)</script>\nevent: done\ndata: x"},
-             {"kind": "tool_use", "id": "c<1>", "name": "nope", "input": {"title": "<img src=x onerror=alert(1)>"}},
-             {"kind": "done", "stop_reason": "tool_use"}], [DONE]])
+    script(
+        [
+            [
+                {"kind": "text", "text": "<script>alert(1)</script>\nevent: done\ndata: x"},
+                {"kind": "tool_use", "id": "c<1>", "name": "nope", "input": {"title": "<img src=x onerror=alert(1)>"}},
+                {"kind": "done", "stop_reason": "tool_use"},
+            ],
+            [DONE],
+        ]
+    )
     url = api.send(chat, "hi").json()["stream_url"]
     body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
     names = [line[7:] for line in body.split("\n") if line.startswith("event: ")]

@@ -40,8 +40,13 @@ def test_within_a_turn_the_next_position_is_known_without_asking(chat, script):
 
 def test_a_session_object_kept_across_turns_asks_again_when_a_new_turn_starts(chat, script):
     """Another request (another worker) may have added messages since: each new lease re-reads the end."""
-    script([[{"kind": "text", "text": "one"}, DONE], [{"kind": "text", "text": "two"}, DONE],
-            [{"kind": "text", "text": "three"}, DONE]])
+    script(
+        [
+            [{"kind": "text", "text": "one"}, DONE],
+            [{"kind": "text", "text": "two"}, DONE],
+            [{"kind": "text", "text": "three"}, DONE],
+        ]
+    )
     first, _ = turns.begin(chat, "first")
     turns.execute(first)
 
@@ -51,8 +56,14 @@ def test_a_session_object_kept_across_turns_asks_again_when_a_new_turn_starts(ch
 
     third, _ = turns.begin(chat, "third")  # the first object again, its cached position now stale
     turns.execute(third)
-    assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "assistant"), (4, "user"),
-                               (5, "assistant")]
+    assert positions(chat) == [
+        (0, "user"),
+        (1, "assistant"),
+        (2, "user"),
+        (3, "assistant"),
+        (4, "user"),
+        (5, "assistant"),
+    ]
 
 
 def test_a_turn_runs_from_the_objects_its_request_loaded(chat, script):
@@ -61,8 +72,11 @@ def test_a_turn_runs_from_the_objects_its_request_loaded(chat, script):
     turn, _ = turns.begin(chat, "hello")
     with CaptureQueriesContext(connection) as ctx:
         turns.execute(turn)
-    loads = [q["sql"] for q in ctx.captured_queries
-             if q["sql"].startswith("SELECT") and ('FROM "agent_turn"' in q["sql"] or 'FROM "auth_user"' in q["sql"])]
+    loads = [
+        q["sql"]
+        for q in ctx.captured_queries
+        if q["sql"].startswith("SELECT") and ('FROM "agent_turn"' in q["sql"] or 'FROM "auth_user"' in q["sql"])
+    ]
     assert loads == []
     turn.refresh_from_db()
     assert turn.status == "done"
@@ -79,11 +93,18 @@ def test_the_second_call_of_a_round_trip_sees_what_a_fresh_read_gives(chat, scri
         return {"echo": x, "n": [1, 2], "_effects": [{"type": "x"}]}
 
     try:
-        script([[{"kind": "reasoning", "text": "hm", "signature": "sig"}, {"kind": "text", "text": "Let me."},
-                 {"kind": "tool_use", "id": "e1", "name": "echo", "input": {"x": "a"}},
-                 {"kind": "tool_use", "id": "e2", "name": "nope", "input": {}},
-                 {"kind": "done", "stop_reason": "tool_use"}],
-                [{"kind": "text", "text": "Done."}, DONE]])
+        script(
+            [
+                [
+                    {"kind": "reasoning", "text": "hm", "signature": "sig"},
+                    {"kind": "text", "text": "Let me."},
+                    {"kind": "tool_use", "id": "e1", "name": "echo", "input": {"x": "a"}},
+                    {"kind": "tool_use", "id": "e2", "name": "nope", "input": {}},
+                    {"kind": "done", "stop_reason": "tool_use"},
+                ],
+                [{"kind": "text", "text": "Done."}, DONE],
+            ]
+        )
         turn, _ = turns.begin(chat, "go")
         with CaptureQueriesContext(connection) as ctx:
             turns.execute(turn)

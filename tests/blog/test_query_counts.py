@@ -22,7 +22,10 @@ from tests.conftest import ApiClient
 pytestmark = pytest.mark.django_db
 
 DONE = {"kind": "done", "stop_reason": "end_turn"}
-LIST = [{"kind": "tool_use", "id": "t1", "name": "list_posts", "input": {}}, {"kind": "done", "stop_reason": "tool_use"}]
+LIST = [
+    {"kind": "tool_use", "id": "t1", "name": "list_posts", "input": {}},
+    {"kind": "done", "stop_reason": "tool_use"},
+]
 TEXT = [{"kind": "text", "text": "Here you are."}, DONE]
 
 # Rate limit and all budget caps on (the defaults), as a user runs it: each model call also keeps

@@ -41,8 +41,10 @@ class Command(BaseCommand):
         now = timezone.now()
         spend = _delete_in_batches(Spend.objects.filter(created_at__lt=now - MONTH), batch_size)
         rate = _delete_in_batches(RateEvent.objects.filter(created_at__lt=now - timedelta(minutes=5)), batch_size)
-        self.stdout.write(f"Deleted {deleted} sessions, expired {expired} approvals, pruned {spend} ledger rows "
-                          f"and {rate} rate-limit rows.")
+        self.stdout.write(
+            f"Deleted {deleted} sessions, expired {expired} approvals, pruned {spend} ledger rows "
+            f"and {rate} rate-limit rows."
+        )
 
 
 def _delete_in_batches(queryset, batch_size: int) -> int:

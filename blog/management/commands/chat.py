@@ -82,7 +82,9 @@ class Command(BaseCommand):
             case "reasoning":
                 return self._paint("reasoning", payload["text"])
             case "tool_use":
-                return self._paint("tool", f"\n  [{payload['name']} {json.dumps(payload['input'], ensure_ascii=False)}]")
+                return self._paint(
+                    "tool", f"\n  [{payload['name']} {json.dumps(payload['input'], ensure_ascii=False)}]"
+                )
             case "tool_result":
                 return self._paint("tool", f" → {payload['status']}\n")
             case "effects":

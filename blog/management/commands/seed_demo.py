@@ -30,19 +30,35 @@ class Command(BaseCommand):
             if not User.objects.filter(username="admin").exists():
                 User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
             blog, created = Blog.objects.get_or_create(
-                slug="field-notes", defaults={"title": "Field Notes", "owner": people["alice"]})
+                slug="field-notes", defaults={"title": "Field Notes", "owner": people["alice"]}
+            )
             for name, role, allowed in USERS:
-                Seat.objects.get_or_create(user=people[name], blog=blog,
-                                           defaults={"role": role, "may_use_assistant": allowed})
-            Consent.objects.get_or_create(user=people["alice"], blog=blog, client="",
-                                          defaults={"scopes": sorted(ROLE_SCOPES[Seat.OWNER])})
+                Seat.objects.get_or_create(
+                    user=people[name], blog=blog, defaults={"role": role, "may_use_assistant": allowed}
+                )
+            Consent.objects.get_or_create(
+                user=people["alice"], blog=blog, client="", defaults={"scopes": sorted(ROLE_SCOPES[Seat.OWNER])}
+            )
             if created:
-                Post.objects.create(blog=blog, author=people["alice"], title="Notes from the river", slug="notes-from-the-river",
-                                    body="The heron was back this morning.\n\n*More soon.*")
-                Post.objects.create(blog=blog, author=people["alice"], title="Welcome to Field Notes",
-                                    slug="welcome-to-field-notes", status=Post.PUBLISHED, published_at=timezone.now(),
-                                    body="# Welcome\n\nShort notes from long walks.")
-        self.stdout.write("Demo logins (password demo-pass-1234): alice (owner), bob (editor), carol (viewer), admin (staff)")
+                Post.objects.create(
+                    blog=blog,
+                    author=people["alice"],
+                    title="Notes from the river",
+                    slug="notes-from-the-river",
+                    body="The heron was back this morning.\n\n*More soon.*",
+                )
+                Post.objects.create(
+                    blog=blog,
+                    author=people["alice"],
+                    title="Welcome to Field Notes",
+                    slug="welcome-to-field-notes",
+                    status=Post.PUBLISHED,
+                    published_at=timezone.now(),
+                    body="# Welcome\n\nShort notes from long walks.",
+                )
+        self.stdout.write(
+            "Demo logins (password demo-pass-1234): alice (owner), bob (editor), carol (viewer), admin (staff)"
+        )
 
     def _user(self, User, name):
         user = User.objects.filter(username=name).first()

@@ -725,9 +725,13 @@ def test_any_split_of_a_body_yields_the_same_events(items, newline, data):
 def test_reasoning_models_get_max_completion_tokens():
     backend = OpenAIBackend(base_url="http://127.0.0.1:9/v1", api_key="k")
     try:
-        for model, key in [("o3", "max_completion_tokens"), ("gpt-5-mini", "max_completion_tokens"),
-                           ("openai/o4-mini", "max_completion_tokens"), ("gpt-4o-mini", "max_tokens"),
-                           ("qwen2.5:7b", "max_tokens")]:
+        for model, key in [
+            ("o3", "max_completion_tokens"),
+            ("gpt-5-mini", "max_completion_tokens"),
+            ("openai/o4-mini", "max_completion_tokens"),
+            ("gpt-4o-mini", "max_tokens"),
+            ("qwen2.5:7b", "max_tokens"),
+        ]:
             body = backend.request_body(system="", messages=[], tools=[], model=model, inference={"max_tokens": 99})
             assert body[key] == 99
             assert ({"max_tokens", "max_completion_tokens"} - {key}).isdisjoint(body)
