@@ -17,7 +17,7 @@ from agent.admission import gated
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
-from agent.models import Message, Session, Turn
+from agent.models import Message, Session, Turn, unique_row
 from agent.policy import get_policy
 from agent.transcript import part_to_neutral
 
@@ -59,15 +59,19 @@ def own_session(request: HttpRequest, session_id: Any) -> Session:
 
 def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     """The request user's own session, while the domain still lets them read it; else None."""
-    session = Session.objects.select_related(*with_session()).filter(pk=session_id, user=request.user).first()
-    if session is None or not get_policy().may_read(session):
+    session = unique_row(Session.objects.select_related(*with_session()).filter(pk=session_id, user=request.user))
+    if session is None:
         return None
-    return session
+    session.user = request.user  # the filter made sure; no need to load the user twice
+    return session if get_policy().may_read(session) else None
 
 
 def with_session(prefix: str = "") -> list[str]:
-    """`select_related` names that load a session (at `prefix`) with its user and what the policy checks."""
-    return [prefix + name for name in ("user", *get_policy().related)]
+    """`select_related` names that load a session (at `prefix`) with what the policy checks.
+
+    Not its user: a lookup filtered on the request's user sets `session.user = request.user`.
+    """
+    return [prefix + name for name in get_policy().related]
 
 
 def stream_url(session: Session, turn: Turn) -> str:
@@ -108,11 +112,13 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 @api_login_required
 def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     # The turn with its session in one query, under the same rules as `session_api`.
-    turn = (
-        Turn.objects.select_related("session", *with_session("session__"))
-        .filter(pk=turn_id, session_id=session_id, session__user=request.user)
-        .first()
+    turn = unique_row(
+        Turn.objects.select_related("session", *with_session("session__")).filter(
+            pk=turn_id, session_id=session_id, session__user=request.user
+        )
     )
+    if turn is not None:
+        turn.session.user = request.user
     if turn is None or not get_policy().may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.models import unique_row
 from blog.models import Blog, Consent, Seat
 
 READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
@@ -39,7 +40,7 @@ class Actor:
 def seat_of(user: Any, blog: Blog) -> Seat | None:
     if not getattr(user, "is_authenticated", False):
         return None
-    return Seat.objects.filter(user=user, blog=blog).first()
+    return unique_row(Seat.objects.filter(user=user, blog=blog))
 
 
 def person(user: Any, blog: Blog) -> Actor:
@@ -48,7 +49,7 @@ def person(user: Any, blog: Blog) -> Actor:
 
 
 def assistant_consent(user: Any, blog: Blog) -> Consent | None:
-    return Consent.objects.filter(user=user, blog=blog, client="", revoked_at__isnull=True).first()
+    return unique_row(Consent.objects.filter(user=user, blog=blog, client="", revoked_at__isnull=True))
 
 
 def assistant(user: Any, blog: Blog, chat_session: Any = None) -> Actor:
