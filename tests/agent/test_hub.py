@@ -177,3 +177,18 @@ def test_followers_in_greenlets_get_every_event():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_closed_channels_are_forgotten_after_lingering_and_open_ones_never(monkeypatch):
+    monkeypatch.setattr(hub, "LINGER_SECONDS", 0.0)
+    running = hub.open_channel("running-turn")
+    finished = hub.open_channel("finished-turn")
+    finished.close()
+    reopened = hub.open_channel("reopened-turn")
+    reopened.close()
+    again = hub.open_channel("reopened-turn")  # the same turn followed again: a new, open channel
+    time.sleep(0.01)
+    hub.open_channel("another-turn")  # each new channel forgets those past their linger
+    assert hub.get_channel("finished-turn") is None
+    assert hub.get_channel("running-turn") is running
+    assert hub.get_channel("reopened-turn") is again
