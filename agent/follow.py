@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,10 @@ def follow_batches(
     A follower that falls behind (a busy worker) then catches up in fewer, larger writes.
     """
     channel = hub.get_channel(str(turn.pk))
+    pending = channel.take_pending() if channel is not None else None
+    if pending is not None:
+        yield from _running(channel, pending, last_event_id)
+        return
     if channel is not None and not (channel.closed and channel.delivered):
         yield from _from_channel(channel, last_event_id, heartbeat)
         return
@@ -69,6 +74,35 @@ def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat
         if channel.closed and seen >= channel.count():
             channel.delivered = True
             return
+
+
+def _running(channel: hub.TurnChannel, turn: Turn, last_event_id: int | None) -> Iterator[list[Item]]:
+    """Run the turn in this stream's own greenlet, sending what it publishes as it goes.
+
+    Other streams follow it through the channel as usual. If this stream goes away (its
+    generator is closed), the turn carries on in a greenlet of its own. While the turn waits in
+    silence (the model's first token, a tool) this stream sends no heartbeat; the waits are
+    bounded by the model and tool timeouts, and a proxy that cuts the connection sooner only
+    makes the browser reconnect and follow the turn through the channel.
+    """
+    from agent import turns
+
+    context = contextvars.copy_context()  # the turn's own: it may go on in another greenlet
+    steps = turns.drive(turn)
+    seen = 0 if last_event_id is None else last_event_id + 1
+    done = False
+    try:
+        while not done:
+            done = context.run(next, steps, None) is None
+            events = channel.since(seen)
+            if events:
+                yield [(seen + offset, name, payload) for offset, (name, payload) in enumerate(events)]
+                seen += len(events)
+        channel.delivered = True
+    except GeneratorExit:
+        if not done:
+            turns.carry_on(context, steps)
+        raise
 
 
 def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:

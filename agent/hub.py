@@ -42,12 +42,18 @@ class TurnChannel:
         self.delivered = False  # a follower has read it to its end
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
+        self.pending: Any = None  # a Turn no one runs yet: the first stream of this process to come takes it
         self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
     def publish(self, name: str, payload: Any) -> None:
         self.payloads.append(payload)
         self.names.append(name)  # last: a follower reads up to len(names)
         self._wake()
+
+    def take_pending(self) -> Any:
+        """The turn waiting to be run, for the one caller that gets it (None for everyone else)."""
+        turn, self.pending = self.pending, None
+        return turn
 
     def count(self) -> int:
         """How many events it has (not `__len__`: an empty channel must stay truthy)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -64,8 +65,19 @@ def resume(session: Session) -> Turn:
     return claim(session)
 
 
+# How long a new turn waits, under gevent, for a stream of this worker to run it (`agent.follow`).
+ADOPT_SECONDS = 0.25
+
+
 def start(turn: Turn) -> None:
-    """Run the turn in its own greenlet (or thread), or inline when configured."""
+    """Run the turn in its own greenlet (or thread), or inline when configured.
+
+    Under gevent the stream that follows a new turn usually arrives on this worker within
+    milliseconds. It then runs the turn itself (`follow_batches`): one greenlet reads the model
+    and writes the response, instead of a turn greenlet that publishes and a stream greenlet that
+    wakes for every token (~19% less CPU per turn at a thousand streams, BENCHMARKS.md). A turn
+    no stream of this worker takes within `ADOPT_SECONDS` starts on its own, as before.
+    """
     mode = settings.AGENT_TURN_EXECUTOR
     channel = hub.open_channel(str(turn.pk))
     if mode == "inline":
@@ -76,9 +88,16 @@ def start(turn: Turn) -> None:
     if mode == "auto" and gevent_patched():
         import gevent
 
-        gevent.spawn(_in_background, turn)
+        channel.pending = turn
+        gevent.spawn_later(ADOPT_SECONDS, _unless_adopted, channel)
     else:
         threading.Thread(target=_in_background, args=(turn,), daemon=True).start()
+
+
+def _unless_adopted(channel: hub.TurnChannel) -> None:
+    turn = channel.take_pending()
+    if turn is not None:
+        _in_background(turn)
 
 
 def _in_background(turn: Turn | Any) -> None:
@@ -86,6 +105,28 @@ def _in_background(turn: Turn | Any) -> None:
         execute(turn)
     finally:
         connections.close_all()
+
+
+def carry_on(context: contextvars.Context, steps: Iterator[Any]) -> None:
+    """Run the rest of a turn whose stream went away (it was running the turn) in its own greenlet
+    or thread: a browser disconnect never ends a turn. `context` is the one the turn ran in, so its
+    context variables (log fields, the model call's context) reset where they were set."""
+
+    def rest() -> None:
+        try:
+            for _ in iter(lambda: context.run(next, steps, None), None):
+                pass
+        except Exception:
+            logger.exception("carrying on a turn after its stream went away failed")
+        finally:
+            connections.close_all()
+
+    if gevent_patched():
+        import gevent
+
+        gevent.spawn(rest)
+    else:
+        threading.Thread(target=rest, daemon=True).start()
 
 
 def execute(turn: Turn | Any) -> None:
