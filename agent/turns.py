@@ -65,10 +65,6 @@ def resume(session: Session) -> Turn:
     return claim(session)
 
 
-# How long a new turn waits, under gevent, for a stream of this worker to run it (`agent.follow`).
-ADOPT_SECONDS = 0.25
-
-
 def start(turn: Turn) -> None:
     """Run the turn in its own greenlet (or thread), or inline when configured.
 
@@ -76,7 +72,8 @@ def start(turn: Turn) -> None:
     milliseconds. It then runs the turn itself (`follow_batches`): one greenlet reads the model
     and writes the response, instead of a turn greenlet that publishes and a stream greenlet that
     wakes for every token (~19% less CPU per turn at a thousand streams, BENCHMARKS.md). A turn
-    no stream of this worker takes within `ADOPT_SECONDS` starts on its own, as before.
+    no stream of this worker takes within `AGENT_ADOPT_SECONDS` starts on its own, as does every
+    turn when that is 0.
     """
     mode = settings.AGENT_TURN_EXECUTOR
     channel = hub.open_channel(str(turn.pk))
@@ -88,8 +85,11 @@ def start(turn: Turn) -> None:
     if mode == "auto" and gevent_patched():
         import gevent
 
-        channel.pending = turn
-        gevent.spawn_later(ADOPT_SECONDS, _unless_adopted, channel)
+        if settings.AGENT_ADOPT_SECONDS > 0:
+            channel.pending = turn
+            gevent.spawn_later(settings.AGENT_ADOPT_SECONDS, _unless_adopted, channel)
+        else:
+            gevent.spawn(_in_background, turn)
     else:
         threading.Thread(target=_in_background, args=(turn,), daemon=True).start()
 

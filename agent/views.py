@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
+from django.utils.functional import empty
 from django.views.decorators.http import require_GET, require_POST
 
 from agent import approvals, intake, sse, turns
@@ -62,8 +63,16 @@ def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     session = unique_row(Session.objects.select_related(*with_session()).filter(pk=session_id, user=request.user))
     if session is None:
         return None
-    session.user = request.user  # the filter made sure; no need to load the user twice
+    session.user = request_user(request)  # the filter made sure; no need to load the user twice
     return session if get_policy().may_read(session) else None
+
+
+def request_user(request: HttpRequest) -> Any:
+    """The request's user itself, not auth's lazy wrapper around it: a session handed to a turn
+    keeps its user for the whole turn, and the wrapper would keep the whole request alive too."""
+    user = request.user
+    wrapped = getattr(user, "_wrapped", empty)
+    return user if wrapped is empty else wrapped
 
 
 def with_session(prefix: str = "") -> list[str]:
@@ -118,7 +127,7 @@ def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
         )
     )
     if turn is not None:
-        turn.session.user = request.user
+        turn.session.user = request_user(request)
     if turn is None or not get_policy().may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))

@@ -222,6 +222,9 @@ AGENT_TURN_EXECUTOR = os.environ.get("AGENT_TURN_EXECUTOR", "auto")
 # so running answers keep their pace under a burst of new messages (agent/admission.py); 0 = off.
 AGENT_ADMISSION_LAG_MS = env_float("AGENT_ADMISSION_LAG_MS", 20.0)
 AGENT_ADMISSION_MAX_WAIT_SECONDS = env_float("AGENT_ADMISSION_MAX_WAIT_SECONDS", 60.0)
+# Under gevent, how long a new turn waits for a stream of its worker to run it (one greenlet per
+# stream, agent/turns.py); 0 = each turn runs in a greenlet of its own and streams only follow it.
+AGENT_ADOPT_SECONDS = env_float("AGENT_ADOPT_SECONDS", 0.25)
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
 try:
     AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")

@@ -4,14 +4,13 @@ and hands the rest to a greenlet (here a thread) of its own if it goes away."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connections
 
 from agent import hub, turns
 from agent.follow import follow_batches
-from agent.models import Message, Turn
+from agent.models import Message
 
 DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
 
@@ -54,13 +53,73 @@ def test_a_stream_that_goes_away_leaves_the_turn_running_to_its_end(chat, script
     turn, channel = waiting_turn(chat)
     stream = follow_batches(turn)
     next(stream), next(stream)
+    before = set(threading.enumerate())
     stream.close()  # the browser went away after two tokens
-    deadline = time.monotonic() + 20
-    while not Turn.objects.filter(pk=turn.pk, status="done").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    for carrying_on in set(threading.enumerate()) - before:
+        carrying_on.join(20)
     turn.refresh_from_db()
     assert turn.status == "done" and turn.terminal_payload["stop_reason"] == "end_turn"
     text = Message.objects.get(session=chat, role="assistant").parts.get().text
     assert text == "".join(f"w{i} " for i in range(50))
     assert [n for n in channel.names].count("token") == 50
     connections.close_all()
+
+
+@pytest.fixture
+def under_gevent(monkeypatch, settings):
+    """`turns.start` as under gunicorn's gevent worker, with gevent's spawns recorded instead of run."""
+    import gevent
+
+    settings.AGENT_TURN_EXECUTOR = "auto"
+    calls = []
+    monkeypatch.setattr(turns, "gevent_patched", lambda: True)
+    monkeypatch.setattr(turns.watch, "ensure_running", lambda: None)
+    monkeypatch.setattr(gevent, "spawn", lambda *a: calls.append(("spawn", *a)))
+    monkeypatch.setattr(gevent, "spawn_later", lambda *a: calls.append(("spawn_later", *a)))
+    return calls
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_turn_waits_for_its_stream_then_runs_on_its_own(chat, script, settings, under_gevent):
+    script([words(2) + [DONE]])
+    settings.AGENT_ADOPT_SECONDS = 0.25
+    turn, _ = turns.begin(chat, "hi")
+    turns.start(turn)
+    channel = hub.get_channel(str(turn.pk))
+    assert channel.pending is turn
+    assert under_gevent == [("spawn_later", 0.25, turns._unless_adopted, channel)]
+    runner = threading.Thread(target=turns._unless_adopted, args=(channel,))  # as the greenlet would
+    runner.start()  # no stream came: it runs on its own
+    runner.join(20)
+    turn.refresh_from_db()
+    assert turn.status == "done" and channel.pending is None
+    turns._unless_adopted(channel)  # and only once
+    assert Message.objects.filter(session=chat, role="assistant").count() == 1
+    connections.close_all()
+
+
+@pytest.mark.django_db
+def test_with_adoption_off_every_turn_runs_in_a_greenlet_of_its_own(chat, settings, under_gevent):
+    settings.AGENT_ADOPT_SECONDS = 0
+    turn, _ = turns.begin(chat, "hi")
+    turns.start(turn)
+    channel = hub.get_channel(str(turn.pk))
+    assert channel.pending is None
+    assert under_gevent == [("spawn", turns._in_background, turn)]
+    channel.close()  # the recorded spawn never runs it: leave no turn "running" for the process watcher
+
+
+def test_a_session_handed_to_a_turn_keeps_the_user_not_the_request(rf, django_user_model):
+    """Auth's lazy `request.user` closes over the request; a turn holds its session's user for
+    seconds, and must not keep the whole request alive with it."""
+    from django.utils.functional import SimpleLazyObject
+
+    from agent.views import request_user
+
+    user = django_user_model(username="ann")
+    request = rf.get("/")
+    request.user = SimpleLazyObject(lambda: user)
+    assert request_user(request) is request.user  # not evaluated yet: the wrapper, never its sentinel
+    assert request.user.username == "ann"
+    assert request_user(request) is user
+    assert type(request_user(request)) is django_user_model
