@@ -10,7 +10,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from agent import hub
+from agent import hub, turns
 from agent.models import Message, Turn
 from agent.transcript import part_to_neutral, release_connection
 
@@ -85,8 +85,6 @@ def _running(channel: hub.TurnChannel, turn: Turn, last_event_id: int | None) ->
     bounded by the model and tool timeouts, and a proxy that cuts the connection sooner only
     makes the browser reconnect and follow the turn through the channel.
     """
-    from agent import turns
-
     context = contextvars.copy_context()  # the turn's own: it may go on in another greenlet
     steps = turns.drive(turn)
     seen = 0 if last_event_id is None else last_event_id + 1
