@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent.exceptions import BackendError
@@ -71,3 +71,16 @@ class Backend:
     def check(self) -> list[str]:
         """Configuration problems, each one clear sentence (used by `manage.py check`)."""
         return []
+
+    def _wire_limits(
+        self,
+        first_event_timeout: float | None,
+        event_timeout: float | None,
+        retries: int | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        """What every network adapter waits for and retries: its arguments, else the settings."""
+        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0))
+        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS", 60.0))
+        self.retries = int(setting(retries, "AGENT_RETRIES", 2))
+        self._sleep = sleep

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent.backends.base import Backend, Event, setting
+from agent.backends.base import Backend, Event
 from agent.backends.bedrock.errors import _map_api_errors
 from agent.backends.bedrock.request import build_request
 from agent.backends.bedrock.translate import _Translator
@@ -52,10 +52,7 @@ class BedrockBackend(Backend):
     ) -> None:
         self.region = region if region is not None else (getattr(settings, "AWS_REGION", "") or None)
         self.endpoint_url = endpoint_url
-        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0))
-        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS", 60.0))
-        self.retries = int(setting(retries, "AGENT_RETRIES", 2))
-        self._sleep = sleep
+        self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self._client: Any = None
         self._lock = threading.Lock()
 

@@ -51,11 +51,8 @@ class OpenAIBackend(Backend):
     ) -> None:
         self.base_url = str(setting(base_url, "OPENAI_BASE_URL")).rstrip("/")
         self.api_key = str(setting(api_key, "OPENAI_API_KEY") or "")
-        self.first_event_timeout = float(setting(first_event_timeout, "AGENT_FIRST_EVENT_TIMEOUT_SECONDS"))
-        self.event_timeout = float(setting(event_timeout, "AGENT_EVENT_TIMEOUT_SECONDS"))
-        self.retries = int(setting(retries, "AGENT_RETRIES"))
+        self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
-        self._sleep = sleep
         self._clock = time.monotonic
         read = max(self.first_event_timeout, self.event_timeout)
         self._client = httpx.Client(
