@@ -100,13 +100,17 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
         conn_max_age=0,
+        # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
+        # (Django passes psycopg_pool's check_connection only when health checks are on).
+        conn_health_checks=True,
     )
 }
 DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE:
     # Under gevent every greenlet would open its own connection; a pool caps them (a turn holds
     # one only for a short write, never while it waits on a model).
-    # Django's pool checks each connection as it hands it out, so one dropped by a restart is replaced.
+    # The pool checks each connection as it hands it out (CONN_HEALTH_CHECKS above), so one dropped by a
+    # restart or pg_terminate_backend while idle in the pool is replaced, not handed to a request.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_MAX_SIZE,

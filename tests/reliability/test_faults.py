@@ -416,14 +416,12 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     assert accepted.status_code == 202
     stop = threading.Event()
 
+    kill = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+
     def terminate_backends():
         with pg_connect(app.database.url, "postgres") as admin:
             while not stop.is_set():
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = %s AND pid <> pg_backend_pid()",
-                    (app.database.pg_name,),
-                )
+                admin.execute(kill, (app.database.pg_name,))
                 time.sleep(0.03)
 
     def hold_sqlite_lock():
@@ -440,6 +438,16 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     finally:
         stop.set()
         worker.join()
+    if app.database.postgres:
+        # Once the turn is over, kill every connection again: those idle in the worker's pool die there, and
+        # the next request (the stream below) must be handed a live one, not a 500.
+        turn_id = accepted.json()["stream_url"].rstrip("/").split("/")[-2]
+        assert wait_for(
+            lambda: app.database.scalar("SELECT status FROM agent_turn WHERE id = %s", (turn_id,)) != "running",
+            timeout=20,
+        ), "the turn never finished"
+        with pg_connect(app.database.url, "postgres") as admin:
+            assert admin.execute(kill, (app.database.pg_name,)).fetchall(), "no connection of the app to kill"
     # pg_terminate_backend only signals: the last victims die a moment later. Read once they are gone.
     time.sleep(0.5)
     raw = alice.read_stream(accepted.json()["stream_url"])
