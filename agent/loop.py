@@ -56,7 +56,8 @@ def run_agent(
     backend = get_backend()
     model = model_for(backend)
     forget_loaded(session)  # read the transcript afresh once per run (context.build)
-    calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
+    # Counted only for backends that read it (the fake, the demo): a real provider's turn skips the query.
+    calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count() if backend.uses_call_index else None
     total = zero_usage()
     last_id: int | None = None
     if turn is None or turn.user_message_id is None:
@@ -73,7 +74,8 @@ def run_agent(
                 {"code": "budget_exceeded", "message": exc.message, "retry_after_seconds": exc.retry_after_seconds},
             )
             return
-        calls += 1
+        if calls is not None:
+            calls += 1
         if failure:
             call.tool_uses, call.stop_reason = [], "error"
         message = _persist(session, turn, call, backend.name, model, call.cost, specs)
@@ -107,7 +109,7 @@ def _call_model(
     specs: list[dict[str, Any]],
     call: _Call,
     should_stop: Callable[[], bool],
-    index: int,
+    index: int | None,
 ) -> Iterator[Event]:
     """One model call, budgeted; a context-too-long refusal before any output gets one summarise-and-retry.
 

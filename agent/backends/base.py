@@ -26,9 +26,13 @@ Event = dict[str, Any]
 
 
 class CallContext:
-    """Which call of which session is being made; read by backends that need it (the fake)."""
+    """Which call of which session is being made; read by backends that need it (the fake, the demo).
 
-    def __init__(self, session_id: str, call_index: int, purpose: str = "chat") -> None:
+    `call_index` (the session's model calls before this one) is counted only for a backend whose
+    `uses_call_index` is true; for the others it is None and the count's query is never made.
+    """
+
+    def __init__(self, session_id: str, call_index: int | None, purpose: str = "chat") -> None:
         self.session_id = session_id
         self.call_index = call_index
         self.purpose = purpose  # "chat", or "summary" for a call that condenses older messages
@@ -55,6 +59,7 @@ class Backend:
 
     name = "base"
     default_model = ""
+    uses_call_index = False  # True: reads CallContext.call_index, which costs a COUNT per turn
 
     def stream(
         self,

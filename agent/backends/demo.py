@@ -65,6 +65,7 @@ def _text_of(message: dict[str, Any]) -> str:
 
 class DemoBackend(Backend):
     name = "demo"
+    uses_call_index = True  # its tool-call ids name the call's place in the session
     default_model = "demo"
 
     def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:

@@ -23,6 +23,7 @@ class FakeBackend(Backend):
     """Replays `calls[k]` for the k-th model call of a session; no network, same answers in every process."""
 
     name = "fake"
+    uses_call_index = True  # picks the scripted call by its place in the session
     default_model = "fake"
 
     def __init__(self, script: dict[str, Any] | None = None, *, sleep: Any = time.sleep) -> None:
@@ -52,7 +53,11 @@ class FakeBackend(Backend):
         ctx = call_context.get()
         if ctx is not None and ctx.purpose == "summary":
             return self._replay(summary_events(messages))
-        index = ctx.call_index if ctx else sum(1 for m in messages if m["role"] == "assistant")
+        index = (
+            ctx.call_index
+            if ctx and ctx.call_index is not None
+            else sum(1 for m in messages if m["role"] == "assistant")
+        )
         calls = self.script().get("calls", [])
         events = calls[index] if index < len(calls) else END_OF_SCRIPT
         return self._replay(events)

@@ -113,3 +113,22 @@ def test_the_second_call_of_a_round_trip_sees_what_a_fresh_read_gives(chat, scri
         assert sum('FROM "agent_contextsummary"' in q["sql"] for q in ctx.captured_queries) == 1
     finally:
         unregister("echo")
+
+
+def _counts_of_messages(queries):
+    return [q["sql"] for q in queries if "COUNT(" in q["sql"].upper() and 'FROM "agent_message"' in q["sql"]]
+
+
+@pytest.mark.parametrize("uses_call_index", [True, False])
+def test_only_a_backend_that_reads_the_call_index_pays_for_counting_it(chat, script, monkeypatch, uses_call_index):
+    """The fake and the demo pick their reply by the call's place in the session; a real provider's
+    turn does not count the session's model calls at all."""
+    from agent.backends.fake import FakeBackend
+
+    monkeypatch.setattr(FakeBackend, "uses_call_index", uses_call_index)
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    turn, _ = turns.begin(chat, "hello")
+    with CaptureQueriesContext(connection) as ctx:
+        turns.execute(turn)
+    assert len(_counts_of_messages(ctx.captured_queries)) == (1 if uses_call_index else 0)
+    assert positions(chat) == [(0, "user"), (1, "assistant")]
