@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.functional import empty
 from django.views.decorators.http import require_GET, require_POST
 
-from agent import approvals, intake, sse, turns
+from agent import approvals, hub, intake, sse, turns
 from agent.admission import gated
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
@@ -120,20 +120,34 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @api_login_required
 def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
-    # The turn with its session in one query, under the same rules as `session_api`.
-    turn = unique_row(
-        Turn.objects.select_related("session", *with_session("session__")).filter(
-            pk=turn_id, session_id=session_id, session__user=request.user
+    turn = _handed_over(request, session_id, turn_id)
+    if turn is None:
+        # The turn with its session in one query, under the same rules as `session_api`.
+        turn = unique_row(
+            Turn.objects.select_related("session", *with_session("session__")).filter(
+                pk=turn_id, session_id=session_id, session__user=request.user
+            )
         )
-    )
-    if turn is not None:
-        turn.session.user = request_user(request)
+        if turn is not None:
+            turn.session.user = request_user(request)
     if turn is None or not get_policy().may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))
     if request.GET.get("flavour") == "html":
         return event_stream(_html_events(batches, turn))
     return event_stream(_json_events(batches))
+
+
+def _handed_over(request: HttpRequest, session_id: Any, turn_id: Any) -> Turn | None:
+    """The turn this worker accepted a moment ago and no stream runs yet, if it is this chat's and
+    this user's: the lookup's own rules (a turn's chat and a chat's user never change) without its
+    query of four tables. The policy's check below is made afresh, as for any other stream."""
+    channel = hub.get_channel(str(turn_id))
+    turn = channel.pending if channel is not None else None
+    if turn is None or str(turn.session_id) != str(session_id) or turn.session.user_id != request.user.pk:
+        return None
+    get_policy().forget_checks(turn.session)  # the accepting request's checks are not this one's
+    return turn
 
 
 def _last_event_id(request: HttpRequest) -> int | None:

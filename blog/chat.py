@@ -79,6 +79,9 @@ class BlogChatPolicy(SessionPolicy):
         """A chat about a blog is readable only while its user is still a member of that blog."""
         return blog_of(session) is None or _member_seat(session) is not None
 
+    def forget_checks(self, session: Session) -> None:
+        session.__dict__.pop("_member_seat", None)  # the blog link never changes: `_linked_blog` stays
+
 
 def start_session(user: Any, blog: Blog) -> Session:
     prompt = SYSTEM_PROMPT.format(title=blog.title, username=user.get_username())

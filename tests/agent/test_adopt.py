@@ -123,3 +123,45 @@ def test_a_session_handed_to_a_turn_keeps_the_user_not_the_request(rf, django_us
     assert request.user.username == "ann"
     assert request_user(request) is user
     assert type(request_user(request)) is django_user_model
+
+
+def _turn_lookups(queries):
+    return [q["sql"] for q in queries if q["sql"].startswith("SELECT") and 'FROM "agent_turn"' in q["sql"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_stream_that_takes_over_a_new_turn_does_not_load_it_again(api, chat, script, settings, under_gevent):
+    """The POST left the turn, its chat and user in this worker's channel: the stream that follows
+    checks them against the request instead of loading them again."""
+    from django.test.utils import CaptureQueriesContext
+
+    script([words(2) + [DONE]])
+    settings.AGENT_ADOPT_SECONDS = 0.25
+    accepted = api.send(chat, "hi")
+    assert accepted.status_code == 202
+    with CaptureQueriesContext(connections["default"]) as ctx:
+        events = api.events(accepted.json()["stream_url"])
+    assert [name for name, _ in events] == ["token", "token", "done"]
+    assert _turn_lookups(ctx.captured_queries) == []
+    connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_users_stream_request_for_a_new_turn_finds_nothing(
+    api, chat, other_user, script, settings, under_gevent
+):
+    from tests.conftest import ApiClient
+
+    script([words(2) + [DONE]])
+    settings.AGENT_ADOPT_SECONDS = 0.25
+    accepted = api.send(chat, "hi")
+    url = accepted.json()["stream_url"]
+    channel = hub.get_channel(url.rstrip("/").split("/")[-2])
+    intruder = ApiClient(other_user)
+    response = intruder.get(url)
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    elsewhere = url.replace(str(chat.pk), "00000000-0000-4000-8000-000000000000")
+    assert api.get(elsewhere).status_code == 404  # the right user, the wrong chat
+    assert channel.pending is not None  # still waiting for its own stream
+    assert [name for name, _ in api.events(url)] == ["token", "token", "done"]
+    connections.close_all()
