@@ -53,6 +53,24 @@ def _machine() -> str:
     )
 
 
+def _speed(row: dict | None) -> list[str]:
+    if row is None:
+        return []
+    return [
+        f"**Host speed**: the reference workload (`python -m bench.calibrate`) took "
+        f"{row['reference_cpu_ms_start']:.0f} ms of CPU on the server's core at the start of this run and "
+        f"{row['reference_cpu_ms_end']:.0f} ms at its end"
+        + (
+            f"; the hypervisor took {row['server_core_steal_pct']:.1f}% of that core's time over the run (steal)"
+            if row.get("server_core_steal_pct") is not None
+            else ""
+        )
+        + ". A run on a host where the workload takes twice as long shows about twice the CPU per turn "
+        "and per token for the same code.",
+        "",
+    ]
+
+
 def _f(x, nd=1):
     if x is None:
         return "–"
@@ -78,6 +96,7 @@ def write_report(
         "",
         f"**Machine**: {_machine()}",
         "",
+        *_speed(next((r for r in lines if r["scenario"] == "machine"), None)),
         "## How to run",
         "",
         "```sh",

@@ -343,6 +343,7 @@ def main() -> None:
     env = server_env(f"sqlite:///{db_file}", script, BENCH_TOKENS=str(args.tokens), BENCH_DELAY_MS=str(args.delay_ms))
     migrate(env)
     lines: list[dict] = []
+    speed_at_start, cpu_at_start = calibrate(env), core_times()
 
     if "streams" in wanted:
         for n in levels:
@@ -371,6 +372,15 @@ def main() -> None:
             lines,
         )
 
+    emit(
+        {
+            "scenario": "machine",
+            "reference_cpu_ms_start": speed_at_start,
+            "reference_cpu_ms_end": calibrate(env),
+            "server_core_steal_pct": steal_pct(cpu_at_start, core_times()),
+        },
+        lines,
+    )
     summary = summarize(lines, levels)
     emit({"scenario": "summary", **summary}, lines)
     minutes = (time.time() - started) / 60
@@ -379,6 +389,31 @@ def main() -> None:
 
     write_report(out, lines, summary, args, levels, started, minutes)
     print(f"wrote {out}", file=sys.stderr)
+
+
+def calibrate(env: dict) -> float:
+    """The host's speed now, on the server's core (bench/calibrate.py)."""
+    out = run_quiet(taskset(SERVER_CPU) + [PY, "-m", "bench.calibrate"], env, 120)
+    return json.loads(out.splitlines()[-1])["reference_cpu_ms"]
+
+
+def core_times(core: str = SERVER_CPU) -> list[int]:
+    """The server core's jiffies by kind from /proc/stat (user, nice, system, idle, iowait, irq, softirq, steal)."""
+    try:
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith(f"cpu{core} "):
+                return [int(x) for x in line.split()[1:9]]
+    except OSError:
+        pass
+    return []
+
+
+def steal_pct(before: list[int], after: list[int]) -> float | None:
+    """Of the server core's time over the run, the share the hypervisor gave to other guests."""
+    if len(before) < 8 or len(after) < 8:
+        return None
+    spent = [b - a for a, b in zip(before, after, strict=True)]
+    return round(100 * spent[7] / sum(spent), 1) if sum(spent) else None
 
 
 def pg_run(args, script: Path) -> dict:
