@@ -39,6 +39,8 @@ class Turn(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    # Stored when the turn ends (one write fewer at its start); the message's own `turn` links them
+    # from the moment it is written, also for a turn whose worker died.
     user_message = models.ForeignKey("Message", null=True, on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(max_length=10, choices=STATUSES, default=RUNNING)
     stop_requested = models.BooleanField(default=False)

@@ -55,8 +55,7 @@ def begin(session: Session, text: str) -> tuple[Turn, Message]:
     turn = claim(session)
     approvals.settle(session, turn)
     message = add_message(session, Message.USER, [{"type": "text", "text": text}], turn=turn)
-    Turn.objects.filter(pk=turn.pk).update(user_message=message)
-    turn.user_message = message
+    turn.user_message = message  # stored with the turn's end (`_finish`); the message names its turn now
     return turn, message
 
 
@@ -189,9 +188,10 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
         status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
     else:
         status = {"error": Turn.ERROR, "confirm": Turn.PAUSED}.get(name, Turn.DONE)
-    Turn.objects.filter(pk=turn.pk).update(
-        status=status, terminal_event=name, terminal_payload=payload, finished_at=timezone.now()
-    )
+    ended = {"status": status, "terminal_event": name, "terminal_payload": payload, "finished_at": timezone.now()}
+    if turn.user_message_id is not None:
+        ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
+    Turn.objects.filter(pk=turn.pk).update(**ended)
     Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)
 
 

@@ -132,3 +132,16 @@ def test_only_a_backend_that_reads_the_call_index_pays_for_counting_it(chat, scr
         turns.execute(turn)
     assert len(_counts_of_messages(ctx.captured_queries)) == (1 if uses_call_index else 0)
     assert positions(chat) == [(0, "user"), (1, "assistant")]
+
+
+def test_a_turn_stores_its_user_message_with_its_end_not_with_an_update_at_its_start(chat, script):
+    from agent.models import Turn
+
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    with CaptureQueriesContext(connection) as ctx:
+        turn, message = turns.begin(chat, "hello")
+    assert not [q["sql"] for q in ctx.captured_queries if q["sql"].startswith('UPDATE "agent_turn"')]
+    assert message.turn_id == turn.pk  # the message names its turn from the start
+    turns.execute(turn)
+    stored = Turn.objects.get(pk=turn.pk)
+    assert stored.user_message_id == message.pk and stored.status == "done"
