@@ -1,0 +1,181 @@
+"""What one turn costs the worker, without the network: for A/B of a change on a noisy host.
+
+    python -m bench.turncost                  # CPU ms per turn (POST + stream), SQL statements per turn
+    python -m bench.turncost --callgrind      # instructions per turn, counted by valgrind
+
+The worker's WSGI application is called directly, under gevent as in gunicorn's worker: POST a
+message, then GET its stream to `done` (the stream takes the turn over, as on the real server).
+The fake backend answers each turn with `--tokens` tokens and no pacing, so a turn's cost is
+almost all its start. SQLite, production settings, budgets and rate limit off (as `make bench`).
+
+CPU time on a shared host spreads widely from run to run (28-38 ms per turn for the same code in
+one hour, bench/FINDINGS.md). `--callgrind` counts instructions instead: it runs the loop under
+valgrind with `--turns` and with twice as many sessions and divides the difference of the two
+totals by the extra turns, so start-up and warm-up cancel out (~1% between runs of one commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.common import RESULTS, ROOT, server_env, write_script
+
+WARM = 20  # turns before measuring: imports, URL resolvers, first connections
+
+
+def _env(tokens: int) -> dict[str, str]:
+    return server_env(f"sqlite:///{RESULTS / 'turncost.sqlite3'}", write_script(tokens, 0))
+
+
+def prepare(tokens: int, sessions: int) -> Path:
+    """The database (migrated once) and `sessions` fresh chats, each with its user signed in."""
+    from bench import run as R
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    env = _env(tokens)
+    if not (RESULTS / "turncost.sqlite3").exists():
+        R.migrate(env)
+    return R.setup_sessions(env, sessions, "turncost")
+
+
+def measure(manifest: Path, tokens: int) -> dict:
+    """Run every chat of `manifest` through one turn in this process (patched by gevent before
+    anything was imported: `_measuring`); the first WARM are not counted."""
+    os.environ.update(_env(tokens))
+    import gc
+    import io
+
+    import django
+
+    django.setup()
+    gc.set_threshold(10_000, 20, 20)  # as config/gunicorn.conf.py
+    gc.freeze()
+    from django.core.wsgi import get_wsgi_application
+    from django.db import connection
+
+    app = get_wsgi_application()
+
+    def call(method: str, path: str, headers: dict, body: bytes = b"") -> tuple[str, bytes]:
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": "",
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "8000",
+            "HTTP_HOST": "127.0.0.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "CONTENT_LENGTH": str(len(body)),
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.url_scheme": "http",
+            "wsgi.version": (1, 0),
+            "wsgi.multithread": False,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+            **headers,
+        }
+        status: list[str] = []
+        out = app(environ, lambda s, h, e=None: status.append(s))
+        try:
+            return status[0], b"".join(out)
+        finally:
+            out.close()
+
+    def turn(row: dict) -> None:
+        body = json.dumps({"text": "Write me something."}).encode()
+        headers = {"CONTENT_TYPE": "application/json", "HTTP_COOKIE": row["cookie"], "HTTP_X_CSRFTOKEN": row["csrf"]}
+        status, out = call("POST", f"/api/agent/sessions/{row['session']}/messages", headers, body)
+        assert status.startswith("202"), (status, out[:300])
+        status, out = call("GET", json.loads(out)["stream_url"], {"HTTP_COOKIE": row["cookie"]})
+        assert status.startswith("200") and b"event: done" in out, (status, out[-300:])
+
+    rows = json.loads(manifest.read_text())
+    if len(rows) <= WARM + 1:
+        raise SystemExit(f"need more than {WARM + 1} sessions")
+    for row in rows[:WARM]:
+        turn(row)
+    queries: list[str] = []
+
+    def count(execute, sql, params, many, context):  # every statement, whatever resets queries_log
+        queries.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        turn(rows[WARM])
+    started = time.process_time()
+    for row in rows[WARM + 1 :]:
+        turn(row)
+    measured = len(rows) - WARM - 1
+    return {
+        "turns": measured,
+        "cpu_ms_per_turn": round(1000 * (time.process_time() - started) / measured, 2),
+        "statements_per_turn": len(queries),  # through cursors: BEGIN and COMMIT not counted
+    }
+
+
+def _measuring(manifest: Path, tokens: int) -> list[str]:
+    """The command of one in-process run: gevent patches the process first, as gunicorn's worker does."""
+    entry = "from gevent import monkey; monkey.patch_all(); from bench.turncost import main; main()"
+    return [sys.executable, "-c", entry, "--measure", str(manifest), "--tokens", str(tokens)]
+
+
+def instructions(turns: int, tokens: int) -> dict:
+    """Instructions per turn: valgrind runs of `turns` and `2 * turns` measured turns, differenced."""
+    if not shutil.which("valgrind"):
+        raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
+    totals = []
+    for n in (turns, 2 * turns):
+        manifest = prepare(tokens, WARM + 1 + n)
+        out = RESULTS / f"turncost.callgrind.{n}"
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *_measuring(manifest, tokens)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
+        found = re.search(r"Collected : (\d+)", run.stderr)
+        if run.returncode or not found:
+            raise SystemExit(f"valgrind run failed:\n{run.stderr[-2000:]}")
+        totals.append(int(found.group(1)))
+        out.unlink(missing_ok=True)
+    return {"turns": turns, "instructions_per_turn": (totals[1] - totals[0]) // turns}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=300, help="measured turns (callgrind: 30 and 60 by default)")
+    ap.add_argument("--tokens", type=int, default=2, help="tokens per answer (default 2: the cost of a start)")
+    ap.add_argument("--callgrind", action="store_true", help="count instructions with valgrind instead of CPU time")
+    ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # one in-process run over a prepared manifest
+    args = ap.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.tokens)))
+    elif args.callgrind:
+        turns = args.turns if args.turns != ap.get_default("turns") else 30
+        print(json.dumps(instructions(turns, args.tokens)))
+    else:
+        manifest = prepare(args.tokens, WARM + 1 + args.turns)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        out = subprocess.run(
+            _measuring(manifest, args.tokens),
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        print(out.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()
