@@ -28,6 +28,9 @@ def needs_approval(name: str) -> bool:
 
 
 def create(session: Session, turn: Turn | None, message: Message, tool_uses: list[dict[str, Any]]) -> list[Approval]:
+    # Flagged first: a crash between the two leaves a flag with nothing open, which costs one query later.
+    Session.objects.filter(pk=session.pk).update(awaiting_people=True)
+    session.awaiting_people, session.approvals_settled = True, False
     expires = timezone.now() + timedelta(seconds=settings.AGENT_APPROVAL_TTL_SECONDS)
     return [
         Approval.objects.create(
@@ -85,9 +88,15 @@ def open_approvals(session: Session) -> list[Approval]:
 
 
 def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
-    """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events."""
+    """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events.
+
+    No query when the turn's lease was taken while nothing waited for a person (`claim`).
+    """
+    if getattr(session, "approvals_settled", False):
+        return []
     pending = open_approvals(session)
     if not pending:
+        _settled(session)
         return []
     results, effects, events = [], [], []
     for approval in pending:
@@ -120,9 +129,17 @@ def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
     Approval.objects.filter(pk__in=[a.pk for a in pending], status=Approval.PENDING).update(
         status=Approval.EXPIRED, decided_at=now
     )
+    _settled(session)
     if effects:
         events.append(("effects", effects))
     return events
+
+
+def _settled(session: Session) -> None:
+    """Nothing waits for a person any more (called under the turn's lease, after the approvals are
+    resolved). Written whatever this session object says: it may have been loaded before the flag was set."""
+    Session.objects.filter(pk=session.pk, awaiting_people=True).update(awaiting_people=False)
+    session.awaiting_people, session.approvals_settled = False, True
 
 
 def expire_stale(before: Any = None) -> int:

@@ -23,6 +23,9 @@ class Session(models.Model):
     # The turn lease: one turn at a time, across workers and hosts.
     turn = models.ForeignKey("Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     lease_until = models.DateTimeField(null=True, blank=True)
+    # True from before a turn records approvals until a later turn has settled them: a turn whose
+    # lease was taken while it was False knows, without a query, that nothing waits for a person.
+    awaiting_people = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(fields=["user", "-updated_at"])]

@@ -36,8 +36,12 @@ def claim(session: Session) -> Turn:
     session._next_message_position = None  # a new lease: ask the database where the transcript ends
     turn = Turn.objects.create(session=session)
     lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
-    if Session.objects.filter(pk=session.pk, turn__isnull=True).update(**lease):
-        return turn  # the usual case: nothing was running, so nothing to reclaim
+    # The usual case: nothing was running and nothing waits for a person (the same UPDATE proves both).
+    session.approvals_settled = bool(
+        Session.objects.filter(pk=session.pk, turn__isnull=True, awaiting_people=False).update(**lease)
+    )
+    if session.approvals_settled or Session.objects.filter(pk=session.pk, turn__isnull=True).update(**lease):
+        return turn  # nothing was running, so nothing to reclaim
     if not Session.objects.filter(pk=session.pk, lease_until__lt=now).update(**lease):
         turn.delete()
         raise TurnInProgress()

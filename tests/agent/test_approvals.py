@@ -159,3 +159,55 @@ def test_html_flavour_of_confirm_shows_plain_words_and_buttons(api, chat, script
     assert "Destroy thing 9" in body
     assert "Approve" in body and "Reject" in body
     assert [line[7:] for line in body.split("\n") if line.startswith("event: ")][-2:] == ["confirm", "end"]
+
+
+def _approval_reads(queries):
+    return [q["sql"] for q in queries if q["sql"].startswith("SELECT") and 'FROM "agent_approval"' in q["sql"]]
+
+
+def test_a_session_waits_for_people_from_the_pause_until_a_turn_answers_the_calls(api, chat, script, risky):
+    """The flag lets a new turn skip looking for open approvals; it is set before any is recorded."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent import turns
+    from agent.models import Session
+
+    script(
+        [
+            [call("danger", "d1"), TOOL_STOP],
+            [{"kind": "text", "text": "fine"}, DONE],
+            [{"kind": "text", "text": "ok"}, DONE],
+        ]
+    )
+    stale = Session.objects.get(pk=chat.pk)  # loaded before the pause, as a request racing it would be
+    assert api.turn(chat, "destroy")[-1][0] == "confirm"
+    assert Session.objects.get(pk=chat.pk).awaiting_people
+    # The next message, through a session object that still says nobody waits: the lease's UPDATE
+    # finds the flag set in the database, so the open approval is looked up and answered.
+    turn, _ = turns.begin(stale, "never mind")
+    turns.execute(turn)
+    assert risky == []
+    assert Approval.objects.get().resolved
+    assert not Session.objects.get(pk=chat.pk).awaiting_people
+    assert_transcript_valid(chat)
+    assert [m.role for m in Message.objects.filter(session=chat)] == ["user", "assistant", "tool", "user", "assistant"]
+    # Now nothing waits: a new message does not look for approvals at all.
+    with CaptureQueriesContext(connection) as ctx:
+        turns.begin(Session.objects.get(pk=chat.pk), "and now?")
+    assert _approval_reads(ctx.captured_queries) == []
+
+
+def test_sessions_with_open_approvals_before_the_flag_existed_are_flagged_by_the_migration(api, chat, script, risky):
+    import importlib
+
+    from django.apps import apps
+
+    from agent.models import Session
+
+    script([[call("danger", "d1"), TOOL_STOP]])
+    assert api.turn(chat, "destroy")[-1][0] == "confirm"
+    Session.objects.update(awaiting_people=False)  # as every session was before the migration
+    migration = importlib.import_module("agent.migrations.0006_session_awaiting_people")
+    migration.flag_open_approvals(apps, None)
+    assert Session.objects.get(pk=chat.pk).awaiting_people
