@@ -85,6 +85,7 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "updated_at",
         "turn",
         "lease_until",
+        "awaiting_people",
     ]
     inlines = [MessageInline]
 
