@@ -46,3 +46,11 @@ def test_the_transcript_cannot_be_changed_in_the_admin(auditor, user):
     assert response.status_code in (403, 200)
     session.refresh_from_db()
     assert session.purpose == "chat"
+
+
+def test_a_session_page_shows_whether_it_waits_for_people(auditor, user):
+    session = Session.objects.create(user=user, purpose="chat", awaiting_people=True)
+    response = auditor.get(f"/admin/agent/session/{session.pk}/change/")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Awaiting people" in body and "icon-yes" in body.split("Awaiting people", 1)[1][:400]
