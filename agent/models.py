@@ -26,6 +26,10 @@ class Session(models.Model):
     # True from before a turn records approvals until a later turn has settled them: a turn whose
     # lease was taken while it was False knows, without a query, that nothing waits for a person.
     awaiting_people = models.BooleanField(default=False)
+    # The position after the last message, as the last turn to finish left it (0 for a new session;
+    # None: unknown, ask the transcript; a message written outside a turn makes it unknown).
+    # Trusted only when the lease's UPDATE proves it unchanged since it was read (`turns.claim`).
+    next_position = models.PositiveIntegerField(null=True, blank=True, default=0)
 
     class Meta:
         indexes = [models.Index(fields=["user", "-updated_at"])]

@@ -92,6 +92,9 @@ def add_message(
         with transaction.atomic():
             message = Message.objects.create(session=session, turn=turn, role=role, position=position, **fields)
             rows = Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
+            if turn is None:  # no turn's end will record where the transcript ends now: make it unknown
+                Session.objects.filter(pk=session.pk, next_position__isnull=False).update(next_position=None)
+                session.next_position = None
     except Exception:
         session._next_message_position = None  # ask the database next time
         raise

@@ -33,14 +33,17 @@ def claim(session: Session) -> Turn:
     its unanswered tool calls so the transcript stays valid.
     """
     now = timezone.now()
-    session._next_message_position = None  # a new lease: ask the database where the transcript ends
     turn = Turn.objects.create(session=session)
     lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
-    # The usual case: nothing was running and nothing waits for a person (the same UPDATE proves both).
-    session.approvals_settled = bool(
-        Session.objects.filter(pk=session.pk, turn__isnull=True, awaiting_people=False).update(**lease)
-    )
-    if session.approvals_settled or Session.objects.filter(pk=session.pk, turn__isnull=True).update(**lease):
+    # The usual case: nothing was running, nothing waits for a person, and the transcript ends where
+    # this session object says (nobody added a message since it was loaded). One UPDATE proves all three.
+    known_end = getattr(session, "next_position", None)
+    proven = {"awaiting_people": False, "next_position": known_end}
+    current = bool(Session.objects.filter(pk=session.pk, turn__isnull=True, **proven).update(**lease))
+    session.approvals_settled = current
+    # Else ask the database where the transcript ends.
+    session._next_message_position = known_end if current else None
+    if current or Session.objects.filter(pk=session.pk, turn__isnull=True).update(**lease):
         return turn  # nothing was running, so nothing to reclaim
     if not Session.objects.filter(pk=session.pk, lease_until__lt=now).update(**lease):
         turn.delete()
@@ -196,7 +199,11 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
     if turn.user_message_id is not None:
         ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
     Turn.objects.filter(pk=turn.pk).update(**ended)
-    Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)
+    # Where the transcript ends, if this turn's session object knows (None after a failed write: ask).
+    end = getattr(turn.session, "_next_message_position", None) if Turn.session.is_cached(turn) else None
+    Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None, next_position=end)
+    if Turn.session.is_cached(turn):
+        turn.session.next_position = end
 
 
 def _stop_check(turn: Turn, channel: hub.TurnChannel) -> Callable[[], bool]:

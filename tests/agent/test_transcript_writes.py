@@ -145,3 +145,46 @@ def test_a_turn_stores_its_user_message_with_its_end_not_with_an_update_at_its_s
     turns.execute(turn)
     stored = Turn.objects.get(pk=turn.pk)
     assert stored.user_message_id == message.pk and stored.status == "done"
+
+
+def _max_reads(queries):
+    return [q["sql"] for q in queries if "MAX(" in q["sql"].upper()]
+
+
+def test_a_turn_knows_where_the_transcript_ends_from_the_lease_it_took(chat, script):
+    """A new session starts at 0, each turn's end records where it stopped, and the UPDATE that
+    takes the lease proves the session object's figure current: no MAX(position) at a turn's start."""
+    script([[{"kind": "text", "text": "one"}, DONE], [{"kind": "text", "text": "two"}, DONE]])
+    for text in ("first", "second"):
+        fresh = Session.objects.get(pk=chat.pk)  # as the next request loads it
+        with CaptureQueriesContext(connection) as ctx:
+            turn, _ = turns.begin(fresh, text)
+        assert _max_reads(ctx.captured_queries) == []
+        turns.execute(turn)
+    assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "assistant")]
+    assert Session.objects.get(pk=chat.pk).next_position == 4
+
+
+def test_a_message_written_outside_a_turn_makes_the_end_unknown_so_the_next_turn_asks(chat, script):
+    script([[{"kind": "text", "text": "one"}, DONE], [{"kind": "text", "text": "two"}, DONE]])
+    turn, _ = turns.begin(Session.objects.get(pk=chat.pk), "first")
+    turns.execute(turn)
+    loaded = Session.objects.get(pk=chat.pk)  # says 2
+    add_message(chat, "user", [{"type": "text", "text": "imported"}])  # no turn: e.g. a data import
+    assert Session.objects.get(pk=chat.pk).next_position is None
+    with CaptureQueriesContext(connection) as ctx:
+        turn, _ = turns.begin(loaded, "second")  # its figure is stale: the lease's UPDATE does not prove it
+    assert len(_max_reads(ctx.captured_queries)) == 1
+    turns.execute(turn)
+    assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "user"), (4, "assistant")]
+
+
+def test_a_session_from_before_the_counter_asks_the_transcript(chat, script):
+    script([[{"kind": "text", "text": "one"}, DONE]])
+    add_message(chat, "user", [{"type": "text", "text": "old"}])
+    add_message(chat, "assistant", [{"type": "text", "text": "older reply"}])
+    Session.objects.filter(pk=chat.pk).update(next_position=None)  # as the migration leaves old sessions
+    turn, _ = turns.begin(Session.objects.get(pk=chat.pk), "new")
+    turns.execute(turn)
+    assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "assistant")]
+    assert Session.objects.get(pk=chat.pk).next_position == 4
