@@ -200,10 +200,11 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
         ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
     Turn.objects.filter(pk=turn.pk).update(**ended)
     # Where the transcript ends, if this turn's session object knows (None after a failed write: ask).
-    end = getattr(turn.session, "_next_message_position", None) if Turn.session.is_cached(turn) else None
+    session = turn.session if Turn.session.is_cached(turn) else None
+    end = getattr(session, "_next_message_position", None)
     Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None, next_position=end)
-    if Turn.session.is_cached(turn):
-        turn.session.next_position = end
+    if session is not None:
+        session.next_position = end
 
 
 def _stop_check(turn: Turn, channel: hub.TurnChannel) -> Callable[[], bool]:
