@@ -18,6 +18,7 @@ from django.conf import settings
 from agent import budget
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
+from agent.prepared import Prepared, Slot
 from agent.transcript import positioned_messages, release_connection
 
 logger = logging.getLogger("agent.context")
@@ -28,6 +29,11 @@ SUMMARY_PROMPT = (
     "their outcomes, with ids and titles), and anything still pending. Facts only; no preamble."
 )
 SUMMARY_MAX_TOKENS = 1024
+
+
+_LATEST_SUMMARY = Prepared(
+    lambda: ContextSummary.objects.filter(session=Slot("session")).order_by("-up_to_position")[:1]
+)  # read by every turn (agent/prepared.py: compiled once, not per read)
 
 
 @dataclass
@@ -47,7 +53,7 @@ def build(
     """
     loaded = getattr(session, "_context_loaded", None)
     if loaded is None:
-        summary = ContextSummary.objects.filter(session=session).order_by("-up_to_position").first()
+        summary = _LATEST_SUMMARY.first(session=session)
         pairs = positioned_messages(session, after=summary.up_to_position if summary else -1)
         _remember(session, summary, pairs)
     else:

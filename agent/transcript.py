@@ -6,9 +6,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max, Prefetch
+from django.db.models import Max
 
 from agent.models import Message, Part, Session, Turn
+from agent.prepared import Prepared, Slot
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
@@ -18,19 +19,26 @@ def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
     return [message for _, message in positioned_messages(session)]
 
 
+# Every turn reads its transcript (agent/prepared.py: compiled once, not per read). The parts are
+# read by their messages' session and position, not by a list of message ids, so both reads keep
+# one shape whatever the transcript's length.
+_MESSAGES = Prepared(
+    lambda: Message.objects.filter(session=Slot("session"), position__gt=Slot("after")).order_by("position")
+)
+_PARTS = Prepared(
+    lambda: Part.objects.filter(message__session=Slot("session"), message__position__gt=Slot("after")).order_by(
+        "message__position", "position"
+    )
+)
+
+
 def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
     """(position, neutral message) pairs after `after`; two queries. Empty messages are skipped."""
-    rows = (
-        Message.objects.filter(session=session, position__gt=after)
-        .order_by("position")
-        .prefetch_related(Prefetch("parts", queryset=Part.objects.order_by("position")))
-    )
-    out = []
-    for message in rows:
-        parts = [part_to_neutral(p) for p in message.parts.all()]
-        if parts:
-            out.append((message.position, {"role": message.role, "parts": parts}))
-    return out
+    messages = _MESSAGES.rows(session=session, after=after)
+    parts: dict[int, list[dict[str, Any]]] = {}
+    for part in _PARTS.rows(session=session, after=after):
+        parts.setdefault(part.message_id, []).append(part_to_neutral(part))
+    return [(m.position, {"role": m.role, "parts": parts[m.pk]}) for m in messages if m.pk in parts]
 
 
 def part_to_neutral(part: Part) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
 from agent.models import Message, Session, Turn, unique_row
 from agent.policy import get_policy
+from agent.prepared import Prepared, Slot
 from agent.transcript import part_to_neutral
 
 logger = logging.getLogger("agent.views")
@@ -60,11 +61,17 @@ def own_session(request: HttpRequest, session_id: Any) -> Session:
 
 def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     """The request user's own session, while the domain still lets them read it; else None."""
-    session = unique_row(Session.objects.select_related(*with_session()).filter(pk=session_id, user=request.user))
+    session = _own_session_read(get_policy().related).first(pk=session_id, user=request.user)
     if session is None:
         return None
     session.user = request_user(request)  # the filter made sure; no need to load the user twice
     return session if get_policy().may_read(session) else None
+
+
+@functools.cache
+def _own_session_read(related: tuple[str, ...]) -> Prepared:
+    """A session by id and user, with what the policy checks (every API request makes this read)."""
+    return Prepared(lambda: Session.objects.select_related(*related).filter(pk=Slot("pk"), user=Slot("user"))[:1])
 
 
 def request_user(request: HttpRequest) -> Any:

@@ -55,7 +55,7 @@ def main() -> None:
             session = start_session(user, blog)
             store = SessionStore()
             store[SESSION_KEY] = str(user.pk)
-            store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+            store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
             store[HASH_SESSION_KEY] = user.get_session_auth_hash()
             store.create()
             csrf = "".join(secrets.choice(alphabet) for _ in range(32))  # an unmasked secret: Django accepts it

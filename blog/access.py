@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.models import unique_row
+from agent.prepared import Prepared, Slot
 from blog.models import Blog, Consent, Seat
 
 READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
@@ -37,10 +37,17 @@ class Actor:
     via_assistant: bool = field(default=False)
 
 
+# Read on every request and every catalogue pass (agent/prepared.py: compiled once, not per read).
+_SEAT = Prepared(lambda: Seat.objects.filter(user=Slot("user"), blog=Slot("blog"))[:1])
+_ASSISTANT_CONSENT = Prepared(
+    lambda: Consent.objects.filter(user=Slot("user"), blog=Slot("blog"), client="", revoked_at__isnull=True)[:1]
+)
+
+
 def seat_of(user: Any, blog: Blog) -> Seat | None:
     if not getattr(user, "is_authenticated", False):
         return None
-    return unique_row(Seat.objects.filter(user=user, blog=blog))
+    return _SEAT.first(user=user, blog=blog)
 
 
 def person(user: Any, blog: Blog) -> Actor:
@@ -49,7 +56,7 @@ def person(user: Any, blog: Blog) -> Actor:
 
 
 def assistant_consent(user: Any, blog: Blog) -> Consent | None:
-    return unique_row(Consent.objects.filter(user=user, blog=blog, client="", revoked_at__isnull=True))
+    return _ASSISTANT_CONSENT.first(user=user, blog=blog)
 
 
 def assistant(user: Any, blog: Blog, chat_session: Any = None) -> Actor:

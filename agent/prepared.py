@@ -1,0 +1,148 @@
+"""Reads of a fixed shape, compiled by the ORM once and afterwards only bound to new values.
+
+Building a QuerySet and compiling it to SQL costs far more CPU than running the SQL it makes: on
+the benchmark's host a lookup of one row by two columns took ~350 µs through the ORM and ~45 µs
+as the same SQL on a cursor (bench/FINDINGS.md). A turn's start makes a dozen such reads, so
+that difference is most of what a start costs. A `Prepared` read is written as an ordinary
+QuerySet with `Slot`s where the values go; the ORM compiles it once (for the database the
+QuerySet reads from: the process's one database vendor), and each
+run binds the values the way the ORM's lookups would (each column's field prepares its value),
+executes on the ordinary Django cursor (so query logging, `assertNumQueries` and execute wrappers
+see it), applies the same converters and builds the same model instances, `select_related`
+included.
+
+    SEAT = Prepared(lambda: Seat.objects.filter(user=Slot("user"), blog=Slot("blog"))[:1])
+    seat = SEAT.first(user=user, blog=blog)
+
+Only what a plain model QuerySet yields is supported: no `values()`, annotations, `prefetch_related`
+or `only()`. A Slot stands for one scalar value (not a list for `__in`). The build is checked when
+it is first compiled; anything else raises `TypeError` then, not later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections
+from django.db.models import Model, QuerySet
+from django.db.models.expressions import Expression
+from django.db.models.lookups import Lookup
+from django.db.models.query import ModelIterable, get_related_populators
+from django.db.models.sql.where import WhereNode
+
+
+class Slot(Expression):
+    """A value given when the read runs: `filter(user=Slot("user"))`, then `.rows(user=...)`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        return "%s", [self]
+
+    def __repr__(self) -> str:
+        return f"Slot({self.name!r})"
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple[Any, ...]  # constants, and Slots where the values go
+    fields: dict[str, Any]  # slot name -> the field that prepares its value
+    model: type[Model]
+    init_list: list[str]
+    model_slice: slice
+    converters: list[tuple[int, list[Callable[..., Any]], Any]]
+    populators: list[Any]
+
+
+class Prepared:
+    """A model QuerySet of fixed shape (`build()` returns it), compiled on first use per alias."""
+
+    def __init__(self, build: Callable[[], QuerySet]) -> None:
+        self._build = build
+        self._compiled: tuple[_Compiled, str] | None = None
+
+    def rows(self, **values: Any) -> list[Model]:
+        compiled, alias = self._compile()
+        connection = connections[alias]
+        missing = set(compiled.fields) - set(values)
+        if missing:
+            raise TypeError(f"missing values for {sorted(missing)}")
+        prepared = {name: _db_value(field, values[name], connection) for name, field in compiled.fields.items()}
+        params = [prepared[p.name] if isinstance(p, Slot) else p for p in compiled.params]
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            fetched = cursor.fetchall()
+        out = []
+        for row in fetched:
+            if compiled.converters:
+                row = list(row)
+                for pos, convs, expression in compiled.converters:
+                    value = row[pos]
+                    for convert in convs:
+                        value = convert(value, expression, connection)
+                    row[pos] = value
+            obj = compiled.model.from_db(alias, compiled.init_list, row[compiled.model_slice])
+            for populator in compiled.populators:
+                populator.populate(row, obj)
+            out.append(obj)
+        return out
+
+    def first(self, **values: Any) -> Model | None:
+        """The first row, or None (give the build a `[:1]` when more could match)."""
+        found = self.rows(**values)
+        return found[0] if found else None
+
+    def _compile(self) -> tuple[_Compiled, str]:
+        if self._compiled is None:  # two greenlets compiling at once would make the same result
+            queryset = self._build()
+            self._compiled = (_compile(queryset, queryset.db), queryset.db)
+        return self._compiled
+
+
+def _compile(queryset: QuerySet, alias: str) -> _Compiled:
+    if queryset._iterable_class is not ModelIterable or queryset._prefetch_related_lookups:
+        raise TypeError("Prepared supports plain model QuerySets (no values(), no prefetch_related())")
+    if queryset.query.annotation_select or queryset.query.deferred_loading[0]:
+        raise TypeError("Prepared does not support annotations or deferred fields")
+    compiler = queryset.query.get_compiler(using=alias)
+    sql, params = compiler.as_sql()
+    fields: dict[str, Any] = {}
+    _slot_fields(queryset.query.where, fields)
+    named = {p.name for p in params if isinstance(p, Slot)}
+    if named != set(fields):
+        raise TypeError(
+            f"Slots must be the right-hand side of a filter: found {sorted(named)}, placed {sorted(fields)}"
+        )
+    select, klass_info = compiler.select, compiler.klass_info
+    start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+    converters = compiler.get_converters([expression for expression, _, _ in select])
+    return _Compiled(
+        sql=sql,
+        params=tuple(params),
+        fields=fields,
+        model=klass_info["model"],
+        init_list=[column[0].target.attname for column in select[start:end]],
+        model_slice=slice(start, end),
+        converters=[(pos, convs, expression) for pos, (convs, expression) in converters.items()],
+        populators=get_related_populators(klass_info, select, alias),
+    )
+
+
+def _slot_fields(node: WhereNode, out: dict[str, Any]) -> None:
+    for child in node.children:
+        if isinstance(child, WhereNode):
+            _slot_fields(child, out)
+        elif isinstance(child, Lookup) and isinstance(child.rhs, Slot):
+            out[child.rhs.name] = child.lhs.output_field
+
+
+def _db_value(field: Any, value: Any, connection: Any) -> Any:
+    """What the ORM's lookup would send for `value` compared with `field` (a model instance: its pk)."""
+    if isinstance(value, Model):
+        value = value.pk
+    return field.get_db_prep_value(value, connection, prepared=False)

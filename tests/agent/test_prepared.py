@@ -1,0 +1,118 @@
+"""Prepared reads give what the ORM gives for the same QuerySet, compile once, and are counted as queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agent.models import Message, Part, Session, Spend
+from agent.prepared import Prepared, Slot
+from blog.chat import start_session
+from blog.models import Blog, Seat
+
+pytestmark = pytest.mark.django_db
+
+
+def fields(obj):
+    return {k: v for k, v in obj.__dict__.items() if k != "_state"}
+
+
+@pytest.fixture
+def chat(user):
+    blog = Blog.objects.create(slug="b", title="B", owner=user)
+    Seat.objects.create(user=user, blog=blog, role=Seat.OWNER)
+    session = start_session(user, blog)
+    for i, role in enumerate(["user", "assistant", "user"]):
+        m = Message.objects.create(
+            session=session,
+            role=role,
+            position=i,
+            cost_usd=Decimal("0.000123"),
+            tools_offered=["a", "b"] if i else None,
+        )
+        Part.objects.create(message=m, position=0, type="text", text=f"t{i}")
+        Part.objects.create(
+            message=m, position=1, type="tool_use", tool_use_id=f"u{i}", tool_name="x", tool_input={"k": [i]}
+        )
+    return session
+
+
+def test_rows_equal_the_orms_for_every_field_type(chat, user):
+    """UUIDs, JSON, decimals, datetimes, booleans, nullable foreign keys: as the ORM converts them."""
+    messages = Prepared(
+        lambda: Message.objects.filter(session=Slot("s"), position__gt=Slot("after")).order_by("position")
+    )
+    got = messages.rows(s=chat, after=0)
+    want = list(Message.objects.filter(session=chat, position__gt=0).order_by("position"))
+    assert [fields(m) for m in got] == [fields(m) for m in want] and len(got) == 2
+    assert got[0].cost_usd == Decimal("0.000123") and got[0].tools_offered == ["a", "b"]
+    assert isinstance(got[0].created_at, type(want[0].created_at)) and got[0].created_at.tzinfo is not None
+
+    parts = Prepared(
+        lambda: Part.objects.filter(message__session=Slot("s")).order_by("message__position", "position")
+    ).rows(s=chat.pk)
+    assert [(p.message_id, p.position, p.tool_input) for p in parts] == [
+        (p.message_id, p.position, p.tool_input)
+        for p in Part.objects.filter(message__session=chat).order_by("message__position", "position")
+    ]
+    assert parts[1].tool_input == {"k": [0]}
+
+
+def test_select_related_objects_are_filled_in(chat, user):
+    read = Prepared(lambda: Session.objects.select_related("blog_link__blog").filter(pk=Slot("pk"), user=Slot("u"))[:1])
+    got = read.first(pk=str(chat.pk), u=user)  # a UUID given as text, the user as an instance
+    want = Session.objects.select_related("blog_link__blog").get(pk=chat.pk)
+    assert fields(got) == fields(want)
+    assert Session.blog_link.is_cached(got) and fields(got.blog_link.blog) == fields(want.blog_link.blog)
+    assert read.first(pk=chat.pk, u=user.pk + 1) is None  # another user's: nothing
+
+
+def test_instances_are_saved_as_loaded_rows(chat):
+    """`from_db` marks them loaded from this database: saving updates the row, it does not insert another."""
+    got = Prepared(lambda: Session.objects.filter(pk=Slot("pk"))).first(pk=chat.pk)
+    assert got._state.adding is False and got._state.db == "default"
+    got.title = "Renamed"
+    got.save(update_fields=["title"])
+    assert Session.objects.count() == 1 and Session.objects.get().title == "Renamed"
+
+
+def test_datetime_and_constant_filters_bind_like_the_orm(user):
+    now = timezone.now()
+    for minutes, settled in [(1, True), (5, False), (10, True)]:
+        Spend.objects.create(user=user, created_at=now - timedelta(minutes=minutes), settled=settled)
+    recent = Prepared(
+        lambda: Spend.objects.filter(user=Slot("u"), created_at__gt=Slot("since"), settled=True).order_by("created_at")
+    )
+    assert [s.created_at for s in recent.rows(u=user, since=now - timedelta(minutes=7))] == [now - timedelta(minutes=1)]
+    assert len(recent.rows(u=user, since=now - timedelta(hours=1))) == 2
+
+
+def test_compiled_once_and_each_run_is_one_counted_query(chat, django_assert_num_queries):
+    builds = []
+
+    def build():
+        builds.append(1)
+        return Message.objects.filter(session=Slot("s"))
+
+    read = Prepared(build)
+    for _ in range(3):
+        with django_assert_num_queries(1):
+            assert len(read.rows(s=chat)) == 3
+    assert len(builds) == 1
+
+
+def test_mistakes_are_refused_when_first_compiled(chat):
+    with pytest.raises(TypeError, match="missing values"):
+        Prepared(lambda: Message.objects.filter(session=Slot("s"), role=Slot("r"))).rows(s=chat)
+    with pytest.raises(TypeError, match="plain model QuerySets"):
+        Prepared(lambda: Message.objects.filter(session=Slot("s")).values("role")).rows(s=chat)
+    with pytest.raises(TypeError, match="plain model QuerySets"):
+        Prepared(lambda: Message.objects.filter(session=Slot("s")).prefetch_related("parts")).rows(s=chat)
+    with pytest.raises(TypeError, match="deferred"):
+        Prepared(lambda: Message.objects.filter(session=Slot("s")).only("role")).rows(s=chat)
+    with pytest.raises(TypeError, match="right-hand side"):
+        Prepared(lambda: Message.objects.filter(session=Slot("s"), position=Coalesce(Slot("p"), 0))).rows(s=chat, p=1)
