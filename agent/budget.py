@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
+from agent.prepared import insert
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 
@@ -204,7 +205,8 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     # Never reserve more than a whole bucket: an empty bucket always admits one call.
     tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
     reserved = cost_of(model, worst)
-    spend = Spend.objects.create(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=reserved)
+    spend = Spend(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=reserved)
+    insert(spend)
     add_to_day(now.date(), reserved)
     bucket = _over(_usage(user, now), limits)
     if bucket:
@@ -218,13 +220,15 @@ def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
     """Replace the reservation by what the call really used; returns its cost."""
     cost = cost_of(reservation.model, usage)
     if reservation.spend_id is None:
-        Spend.objects.create(
-            user=reservation.user,
-            created_at=timezone.now(),
-            model_id=reservation.model,
-            tokens=total_tokens(usage),
-            cost_usd=cost,
-            settled=True,
+        insert(
+            Spend(
+                user=reservation.user,
+                created_at=timezone.now(),
+                model_id=reservation.model,
+                tokens=total_tokens(usage),
+                cost_usd=cost,
+                settled=True,
+            )
         )
     else:
         Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)

@@ -1,18 +1,20 @@
-"""Reads of a fixed shape, compiled by the ORM once and afterwards only bound to new values.
+"""Reads of a fixed shape and inserts, compiled by the ORM once and afterwards only bound to new values.
 
 Building a QuerySet and compiling it to SQL costs far more CPU than running the SQL it makes: on
 the benchmark's host a lookup of one row by two columns took ~350 µs through the ORM and ~45 µs
 as the same SQL on a cursor (bench/FINDINGS.md). A turn's start makes a dozen such reads, so
 that difference is most of what a start costs. A `Prepared` read is written as an ordinary
 QuerySet with `Slot`s where the values go; the ORM compiles it once (for the database the
-QuerySet reads from: the process's one database vendor), and each
-run binds the values the way the ORM's lookups would (each column's field prepares its value),
-executes on the ordinary Django cursor (so query logging, `assertNumQueries` and execute wrappers
-see it), applies the same converters and builds the same model instances, `select_related`
-included.
+QuerySet reads from), and each run binds the values the way the ORM's lookups would (each
+column's field prepares its value), executes on the ordinary Django cursor (so query logging,
+`assertNumQueries` and execute wrappers see it), applies the same converters and builds the same
+model instances, `select_related` included.
 
     SEAT = Prepared(lambda: Seat.objects.filter(user=Slot("user"), blog=Slot("blog"))[:1])
     seat = SEAT.first(user=user, blog=blog)
+
+`insert(obj)` does the same for the INSERT of a new instance (the turn, each message and part,
+each ledger row): what `save()` would write, with the SQL compiled once per model.
 
 Only what a plain model QuerySet yields is supported: no `values()`, annotations, `prefetch_related`
 or `only()`. A Slot stands for one scalar value (not a list for `__in`). The build is checked when
@@ -25,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections
-from django.db.models import Model, QuerySet
+from django.db import connections, router, transaction
+from django.db.models import Model, QuerySet, sql
 from django.db.models.expressions import Expression
 from django.db.models.lookups import Lookup
 from django.db.models.query import ModelIterable, get_related_populators
@@ -146,3 +148,83 @@ def _db_value(field: Any, value: Any, connection: Any) -> Any:
     if isinstance(value, Model):
         value = value.pk
     return field.get_db_prep_value(value, connection, prepared=False)
+
+
+@dataclass(frozen=True)
+class _Insert:
+    sql: str
+    fields: list[Any]  # the columns given, in order
+    returning: list[Any]  # the columns the database returns (the auto id)
+    returning_cols: list[Any]
+    converters: dict[int, list[Callable[..., Any]]]
+
+
+_inserts: dict[tuple[type[Model], bool, str], _Insert] = {}
+
+
+def insert(*objs: Model) -> None:
+    """INSERT new instances of one model as `save()` of each (or `bulk_create`) would: one statement.
+
+    Each field's `pre_save` fills what it fills on a save (`auto_now_add`), each value is prepared
+    for the database by its field, and the id the database assigns is set on the instance, which
+    is then marked as saved to its database. The SQL of a one-row insert is compiled once per model
+    (several rows go through `bulk_create`, whose SQL differs by backend and row count). Unlike
+    `save()`, no `pre_save`/`post_save` signals are sent: use it for models nothing listens to.
+    """
+    model = type(objs[0])
+    if any(type(obj) is not model for obj in objs):
+        raise TypeError("insert() takes instances of one model")
+    if len(objs) > 1:
+        model._base_manager.bulk_create(objs)
+        return
+    (obj,) = objs
+    meta = model._meta
+    if meta.parents or meta.order_with_respect_to:
+        raise TypeError("insert() does not handle inherited or ordered-with-respect-to models")
+    alias = obj._state.db or router.db_for_write(model, instance=obj)
+    connection = connections[alias]
+    key = (model, obj.pk is not None, alias)
+    compiled = _inserts.get(key)
+    if compiled is None:
+        compiled = _inserts[key] = _compile_insert(obj, alias)
+    obj._prepare_related_fields_for_save(operation_name="save")  # an unsaved related object: refused, as save() does
+    params = []
+    for field in compiled.fields:
+        value = field.pre_save(obj, True)
+        if hasattr(value, "resolve_expression"):
+            raise TypeError(f"insert() takes plain values; {field.name} is an expression")
+        params.append(field.get_db_prep_save(value, connection=connection))
+    with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
+        cursor.execute(compiled.sql, params)
+        row = connection.ops.fetch_returned_insert_columns(cursor, ()) if compiled.returning else ()
+    for pos, value in enumerate(row):
+        for convert in compiled.converters.get(pos, ()):
+            value = convert(value, compiled.returning_cols[pos], connection)
+        setattr(obj, compiled.returning[pos].attname, value)
+    obj._state.adding = False
+    obj._state.db = alias
+
+
+def _compile_insert(obj: Model, alias: str) -> _Insert:
+    meta = obj._meta
+    pk_set = obj.pk is not None
+    fields = [f for f in meta.local_concrete_fields if not f.generated and (pk_set or f is not meta.auto_field)]
+    returning = list(meta.db_returning_fields)
+    if returning and not connections[alias].features.can_return_columns_from_insert:
+        raise TypeError("insert() needs a database that returns the ids it assigns (SQLite >= 3.35, PostgreSQL)")
+    query = sql.InsertQuery(type(obj))
+    query.insert_values(fields, [obj])
+    compiler = query.get_compiler(using=alias)
+    compiler.returning_fields = returning
+    statements = compiler.as_sql()
+    if len(statements) != 1:
+        raise TypeError("insert() makes one statement; this database would need several")
+    cols = [f.get_col(meta.db_table) for f in returning]
+    converters = compiler.get_converters(cols)
+    return _Insert(
+        sql=statements[0][0],
+        fields=fields,
+        returning=returning,
+        returning_cols=cols,
+        converters={pos: convs for pos, (convs, _) in converters.items()},
+    )

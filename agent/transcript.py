@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from agent.models import Message, Part, Session, Turn
-from agent.prepared import Prepared, Slot
+from agent.prepared import Prepared, Slot, insert
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
@@ -98,8 +98,11 @@ def add_message(
     position = _next_position(session)
     try:
         with transaction.atomic():
-            message = Message.objects.create(session=session, turn=turn, role=role, position=position, **fields)
-            rows = Part.objects.bulk_create([_part_row(message, i, p) for i, p in enumerate(parts)])
+            message = Message(session=session, turn=turn, role=role, position=position, **fields)
+            insert(message)
+            rows = [_part_row(message, i, p) for i, p in enumerate(parts)]
+            if rows:
+                insert(*rows)
             if turn is None:  # no turn's end will record where the transcript ends now: make it unknown
                 Session.objects.filter(pk=session.pk, next_position__isnull=False).update(next_position=None)
                 session.next_position = None

@@ -18,6 +18,7 @@ from agent import approvals, hub, logcontext, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
+from agent.prepared import insert
 from agent.runtime import gevent_patched
 from agent.transcript import add_message, release_connection, repair_orphans
 
@@ -33,7 +34,8 @@ def claim(session: Session) -> Turn:
     its unanswered tool calls so the transcript stays valid.
     """
     now = timezone.now()
-    turn = Turn.objects.create(session=session)
+    turn = Turn(session=session)
+    insert(turn)
     lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
     # The usual case: nothing was running, nothing waits for a person, and the transcript ends where
     # this session object says (nobody added a message since it was loaded). One UPDATE proves all three.

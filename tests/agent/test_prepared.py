@@ -6,11 +6,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agent.models import Message, Part, Session, Spend
-from agent.prepared import Prepared, Slot
+from agent.models import Message, Part, Session, Spend, Turn
+from agent.prepared import Prepared, Slot, insert
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -116,3 +117,40 @@ def test_mistakes_are_refused_when_first_compiled(chat):
         Prepared(lambda: Message.objects.filter(session=Slot("s")).only("role")).rows(s=chat)
     with pytest.raises(TypeError, match="right-hand side"):
         Prepared(lambda: Message.objects.filter(session=Slot("s"), position=Coalesce(Slot("p"), 0))).rows(s=chat, p=1)
+
+
+def test_insert_writes_what_save_writes(chat, user, django_assert_num_queries):
+    """Defaults, auto_now_add, JSON and decimals as `save()` stores them; the id the database gives is set."""
+    turn = Turn(session=chat)  # a UUID primary key, set before the insert
+    with django_assert_num_queries(1):
+        insert(turn)
+    assert turn._state.adding is False and Turn.objects.get(pk=turn.pk).created_at == turn.created_at
+    message = Message(session=chat, turn=turn, role="assistant", position=9, cost_usd=Decimal("1.5"), tools_offered=[])
+    insert(message)
+    assert message.pk == Message.objects.get(position=9).pk and message.created_at is not None
+    parts = [Part(message=message, position=i, type="tool_use", tool_input={"n": i}) for i in range(3)]
+    with django_assert_num_queries(1):  # several rows: one statement, and each gets its id
+        insert(*parts)
+    stored = {p.pk: p for p in Part.objects.filter(message=message)}
+    assert sorted(stored) == sorted(p.pk for p in parts)
+    assert [stored[p.pk].tool_input for p in parts] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    stored_message = Message.objects.get(pk=message.pk)
+    assert (stored_message.cost_usd, stored_message.tools_offered, stored_message.turn_id) == (
+        Decimal("1.5"),
+        [],
+        turn.pk,
+    )
+    message.stop_reason = "end_turn"
+    message.save(update_fields=["stop_reason"])  # marked as saved: an UPDATE of the same row
+    assert Message.objects.filter(position=9).count() == 1
+
+
+def test_insert_refuses_what_save_refuses(chat):
+    unsaved = Message(session=chat, role="user", position=5)
+    with pytest.raises(ValueError, match="unsaved related object"):
+        insert(Part(message=unsaved, position=0, type="text"))
+    with pytest.raises(IntegrityError):  # the position is taken: the database says so, as on save()
+        with transaction.atomic():
+            insert(Message(session=chat, role="user", position=0))
+    with pytest.raises(TypeError, match="one model"):
+        insert(Turn(session=chat), Message(session=chat, role="user", position=7))
