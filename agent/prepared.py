@@ -1,4 +1,4 @@
-"""Reads of a fixed shape and inserts, compiled by the ORM once and afterwards only bound to new values.
+"""Queries of a fixed shape, compiled by the ORM once and afterwards only bound to new values.
 
 Building a QuerySet and compiling it to SQL costs far more CPU than running the SQL it makes: on
 the benchmark's host a lookup of one row by two columns took ~350 µs through the ORM and ~45 µs
@@ -13,12 +13,15 @@ model instances, `select_related` included.
     SEAT = Prepared(lambda: Seat.objects.filter(user=Slot("user"), blog=Slot("blog"))[:1])
     seat = SEAT.first(user=user, blog=blog)
 
-`insert(obj)` does the same for the INSERT of a new instance (the turn, each message and part,
-each ledger row): what `save()` would write, with the SQL compiled once per model.
+`.update(changes, **values)` does the same for an UPDATE of the rows such a QuerySet matches (the
+lease a turn takes and gives back, the turn's end), and `insert(obj)` for the INSERT of a new
+instance (the turn, each message and part, each ledger row): what `save()` would write, with the
+SQL compiled once per model.
 
 Only what a plain model QuerySet yields is supported: no `values()`, annotations, `prefetch_related`
-or `only()`. A Slot stands for one scalar value (not a list for `__in`). The build is checked when
-it is first compiled; anything else raises `TypeError` then, not later.
+or `only()`; an update filters on its table's own columns. A Slot stands for one scalar value, never
+None (not a list for `__in`; `= NULL` would match nothing, so filter on `__isnull`). The build is
+checked when it is first compiled; anything else raises `TypeError` then, not later.
 """
 
 from __future__ import annotations
@@ -67,15 +70,12 @@ class Prepared:
     def __init__(self, build: Callable[[], QuerySet]) -> None:
         self._build = build
         self._compiled: tuple[_Compiled, str] | None = None
+        self._updates: dict[tuple[str, ...], tuple[str, tuple[Any, ...], dict[str, Any], str]] = {}
 
     def rows(self, **values: Any) -> list[Model]:
         compiled, alias = self._compile()
         connection = connections[alias]
-        missing = set(compiled.fields) - set(values)
-        if missing:
-            raise TypeError(f"missing values for {sorted(missing)}")
-        prepared = {name: _db_value(field, values[name], connection) for name, field in compiled.fields.items()}
-        params = [prepared[p.name] if isinstance(p, Slot) else p for p in compiled.params]
+        params = _bind(compiled.params, compiled.fields, values, connection)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
@@ -99,6 +99,22 @@ class Prepared:
         found = self.rows(**values)
         return found[0] if found else None
 
+    def update(self, changes: dict[str, Any], **values: Any) -> int:
+        """UPDATE the rows the QuerySet matches, setting `changes` (field name: value), as
+        `QuerySet.update(**changes)` would; returns the number of rows matched. The SQL is compiled
+        once per set of changed fields."""
+        names = tuple(sorted(changes))
+        compiled = self._updates.get(names)
+        if compiled is None:
+            queryset = self._build()
+            compiled = self._updates[names] = _compile_update(queryset, names)
+        sql_text, params, fields, alias = compiled
+        connection = connections[alias]
+        values.update({_SET + name: value for name, value in changes.items()})
+        with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
+            cursor.execute(sql_text, _bind(params, fields, values, connection))
+            return cursor.rowcount
+
     def _compile(self) -> tuple[_Compiled, str]:
         if self._compiled is None:  # two greenlets compiling at once would make the same result
             queryset = self._build()
@@ -115,11 +131,7 @@ def _compile(queryset: QuerySet, alias: str) -> _Compiled:
     sql, params = compiler.as_sql()
     fields: dict[str, Any] = {}
     _slot_fields(queryset.query.where, fields)
-    named = {p.name for p in params if isinstance(p, Slot)}
-    if named != set(fields):
-        raise TypeError(
-            f"Slots must be the right-hand side of a filter: found {sorted(named)}, placed {sorted(fields)}"
-        )
+    _check_slots(params, fields)
     select, klass_info = compiler.select, compiler.klass_info
     start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
     converters = compiler.get_converters([expression for expression, _, _ in select])
@@ -135,19 +147,64 @@ def _compile(queryset: QuerySet, alias: str) -> _Compiled:
     )
 
 
+_SET = "="  # the prefix of the Slots an UPDATE sets (filters' Slots are named by the caller)
+
+
+def _compile_update(queryset: QuerySet, names: tuple[str, ...]) -> tuple[str, tuple[Any, ...], dict[str, Any], str]:
+    alias = router.db_for_write(queryset.model)
+    query = queryset.query.chain(sql.UpdateQuery)
+    query.add_update_values({name: Slot(_SET + name) for name in names})
+    query.clear_ordering(force=True)
+    query.clear_select_clause()
+    if query.related_updates or query.count_active_tables() > 1:
+        raise TypeError("Prepared updates filter on the updated table's own columns only")
+    sql_text, params = query.get_compiler(alias).as_sql()
+    fields: dict[str, Any] = {}
+    _slot_fields(query.where, fields)
+    fields.update({slot.name: _Saved(field) for field, _, slot in query.values})
+    _check_slots(params, fields)
+    return sql_text, tuple(params), fields, alias
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """A column an UPDATE sets: its value is prepared as a save prepares it."""
+
+    field: Any
+
+
+def _bind(params: tuple[Any, ...], fields: dict[str, Any], values: dict[str, Any], connection: Any) -> list[Any]:
+    missing = set(fields) - set(values)
+    if missing:
+        raise TypeError(f"missing values for {sorted(missing)}")
+    prepared = {}
+    for name, field in fields.items():
+        value = values[name]
+        if isinstance(value, Model):
+            value = value.pk
+        if isinstance(field, _Saved):
+            prepared[name] = field.field.get_db_prep_save(value, connection=connection)
+        elif value is None:  # `= NULL` matches nothing: the ORM would have written IS NULL
+            raise TypeError(f"{name}: None in a filter; filter on __isnull instead")
+        else:
+            prepared[name] = field.get_db_prep_value(value, connection, prepared=False)
+    return [prepared[p.name] if isinstance(p, Slot) else p for p in params]
+
+
+def _check_slots(params: Any, fields: dict[str, Any]) -> None:
+    named = {p.name for p in params if isinstance(p, Slot)}
+    if named != set(fields):
+        raise TypeError(
+            f"Slots must be the right-hand side of a filter: found {sorted(named)}, placed {sorted(fields)}"
+        )
+
+
 def _slot_fields(node: WhereNode, out: dict[str, Any]) -> None:
     for child in node.children:
         if isinstance(child, WhereNode):
             _slot_fields(child, out)
         elif isinstance(child, Lookup) and isinstance(child.rhs, Slot):
             out[child.rhs.name] = child.lhs.output_field
-
-
-def _db_value(field: Any, value: Any, connection: Any) -> Any:
-    """What the ORM's lookup would send for `value` compared with `field` (a model instance: its pk)."""
-    if isinstance(value, Model):
-        value = value.pk
-    return field.get_db_prep_value(value, connection, prepared=False)
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,25 @@ from agent import approvals, hub, logcontext, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
-from agent.prepared import insert
+from agent.prepared import Prepared, Slot, insert
 from agent.runtime import gevent_patched
 from agent.transcript import add_message, release_connection, repair_orphans
 
 logger = logging.getLogger("agent.turns")
 
 TERMINAL = ("done", "error", "confirm")
+
+# The writes every turn makes at its start and end (agent/prepared.py: compiled once, not per write).
+# The lease is taken at once when nothing runs, nothing waits for a person and the transcript ends
+# where the loaded session says (see `claim`).
+_TAKE_IF_CURRENT = Prepared(
+    lambda: Session.objects.filter(pk=Slot("pk"), turn__isnull=True, awaiting_people=False, next_position=Slot("end"))
+)
+_TAKE_IF_CLEAR_END_UNKNOWN = Prepared(
+    lambda: Session.objects.filter(pk=Slot("pk"), turn__isnull=True, awaiting_people=False, next_position__isnull=True)
+)
+_TURN = Prepared(lambda: Turn.objects.filter(pk=Slot("pk")))
+_LEASE_HELD_BY = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), turn=Slot("turn")))
 
 
 def claim(session: Session) -> Turn:
@@ -40,8 +52,10 @@ def claim(session: Session) -> Turn:
     # The usual case: nothing was running, nothing waits for a person, and the transcript ends where
     # this session object says (nobody added a message since it was loaded). One UPDATE proves all three.
     known_end = getattr(session, "next_position", None)
-    proven = {"awaiting_people": False, "next_position": known_end}
-    current = bool(Session.objects.filter(pk=session.pk, turn__isnull=True, **proven).update(**lease))
+    if known_end is not None:
+        current = bool(_TAKE_IF_CURRENT.update(lease, pk=session.pk, end=known_end))
+    else:
+        current = bool(_TAKE_IF_CLEAR_END_UNKNOWN.update(lease, pk=session.pk))
     session.approvals_settled = current
     # Else ask the database where the transcript ends.
     session._next_message_position = known_end if current else None
@@ -200,11 +214,11 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
     ended = {"status": status, "terminal_event": name, "terminal_payload": payload, "finished_at": timezone.now()}
     if turn.user_message_id is not None:
         ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
-    Turn.objects.filter(pk=turn.pk).update(**ended)
+    _TURN.update(ended, pk=turn.pk)
     # Where the transcript ends, if this turn's session object knows (None after a failed write: ask).
     session = turn.session if Turn.session.is_cached(turn) else None
     end = getattr(session, "_next_message_position", None)
-    Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None, next_position=end)
+    _LEASE_HELD_BY.update({"turn": None, "lease_until": None, "next_position": end}, pk=turn.session_id, turn=turn)
     if session is not None:
         session.next_position = end
 

@@ -154,3 +154,36 @@ def test_insert_refuses_what_save_refuses(chat):
             insert(Message(session=chat, role="user", position=0))
     with pytest.raises(TypeError, match="one model"):
         insert(Turn(session=chat), Message(session=chat, role="user", position=7))
+
+
+def test_update_sets_what_queryset_update_sets(chat, django_assert_num_queries):
+    turn = Turn(session=chat)
+    insert(turn)
+    lease = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), turn__isnull=True))
+    until = timezone.now() + timedelta(minutes=5)
+    with django_assert_num_queries(1):
+        assert lease.update({"turn": turn, "lease_until": until}, pk=chat.pk) == 1
+    assert lease.update({"turn": turn, "lease_until": until}, pk=chat.pk) == 0  # taken: nothing matches now
+    stored = Session.objects.get(pk=chat.pk)
+    assert (stored.turn_id, stored.lease_until) == (turn.pk, until)
+
+    ended = Prepared(lambda: Turn.objects.filter(pk=Slot("pk")))
+    payload = {"stop_reason": "end_turn", "usage": {"input_tokens": 3}}
+    assert ended.update({"status": Turn.DONE, "terminal_payload": payload, "finished_at": until}, pk=turn.pk) == 1
+    assert Turn.objects.filter(pk=turn.pk).values_list("status", "terminal_payload", "finished_at").get() == (
+        Turn.DONE,
+        payload,
+        until,
+    )
+    held = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), turn=Slot("turn")))
+    assert held.update({"turn": None, "lease_until": None, "next_position": 4}, pk=chat.pk, turn=turn) == 1
+    assert Session.objects.filter(pk=chat.pk, turn__isnull=True, lease_until__isnull=True, next_position=4).exists()
+
+
+def test_update_refuses_a_none_filter_and_other_tables(chat):
+    held = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), turn=Slot("turn")))
+    with pytest.raises(TypeError, match="__isnull"):  # `turn = NULL` would silently match nothing
+        held.update({"title": "x"}, pk=chat.pk, turn=None)
+    joined = Prepared(lambda: Session.objects.filter(blog_link__blog__slug=Slot("slug")))
+    with pytest.raises(TypeError, match="own columns"):
+        joined.update({"title": "x"}, slug="b")
