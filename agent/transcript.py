@@ -6,7 +6,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max
 
 from agent.models import Message, Part, Session, Turn
 from agent.prepared import Prepared, Slot, insert
@@ -30,6 +29,9 @@ _PARTS = Prepared(
         "message__position", "position"
     )
 )
+
+
+_LAST_MESSAGE = Prepared(lambda: Message.objects.filter(session=Slot("session")).order_by("-position")[:1])
 
 
 def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
@@ -87,8 +89,8 @@ def _next_position(session: Session) -> int:
     known = getattr(session, "_next_message_position", None)
     if known is not None:
         return known
-    top = Message.objects.filter(session=session).aggregate(m=Max("position"))["m"]
-    return 0 if top is None else top + 1
+    last = _LAST_MESSAGE.first(session=session)
+    return 0 if last is None else last.position + 1
 
 
 def add_message(

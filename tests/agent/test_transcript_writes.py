@@ -34,7 +34,7 @@ def test_within_a_turn_the_next_position_is_known_without_asking(chat, script):
     turn, _ = turns.begin(chat, "hello")
     with CaptureQueriesContext(connection) as ctx:
         add_message(chat, "assistant", [{"type": "text", "text": "hi"}], turn=turn)
-    assert not [q for q in ctx.captured_queries if "MAX(" in q["sql"].upper()]
+    assert _end_reads(ctx.captured_queries) == []
     assert positions(chat) == [(0, "user"), (1, "assistant")]
 
 
@@ -147,19 +147,20 @@ def test_a_turn_stores_its_user_message_with_its_end_not_with_an_update_at_its_s
     assert stored.user_message_id == message.pk and stored.status == "done"
 
 
-def _max_reads(queries):
-    return [q["sql"] for q in queries if "MAX(" in q["sql"].upper()]
+def _end_reads(queries):
+    """Reads of where the transcript ends: its last message by position."""
+    return [q["sql"] for q in queries if 'ORDER BY "agent_message"."position" DESC' in q["sql"]]
 
 
 def test_a_turn_knows_where_the_transcript_ends_from_the_lease_it_took(chat, script):
     """A new session starts at 0, each turn's end records where it stopped, and the UPDATE that
-    takes the lease proves the session object's figure current: no MAX(position) at a turn's start."""
+    takes the lease proves the session object's figure current: no read of the last message at a turn's start."""
     script([[{"kind": "text", "text": "one"}, DONE], [{"kind": "text", "text": "two"}, DONE]])
     for text in ("first", "second"):
         fresh = Session.objects.get(pk=chat.pk)  # as the next request loads it
         with CaptureQueriesContext(connection) as ctx:
             turn, _ = turns.begin(fresh, text)
-        assert _max_reads(ctx.captured_queries) == []
+        assert _end_reads(ctx.captured_queries) == []
         turns.execute(turn)
     assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "assistant")]
     assert Session.objects.get(pk=chat.pk).next_position == 4
@@ -174,7 +175,7 @@ def test_a_message_written_outside_a_turn_makes_the_end_unknown_so_the_next_turn
     assert Session.objects.get(pk=chat.pk).next_position is None
     with CaptureQueriesContext(connection) as ctx:
         turn, _ = turns.begin(loaded, "second")  # its figure is stale: the lease's UPDATE does not prove it
-    assert len(_max_reads(ctx.captured_queries)) == 1
+    assert len(_end_reads(ctx.captured_queries)) == 1
     turns.execute(turn)
     assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "user"), (4, "assistant")]
 
