@@ -1,7 +1,7 @@
 """Admission: when a worker is overloaded, the answers already streaming keep their pace and new
 turns wait their turn.
 
-A gevent worker is one event loop on one core. Starting a turn costs it ~15 ms of CPU (two
+A gevent worker is one event loop on one core. Starting a turn costs it 5-10 ms of CPU (two
 requests, a few dozen queries; on SQLite none of it yields); streaming a token costs ~40 µs.
 When messages arrive faster than the worker can start them, every greenlet waits behind the
 starts, and every running answer stutters. So a new turn starts only while the loop keeps time:
