@@ -65,7 +65,7 @@ class _Compiled:
 
 
 class Prepared:
-    """A model QuerySet of fixed shape (`build()` returns it), compiled on first use per alias."""
+    """A model QuerySet of fixed shape (`build()` returns it), compiled on first use."""
 
     def __init__(self, build: Callable[[], QuerySet]) -> None:
         self._build = build
@@ -174,9 +174,9 @@ class _Saved:
 
 
 def _bind(params: tuple[Any, ...], fields: dict[str, Any], values: dict[str, Any], connection: Any) -> list[Any]:
-    missing = set(fields) - set(values)
-    if missing:
-        raise TypeError(f"missing values for {sorted(missing)}")
+    if values.keys() != fields.keys():
+        missing, unknown = sorted(fields.keys() - values.keys()), sorted(values.keys() - fields.keys())
+        raise TypeError(f"values do not match the Slots: missing {missing}, unknown {unknown}")
     prepared = {}
     for name, field in fields.items():
         value = values[name]

@@ -107,8 +107,11 @@ def test_compiled_once_and_each_run_is_one_counted_query(chat, django_assert_num
 
 
 def test_mistakes_are_refused_when_first_compiled(chat):
-    with pytest.raises(TypeError, match="missing values"):
-        Prepared(lambda: Message.objects.filter(session=Slot("s"), role=Slot("r"))).rows(s=chat)
+    read = Prepared(lambda: Message.objects.filter(session=Slot("s"), role=Slot("r")))
+    with pytest.raises(TypeError, match=r"missing \['r'\]"):
+        read.rows(s=chat)
+    with pytest.raises(TypeError, match=r"unknown \['rol'\]"):  # a misspelt name is not ignored
+        read.rows(s=chat, r="user", rol="user")
     with pytest.raises(TypeError, match="plain model QuerySets"):
         Prepared(lambda: Message.objects.filter(session=Slot("s")).values("role")).rows(s=chat)
     with pytest.raises(TypeError, match="plain model QuerySets"):
