@@ -18,7 +18,7 @@ from agent.admission import gated
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
-from agent.models import Message, Session, Turn, unique_row
+from agent.models import Message, Session, Turn
 from agent.policy import get_policy
 from agent.prepared import Prepared, Slot
 from agent.transcript import part_to_neutral
@@ -70,8 +70,22 @@ def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
 
 @functools.cache
 def _own_session_read(related: tuple[str, ...]) -> Prepared:
-    """A session by id and user, with what the policy checks (every API request makes this read)."""
+    """A session by id and user, with what the policy checks (every API request makes this read).
+
+    Not its user: the filter is on the request's user, so the caller sets `session.user` to it.
+    """
     return Prepared(lambda: Session.objects.select_related(*related).filter(pk=Slot("pk"), user=Slot("user"))[:1])
+
+
+@functools.cache
+def _own_turn_read(related: tuple[str, ...]) -> Prepared:
+    """A turn by id, chat and user, with its session and what the policy checks (a stream that
+    was not handed over: a reconnection, or one that landed on another worker)."""
+    return Prepared(
+        lambda: Turn.objects.select_related("session", *(f"session__{name}" for name in related)).filter(
+            pk=Slot("pk"), session_id=Slot("session"), session__user=Slot("user")
+        )[:1]
+    )
 
 
 def request_user(request: HttpRequest) -> Any:
@@ -80,14 +94,6 @@ def request_user(request: HttpRequest) -> Any:
     user = request.user
     wrapped = getattr(user, "_wrapped", empty)
     return user if wrapped is empty else wrapped
-
-
-def with_session(prefix: str = "") -> list[str]:
-    """`select_related` names that load a session (at `prefix`) with what the policy checks.
-
-    Not its user: a lookup filtered on the request's user sets `session.user = request.user`.
-    """
-    return [prefix + name for name in get_policy().related]
 
 
 def stream_url(session: Session, turn: Turn) -> str:
@@ -130,11 +136,7 @@ def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     turn = _handed_over(request, session_id, turn_id)
     if turn is None:
         # The turn with its session in one query, under the same rules as `session_api`.
-        turn = unique_row(
-            Turn.objects.select_related("session", *with_session("session__")).filter(
-                pk=turn_id, session_id=session_id, session__user=request.user
-            )
-        )
+        turn = _own_turn_read(get_policy().related).first(pk=turn_id, session=session_id, user=request.user)
         if turn is not None:
             turn.session.user = request_user(request)
     if turn is None or not get_policy().may_read(turn.session):
