@@ -14,6 +14,7 @@ from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Turn
+from agent.prepared import Prepared, Slot
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import (
     forget_loaded,
@@ -50,6 +51,9 @@ class _Call:
         self.cost = Decimal(0)
 
 
+_MODEL_CALLS = Prepared(lambda: Message.objects.filter(session=Slot("session"), role=Message.ASSISTANT))
+
+
 def run_agent(
     session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = lambda: False
 ) -> Iterator[Event]:
@@ -57,7 +61,7 @@ def run_agent(
     model = model_for(backend)
     forget_loaded(session)  # read the transcript afresh once per run (context.build)
     # Counted only for backends that read it (the fake, the demo): a real provider's turn skips the query.
-    calls = Message.objects.filter(session=session, role=Message.ASSISTANT).count() if backend.uses_call_index else None
+    calls = _MODEL_CALLS.count(session=session) if backend.uses_call_index else None
     total = zero_usage()
     last_id: int | None = None
     if turn is None or turn.user_message_id is None:

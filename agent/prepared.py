@@ -13,10 +13,10 @@ model instances, `select_related` included.
     SEAT = Prepared(lambda: Seat.objects.filter(user=Slot("user"), blog=Slot("blog"))[:1])
     seat = SEAT.first(user=user, blog=blog)
 
-`.update(changes, **values)` does the same for an UPDATE of the rows such a QuerySet matches (the
-lease a turn takes and gives back, the turn's end), and `insert(obj)` for the INSERT of a new
-instance (the turn, each message and part, each ledger row): what `save()` would write, with the
-SQL compiled once per model.
+`.count(**values)` counts the rows such a QuerySet matches, `.update(changes, **values)` does the
+same for an UPDATE of them (the lease a turn takes and gives back, the turn's end), and
+`insert(obj)` for the INSERT of a new instance (the turn, each message and part, each ledger row):
+what `save()` would write, with the SQL compiled once per model.
 
 Only what a plain model QuerySet yields is supported: no `values()`, annotations, `prefetch_related`
 or `only()`; an update filters on its table's own columns. A Slot stands for one scalar value, never
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections, router, transaction
-from django.db.models import Model, QuerySet, sql
+from django.db.models import Count, Model, QuerySet, sql
 from django.db.models.expressions import Expression
 from django.db.models.lookups import Lookup
 from django.db.models.query import ModelIterable, get_related_populators
@@ -52,6 +52,9 @@ class Slot(Expression):
         return f"Slot({self.name!r})"
 
 
+_Statement = tuple[str, tuple[Any, ...], dict[str, Any], str]  # SQL, params (Slots in place), Slot fields, alias
+
+
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
@@ -70,7 +73,8 @@ class Prepared:
     def __init__(self, build: Callable[[], QuerySet]) -> None:
         self._build = build
         self._compiled: tuple[_Compiled, str] | None = None
-        self._updates: dict[tuple[str, ...], tuple[str, tuple[Any, ...], dict[str, Any], str]] = {}
+        self._updates: dict[tuple[str, ...], _Statement] = {}
+        self._count: _Statement | None = None
 
     def rows(self, **values: Any) -> list[Model]:
         compiled, alias = self._compile()
@@ -98,6 +102,16 @@ class Prepared:
         """The first row, or None (give the build a `[:1]` when more could match)."""
         found = self.rows(**values)
         return found[0] if found else None
+
+    def count(self, **values: Any) -> int:
+        """How many rows the QuerySet matches, as `QuerySet.count()` would count them."""
+        if self._count is None:
+            self._count = _compile_count(self._build())
+        sql_text, params, fields, alias = self._count
+        connection = connections[alias]
+        with connection.cursor() as cursor:
+            cursor.execute(sql_text, _bind(params, fields, values, connection))
+            return int(cursor.fetchone()[0])
 
     def update(self, changes: dict[str, Any], **values: Any) -> int:
         """UPDATE the rows the QuerySet matches, setting `changes` (field name: value), as
@@ -150,7 +164,21 @@ def _compile(queryset: QuerySet, alias: str) -> _Compiled:
 _SET = "="  # the prefix of the Slots an UPDATE sets (filters' Slots are named by the caller)
 
 
-def _compile_update(queryset: QuerySet, names: tuple[str, ...]) -> tuple[str, tuple[Any, ...], dict[str, Any], str]:
+def _compile_count(queryset: QuerySet) -> _Statement:
+    query = queryset.query.chain()
+    if query.is_sliced or query.distinct or query.combinator or query.group_by or query.annotation_select:
+        raise TypeError("Prepared counts plain filtered QuerySets (no slices, distinct, unions or annotations)")
+    query.clear_ordering(force=True)
+    query.clear_select_clause()
+    query.add_annotation(Count("*"), alias="__count", select=True)
+    sql_text, params = query.get_compiler(queryset.db).as_sql()
+    fields: dict[str, Any] = {}
+    _slot_fields(query.where, fields)
+    _check_slots(params, fields)
+    return sql_text, tuple(params), fields, queryset.db
+
+
+def _compile_update(queryset: QuerySet, names: tuple[str, ...]) -> _Statement:
     alias = router.db_for_write(queryset.model)
     query = queryset.query.chain(sql.UpdateQuery)
     query.add_update_values({name: Slot(_SET + name) for name in names})

@@ -190,3 +190,14 @@ def test_update_refuses_a_none_filter_and_other_tables(chat):
     joined = Prepared(lambda: Session.objects.filter(blog_link__blog__slug=Slot("slug")))
     with pytest.raises(TypeError, match="own columns"):
         joined.update({"title": "x"}, slug="b")
+
+
+def test_count_counts_what_queryset_count_counts(chat, django_assert_num_queries):
+    replies = Prepared(lambda: Message.objects.filter(session=Slot("s"), role="assistant").order_by("-position"))
+    with django_assert_num_queries(1):
+        counted = replies.count(s=chat)
+    assert counted == 1 == Message.objects.filter(session=chat, role="assistant").count()
+    other = start_session(chat.user, Blog.objects.get())
+    assert replies.count(s=other) == 0
+    with pytest.raises(TypeError, match="plain filtered"):
+        Prepared(lambda: Message.objects.filter(session=Slot("s"))[:2]).count(s=chat)
