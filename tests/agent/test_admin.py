@@ -54,3 +54,9 @@ def test_a_session_page_shows_whether_it_waits_for_people(auditor, user):
     assert response.status_code == 200
     body = response.content.decode()
     assert "Awaiting people" in body and "icon-yes" in body.split("Awaiting people", 1)[1][:400]
+
+
+def test_the_session_page_lists_its_own_fields_first_and_where_the_transcript_ends_last(auditor, user):
+    session = Session.objects.create(user=user, purpose="chat", next_position=7)
+    body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    assert body.index("Id:") < body.index("Awaiting people") < body.index("Next position")
