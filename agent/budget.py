@@ -21,9 +21,10 @@ from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
-from agent.prepared import insert
+from agent.prepared import Prepared, Slot, insert
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
+_SPEND = Prepared(lambda: Spend.objects.filter(pk=Slot("pk")))  # each call's settling (agent/prepared.py)
 
 # US dollars per million tokens.
 PRICES: dict[str, dict[str, float]] = {
@@ -231,7 +232,7 @@ def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
             )
         )
     else:
-        Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
+        _SPEND.update({"tokens": total_tokens(usage), "cost_usd": cost, "settled": True}, pk=reservation.spend_id)
         add_to_day(reservation.day, cost - reservation.reserved_usd)
     return cost
 
