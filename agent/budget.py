@@ -21,10 +21,18 @@ from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
-from agent.prepared import Prepared, Slot, insert
+from agent.prepared import Prepared, PreparedAggregate, Slot, insert
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
-_SPEND = Prepared(lambda: Spend.objects.filter(pk=Slot("pk")))  # each call's settling (agent/prepared.py)
+# Read or written around every model call while a cap is on (agent/prepared.py: compiled once).
+_SPEND = Prepared(lambda: Spend.objects.filter(pk=Slot("pk")))
+_MY_USAGE = PreparedAggregate(
+    lambda: Spend.objects.filter(user=Slot("user"), created_at__gte=Slot("month")),
+    minute=Sum("tokens", filter=Q(created_at__gte=Slot("minute"))),
+    hour=Sum("tokens", filter=Q(created_at__gte=Slot("hour"))),
+    month=Sum("cost_usd"),
+)
+_EVERYONES_USAGE = PreparedAggregate(lambda: SpendDay.objects.filter(day__gte=Slot("since")), total=Sum("cost_usd"))
 
 # US dollars per million tokens.
 PRICES: dict[str, dict[str, float]] = {
@@ -111,17 +119,12 @@ class Limits:
 
 def _usage(user: Any, now: Any) -> dict[str, Any]:
     """One indexed aggregate over the user's last 30 days, one over everyone's (only when capped)."""
-    mine = Spend.objects.filter(user=user, created_at__gte=now - MONTH).aggregate(
-        minute=Sum("tokens", filter=Q(created_at__gte=now - MINUTE)),
-        hour=Sum("tokens", filter=Q(created_at__gte=now - HOUR)),
-        month=Sum("cost_usd"),
-    )
+    mine = _MY_USAGE.get(user=user, month=now - MONTH, hour=now - HOUR, minute=now - MINUTE)
     out = {k: v or 0 for k, v in mine.items()}
     out["global"] = 0
     if Limits.from_settings().usd_global:
         # By whole days (UTC): up to one day more than 30 × 24 h, never less.
-        since = (now - MONTH).date()
-        out["global"] = SpendDay.objects.filter(day__gte=since).aggregate(s=Sum("cost_usd"))["s"] or 0
+        out["global"] = _EVERYONES_USAGE.get(since=(now - MONTH).date())["total"] or 0
     return out
 
 

@@ -13,7 +13,9 @@ model instances, `select_related` included.
     SEAT = Prepared(lambda: Seat.objects.filter(user=Slot("user"), blog=Slot("blog"))[:1])
     seat = SEAT.first(user=user, blog=blog)
 
-`.count(**values)` counts the rows such a QuerySet matches, `.update(changes, **values)` does the
+`.count(**values)` counts the rows such a QuerySet matches (`PreparedAggregate` takes any
+aggregates, Slots in their own filters included: a user's usage by minute, hour and month in one
+read), `.update(changes, **values)` does the
 same for an UPDATE of them (the lease a turn takes and gives back, the turn's end), and
 `insert(obj)` for the INSERT of a new instance (the turn, each message and part, each ledger row):
 what `save()` would write, with the SQL compiled once per model.
@@ -74,7 +76,7 @@ class Prepared:
         self._build = build
         self._compiled: tuple[_Compiled, str] | None = None
         self._updates: dict[tuple[str, ...], _Statement] = {}
-        self._count: _Statement | None = None
+        self._count: PreparedAggregate | None = None
 
     def rows(self, **values: Any) -> list[Model]:
         compiled, alias = self._compile()
@@ -106,12 +108,8 @@ class Prepared:
     def count(self, **values: Any) -> int:
         """How many rows the QuerySet matches, as `QuerySet.count()` would count them."""
         if self._count is None:
-            self._count = _compile_count(self._build())
-        sql_text, params, fields, alias = self._count
-        connection = connections[alias]
-        with connection.cursor() as cursor:
-            cursor.execute(sql_text, _bind(params, fields, values, connection))
-            return int(cursor.fetchone()[0])
+            self._count = PreparedAggregate(self._build, n=Count("*"))
+        return int(self._count.get(**values)["n"])
 
     def update(self, changes: dict[str, Any], **values: Any) -> int:
         """UPDATE the rows the QuerySet matches, setting `changes` (field name: value), as
@@ -164,18 +162,54 @@ def _compile(queryset: QuerySet, alias: str) -> _Compiled:
 _SET = "="  # the prefix of the Slots an UPDATE sets (filters' Slots are named by the caller)
 
 
-def _compile_count(queryset: QuerySet) -> _Statement:
+class PreparedAggregate:
+    """`QuerySet.aggregate(**aggregates)` of a fixed shape, compiled on first use; Slots may stand in
+    the QuerySet's filters and in the aggregates' own (`Sum("tokens", filter=Q(at__gte=Slot("since")))`)."""
+
+    def __init__(self, build: Callable[[], QuerySet], **aggregates: Any) -> None:
+        self._build = build
+        self._aggregates = aggregates
+        self._compiled: tuple[_Statement, list[str], list[tuple[int, list[Callable[..., Any]], Any]]] | None = None
+
+    def get(self, **values: Any) -> dict[str, Any]:
+        """The aggregates' values, as `aggregate()` returns them (None over no rows, as SQL's SUM)."""
+        if self._compiled is None:
+            self._compiled = _compile_aggregate(self._build(), self._aggregates)
+        (sql_text, params, fields, alias), names, converters = self._compiled
+        connection = connections[alias]
+        with connection.cursor() as cursor:
+            cursor.execute(sql_text, _bind(params, fields, values, connection))
+            row = list(cursor.fetchone())
+        for pos, convs, expression in converters:
+            for convert in convs:
+                row[pos] = convert(row[pos], expression, connection)
+        return dict(zip(names, row, strict=True))
+
+
+def _compile_aggregate(
+    queryset: QuerySet, aggregates: dict[str, Any]
+) -> tuple[_Statement, list[str], list[tuple[int, list[Callable[..., Any]], Any]]]:
     query = queryset.query.chain()
     if query.is_sliced or query.distinct or query.combinator or query.group_by or query.annotation_select:
-        raise TypeError("Prepared counts plain filtered QuerySets (no slices, distinct, unions or annotations)")
+        raise TypeError("Prepared aggregates plain filtered QuerySets (no slices, distinct, unions or annotations)")
     query.clear_ordering(force=True)
     query.clear_select_clause()
-    query.add_annotation(Count("*"), alias="__count", select=True)
-    sql_text, params = query.get_compiler(queryset.db).as_sql()
+    for name, aggregate in aggregates.items():
+        query.add_annotation(aggregate, alias=name, select=True)
+    compiler = query.get_compiler(queryset.db)
+    sql_text, params = compiler.as_sql()
     fields: dict[str, Any] = {}
     _slot_fields(query.where, fields)
+    for expression in query.annotation_select.values():
+        _slot_fields(expression, fields)
     _check_slots(params, fields)
-    return sql_text, tuple(params), fields, queryset.db
+    selected = list(query.annotation_select.values())
+    converters = compiler.get_converters(selected)
+    return (
+        (sql_text, tuple(params), fields, queryset.db),
+        list(query.annotation_select),
+        [(pos, convs, expression) for pos, (convs, expression) in converters.items()],
+    )
 
 
 def _compile_update(queryset: QuerySet, names: tuple[str, ...]) -> _Statement:
@@ -227,12 +261,20 @@ def _check_slots(params: Any, fields: dict[str, Any]) -> None:
         )
 
 
-def _slot_fields(node: WhereNode, out: dict[str, Any]) -> None:
-    for child in node.children:
-        if isinstance(child, WhereNode):
+def _slot_fields(node: Any, out: dict[str, Any]) -> None:
+    """Each Slot that is the right-hand side of a lookup in `node` (a where clause or an expression,
+    such as an aggregate's filter), with the field its value is compared with."""
+    if isinstance(node, Lookup):
+        if isinstance(node.rhs, Slot):
+            out[node.rhs.name] = node.lhs.output_field
+        return
+    if isinstance(node, WhereNode):
+        children = node.children
+    else:
+        children = node.get_source_expressions() if hasattr(node, "get_source_expressions") else []
+    for child in children:
+        if child is not None:
             _slot_fields(child, out)
-        elif isinstance(child, Lookup) and isinstance(child.rhs, Slot):
-            out[child.rhs.name] = child.lhs.output_field
 
 
 @dataclass(frozen=True)

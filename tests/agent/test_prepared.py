@@ -7,11 +7,12 @@ from decimal import Decimal
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
-from agent.prepared import Prepared, Slot, insert
+from agent.prepared import Prepared, PreparedAggregate, Slot, insert
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -201,3 +202,23 @@ def test_count_counts_what_queryset_count_counts(chat, django_assert_num_queries
     assert replies.count(s=other) == 0
     with pytest.raises(TypeError, match="plain filtered"):
         Prepared(lambda: Message.objects.filter(session=Slot("s"))[:2]).count(s=chat)
+
+
+def test_aggregates_equal_the_orms_with_slots_in_their_own_filters(user, other_user):
+    now = timezone.now()
+    for minutes, tokens, cost in [(1, 10, "0.5"), (30, 20, "0.25"), (90, 40, "1.125")]:
+        Spend.objects.create(user=user, created_at=now - timedelta(minutes=minutes), tokens=tokens, cost_usd=cost)
+    Spend.objects.create(user=other_user, created_at=now, tokens=1000, cost_usd="9")
+    usage = PreparedAggregate(
+        lambda: Spend.objects.filter(user=Slot("user"), created_at__gte=Slot("since")),
+        recent=Sum("tokens", filter=Q(created_at__gte=Slot("recent"))),
+        cost=Sum("cost_usd"),
+    )
+    got = usage.get(user=user, since=now - timedelta(hours=1), recent=now - timedelta(minutes=5))
+    want = Spend.objects.filter(user=user, created_at__gte=now - timedelta(hours=1)).aggregate(
+        recent=Sum("tokens", filter=Q(created_at__gte=now - timedelta(minutes=5))), cost=Sum("cost_usd")
+    )
+    assert got == want == {"recent": 10, "cost": Decimal("0.75")}
+    assert isinstance(got["cost"], Decimal)
+    nobody = usage.get(user=user, since=now + timedelta(hours=1), recent=now)
+    assert nobody == {"recent": None, "cost": None}  # SUM over no rows, as the ORM answers it
