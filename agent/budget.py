@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Min, Q, Sum
+from django.db.models import DecimalField, F, Min, Q, Sum
 from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
@@ -32,6 +32,7 @@ _MY_USAGE = PreparedAggregate(
     hour=Sum("tokens", filter=Q(created_at__gte=Slot("hour"))),
     month=Sum("cost_usd"),
 )
+_DAY = Prepared(lambda: SpendDay.objects.filter(day=Slot("day")))
 _EVERYONES_USAGE = PreparedAggregate(lambda: SpendDay.objects.filter(day__gte=Slot("since")), total=Sum("cost_usd"))
 
 # US dollars per million tokens.
@@ -132,7 +133,7 @@ def add_to_day(day: Any, amount: Decimal) -> None:
     """Add `amount` (may be negative) to everyone's running total for `day`, atomically."""
     if not amount:
         return
-    if SpendDay.objects.filter(day=day).update(cost_usd=F("cost_usd") + amount):
+    if _DAY.update({"cost_usd": F("cost_usd") + Slot("amount", output_field=DecimalField())}, day=day, amount=amount):
         return
     try:
         with transaction.atomic():

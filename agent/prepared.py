@@ -41,10 +41,14 @@ from django.db.models.sql.where import WhereNode
 
 
 class Slot(Expression):
-    """A value given when the read runs: `filter(user=Slot("user"))`, then `.rows(user=...)`."""
+    """A value given when the read runs: `filter(user=Slot("user"))`, then `.rows(user=...)`.
 
-    def __init__(self, name: str) -> None:
-        super().__init__()
+    Compared with a column, the column's field prepares the value; inside an expression (an UPDATE's
+    `F("total") + Slot("amount", output_field=DecimalField())`) its own `output_field` does, if any.
+    """
+
+    def __init__(self, name: str, output_field: Any = None) -> None:
+        super().__init__(output_field=output_field)
         self.name = name
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
@@ -75,7 +79,7 @@ class Prepared:
     def __init__(self, build: Callable[[], QuerySet]) -> None:
         self._build = build
         self._compiled: tuple[_Compiled, str] | None = None
-        self._updates: dict[tuple[str, ...], _Statement] = {}
+        self._updates: dict[tuple[tuple[str, str | None], ...], _Statement] = {}
         self._count: PreparedAggregate | None = None
 
     def rows(self, **values: Any) -> list[Model]:
@@ -113,16 +117,17 @@ class Prepared:
 
     def update(self, changes: dict[str, Any], **values: Any) -> int:
         """UPDATE the rows the QuerySet matches, setting `changes` (field name: value), as
-        `QuerySet.update(**changes)` would; returns the number of rows matched. The SQL is compiled
-        once per set of changed fields."""
-        names = tuple(sorted(changes))
-        compiled = self._updates.get(names)
+        `QuerySet.update(**changes)` would; returns the number of rows matched. A value may be an
+        expression whose Slots are bound from `values` (`F("total") + Slot("amount")`). The SQL is
+        compiled once per set of changed fields and expressions."""
+        shape = tuple(sorted((name, repr(v) if _is_expression(v) else None) for name, v in changes.items()))
+        compiled = self._updates.get(shape)
         if compiled is None:
             queryset = self._build()
-            compiled = self._updates[names] = _compile_update(queryset, names)
+            compiled = self._updates[shape] = _compile_update(queryset, changes)
         sql_text, params, fields, alias = compiled
         connection = connections[alias]
-        values.update({_SET + name: value for name, value in changes.items()})
+        values.update({_SET + name: value for name, value in changes.items() if not _is_expression(value)})
         with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
             cursor.execute(sql_text, _bind(params, fields, values, connection))
             return cursor.rowcount
@@ -212,10 +217,14 @@ def _compile_aggregate(
     )
 
 
-def _compile_update(queryset: QuerySet, names: tuple[str, ...]) -> _Statement:
+def _is_expression(value: Any) -> bool:
+    return hasattr(value, "resolve_expression")
+
+
+def _compile_update(queryset: QuerySet, changes: dict[str, Any]) -> _Statement:
     alias = router.db_for_write(queryset.model)
     query = queryset.query.chain(sql.UpdateQuery)
-    query.add_update_values({name: Slot(_SET + name) for name in names})
+    query.add_update_values({name: v if _is_expression(v) else Slot(_SET + name) for name, v in changes.items()})
     query.clear_ordering(force=True)
     query.clear_select_clause()
     if query.related_updates or query.count_active_tables() > 1:
@@ -223,7 +232,11 @@ def _compile_update(queryset: QuerySet, names: tuple[str, ...]) -> _Statement:
     sql_text, params = query.get_compiler(alias).as_sql()
     fields: dict[str, Any] = {}
     _slot_fields(query.where, fields)
-    fields.update({slot.name: _Saved(field) for field, _, slot in query.values})
+    for field, _, value in query.values:
+        if isinstance(value, Slot) and value.name.startswith(_SET):
+            fields[value.name] = _Saved(field)
+        else:
+            _inner_slots(value, fields)
     _check_slots(params, fields)
     return sql_text, tuple(params), fields, alias
 
@@ -233,6 +246,21 @@ class _Saved:
     """A column an UPDATE sets: its value is prepared as a save prepares it."""
 
     field: Any
+
+
+@dataclass(frozen=True)
+class _Inner:
+    """A Slot inside an expression: its value is prepared by the Slot's own output field, if any."""
+
+    field: Any
+
+
+def _inner_slots(expression: Any, out: dict[str, Any]) -> None:
+    if isinstance(expression, Slot):
+        out[expression.name] = _Inner(expression._output_field_or_none)
+    for child in getattr(expression, "get_source_expressions", list)():
+        if child is not None:
+            _inner_slots(child, out)
 
 
 def _bind(params: tuple[Any, ...], fields: dict[str, Any], values: dict[str, Any], connection: Any) -> list[Any]:
@@ -246,6 +274,8 @@ def _bind(params: tuple[Any, ...], fields: dict[str, Any], values: dict[str, Any
             value = value.pk
         if isinstance(field, _Saved):
             prepared[name] = field.field.get_db_prep_save(value, connection=connection)
+        elif isinstance(field, _Inner):
+            prepared[name] = value if field.field is None else field.field.get_db_prep_value(value, connection)
         elif value is None:  # `= NULL` matches nothing: the ORM would have written IS NULL
             raise TypeError(f"{name}: None in a filter; filter on __isnull instead")
         else:

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 from django.db import IntegrityError, transaction
-from django.db.models import Q, Sum
+from django.db.models import F, PositiveIntegerField, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -222,3 +222,14 @@ def test_aggregates_equal_the_orms_with_slots_in_their_own_filters(user, other_u
     assert isinstance(got["cost"], Decimal)
     nobody = usage.get(user=user, since=now + timedelta(hours=1), recent=now)
     assert nobody == {"recent": None, "cost": None}  # SUM over no rows, as the ORM answers it
+
+
+def test_an_update_may_set_an_expression_with_slots_of_its_own(chat):
+    held = Prepared(lambda: Session.objects.filter(pk=Slot("pk")))
+    for _ in range(2):
+        held.update(
+            {"next_position": F("next_position") + Slot("n", output_field=PositiveIntegerField())}, pk=chat.pk, n=3
+        )
+    assert Session.objects.get(pk=chat.pk).next_position == 6
+    held.update({"next_position": F("next_position") * Slot("n")}, pk=chat.pk, n=2)  # another shape: compiled anew
+    assert Session.objects.get(pk=chat.pk).next_position == 12
