@@ -104,7 +104,7 @@ def write_report(
         "python -m bench.run --quick     # < 2 min smoke run (N = 20, 40-token streams); writes bench/results/",
         "python -m bench.run --levels 1000 --only django,bare --scenarios streams   # one slice (saved to bench/results/results.partial.json and BENCHMARKS.partial.md)",
         "python -m bench.turncost --callgrind   # instructions per turn, in-process: A/B of a change on a noisy host",
-        "python -m bench.turncost --budgets     # CPU per turn in-process with the budget caps on (the streams run without)",
+        "python -m bench.turncost --budgets     # the same with the budget caps and rate limit on (the streams run without)",
         "```",
         "",
         f"Streams: each turn is one model call of the fake backend replaying {args.tokens} tokens "

@@ -2,7 +2,7 @@
 
     python -m bench.turncost                  # CPU ms per turn (POST + stream), SQL statements per turn
     python -m bench.turncost --callgrind      # instructions per turn, counted by valgrind
-    python -m bench.turncost --budgets        # with the budget caps on at their defaults
+    python -m bench.turncost --budgets        # with the budget caps and the rate limit at their defaults
 
 The worker's WSGI application is called directly, under gevent as in gunicorn's worker: POST a
 message, then GET its stream to `done` (the stream takes the turn over, as on the real server).
@@ -32,8 +32,10 @@ from bench.common import RESULTS, ROOT, server_env, write_script
 WARM = 20  # turns before measuring: imports, URL resolvers, first connections
 
 
-# `--budgets`: the budget caps at their defaults (config/settings.py), as a deployment runs by default.
+# `--budgets`: the budget caps and the message rate limit at their defaults (config/settings.py),
+# as a deployment runs by default.
 DEFAULT_CAPS = {
+    "AGENT_MESSAGES_PER_MINUTE": "20",
     "AGENT_BUDGET_TOKENS_PER_MINUTE": "20000",
     "AGENT_BUDGET_TOKENS_PER_HOUR": "200000",
     "AGENT_BUDGET_USD_PER_MONTH": "5",
@@ -169,7 +171,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=2, help="tokens per answer (default 2: the cost of a start)")
     ap.add_argument("--callgrind", action="store_true", help="count instructions with valgrind instead of CPU time")
     ap.add_argument(
-        "--budgets", action="store_true", help="budget caps on at their defaults (the bench turns them off)"
+        "--budgets",
+        action="store_true",
+        help="budget caps and rate limit on at their defaults (the bench turns them off)",
     )
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # one in-process run over a prepared manifest
     args = ap.parse_args()
