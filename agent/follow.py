@@ -11,7 +11,8 @@ from typing import Any
 from django.utils import timezone
 
 from agent import hub, turns
-from agent.models import Message, Turn
+from agent.models import Message, Part, Turn
+from agent.prepared import Prepared, Slot
 from agent.transcript import part_to_neutral, release_connection
 
 HEARTBEAT = ("heartbeat", None)
@@ -19,6 +20,24 @@ HEARTBEAT_SECONDS = 15.0
 DB_POLL_SECONDS = 0.5
 
 Item = tuple[int | None, str, Any]  # (event id, name, payload)
+
+# A stream following a turn that runs on another worker polls these every DB_POLL_SECONDS
+# (agent/prepared.py: compiled once, not per poll).
+_NEW_MESSAGES = Prepared(
+    lambda: (
+        Message.objects.filter(turn=Slot("turn"), position__gt=Slot("after"))
+        .exclude(role=Message.USER)
+        .order_by("position")
+    )
+)
+_NEW_PARTS = Prepared(
+    lambda: (
+        Part.objects.filter(message__turn=Slot("turn"), message__position__gt=Slot("after"))
+        .exclude(message__role=Message.USER)
+        .order_by("message__position", "position")
+    )
+)
+_TURN_STATE = Prepared(lambda: Turn.objects.select_related("session").filter(pk=Slot("pk"))[:1])
 
 
 def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS) -> Iterator[Item]:
@@ -107,20 +126,16 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
     """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
     last_position, waited = -1, 0.0
     while True:
-        messages = list(
-            Message.objects.filter(turn=turn, position__gt=last_position)
-            .exclude(role=Message.USER)
-            .prefetch_related("parts")
-            .order_by("position")
-        )
+        messages = _NEW_MESSAGES.rows(turn=turn, after=last_position)
+        parts: dict[int, list[Part]] = {}
+        if messages:
+            for part in _NEW_PARTS.rows(turn=turn, after=last_position):
+                parts.setdefault(part.message_id, []).append(part)
         for message in messages:
             last_position = message.position
-            yield from ((None, name, payload) for name, payload in _message_events(message))
-        state = (
-            Turn.objects.filter(pk=turn.pk)
-            .values("status", "terminal_event", "terminal_payload", "session__turn_id", "session__lease_until")
-            .first()
-        )
+            yield from ((None, name, payload) for name, payload in _message_events(parts.get(message.pk, [])))
+        now = _TURN_STATE.first(pk=turn.pk)
+        state = None if now is None else _state(now)
         release_connection()
         if state is None or state["status"] != Turn.RUNNING or _abandoned(turn, state):
             yield (None, *_terminal(state if state and state["status"] != Turn.RUNNING else None))
@@ -132,10 +147,20 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
             yield (None, *HEARTBEAT)
 
 
-def _message_events(message: Message) -> Iterator[tuple[str, Any]]:
-    """A persisted message as the events its turn streamed; a tool message ends with its effects."""
+def _state(turn: Turn) -> dict[str, Any]:
+    return {
+        "status": turn.status,
+        "terminal_event": turn.terminal_event,
+        "terminal_payload": turn.terminal_payload,
+        "session__turn_id": turn.session.turn_id,
+        "session__lease_until": turn.session.lease_until,
+    }
+
+
+def _message_events(parts: list[Part]) -> Iterator[tuple[str, Any]]:
+    """A persisted message (its parts) as the events its turn streamed; a tool message ends with its effects."""
     effects: list[dict[str, Any]] = []
-    for part in message.parts.all():
+    for part in parts:
         effects += part.effects or []
         p = part_to_neutral(part) if part.type not in ("image", "document") else {"type": part.type}
         match p["type"]:

@@ -6,7 +6,8 @@ import json
 import threading
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 
 from agent import hub, turns
 from agent.follow import follow
@@ -123,7 +124,9 @@ def test_follow_from_database_when_the_turn_runs_in_another_process(chat, script
         status="done", terminal_event="done", terminal_payload={"message_id": 1, "stop_reason": "end_turn", "usage": {}}
     )
     running = Turn(pk=turn.pk, session=chat, status="running")
-    items = list(follow_running(running))
+    with CaptureQueriesContext(connection) as polled:
+        items = list(follow_running(running))
+    assert len(polled.captured_queries) == 3  # one poll: the new messages, their parts, the turn's state
     assert [(n, p) for _, n, p in items] == [
         ("token", {"text": "Hello"}),
         ("tool_use", {"id": "t1", "name": "x", "input": {"a": 1}}),
