@@ -67,6 +67,21 @@ def result_statuses(session_id: Any) -> dict[str, str]:
     return statuses
 
 
+def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, str]:
+    """`result_statuses` for one turn's own calls, from its loaded messages (parts prefetched): a
+    turn's calls are answered within that turn, or wait for a person. One query (the waiting ones),
+    however long the chat."""
+    statuses = {
+        part.tool_use_id: part.tool_status
+        for message in messages
+        for part in message.parts.all()
+        if part.type == "tool_result"
+    }
+    for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
+        statuses.setdefault(uid, "waiting")
+    return statuses
+
+
 def turn_blocks(messages: list[Message], statuses: dict[str, str]) -> list[dict[str, Any]]:
     """Assistant messages of one turn as display blocks, in order; `statuses` from `result_statuses`."""
     blocks: list[dict[str, Any]] = []

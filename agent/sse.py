@@ -77,7 +77,7 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
         "turn_id": turn.pk,
         "session_id": turn.session_id,
         "approvals": display.approvals_for(turn) if name == "confirm" else [],
-        "blocks": display.turn_blocks(messages, display.result_statuses(turn.session_id)),
+        "blocks": display.turn_blocks(messages, display.turn_result_statuses(messages, turn.session_id)),
         "error": payload if name == "error" else None,
         "meter": display.meter_display(meter),
     }

@@ -163,6 +163,28 @@ def test_html_flavour_ends_with_end_and_escapes_everything(api, chat, script):
 
 
 @pytest.mark.django_db
+def test_the_html_end_of_a_turn_shows_its_calls_statuses_from_its_own_messages(api, chat, script):
+    """However long the chat, the turn's end reads its own results, not every result of the chat."""
+    call = {"kind": "tool_use", "id": "c1", "name": "nope", "input": {}}
+    script(
+        [
+            [call, {"kind": "done", "stop_reason": "tool_use"}],
+            [DONE],
+            [{**call, "id": "c2"}, {**call, "id": "c3"}, {"kind": "done", "stop_reason": "tool_use"}],
+            [DONE],
+        ]
+    )
+    api.events(api.send(chat, "first").json()["stream_url"])
+    url = api.send(chat, "second").json()["stream_url"]
+    with CaptureQueriesContext(connection) as read:
+        body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    final = body.rsplit("event: done", 1)[1]
+    assert 'id="chip-c2-status" data-status="error"' in final and 'id="chip-c3-status" data-status="error"' in final
+    assert "chip-c1" not in final  # the earlier turn's call is not this turn's
+    assert not [q for q in read.captured_queries if '"agent_part"."type" =' in q["sql"]]
+
+
+@pytest.mark.django_db
 def test_finished_html_stream_answers_terminal_and_end_at_once(api, chat, script):
     script([[{"kind": "text", "text": "hi"}, DONE]])
     url = api.send(chat, "hi").json()["stream_url"]
