@@ -33,6 +33,7 @@ _MY_USAGE = PreparedAggregate(
     month=Sum("cost_usd"),
 )
 _DAY = Prepared(lambda: SpendDay.objects.filter(day=Slot("day")))
+_PLUS_AMOUNT = F("cost_usd") + Slot("amount", output_field=DecimalField())
 _EVERYONES_USAGE = PreparedAggregate(lambda: SpendDay.objects.filter(day__gte=Slot("since")), total=Sum("cost_usd"))
 
 # US dollars per million tokens.
@@ -133,7 +134,7 @@ def add_to_day(day: Any, amount: Decimal) -> None:
     """Add `amount` (may be negative) to everyone's running total for `day`, atomically."""
     if not amount:
         return
-    if _DAY.update({"cost_usd": F("cost_usd") + Slot("amount", output_field=DecimalField())}, day=day, amount=amount):
+    if _DAY.update({"cost_usd": _PLUS_AMOUNT}, day=day, amount=amount):
         return
     try:
         with transaction.atomic():

@@ -15,10 +15,10 @@ model instances, `select_related` included.
 
 `.count(**values)` counts the rows such a QuerySet matches (`PreparedAggregate` takes any
 aggregates, Slots in their own filters included: a user's usage by minute, hour and month in one
-read), `.update(changes, **values)` does the
-same for an UPDATE of them (the lease a turn takes and gives back, the turn's end), and
-`insert(obj)` for the INSERT of a new instance (the turn, each message and part, each ledger row):
-what `save()` would write, with the SQL compiled once per model.
+read), `.update(changes, **values)` does the same for an UPDATE of them (the lease a turn takes
+and gives back, the turn's end), and `insert(obj)` for the INSERT of a new instance (the turn,
+each message and part, each ledger row): what `save()` would write, with the SQL compiled once
+per model.
 
 Only what a plain model QuerySet yields is supported: no `values()`, annotations, `prefetch_related`
 or `only()`; an update filters on its table's own columns. A Slot stands for one scalar value, never
@@ -59,6 +59,32 @@ class Slot(Expression):
 
 
 _Statement = tuple[str, tuple[Any, ...], dict[str, Any], str]  # SQL, params (Slots in place), Slot fields, alias
+_Converters = list[tuple[int, list[Callable[..., Any]], Any]]  # (column, converters, expression), as the ORM's
+
+
+def _converters(compiler: Any, expressions: list[Any]) -> _Converters:
+    return [(pos, convs, expression) for pos, (convs, expression) in compiler.get_converters(expressions).items()]
+
+
+def _convert(row: Any, converters: _Converters, connection: Any) -> Any:
+    """`row` with each column converted as the ORM converts what it reads (a list when any is)."""
+    if not converters:
+        return row
+    row = list(row)
+    for pos, convs, expression in converters:
+        for convert in convs:
+            row[pos] = convert(row[pos], expression, connection)
+    return row
+
+
+def _slots(params: Any, *nodes: Any) -> dict[str, Any]:
+    """The Slots placed as the right-hand side of lookups in `nodes`, with their fields; checked
+    against the Slots the compiled SQL holds."""
+    fields: dict[str, Any] = {}
+    for node in nodes:
+        _slot_fields(node, fields)
+    _check_slots(params, fields)
+    return fields
 
 
 @dataclass(frozen=True)
@@ -69,7 +95,7 @@ class _Compiled:
     model: type[Model]
     init_list: list[str]
     model_slice: slice
-    converters: list[tuple[int, list[Callable[..., Any]], Any]]
+    converters: _Converters
     populators: list[Any]
 
 
@@ -91,13 +117,7 @@ class Prepared:
             fetched = cursor.fetchall()
         out = []
         for row in fetched:
-            if compiled.converters:
-                row = list(row)
-                for pos, convs, expression in compiled.converters:
-                    value = row[pos]
-                    for convert in convs:
-                        value = convert(value, expression, connection)
-                    row[pos] = value
+            row = _convert(row, compiled.converters, connection)
             obj = compiled.model.from_db(alias, compiled.init_list, row[compiled.model_slice])
             for populator in compiled.populators:
                 populator.populate(row, obj)
@@ -146,20 +166,16 @@ def _compile(queryset: QuerySet, alias: str) -> _Compiled:
         raise TypeError("Prepared does not support annotations or deferred fields")
     compiler = queryset.query.get_compiler(using=alias)
     sql, params = compiler.as_sql()
-    fields: dict[str, Any] = {}
-    _slot_fields(queryset.query.where, fields)
-    _check_slots(params, fields)
     select, klass_info = compiler.select, compiler.klass_info
     start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
-    converters = compiler.get_converters([expression for expression, _, _ in select])
     return _Compiled(
         sql=sql,
         params=tuple(params),
-        fields=fields,
+        fields=_slots(params, queryset.query.where),
         model=klass_info["model"],
         init_list=[column[0].target.attname for column in select[start:end]],
         model_slice=slice(start, end),
-        converters=[(pos, convs, expression) for pos, (convs, expression) in converters.items()],
+        converters=_converters(compiler, [expression for expression, _, _ in select]),
         populators=get_related_populators(klass_info, select, alias),
     )
 
@@ -174,7 +190,7 @@ class PreparedAggregate:
     def __init__(self, build: Callable[[], QuerySet], **aggregates: Any) -> None:
         self._build = build
         self._aggregates = aggregates
-        self._compiled: tuple[_Statement, list[str], list[tuple[int, list[Callable[..., Any]], Any]]] | None = None
+        self._compiled: tuple[_Statement, list[str], _Converters] | None = None
 
     def get(self, **values: Any) -> dict[str, Any]:
         """The aggregates' values, as `aggregate()` returns them (None over no rows, as SQL's SUM)."""
@@ -184,16 +200,11 @@ class PreparedAggregate:
         connection = connections[alias]
         with connection.cursor() as cursor:
             cursor.execute(sql_text, _bind(params, fields, values, connection))
-            row = list(cursor.fetchone())
-        for pos, convs, expression in converters:
-            for convert in convs:
-                row[pos] = convert(row[pos], expression, connection)
+            row = _convert(cursor.fetchone(), converters, connection)
         return dict(zip(names, row, strict=True))
 
 
-def _compile_aggregate(
-    queryset: QuerySet, aggregates: dict[str, Any]
-) -> tuple[_Statement, list[str], list[tuple[int, list[Callable[..., Any]], Any]]]:
+def _compile_aggregate(queryset: QuerySet, aggregates: dict[str, Any]) -> tuple[_Statement, list[str], _Converters]:
     query = queryset.query.chain()
     if query.is_sliced or query.distinct or query.combinator or query.group_by or query.annotation_select:
         raise TypeError("Prepared aggregates plain filtered QuerySets (no slices, distinct, unions or annotations)")
@@ -203,17 +214,11 @@ def _compile_aggregate(
         query.add_annotation(aggregate, alias=name, select=True)
     compiler = query.get_compiler(queryset.db)
     sql_text, params = compiler.as_sql()
-    fields: dict[str, Any] = {}
-    _slot_fields(query.where, fields)
-    for expression in query.annotation_select.values():
-        _slot_fields(expression, fields)
-    _check_slots(params, fields)
     selected = list(query.annotation_select.values())
-    converters = compiler.get_converters(selected)
     return (
-        (sql_text, tuple(params), fields, queryset.db),
+        (sql_text, tuple(params), _slots(params, query.where, *selected), queryset.db),
         list(query.annotation_select),
-        [(pos, convs, expression) for pos, (convs, expression) in converters.items()],
+        _converters(compiler, selected),
     )
 
 
@@ -237,7 +242,7 @@ def _compile_update(queryset: QuerySet, changes: dict[str, Any]) -> _Statement:
             fields[value.name] = _Saved(field)
         else:
             _inner_slots(value, fields)
-    _check_slots(params, fields)
+    _check_slots(params, fields)  # (not `_slots`: an UPDATE's own values are Slots outside lookups)
     return sql_text, tuple(params), fields, alias
 
 
@@ -312,8 +317,7 @@ class _Insert:
     sql: str
     fields: list[Any]  # the columns given, in order
     returning: list[Any]  # the columns the database returns (the auto id)
-    returning_cols: list[Any]
-    converters: dict[int, list[Callable[..., Any]]]
+    converters: _Converters
 
 
 _inserts: dict[tuple[type[Model], bool, str], _Insert] = {}
@@ -348,16 +352,14 @@ def insert(*objs: Model) -> None:
     params = []
     for field in compiled.fields:
         value = field.pre_save(obj, True)
-        if hasattr(value, "resolve_expression"):
+        if _is_expression(value):
             raise TypeError(f"insert() takes plain values; {field.name} is an expression")
         params.append(field.get_db_prep_save(value, connection=connection))
     with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
         cursor.execute(compiled.sql, params)
         row = connection.ops.fetch_returned_insert_columns(cursor, ()) if compiled.returning else ()
-    for pos, value in enumerate(row):
-        for convert in compiled.converters.get(pos, ()):
-            value = convert(value, compiled.returning_cols[pos], connection)
-        setattr(obj, compiled.returning[pos].attname, value)
+    for field, value in zip(compiled.returning, _convert(row, compiled.converters, connection), strict=True):
+        setattr(obj, field.attname, value)
     obj._state.adding = False
     obj._state.db = alias
 
@@ -376,12 +378,9 @@ def _compile_insert(obj: Model, alias: str) -> _Insert:
     statements = compiler.as_sql()
     if len(statements) != 1:
         raise TypeError("insert() makes one statement; this database would need several")
-    cols = [f.get_col(meta.db_table) for f in returning]
-    converters = compiler.get_converters(cols)
     return _Insert(
         sql=statements[0][0],
         fields=fields,
         returning=returning,
-        returning_cols=cols,
-        converters={pos: convs for pos, (convs, _) in converters.items()},
+        converters=_converters(compiler, [f.get_col(meta.db_table) for f in returning]),
     )
