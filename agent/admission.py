@@ -33,7 +33,10 @@ from agent.runtime import gevent_patched
 
 logger = logging.getLogger("agent.admission")
 
-TICK = 0.01  # seconds between the monitor's wake-ups
+# Seconds between the monitor's wake-ups: at most 200 starts a second while the loop keeps time. At
+# 10 ms, a burst of 1,000 messages took over 10 s to start, as long as the first answers stream,
+# so they never all streamed at once even with CPU to spare (BENCHMARKS.md, session 6).
+TICK = 0.005
 REPORT_SECONDS = 60.0  # at most one log line this often, and only when starts were delayed
 DELAYED = 0.1  # a start that waited at least this long counts as delayed in that line
 

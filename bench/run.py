@@ -268,6 +268,13 @@ def emit(line: dict, sink: list) -> None:
     print(json.dumps(line), flush=True)
 
 
+def held_at(r: dict) -> int:
+    """The streams one run held: its peak at once, if every turn completed without error and the p99
+    added gap was within the target; else 0."""
+    ok = r["errors"] == 0 and r["completed"] == r["n"] and (r["gap_added_p99_ms"] or 0) <= GAP_TARGET_MS
+    return r.get("streams_peak", r["n"]) if ok else 0
+
+
 def held(rows: list[dict], kind: str) -> int:
     """The largest N this server held: every turn completed, all N streaming at one instant (a server
     that queues starts until earlier streams end does not hold N concurrent turns), p99 added gap
@@ -459,6 +466,13 @@ def summarize(lines: list[dict], levels: list[int]) -> dict:
                 )
                 s[f"{label}_{n}_rss_per_stream_vs_{other}"] = _ratio(d["rss_kb_per_stream"], o["rss_kb_per_stream"])
                 s[f"{label}_{n}_gap_p99_ms_{other}"] = o["gap_added_p99_ms"]
+    # The targets' reading: at N = ref, the streams each server held at once within the gap target.
+    at_ref = {r["scenario"]: held_at(r) for r in streams if r["n"] == ref}
+    s["held_at_ref"] = at_ref
+    if "django" in at_ref:
+        s["held_at_ref_vs_bare"] = _ratio(at_ref["django"], at_ref.get("bare"))
+        s["held_at_ref_vs_asgi"] = _ratio(at_ref["django"], at_ref.get("asgi"))
+    # Capacity (not a target): the largest level each server held.
     h = s["held"]
     s["held_vs_bare"] = _ratio(h["django"], h["bare"])
     s["held_vs_asgi"] = _ratio(h["django"], h["asgi"]) if h["asgi"] else None
