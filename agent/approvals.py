@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agent.models import Approval, Message, Session, Turn
+from agent.prepared import Prepared, Slot
 from agent.tools import describe, run_tool
 from agent.transcript import persist_tool_results
 
@@ -83,8 +84,12 @@ def waiting(session: Session, approval_id: Any) -> list[Approval]:
     )
 
 
+_OPEN = Prepared(lambda: Approval.objects.filter(session=Slot("session"), resolved=False).order_by("created_at"))
+_AWAITING = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), awaiting_people=True))
+
+
 def open_approvals(session: Session) -> list[Approval]:
-    return list(Approval.objects.filter(session=session, resolved=False).order_by("created_at"))
+    return _OPEN.rows(session=session)
 
 
 def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
@@ -138,7 +143,7 @@ def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
 def _settled(session: Session) -> None:
     """Nothing waits for a person any more (called under the turn's lease, after the approvals are
     resolved). Written whatever this session object says: it may have been loaded before the flag was set."""
-    Session.objects.filter(pk=session.pk, awaiting_people=True).update(awaiting_people=False)
+    _AWAITING.update({"awaiting_people": False}, pk=session.pk)
     session.awaiting_people, session.approvals_settled = False, True
 
 
