@@ -31,6 +31,7 @@ _PARTS = Prepared(
 )
 
 
+_END_KNOWN = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), next_position__isnull=False))
 _LAST_MESSAGE = Prepared(lambda: Message.objects.filter(session=Slot("session")).order_by("-position")[:1])
 
 
@@ -106,7 +107,7 @@ def add_message(
             if rows:
                 insert(*rows)
             if turn is None:  # no turn's end will record where the transcript ends now: make it unknown
-                Session.objects.filter(pk=session.pk, next_position__isnull=False).update(next_position=None)
+                _END_KNOWN.update({"next_position": None}, pk=session.pk)
                 session.next_position = None
     except Exception:
         session._next_message_position = None  # ask the database next time
