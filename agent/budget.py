@@ -243,9 +243,11 @@ def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
 
 
 def meter(user: Any) -> dict[str, float]:
-    """Each bucket's fill fraction (0..1+); 0 when the bucket is off."""
-    used = _usage(user, timezone.now())
+    """Each bucket's fill fraction (0..1+); 0 when the bucket is off (no query when all are)."""
     limits = Limits.from_settings()
+    if not limits.any:
+        return dict.fromkeys(("minute", "hour", "month", "global"), 0.0)
+    used = _usage(user, timezone.now())
 
     def frac(value: Any, limit: float) -> float:
         return round(float(value) / limit, 4) if limit else 0.0

@@ -69,16 +69,18 @@ def result_statuses(session_id: Any) -> dict[str, str]:
 
 def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, str]:
     """`result_statuses` for one turn's own calls, from its loaded messages (parts prefetched): a
-    turn's calls are answered within that turn, or wait for a person. One query (the waiting ones),
-    however long the chat."""
-    statuses = {
-        part.tool_use_id: part.tool_status
-        for message in messages
-        for part in message.parts.all()
-        if part.type == "tool_result"
-    }
-    for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
-        statuses.setdefault(uid, "waiting")
+    turn's calls are answered within that turn, or wait for a person. At most one query (the
+    waiting ones, when a call has no result), however long the chat."""
+    statuses, calls = {}, set()
+    for message in messages:
+        for part in message.parts.all():
+            if part.type == "tool_result":
+                statuses[part.tool_use_id] = part.tool_status
+            elif part.type == "tool_use":
+                calls.add(part.tool_use_id)
+    if calls - statuses.keys():  # only a call without its result may be waiting for a person
+        for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
+            statuses.setdefault(uid, "waiting")
     return statuses
 
 

@@ -67,11 +67,9 @@ def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None)
 
 def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
     from agent import budget, display
-    from agent.models import Message
+    from agent.follow import replies
 
-    messages = list(
-        Message.objects.filter(turn=turn).exclude(role=Message.USER).prefetch_related("parts").order_by("position")
-    )
+    messages = replies(turn)
     meter = budget.meter(turn.session.user)
     return {
         "turn_id": turn.pk,

@@ -3,6 +3,7 @@
     python -m bench.turncost                  # CPU ms per turn (POST + stream), SQL statements per turn
     python -m bench.turncost --callgrind      # instructions per turn, counted by valgrind
     python -m bench.turncost --budgets        # with the budget caps and the rate limit at their defaults
+    python -m bench.turncost --html           # the browser's stream (`?flavour=html`) instead of JSON
 
 The worker's WSGI application is called directly, under gevent as in gunicorn's worker: POST a
 message, then GET its stream to `done` (the stream takes the turn over, as on the real server).
@@ -77,11 +78,11 @@ def measure(manifest: Path, tokens: int) -> dict:
 
     app = get_wsgi_application()
 
-    def call(method: str, path: str, headers: dict, body: bytes = b"") -> tuple[str, bytes]:
+    def call(method: str, path: str, headers: dict, body: bytes = b"", query: str = "") -> tuple[str, bytes]:
         environ = {
             "REQUEST_METHOD": method,
             "PATH_INFO": path,
-            "QUERY_STRING": "",
+            "QUERY_STRING": query,
             "SERVER_NAME": "127.0.0.1",
             "SERVER_PORT": "8000",
             "HTTP_HOST": "127.0.0.1",
@@ -108,7 +109,8 @@ def measure(manifest: Path, tokens: int) -> dict:
         headers = {"CONTENT_TYPE": "application/json", "HTTP_COOKIE": row["cookie"], "HTTP_X_CSRFTOKEN": row["csrf"]}
         status, out = call("POST", f"/api/agent/sessions/{row['session']}/messages", headers, body)
         assert status.startswith("202"), (status, out[:300])
-        status, out = call("GET", json.loads(out)["stream_url"], {"HTTP_COOKIE": row["cookie"]})
+        query = "flavour=html" if os.environ.get("BENCH_FLAVOUR") == "html" else ""
+        status, out = call("GET", json.loads(out)["stream_url"], {"HTTP_COOKIE": row["cookie"]}, query=query)
         assert status.startswith("200") and b"event: done" in out, (status, out[-300:])
 
     rows = json.loads(manifest.read_text())
@@ -175,10 +177,13 @@ def main() -> None:
         action="store_true",
         help="budget caps and rate limit on at their defaults (the bench turns them off)",
     )
+    ap.add_argument("--html", action="store_true", help="read the browser's stream (`?flavour=html`) instead of JSON")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # one in-process run over a prepared manifest
     args = ap.parse_args()
     if args.budgets:
         os.environ["BENCH_BUDGETS"] = "1"
+    if args.html:
+        os.environ["BENCH_FLAVOUR"] = "html"
     if args.measure:
         print(json.dumps(measure(args.measure, args.tokens)))
     elif args.callgrind:

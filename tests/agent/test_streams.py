@@ -13,6 +13,7 @@ from agent import hub, turns
 from agent.follow import follow
 from agent.models import Message, Session, Turn
 from agent.sse import encode_json
+from agent.tools import register, unregister
 from tests.conftest import ApiClient, parse_sse
 
 DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
@@ -182,6 +183,45 @@ def test_the_html_end_of_a_turn_shows_its_calls_statuses_from_its_own_messages(a
     assert 'id="chip-c2-status" data-status="error"' in final and 'id="chip-c3-status" data-status="error"' in final
     assert "chip-c1" not in final  # the earlier turn's call is not this turn's
     assert not [q for q in read.captured_queries if '"agent_part"."type" =' in q["sql"]]
+    # Every call has its result: nothing can be waiting for a person, so that is not asked.
+    assert not [q for q in read.captured_queries if "agent_approval" in q["sql"]]
+
+
+@pytest.mark.django_db
+def test_the_html_end_of_a_paused_turn_shows_its_call_waiting(api, chat, script, settings):
+    settings.AGENT_CONFIRM_TOOLS = ["danger"]
+    register("danger", description="Irreversible")(lambda session: {"ok": True})
+    try:
+        script(
+            [
+                [
+                    {"kind": "tool_use", "id": "d1", "name": "danger", "input": {}},
+                    {"kind": "done", "stop_reason": "tool_use"},
+                ]
+            ]
+        )
+        url = api.send(chat, "destroy").json()["stream_url"]
+        body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    finally:
+        unregister("danger")
+    final = body.rsplit("event: confirm", 1)[1]
+    assert 'id="chip-d1-status" data-status="waiting"' in final
+    assert "awaiting your OK" in final
+
+
+@pytest.mark.django_db
+def test_the_html_end_of_a_text_turn_reads_its_replies_once(api, chat, script, settings):
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = settings.AGENT_BUDGET_TOKENS_PER_HOUR = 0
+    settings.AGENT_BUDGET_USD_PER_MONTH = settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 0
+    script([[{"kind": "text", "text": "**hi**"}, DONE]])
+    url = api.send(chat, "hi").json()["stream_url"]
+    with CaptureQueriesContext(connection) as read:
+        body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    assert "<strong>hi</strong>" in body.rsplit("event: done", 1)[1]
+    sql = [q["sql"] for q in read.captured_queries]
+    # The turn's own messages and their parts, one read each; no caps, so no usage read for the meter.
+    assert len([q for q in sql if '"agent_message"."turn_id" =' in q]) == 2, sql
+    assert not [q for q in sql if "SUM(" in q.upper()]
 
 
 @pytest.mark.django_db
