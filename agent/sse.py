@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape as escape_text
 from typing import Any
 
 HEARTBEAT_BYTES = b": keep-alive\n\n"
@@ -19,8 +20,10 @@ def _data_lines(data: str) -> str:
 
 def encode(name: str, data: str, event_id: int | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
+    # Most data (a token's text) is one line: no split for it.
+    lines = _data_lines(data) if "\n" in data or "\r" in data else f"data: {data}\n"
     # A lone surrogate must not break the stream: it becomes "?".
-    return f"{head}event: {name}\n{_data_lines(data)}\n".encode("utf-8", "replace")
+    return f"{head}event: {name}\n{lines}\n".encode("utf-8", "replace")
 
 
 # One encoder for every event: `json.dumps` with these arguments builds a new one per call.
@@ -40,15 +43,12 @@ def encode_json(name: str, payload: Any, event_id: int | None = None) -> bytes:
 def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None) -> bytes:
     """One engine tuple as the HTML events the chat panel listens for; terminal tuples add `end`."""
     from django.template.loader import render_to_string
-    from django.utils.html import escape
 
     from agent import display
 
     match name:
-        case "token":
-            html = str(escape(payload["text"]))
-        case "reasoning":
-            html = str(escape(payload["text"]))
+        case "token" | "reasoning":
+            html = escape_text(payload["text"])  # what django.utils.html.escape returns, as a plain str
         case "tool_use":
             chip = display.chip(payload["id"], payload["name"], payload.get("input"), "running")
             html = render_to_string("agent/_chip.html", {"chip": chip})

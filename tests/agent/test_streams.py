@@ -287,3 +287,11 @@ def test_heartbeat_is_sent_while_waiting():
         assert rest[-1] == (0, "done", {"x": 1})
     finally:
         hub._channels.pop(str(turn.pk), None)
+
+
+def test_sse_text_gets_one_data_line_per_line_whatever_the_line_break():
+    from agent.sse import encode
+
+    assert encode("token", "a <b>", 3) == b"id: 3\nevent: token\ndata: a <b>\n\n"
+    assert encode("token", "a\r\nb\rc\nd") == b"event: token\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
+    assert encode("token", "\ud800") == b"event: token\ndata: ?\n\n"  # a lone surrogate
