@@ -115,7 +115,7 @@ class Stream(asyncio.Protocol):
                 return
         if self.phase == "post_body" and len(self.buf) >= self.body_left:
             body, self.buf = self.buf[: self.body_left], self.buf[self.body_left :]
-            url = json.loads(body)["stream_url"]
+            url = json.loads(body)["stream_url"] + self.run.query
             self.phase = "get_head"
             self.transport.write(
                 b"GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nCookie: %s\r\n\r\n"
@@ -198,6 +198,7 @@ class Stream(asyncio.Protocol):
 
 class Run:
     def __init__(self, host: str, port: int) -> None:
+        self.query = ""
         self.host = f"{host}:{port}".encode()
         self.gaps = array("d")
         self.ttft: list[float] = []
@@ -230,6 +231,7 @@ async def main_async(args) -> dict:
     rows = json.load(open(args.manifest))[args.skip :][: args.n or None]
     loop = asyncio.get_running_loop()
     run = Run(args.host, args.port)
+    run.query = args.query
     run.expected = len(rows)
     streams: list[Stream] = []
     t_start = now()
@@ -316,6 +318,7 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=int, default=50)
     ap.add_argument("--ramp", type=float, default=2.0)
     ap.add_argument("--deadline", type=float, default=60.0)
+    ap.add_argument("--query", default="", help="appended to each stream URL, e.g. ?flavour=html")
     args = ap.parse_args()
     if args.host not in ("127.0.0.1", "localhost"):
         sys.exit("bench.client talks to 127.0.0.1 only")

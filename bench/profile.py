@@ -55,6 +55,7 @@ def main() -> None:
     ap.add_argument("--delay-ms", type=int, default=50)
     ap.add_argument("--ramp", type=float, default=2.0)
     ap.add_argument("--rate", type=int, default=200)
+    ap.add_argument("--flavour", default="json", choices=("json", "html"), help="the product's stream flavour")
     ap.add_argument("--idle", action="store_true", help="also sample while blocked (shows time lost in blocking calls)")
     args = ap.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,9 @@ def main() -> None:
     server = R.Server(args.kind, env, RESULTS / "server_profile.log")
     out = RESULTS / f"profile_{args.kind}_{args.n}.txt"
     try:
-        R.client(server.port, manifest, 0, R.WARM, args, deadline=args.tokens * args.delay_ms / 1000 * 3 + 10)
+        R.client(
+            args.kind, server.port, manifest, 0, R.WARM, args, deadline=args.tokens * args.delay_ms / 1000 * 3 + 10
+        )
         spy = subprocess.Popen(
             R.taskset(R.CLIENT_CPU)
             + [
@@ -93,7 +96,9 @@ def main() -> None:
         time.sleep(1)
         result = {}
         t = threading.Thread(
-            target=lambda: result.update(R.client(server.port, manifest, R.WARM, args.n, args, deadline=args.ramp + 60))
+            target=lambda: result.update(
+                R.client(args.kind, server.port, manifest, R.WARM, args.n, args, deadline=args.ramp + 60)
+            )
         )
         t.start()
         spy.wait(timeout=args.seconds + 30)

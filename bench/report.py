@@ -103,13 +103,21 @@ def write_report(
         "make bench                      # installs bench/requirements.txt, runs everything, writes this file",
         "python -m bench.run --quick     # < 2 min smoke run (N = 20, 40-token streams); writes bench/results/",
         "python -m bench.run --levels 1000 --only django,bare --scenarios streams   # one slice (saved to bench/results/results.partial.json and BENCHMARKS.partial.md)",
+        "python -m bench.run --levels 1000 --only django --scenarios streams --flavour html   # the browser's stream",
         "python -m bench.turncost --callgrind   # instructions per turn, in-process: A/B of a change on a noisy host",
         "python -m bench.turncost --budgets     # the same with the budget caps and rate limit on (the streams run without)",
+        "python -m bench.turncost --html        # the browser's stream (`?flavour=html`) instead of the API's JSON",
         "```",
         "",
         f"Streams: each turn is one model call of the fake backend replaying {args.tokens} tokens "
         f"{args.delay_ms} ms apart ({1000 // args.delay_ms} tokens/s, {args.tokens * args.delay_ms / 1000:.0f} s), "
-        "through the real HTTP API (`POST .../messages`, then the SSE `stream_url` to `done`). One server "
+        "through the real HTTP API (`POST .../messages`, then the SSE `stream_url` to `done`"
+        + (
+            "; the product's stream in the browser's HTML flavour, `?flavour=html`"
+            if getattr(args, "flavour", "json") == "html"
+            else ""
+        )
+        + "). One server "
         "process pinned to core 0 (`taskset -c 0`), the asyncio load client (`bench/client.py`, own process, "
         f"uvloop, raw HTTP/1.1) pinned to core 1; starts spread over {args.ramp:g} s; 5 warm-up turns per "
         "server start are not counted. DEBUG=0, rate limit and budgets off, SQLite (WAL) unless marked. "

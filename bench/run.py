@@ -180,7 +180,7 @@ class Sampler(threading.Thread):
             conn.close()
 
 
-def client(port: int, manifest: Path, skip: int, n: int, args, deadline: float) -> dict:
+def client(kind: str, port: int, manifest: Path, skip: int, n: int, args, deadline: float) -> dict:
     cmd = taskset(CLIENT_CPU) + [
         PY,
         "-m",
@@ -201,6 +201,8 @@ def client(port: int, manifest: Path, skip: int, n: int, args, deadline: float) 
         str(args.ramp if n > WARM else 0),
         "--deadline",
         str(deadline),
+        "--query",
+        f"?flavour={args.flavour}" if args.flavour != "json" and kind in ("django", "django_pg") else "",
     ]
     out = run_quiet(cmd, {**os.environ, "PYTHONPATH": str(ROOT)}, timeout=deadline + 60)
     return json.loads(out.strip().splitlines()[-1])
@@ -210,13 +212,13 @@ def one_run(kind: str, n: int, env: dict, manifest: Path, args, pg_db: str | Non
     server = Server(kind if kind != "django_pg" else "django", env, RESULTS / f"server_{kind}.log")
     try:
         stream_s = args.tokens * args.delay_ms / 1000
-        client(server.port, manifest, 0, min(WARM, n), args, deadline=stream_s * 3 + 10)  # warm-up, not measured
+        client(kind, server.port, manifest, 0, min(WARM, n), args, deadline=stream_s * 3 + 10)  # warm-up, not measured
         time.sleep(0.5)
         base_rss, cpu0 = rss_kb(server.pid), cpu_seconds(server.pid)
         load = float(Path("/proc/loadavg").read_text().split()[0])
         sampler = Sampler(server.pid, pg_db)
         sampler.start()
-        result = client(server.port, manifest, WARM, n, args, deadline=args.ramp + stream_s * 4 + 20)
+        result = client(kind, server.port, manifest, WARM, n, args, deadline=args.ramp + stream_s * 4 + 20)
         cpu = cpu_seconds(server.pid) - cpu0
         sampler.halt.set()
         sampler.join(timeout=5)
@@ -294,6 +296,12 @@ def main() -> None:
     ap.add_argument("--pg-n", type=int, default=1000)
     ap.add_argument("--tokens", dest="tokens_arg", type=int, help="tokens per stream (default 200; quick: 40)")
     ap.add_argument("--delay-ms", dest="delay_arg", type=int, help="pacing between tokens (default 50)")
+    ap.add_argument(
+        "--flavour",
+        default="json",
+        choices=("json", "html"),
+        help="the product's stream: the API's JSON or the browser's HTML",
+    )
     ap.add_argument("--report-only", action="store_true", help="rewrite the report from the last saved results")
     ap.add_argument(
         "--out", default="", help="the report (default BENCHMARKS.md; quick: bench/results/BENCHMARKS.quick.md)"
@@ -318,6 +326,7 @@ def main() -> None:
         or args.only != ",".join(SCENARIOS)
         or args.tokens_arg
         or args.delay_arg
+        or args.flavour != "json"
     ) and not args.report_only
     # A slice never overwrites the full run's results (the report is rebuilt from those).
     saved = RESULTS / ("results.quick.json" if args.quick else "results.partial.json" if partial else "results.json")
