@@ -39,15 +39,21 @@ _NEW_PARTS = Prepared(
 )
 
 
+def _replies_after(turn: Turn, position: int) -> tuple[list[Message], dict[int, list[Part]]]:
+    """The turn's messages other than the user's past `position`, and their parts by message id."""
+    parts: dict[int, list[Part]] = {}
+    messages = _NEW_MESSAGES.rows(turn=turn, after=position)
+    if messages:
+        for part in _NEW_PARTS.rows(turn=turn, after=position):
+            parts.setdefault(part.message_id, []).append(part)
+    return messages, parts
+
+
 def replies(turn: Turn) -> list[Message]:
     """The turn's messages other than the user's, in order, each with its parts loaded as
     `prefetch_related("parts")` would load them (`message.parts.all()` asks nothing more): two
     prepared reads, for the HTML stream's end of a turn."""
-    parts: dict[int, list[Part]] = {}
-    messages = _NEW_MESSAGES.rows(turn=turn, after=-1)
-    if messages:
-        for part in _NEW_PARTS.rows(turn=turn, after=-1):
-            parts.setdefault(part.message_id, []).append(part)
+    messages, parts = _replies_after(turn, -1)
     for message in messages:
         loaded = Part.objects.none()
         loaded._result_cache, loaded._prefetch_done = parts.get(message.pk, []), True
@@ -144,11 +150,7 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
     """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
     last_position, waited = -1, 0.0
     while True:
-        messages = _NEW_MESSAGES.rows(turn=turn, after=last_position)
-        parts: dict[int, list[Part]] = {}
-        if messages:
-            for part in _NEW_PARTS.rows(turn=turn, after=last_position):
-                parts.setdefault(part.message_id, []).append(part)
+        messages, parts = _replies_after(turn, last_position)
         for message in messages:
             last_position = message.position
             yield from ((None, name, payload) for name, payload in _message_events(parts.get(message.pk, [])))
