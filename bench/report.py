@@ -82,7 +82,7 @@ def _f(x, nd=1):
 def write_report(
     out: Path, lines: list[dict], summary: dict, args, levels: list[int], started: float, minutes: float | None = None
 ) -> None:
-    streams = [r for r in lines if r["scenario"] in ("django", "bare", "asgi", "django_pg")]
+    streams = [r for r in lines if r["scenario"] in ("django", "bare", "asgi", "django_pg", "django_html")]
     q = next((r for r in lines if r["scenario"] == "queries"), None)
     e = next((r for r in lines if r["scenario"] == "engine"), None)
     pg = next((r for r in lines if r["scenario"] == "django_pg"), None)
@@ -127,7 +127,14 @@ def write_report(
         "*Added gap* = inter-token gap minus the 50 ms pacing, over all gaps of all streams. *Stretch* = "
         "stream duration / nominal. Server CPU is the worker's utime+stime from `/proc/<pid>/stat` over the "
         "measured run; CPU ms / turn = that CPU / N (a whole turn: its POST, its model call and its 200-token "
-        "stream); RSS per stream = (peak RSS during the run − RSS before) / N.",
+        "stream); RSS per stream = (peak RSS during the run − RSS before) / N."
+        + (
+            " *The browser's stream*: the product at one level, read as the chat page reads it "
+            "(`?flavour=html`: escaped text per token, the end of a turn rendered as HTML); the targets "
+            "use the API's JSON."
+            if any(r["scenario"] == "django_html" for r in streams)
+            else ""
+        ),
         "",
         "## Held streams",
         "",
@@ -140,6 +147,7 @@ def write_report(
         "bare": "bare gevent app",
         "asgi": "Django async + uvicorn",
         "django_pg": "product on PostgreSQL",
+        "django_html": "product, the browser's stream (`?flavour=html`)",
     }
     for r in streams:
         kinds = {}

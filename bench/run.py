@@ -32,7 +32,9 @@ LABELS = {
     "bare": "bare gevent WSGI app (no Django, no DB)",
     "asgi": "Django async view, uvicorn (ASGI)",
     "django_pg": "product on PostgreSQL",
+    "django_html": "product, the browser's stream (?flavour=html)",
 }
+PRODUCT_KINDS = ("django", "django_pg", "django_html")
 GAP_TARGET_MS = 50.0
 WARM = 5
 
@@ -202,14 +204,14 @@ def client(kind: str, port: int, manifest: Path, skip: int, n: int, args, deadli
         "--deadline",
         str(deadline),
         "--query",
-        f"?flavour={args.flavour}" if args.flavour != "json" and kind in ("django", "django_pg") else "",
+        "?flavour=html" if kind == "django_html" or args.flavour == "html" and kind in PRODUCT_KINDS else "",
     ]
     out = run_quiet(cmd, {**os.environ, "PYTHONPATH": str(ROOT)}, timeout=deadline + 60)
     return json.loads(out.strip().splitlines()[-1])
 
 
 def one_run(kind: str, n: int, env: dict, manifest: Path, args, pg_db: str | None = None) -> dict:
-    server = Server(kind if kind != "django_pg" else "django", env, RESULTS / f"server_{kind}.log")
+    server = Server("django" if kind in PRODUCT_KINDS else kind, env, RESULTS / f"server_{kind}.log")
     try:
         stream_s = args.tokens * args.delay_ms / 1000
         client(kind, server.port, manifest, 0, min(WARM, n), args, deadline=stream_s * 3 + 10)  # warm-up, not measured
@@ -284,14 +286,14 @@ def held(rows: list[dict], kind: str) -> int:
     return max((r["n"] for r in rows if r["scenario"] == kind and held_at(r) >= r["n"]), default=0)
 
 
-DEFAULT_SCENARIOS = "streams,pg,queries,engine"
+DEFAULT_SCENARIOS = "streams,html,pg,queries,engine"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small N and short streams, no PostgreSQL: < 2 minutes")
     ap.add_argument("--levels", default="", help="comma-separated N (default 100,500,1000,1500,2000; quick: 20)")
-    ap.add_argument("--scenarios", default=DEFAULT_SCENARIOS, help="any of streams,pg,queries,engine")
+    ap.add_argument("--scenarios", default=DEFAULT_SCENARIOS, help="any of streams,html,pg,queries,engine")
     ap.add_argument("--only", default=",".join(SCENARIOS), help="stream servers to run: django,bare,asgi")
     ap.add_argument("--pg-n", type=int, default=1000)
     ap.add_argument("--tokens", dest="tokens_arg", type=int, help="tokens per stream (default 200; quick: 40)")
@@ -360,6 +362,10 @@ def main() -> None:
                 else:
                     manifest = setup_sessions(env, n + WARM, kind)
                 emit(one_run(kind, n, env, manifest, args), lines)
+
+    if "html" in wanted:  # the product at the reference level, as the chat page reads it
+        n = 1000 if 1000 in levels else max(levels)
+        emit(one_run("django_html", n, env, setup_sessions(env, n + WARM, "html"), args), lines)
 
     if "pg" in wanted:
         emit(pg_run(args, script), lines)
