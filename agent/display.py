@@ -62,9 +62,14 @@ def result_statuses(session_id: Any) -> dict[str, str]:
             "tool_use_id", "tool_status"
         )
     )
+    _mark_waiting(statuses, session_id)
+    return statuses
+
+
+def _mark_waiting(statuses: dict[str, str], session_id: Any) -> None:
+    """Calls still waiting for a person's decision read "waiting" (answered calls keep their status)."""
     for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
         statuses.setdefault(uid, "waiting")
-    return statuses
 
 
 def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, str]:
@@ -79,8 +84,7 @@ def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, 
             elif part.type == "tool_use":
                 calls.add(part.tool_use_id)
     if calls - statuses.keys():  # only a call without its result may be waiting for a person
-        for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
-            statuses.setdefault(uid, "waiting")
+        _mark_waiting(statuses, session_id)
     return statuses
 
 
