@@ -28,11 +28,14 @@ checked when it is first compiled; anything else raises `TypeError` then, not la
 
 from __future__ import annotations
 
+from asyncio import _get_running_loop
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import connections, router, transaction
+from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models import Count, Model, QuerySet, sql
 from django.db.models.expressions import Expression
 from django.db.models.lookups import Lookup
@@ -58,7 +61,8 @@ class Slot(Expression):
         return f"Slot({self.name!r})"
 
 
-_Statement = tuple[str, tuple[Any, ...], dict[str, Any], str]  # SQL, params (Slots in place), Slot fields, alias
+# SQL, the driver's SQL, params (Slots in place), Slot fields, alias
+_Statement = tuple[str, str, tuple[Any, ...], dict[str, Any], str]
 _Converters = list[tuple[int, list[Callable[..., Any]], Any]]  # (column, converters, expression), as the ORM's
 
 
@@ -90,6 +94,7 @@ def _slots(params: Any, *nodes: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
+    driver_sql: str  # the same SQL in the driver's own placeholders (`_driver_sql`)
     params: tuple[Any, ...]  # constants, and Slots where the values go
     fields: dict[str, Any]  # slot name -> the field that prepares its value
     model: type[Model]
@@ -111,10 +116,13 @@ class Prepared:
     def rows(self, **values: Any) -> list[Model]:
         compiled, alias = self._compile()
         connection = connections[alias]
-        params = _bind(compiled.params, compiled.fields, values, connection)
-        with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, params)
+        cursor = _execute(
+            connection, compiled.sql, compiled.driver_sql, _bind(compiled.params, compiled.fields, values, connection)
+        )
+        try:
             fetched = cursor.fetchall()
+        finally:
+            cursor.close()
         out = []
         for row in fetched:
             row = _convert(row, compiled.converters, connection)
@@ -145,12 +153,15 @@ class Prepared:
         if compiled is None:
             queryset = self._build()
             compiled = self._updates[shape] = _compile_update(queryset, changes)
-        sql_text, params, fields, alias = compiled
+        sql_text, driver_sql, params, fields, alias = compiled
         connection = connections[alias]
         values.update({_SET + name: value for name, value in changes.items() if not _is_expression(value)})
-        with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
-            cursor.execute(sql_text, _bind(params, fields, values, connection))
+        with transaction.mark_for_rollback_on_error(alias):
+            cursor = _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection))
+        try:
             return cursor.rowcount
+        finally:
+            cursor.close()
 
     def _compile(self) -> tuple[_Compiled, str]:
         if self._compiled is None:  # two greenlets compiling at once would make the same result
@@ -170,6 +181,7 @@ def _compile(queryset: QuerySet, alias: str) -> _Compiled:
     start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
     return _Compiled(
         sql=sql,
+        driver_sql=_driver_sql(sql, alias),
         params=tuple(params),
         fields=_slots(params, queryset.query.where),
         model=klass_info["model"],
@@ -196,11 +208,13 @@ class PreparedAggregate:
         """The aggregates' values, as `aggregate()` returns them (None over no rows, as SQL's SUM)."""
         if self._compiled is None:
             self._compiled = _compile_aggregate(self._build(), self._aggregates)
-        (sql_text, params, fields, alias), names, converters = self._compiled
+        (sql_text, driver_sql, params, fields, alias), names, converters = self._compiled
         connection = connections[alias]
-        with connection.cursor() as cursor:
-            cursor.execute(sql_text, _bind(params, fields, values, connection))
+        cursor = _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection))
+        try:
             row = _convert(cursor.fetchone(), converters, connection)
+        finally:
+            cursor.close()
         return dict(zip(names, row, strict=True))
 
 
@@ -216,7 +230,13 @@ def _compile_aggregate(queryset: QuerySet, aggregates: dict[str, Any]) -> tuple[
     sql_text, params = compiler.as_sql()
     selected = list(query.annotation_select.values())
     return (
-        (sql_text, tuple(params), _slots(params, query.where, *selected), queryset.db),
+        (
+            sql_text,
+            _driver_sql(sql_text, queryset.db),
+            tuple(params),
+            _slots(params, query.where, *selected),
+            queryset.db,
+        ),
         list(query.annotation_select),
         _converters(compiler, selected),
     )
@@ -243,7 +263,7 @@ def _compile_update(queryset: QuerySet, changes: dict[str, Any]) -> _Statement:
         else:
             _inner_slots(value, fields)
     _check_slots(params, fields)  # (not `_slots`: an UPDATE's own values are Slots outside lookups)
-    return sql_text, tuple(params), fields, alias
+    return sql_text, _driver_sql(sql_text, alias), tuple(params), fields, alias
 
 
 @dataclass(frozen=True)
@@ -315,6 +335,7 @@ def _slot_fields(node: Any, out: dict[str, Any]) -> None:
 @dataclass(frozen=True)
 class _Insert:
     sql: str
+    driver_sql: str
     fields: list[Any]  # the columns given, in order
     returning: list[Any]  # the columns the database returns (the auto id)
     converters: _Converters
@@ -355,9 +376,12 @@ def insert(*objs: Model) -> None:
         if _is_expression(value):
             raise TypeError(f"insert() takes plain values; {field.name} is an expression")
         params.append(field.get_db_prep_save(value, connection=connection))
-    with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
-        cursor.execute(compiled.sql, params)
+    with transaction.mark_for_rollback_on_error(alias):
+        cursor = _execute(connection, compiled.sql, compiled.driver_sql, params)
+    try:
         row = connection.ops.fetch_returned_insert_columns(cursor, ()) if compiled.returning else ()
+    finally:
+        cursor.close()
     for field, value in zip(compiled.returning, _convert(row, compiled.converters, connection), strict=True):
         setattr(obj, field.attname, value)
     obj._state.adding = False
@@ -380,7 +404,49 @@ def _compile_insert(obj: Model, alias: str) -> _Insert:
         raise TypeError("insert() makes one statement; this database would need several")
     return _Insert(
         sql=statements[0][0],
+        driver_sql=_driver_sql(statements[0][0], alias),
         fields=fields,
         returning=returning,
         converters=_converters(compiler, [f.get_col(meta.db_table) for f in returning]),
     )
+
+
+def _driver_sql(sql_text: str, alias: str) -> str:
+    """`sql_text` as the driver takes it: Django writes `%s` placeholders, which SQLite's driver
+    reads as `?` (Django's SQLite cursor converts every statement it runs, by a regular expression)."""
+    if connections[alias].vendor == "sqlite":
+        return FORMAT_QMARK_REGEX.sub("?", sql_text).replace("%%", "%")
+    return sql_text
+
+
+def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any]) -> Any:
+    """Run one statement; returns its open cursor (the caller reads it, then closes it).
+
+    On Django's cursor while the connection's queries are watched (DEBUG's query log,
+    `assertNumQueries`, `CaptureQueriesContext`, execute wrappers) or inside a running event loop
+    (where Django refuses, as it should). Otherwise on the driver's own cursor, after the same checks
+    Django's cursor makes (thread sharing, the health check, opening the connection), with the
+    driver's errors raised as Django's (`IntegrityError`, ...).
+    """
+    if connection.force_debug_cursor or settings.DEBUG or connection.execute_wrappers or _get_running_loop():
+        cursor = connection.cursor()
+        try:
+            cursor.execute(sql_text, params)
+        except BaseException:
+            cursor.close()
+            raise
+        return cursor
+    connection.validate_thread_sharing()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        if connection.vendor == "sqlite":
+            cursor = connection.connection.cursor()
+        else:
+            cursor = connection.create_cursor()
+        try:
+            cursor.execute(driver_sql, params)
+        except BaseException:
+            cursor.close()
+            raise
+    return cursor

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import IntegrityError, transaction
-from django.db.models import F, PositiveIntegerField, Q, Sum
+from django.core.exceptions import SynchronousOnlyOperation
+from django.db import IntegrityError, connection, connections, transaction
+from django.db.models import Count, F, PositiveIntegerField, Q, Sum
 from django.db.models.functions import Coalesce
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
@@ -233,3 +236,77 @@ def test_an_update_may_set_an_expression_with_slots_of_its_own(chat):
     assert Session.objects.get(pk=chat.pk).next_position == 6
     held.update({"next_position": F("next_position") * Slot("n")}, pk=chat.pk, n=2)  # another shape: compiled anew
     assert Session.objects.get(pk=chat.pk).next_position == 12
+
+
+def _watched(run):
+    """`run()` while the connection's queries are watched (as under DEBUG or assertNumQueries)."""
+    with CaptureQueriesContext(connection) as seen:
+        result = run()
+    return result, len(seen.captured_queries)
+
+
+def test_unwatched_statements_run_on_the_drivers_cursor_with_the_same_results(chat, monkeypatch):
+    """Nobody watching: every kind of statement skips Django's cursor, and gives what it gives watched.
+    SQL holding a literal `%` (Django writes `%%`) runs on both; so does a filter on a bound value."""
+    odd = Prepared(lambda: Message.objects.filter(session=Slot("s"), position=F("position") % 2).order_by("position"))
+    calls = PreparedAggregate(lambda: Message.objects.filter(session=Slot("s")), n=Count("*"))
+    held = Prepared(lambda: Session.objects.filter(pk=Slot("pk")))
+
+    def run_all(position):
+        rows = [(m.pk, m.position, m.cost_usd, m.tools_offered) for m in odd.rows(s=chat)]
+        turn = Turn(session=chat)
+        insert(turn)
+        message = Message(session=chat, turn=turn, role="user", position=position)
+        insert(message)
+        changed = held.update({"title": f"t{position}"}, pk=chat.pk)
+        return rows, calls.get(s=chat)["n"], odd.count(s=chat), changed, message.pk is not None
+
+    watched, counted = _watched(lambda: run_all(10))
+    assert counted == 6  # each statement seen once
+    with monkeypatch.context() as m:
+        m.setattr(
+            type(connections["default"]),
+            "cursor",
+            lambda self: pytest.fail("Django's cursor used while nobody watches"),
+        )
+        unwatched = run_all(11)
+    assert watched[0] == unwatched[0] and [p for _, p, _, _ in watched[0]] == [0, 1]
+    assert watched[1:] == (4, 2, 1, True) and unwatched[1:] == (5, 2, 1, True)
+    assert Session.objects.get(pk=chat.pk).title == "t11"
+
+
+def test_an_execute_wrapper_sees_every_prepared_statement(chat):
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    read = Prepared(lambda: Message.objects.filter(session=Slot("s")))
+    with connection.execute_wrapper(wrapper):
+        assert len(read.rows(s=chat)) == 3
+        insert(Turn(session=chat))
+    assert len(seen) == 2 and "agent_turn" in seen[1]
+
+
+def test_unwatched_errors_are_djangos_and_roll_back_with_the_transaction(chat):
+    with pytest.raises(IntegrityError), transaction.atomic():  # the driver's own error, raised as Django's
+        insert(Message(session=chat, role="user", position=0))
+    with pytest.raises(RuntimeError), transaction.atomic():
+        insert(Turn(session=chat))
+        raise RuntimeError
+    assert not Turn.objects.exists()  # the insert went with the transaction
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert(Message(session=chat, role="user", position=1))
+    assert Message.objects.filter(session=chat).count() == 3  # and the connection still works
+
+
+def test_refused_inside_a_running_event_loop_as_djangos_own_queries_are(chat, monkeypatch):
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)  # (the tests' settings allow it)
+    read = Prepared(lambda: Message.objects.filter(session=Slot("s")))
+
+    async def inside():
+        read.rows(s=chat)
+
+    with pytest.raises(SynchronousOnlyOperation):
+        asyncio.run(inside())
