@@ -118,6 +118,28 @@ def test_foreign_keys_are_enforced_again_for_the_next_holder():
         assert cur.fetchone()[0] == 1
 
 
+def test_taking_a_connection_sets_no_pragma_that_is_already_set():
+    """Setting a flag PRAGMA, even to the value it has, expires every statement the connection has
+    compiled (SQLite's OP_Expire): each would be compiled again on its next run, at every take."""
+    connection.ensure_connection()
+    raw = connection.connection
+    connection.close()
+    ran = []
+    raw.set_trace_callback(ran.append)
+    try:
+        connection.ensure_connection()
+        taking = list(ran)
+        connection.disable_constraint_checking()
+        connection.close()
+        ran.clear()
+        connection.ensure_connection()
+    finally:
+        raw.set_trace_callback(None)
+    assert connection.connection is raw
+    assert not [sql for sql in taking if "=" in sql and "PRAGMA" in sql.upper()]  # only read, never set
+    assert "PRAGMA foreign_keys = ON" in ran  # after a holder turned them off: set again
+
+
 def test_the_pool_keeps_at_most_max_idle_connections():
     holders = []
 

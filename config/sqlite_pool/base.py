@@ -53,8 +53,11 @@ class DatabaseWrapper(SQLiteDatabaseWrapper):
                 idle = _idle.get(key)
                 conn = idle.pop() if idle else None
             if conn is not None:
-                # Undo anything a previous holder may have changed (disable_constraint_checking).
-                conn.execute("PRAGMA foreign_keys = ON")
+                # Undo what a previous holder may have changed (disable_constraint_checking). Only when
+                # it did: setting a flag PRAGMA, even to its current value, expires every statement the
+                # connection has prepared, and each would then be compiled again on its next run.
+                if not conn.execute("PRAGMA foreign_keys").fetchone()[0]:
+                    conn.execute("PRAGMA foreign_keys = ON")
                 return conn
         return super().get_new_connection(conn_params)
 
