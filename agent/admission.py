@@ -6,7 +6,8 @@ requests, a few dozen queries; on SQLite none of it yields); streaming a token c
 When messages arrive faster than the worker can start them, every greenlet waits behind the
 starts, and every running answer stutters. So a new turn starts only while the loop keeps time:
 
-- a monitor greenlet sleeps `TICK` over and over and records how late it wakes (the loop's *lag*);
+- a monitor greenlet sleeps `TICK` over and over and records how late it wakes (the loop's *lag*),
+  from the first start until `IDLE_SECONDS` pass without one;
 - `admit()` lets a start through while the lag is within `AGENT_ADMISSION_LAG_MS`, at most one
   per tick (so the monitor sees each start's cost before it lets in the next), in arrival order;
 - `AdmissionMiddleware` calls it before a view marked `@gated` (the views that start a turn) runs,
@@ -33,14 +34,28 @@ from agent.runtime import gevent_patched
 
 logger = logging.getLogger("agent.admission")
 
-# Seconds between the monitor's wake-ups: at most 200 starts a second while the loop keeps time. At
-# 10 ms, a burst of 1,000 messages took over 10 s to start, as long as the first answers stream,
-# so they never all streamed at once even with CPU to spare (BENCHMARKS.md, session 6).
-TICK = 0.005
+# Seconds between the monitor's wake-ups: at most 400 starts a second while the loop keeps time.
+# Under load a wake-up comes later than this (the loop serves the streams first), and one start
+# per wake-up then fell behind a burst of 200 messages a second: at 10 ms, 1,000 messages took over
+# 10 s to start, as long as the first answers stream (session 6); at 5 ms, on a slower host, the
+# last started 6-10 s after it arrived (session 7). The lag limit still holds starts back.
+TICK = 0.0025
+# The monitor stops after this long without a start, once any delayed starts are reported (waking
+# 400 times a second costs an idle worker ~2% of its core); the next start wakes it again, and is
+# let in at once, as the first of a burst always is.
+IDLE_SECONDS = 2.0
 REPORT_SECONDS = 60.0  # at most one log line this often, and only when starts were delayed
 DELAYED = 0.1  # a start that waited at least this long counts as delayed in that line
 
-_state: dict[str, Any] = {"monitor": None, "door": None, "tick": None, "ticks": 0, "admitted_at": -1, "lag": 0.0}
+_state: dict[str, Any] = {
+    "monitor": None,
+    "door": None,
+    "tick": None,
+    "ticks": 0,
+    "admitted_at": -1,
+    "lag": 0.0,
+    "asked": 0.0,  # when a start last asked to be let in (time.monotonic)
+}
 _delays: dict[str, Any] = {"count": 0, "longest": 0.0, "since": time.monotonic()}
 
 
@@ -54,8 +69,8 @@ def admit() -> float:
     limit = settings.AGENT_ADMISSION_LAG_MS / 1000
     if limit <= 0 or not gevent_patched():
         return 0.0
+    started = _state["asked"] = time.monotonic()
     _ensure_monitor()
-    started = time.monotonic()
     deadline = started + settings.AGENT_ADMISSION_MAX_WAIT_SECONDS
     with _state["door"]:  # one at a time, in arrival order
         while _state["ticks"] == _state["admitted_at"] or _state["lag"] > limit:
@@ -133,7 +148,11 @@ def _monitor() -> None:
         _state["ticks"] += 1
         tick, _state["tick"] = _state["tick"], Event()
         tick.set()  # wakes whoever waits for this tick; later waiters wait on the new one
+        now = time.monotonic()
         try:
-            report(time.monotonic())
+            report(now)
         except Exception:  # a broken log handler must not stop the monitor
             pass
+        if now - _state["asked"] > IDLE_SECONDS and not _delays["count"] and not _state["door"].locked():
+            _state["monitor"], _state["lag"] = None, 0.0  # nobody waits: the next start wakes a new one
+            return

@@ -91,6 +91,34 @@ print("ok")
 """
 
 
+MONITOR_IDLES = """
+from gevent import monkey; monkey.patch_all()
+from django.conf import settings
+settings.configure(AGENT_ADMISSION_LAG_MS=20, AGENT_ADMISSION_MAX_WAIT_SECONDS=60)
+from agent import admission
+
+import gevent
+
+admission.IDLE_SECONDS = 0.2
+admission.admit()
+first = admission._state["monitor"]
+gevent.sleep(0.1)
+assert not first.dead, "the monitor stopped while starts were still recent"
+gevent.sleep(0.5)
+assert first.dead and admission._state["monitor"] is None, "an idle worker kept waking 400 times a second"
+admission.admit()  # the next start gets in and wakes a new monitor
+assert not admission._state["monitor"].dead
+print("ok")
+"""
+
+
+def test_the_monitor_stops_on_an_idle_worker_and_the_next_start_wakes_it():
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", MONITOR_IDLES], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_a_dead_monitor_is_replaced_and_nobody_waits_forever():
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", MONITOR_DIES], cwd=root, capture_output=True, text=True, timeout=60)
