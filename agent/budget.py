@@ -8,6 +8,7 @@ total per day (`SpendDay`), so the global check does not grow with traffic.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import timedelta
@@ -262,9 +263,7 @@ def meter(user: Any) -> dict[str, float]:
 
 def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
     """A cheap upper-ish estimate of input tokens: about four characters a token."""
-    import json
-
-    chars = len(system) + len(json.dumps(tools, default=str))
+    chars = len(system) + _tools_chars(tools)
     for m in messages:
         for p in m["parts"]:
             if p["type"] in ("image", "document"):
@@ -272,3 +271,27 @@ def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dic
             else:
                 chars += len(json.dumps({k: v for k, v in p.items() if k != "data"}, default=str))
     return chars // 4 + 1
+
+
+_SPEC_KEYS = frozenset(("name", "description", "input_schema"))
+_spec_chars: dict[tuple[str, str, int], tuple[Any, int]] = {}
+
+
+def _tools_chars(tools: list[dict[str, Any]]) -> int:
+    """`len(json.dumps(tools))`, with each catalogue spec's own length computed once: a spec is made
+    afresh for every call, but of its registered tool's schema, the same object every time (kept
+    with the length, so its id cannot name another schema while the length is remembered)."""
+    total = 2 + 2 * max(0, len(tools) - 1)  # "[", "]" and the ", " between specs
+    for spec in tools:
+        if spec.keys() != _SPEC_KEYS:
+            total += len(json.dumps(spec, default=str))
+            continue
+        schema = spec["input_schema"]
+        key = (spec["name"], spec["description"], id(schema))
+        known = _spec_chars.get(key)
+        if known is None or known[0] is not schema:
+            if len(_spec_chars) >= 1024:  # tools registered and dropped over and over (tests): stay small
+                _spec_chars.clear()
+            known = _spec_chars[key] = (schema, len(json.dumps(spec, default=str)))
+        total += known[1]
+    return total

@@ -19,7 +19,7 @@ from agent import budget
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
 from agent.prepared import Prepared, Slot
-from agent.transcript import positioned_messages, release_connection
+from agent.transcript import read_after, release_connection
 
 logger = logging.getLogger("agent.context")
 
@@ -54,7 +54,9 @@ def build(
     loaded = getattr(session, "_context_loaded", None)
     if loaded is None:
         summary = _LATEST_SUMMARY.first(session=session)
-        pairs = positioned_messages(session, after=summary.up_to_position if summary else -1)
+        pairs, end = read_after(session, summary.up_to_position if summary else -1)  # (a summary's last message exists)
+        if getattr(session, "_next_message_position", None) is None:
+            session._next_message_position = end  # where this run's first message goes, known without a query
         _remember(session, summary, pairs)
     else:
         summary, pairs = loaded

@@ -37,11 +37,19 @@ _LAST_MESSAGE = Prepared(lambda: Message.objects.filter(session=Slot("session"))
 
 def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
     """(position, neutral message) pairs after `after`; two queries. Empty messages are skipped."""
+    return read_after(session, after)[0]
+
+
+def read_after(session: Session, after: int) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """`positioned_messages(session, after)`, and the position after the last message, which the
+    same reads tell when the message at `after` exists (or `after` is -1): the first message of
+    the transcript or of a summary's remainder (empty ones included) sits there."""
     messages = _MESSAGES.rows(session=session, after=after)
     parts: dict[int, list[dict[str, Any]]] = {}
     for part in _PARTS.rows(session=session, after=after):
         parts.setdefault(part.message_id, []).append(part_to_neutral(part))
-    return [(m.position, {"role": m.role, "parts": parts[m.pk]}) for m in messages if m.pk in parts]
+    end = messages[-1].position + 1 if messages else after + 1
+    return [(m.position, {"role": m.role, "parts": parts[m.pk]}) for m in messages if m.pk in parts], end
 
 
 def part_to_neutral(part: Part) -> dict[str, Any]:
@@ -83,9 +91,10 @@ def _next_position(session: Session) -> int:
     """The position after the session's last message.
 
     Messages are only added by the holder of the session's lease (a turn), so once this session
-    object has added one within its turn it knows the next position without asking (`turns.claim`
-    forgets it at the start of every turn); the unique (session, position) constraint turns any
-    mistake into an error, never into a reordered transcript.
+    object has added one within its turn, or read the transcript to its end (`context.build`), it
+    knows the next position without asking (`turns.claim` forgets it at the start of every turn);
+    the unique (session, position) constraint turns any mistake into an error, never into a
+    reordered transcript.
     """
     known = getattr(session, "_next_message_position", None)
     if known is not None:

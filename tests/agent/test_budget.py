@@ -244,3 +244,27 @@ def test_the_migration_backfills_the_day_totals_from_the_ledger(user):
     Spend.objects.create(user=user, created_at=timezone.now() - timedelta(days=60), cost_usd=Decimal("9"), settled=True)
     import_module("agent.migrations.0005_spend_day").backfill(apps, None)
     assert day_totals() == {(timezone.now() - timedelta(days=2)).date(): Decimal("2")}
+
+
+def test_the_estimate_counts_the_tools_as_their_json_whatever_was_remembered():
+    """Each catalogue spec's length is remembered by its schema object; a new schema under the same
+    name, or a spec of another shape, is measured afresh: the estimate is always the JSON's length."""
+    import json
+
+    from agent.tools import catalog_for
+
+    messages = [{"role": "user", "parts": [{"type": "text", "text": "Hello"}]}]
+
+    def expected(tools):
+        text = json.dumps({"type": "text", "text": "Hello"})
+        return (len("sys") + len(json.dumps(tools, default=str)) + len(text)) // 4 + 1
+
+    catalogue = catalog_for("chat")
+    assert len(catalogue) > 3
+    for _ in range(2):  # measured, then remembered
+        assert budget.estimate_tokens("sys", messages, catalog_for("chat")) == expected(catalogue)
+    renamed = {**catalogue[0], "input_schema": {"type": "object", "properties": {"x" * 400: {"type": "string"}}}}
+    assert budget.estimate_tokens("sys", messages, [renamed]) == expected([renamed])
+    other = {**catalogue[0], "strict": True}
+    assert budget.estimate_tokens("sys", messages, [other, catalogue[1]]) == expected([other, catalogue[1]])
+    assert budget.estimate_tokens("sys", messages, []) == expected([])
