@@ -54,9 +54,11 @@ def build(
     loaded = getattr(session, "_context_loaded", None)
     if loaded is None:
         summary = _LATEST_SUMMARY.first(session=session)
-        pairs, end = read_after(session, summary.up_to_position if summary else -1)  # (a summary's last message exists)
+        read = read_after(session, summary.up_to_position if summary else -1)  # (a summary's last message exists)
+        pairs = read.pairs
         if getattr(session, "_next_message_position", None) is None:
-            session._next_message_position = end  # where this run's first message goes, known without a query
+            session._next_message_position = read.end  # where this run's first message goes, known without a query
+        session._replies_loaded = None if summary else read.replies  # the model calls so far (`loop.run_agent`)
         _remember(session, summary, pairs)
     else:
         summary, pairs = loaded

@@ -48,6 +48,7 @@ class _Call:
         self.tool_uses: list[dict[str, Any]] = []
         self.usage = zero_usage()
         self.stop_reason = "end_turn"
+        self.index: int | None = None  # the session's model calls before this one, for a backend that reads it
         self.cost = Decimal(0)
 
 
@@ -60,8 +61,7 @@ def run_agent(
     backend = get_backend()
     model = model_for(backend)
     forget_loaded(session)  # read the transcript afresh once per run (context.build)
-    # Counted only for backends that read it (the fake, the demo): a real provider's turn skips the query.
-    calls = _MODEL_CALLS.count(session=session) if backend.uses_call_index else None
+    calls: int | None = None  # known from the first call on (`_call_index`), for backends that read it
     total = zero_usage()
     last_id: int | None = None
     if turn is None or turn.user_message_id is None:
@@ -78,8 +78,7 @@ def run_agent(
                 {"code": "budget_exceeded", "message": exc.message, "retry_after_seconds": exc.retry_after_seconds},
             )
             return
-        if calls is not None:
-            calls += 1
+        calls = None if call.index is None else call.index + 1
         if failure:
             call.tool_uses, call.stop_reason = [], "error"
         message = _persist(session, turn, call, backend.name, model, call.cost, specs)
@@ -126,6 +125,9 @@ def _call_model(
         except BackendError as exc:
             logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
             return "provider_error"
+        if index is None and backend.uses_call_index:
+            index = _call_index(session)
+        call.index = index
         estimate = budget.estimate_tokens(ctx.system, ctx.messages, specs) if budget.Limits.from_settings().any else 0
         reservation = budget.reserve(session.user, model, max_tokens=settings.AGENT_MAX_TOKENS, input_estimate=estimate)
         release_connection()  # nothing pinned while we wait on the model
@@ -157,6 +159,14 @@ def _call_model(
         call.cost = budget.settle(reservation, call.usage)
         return failure
     return "provider_error"
+
+
+def _call_index(session: Session) -> int:
+    """The session's model calls so far, for the backends that read it (the fake, the demo): the
+    context's read of the whole transcript counted them; after a summary, a COUNT does. A real
+    provider's turn asks for neither."""
+    known = getattr(session, "_replies_loaded", None)
+    return known if known is not None else _MODEL_CALLS.count(session=session)
 
 
 def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:

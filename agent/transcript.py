@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 
@@ -37,19 +37,28 @@ _LAST_MESSAGE = Prepared(lambda: Message.objects.filter(session=Slot("session"))
 
 def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
     """(position, neutral message) pairs after `after`; two queries. Empty messages are skipped."""
-    return read_after(session, after)[0]
+    return read_after(session, after).pairs
 
 
-def read_after(session: Session, after: int) -> tuple[list[tuple[int, dict[str, Any]]], int]:
-    """`positioned_messages(session, after)`, and the position after the last message, which the
-    same reads tell when the message at `after` exists (or `after` is -1): the first message of
-    the transcript or of a summary's remainder (empty ones included) sits there."""
+class Read(NamedTuple):
+    pairs: list[tuple[int, dict[str, Any]]]  # as `positioned_messages` returns them
+    end: int  # the position after the last message
+    replies: int  # the assistant's messages read, empty ones included
+
+
+def read_after(session: Session, after: int) -> Read:
+    """`positioned_messages(session, after)`, with what the same reads tell besides: the position
+    after the last message, when the message at `after` exists (or `after` is -1), and how many
+    of the messages read are the assistant's (all of the session's, when `after` is -1)."""
     messages = _MESSAGES.rows(session=session, after=after)
     parts: dict[int, list[dict[str, Any]]] = {}
     for part in _PARTS.rows(session=session, after=after):
         parts.setdefault(part.message_id, []).append(part_to_neutral(part))
-    end = messages[-1].position + 1 if messages else after + 1
-    return [(m.position, {"role": m.role, "parts": parts[m.pk]}) for m in messages if m.pk in parts], end
+    return Read(
+        [(m.position, {"role": m.role, "parts": parts[m.pk]}) for m in messages if m.pk in parts],
+        messages[-1].position + 1 if messages else after + 1,
+        sum(1 for m in messages if m.role == Message.ASSISTANT),
+    )
 
 
 def part_to_neutral(part: Part) -> dict[str, Any]:
@@ -134,6 +143,7 @@ def forget_loaded(session: Session) -> None:
     """Drop what this session object remembers of the transcript (see `context.build`)."""
     session._context_loaded = None
     session._transcript_tail = None
+    session._replies_loaded = None
 
 
 def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:

@@ -120,18 +120,33 @@ def _counts_of_messages(queries):
 
 
 @pytest.mark.parametrize("uses_call_index", [True, False])
-def test_only_a_backend_that_reads_the_call_index_pays_for_counting_it(chat, script, monkeypatch, uses_call_index):
-    """The fake and the demo pick their reply by the call's place in the session; a real provider's
-    turn does not count the session's model calls at all."""
+def test_the_call_index_is_read_with_the_transcript_and_counted_only_after_a_summary(
+    chat, script, monkeypatch, uses_call_index
+):
+    """The fake and the demo pick their reply by the call's place in the session. The turn's read of
+    the whole transcript tells it; once a summary stands for the older part, a COUNT does, and only
+    for such a backend (a real provider's turn never counts)."""
     from agent.backends.fake import FakeBackend
+    from agent.models import ContextSummary
 
     monkeypatch.setattr(FakeBackend, "uses_call_index", uses_call_index)
-    script([[{"kind": "text", "text": "hi"}, DONE]])
-    turn, _ = turns.begin(chat, "hello")
-    with CaptureQueriesContext(connection) as ctx:
-        turns.execute(turn)
-    assert len(_counts_of_messages(ctx.captured_queries)) == (1 if uses_call_index else 0)
-    assert positions(chat) == [(0, "user"), (1, "assistant")]
+    script([[{"kind": "text", "text": f"reply {i}"}, DONE] for i in range(3)])
+
+    def turn(text):
+        t, _ = turns.begin(Session.objects.get(pk=chat.pk), text)
+        with CaptureQueriesContext(connection) as ctx:
+            turns.execute(t)
+        last = Part.objects.filter(message__session=chat, message__role="assistant").order_by("-message__position")
+        return len(_counts_of_messages(ctx.captured_queries)), last.first().text
+
+    assert turn("hello") == (0, "reply 0")
+    assert turn("again") == (0, "reply 1")  # the second call of the session: known from the read
+    ContextSummary.objects.create(session=chat, up_to_position=1, text="They said hello.")
+    counted, reply = turn("and again")
+    assert counted == (1 if uses_call_index else 0)
+    if uses_call_index:
+        assert reply == "reply 2"  # the third call, although the context holds one reply of the two
+    assert [role for _, role in positions(chat)] == ["user", "assistant"] * 3
 
 
 def test_a_turn_stores_its_user_message_with_its_end_not_with_an_update_at_its_start(chat, script):
