@@ -205,7 +205,8 @@ def write_report(
         row(
             f"PostgreSQL: {pg['n']} turns, 0 errors",
             f"{pg['completed']} done, {pg['errors']} errors, peak {pg.get('pg_peak_connections')} connections "
-            f"(max_connections {pg.get('pg_max_connections')})",
+            f"(max_connections {pg.get('pg_max_connections')}); {pg['streams_peak']} streaming at once"
+            + ("" if pg["streams_peak"] >= pg["n"] else " (the rest waited to start)"),
             pg["errors"] == 0 and pg["completed"] == pg["n"],
         )
     if q:
