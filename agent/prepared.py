@@ -429,24 +429,19 @@ def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any])
     driver's errors raised as Django's (`IntegrityError`, ...).
     """
     if connection.force_debug_cursor or settings.DEBUG or connection.execute_wrappers or _get_running_loop():
-        cursor = connection.cursor()
-        try:
-            cursor.execute(sql_text, params)
-        except BaseException:
-            cursor.close()
-            raise
-        return cursor
+        return _run(connection.cursor(), sql_text, params)
     connection.validate_thread_sharing()
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        if connection.vendor == "sqlite":
-            cursor = connection.connection.cursor()
-        else:
-            cursor = connection.create_cursor()
-        try:
-            cursor.execute(driver_sql, params)
-        except BaseException:
-            cursor.close()
-            raise
+        cursor = connection.connection.cursor() if connection.vendor == "sqlite" else connection.create_cursor()
+        return _run(cursor, driver_sql, params)
+
+
+def _run(cursor: Any, sql_text: str, params: list[Any]) -> Any:
+    try:
+        cursor.execute(sql_text, params)
+    except BaseException:
+        cursor.close()
+        raise
     return cursor
