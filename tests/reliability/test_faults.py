@@ -447,6 +447,12 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
             timeout=20,
         ), "the turn never finished"
         with pg_connect(app.database.url, "postgres") as admin:
+            # The pool may still be refilling after the storm (psycopg_pool reconnects with a backoff):
+            # wait until it holds a connection again, then kill that one too.
+            opened = "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+            assert wait_for(lambda: admin.execute(opened, (app.database.pg_name,)).fetchone()[0] > 0, timeout=20), (
+                "the app's pool never opened a connection again"
+            )
             assert admin.execute(kill, (app.database.pg_name,)).fetchall(), "no connection of the app to kill"
     # pg_terminate_backend only signals: the last victims die a moment later. Read once they are gone.
     time.sleep(0.5)
