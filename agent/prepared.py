@@ -28,6 +28,7 @@ checked when it is first compiled; anything else raises `TypeError` then, not la
 
 from __future__ import annotations
 
+import operator
 from asyncio import _get_running_loop
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,13 +117,8 @@ class Prepared:
     def rows(self, **values: Any) -> list[Model]:
         compiled, alias = self._compile()
         connection = connections[alias]
-        cursor = _execute(
-            connection, compiled.sql, compiled.driver_sql, _bind(compiled.params, compiled.fields, values, connection)
-        )
-        try:
-            fetched = cursor.fetchall()
-        finally:
-            cursor.close()
+        params = _bind(compiled.params, compiled.fields, values, connection)
+        fetched = _execute(connection, compiled.sql, compiled.driver_sql, params, _ALL_ROWS)
         out = []
         for row in fetched:
             row = _convert(row, compiled.converters, connection)
@@ -157,11 +153,7 @@ class Prepared:
         connection = connections[alias]
         values.update({_SET + name: value for name, value in changes.items() if not _is_expression(value)})
         with transaction.mark_for_rollback_on_error(alias):
-            cursor = _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection))
-        try:
-            return cursor.rowcount
-        finally:
-            cursor.close()
+            return _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection), _ROWCOUNT)
 
     def _compile(self) -> tuple[_Compiled, str]:
         if self._compiled is None:  # two greenlets compiling at once would make the same result
@@ -210,12 +202,8 @@ class PreparedAggregate:
             self._compiled = _compile_aggregate(self._build(), self._aggregates)
         (sql_text, driver_sql, params, fields, alias), names, converters = self._compiled
         connection = connections[alias]
-        cursor = _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection))
-        try:
-            row = _convert(cursor.fetchone(), converters, connection)
-        finally:
-            cursor.close()
-        return dict(zip(names, row, strict=True))
+        row = _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection), _ONE_ROW)
+        return dict(zip(names, _convert(row, converters, connection), strict=True))
 
 
 def _compile_aggregate(queryset: QuerySet, aggregates: dict[str, Any]) -> tuple[_Statement, list[str], _Converters]:
@@ -376,12 +364,12 @@ def insert(*objs: Model) -> None:
         if _is_expression(value):
             raise TypeError(f"insert() takes plain values; {field.name} is an expression")
         params.append(field.get_db_prep_save(value, connection=connection))
+
+    def returned(cursor: Any) -> Any:  # the columns the database filled in (the id), as the ORM reads them
+        return connection.ops.fetch_returned_insert_columns(cursor, ()) if compiled.returning else ()
+
     with transaction.mark_for_rollback_on_error(alias):
-        cursor = _execute(connection, compiled.sql, compiled.driver_sql, params)
-    try:
-        row = connection.ops.fetch_returned_insert_columns(cursor, ()) if compiled.returning else ()
-    finally:
-        cursor.close()
+        row = _execute(connection, compiled.sql, compiled.driver_sql, params, returned)
     for field, value in zip(compiled.returning, _convert(row, compiled.converters, connection), strict=True):
         setattr(obj, field.attname, value)
     obj._state.adding = False
@@ -419,29 +407,31 @@ def _driver_sql(sql_text: str, alias: str) -> str:
     return sql_text
 
 
-def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any]) -> Any:
-    """Run one statement; returns its open cursor (the caller reads it, then closes it).
+def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any], read: Callable[[Any], Any]) -> Any:
+    """Run one statement and return what `read(cursor)` reads of it.
 
     On Django's cursor while the connection's queries are watched (DEBUG's query log,
     `assertNumQueries`, `CaptureQueriesContext`, execute wrappers) or inside a running event loop
     (where Django refuses, as it should). Otherwise on the driver's own cursor, after the same checks
     Django's cursor makes (thread sharing, the health check, opening the connection), with the
-    driver's errors raised as Django's (`IntegrityError`, ...).
+    driver's errors, executing or reading, raised as Django's (`IntegrityError`, ...).
     """
     if connection.force_debug_cursor or settings.DEBUG or connection.execute_wrappers or _get_running_loop():
-        return _run(connection.cursor(), sql_text, params)
+        with connection.cursor() as cursor:
+            cursor.execute(sql_text, params)
+            return read(cursor)
     connection.validate_thread_sharing()
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
         cursor = connection.connection.cursor() if connection.vendor == "sqlite" else connection.create_cursor()
-        return _run(cursor, driver_sql, params)
+        try:
+            cursor.execute(driver_sql, params)
+            return read(cursor)
+        finally:
+            cursor.close()
 
 
-def _run(cursor: Any, sql_text: str, params: list[Any]) -> Any:
-    try:
-        cursor.execute(sql_text, params)
-    except BaseException:
-        cursor.close()
-        raise
-    return cursor
+_ALL_ROWS = operator.methodcaller("fetchall")
+_ONE_ROW = operator.methodcaller("fetchone")
+_ROWCOUNT = operator.attrgetter("rowcount")
