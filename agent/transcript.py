@@ -15,7 +15,7 @@ ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
 def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
     """The transcript in CONTRACT §3 shape; two queries whatever its length. Empty messages are skipped."""
-    return [message for _, message in positioned_messages(session)]
+    return [message for _, message in read_after(session, -1).pairs]
 
 
 # Every turn reads its transcript (agent/prepared.py: compiled once, not per read). The parts are
@@ -35,20 +35,15 @@ _END_KNOWN = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), next_positio
 _LAST_MESSAGE = Prepared(lambda: Message.objects.filter(session=Slot("session")).order_by("-position")[:1])
 
 
-def positioned_messages(session: Session, after: int = -1) -> list[tuple[int, dict[str, Any]]]:
-    """(position, neutral message) pairs after `after`; two queries. Empty messages are skipped."""
-    return read_after(session, after).pairs
-
-
 class Read(NamedTuple):
-    pairs: list[tuple[int, dict[str, Any]]]  # as `positioned_messages` returns them
+    pairs: list[tuple[int, dict[str, Any]]]  # (position, neutral message); empty messages are skipped
     end: int  # the position after the last message
     replies: int  # the assistant's messages read, empty ones included
 
 
 def read_after(session: Session, after: int) -> Read:
-    """`positioned_messages(session, after)`, with what the same reads tell besides: the position
-    after the last message, when the message at `after` exists (or `after` is -1), and how many
+    """The messages after position `after`, in two queries, with what the same reads tell besides:
+    the position after the last message, when the message at `after` exists (or `after` is -1), and how many
     of the messages read are the assistant's (all of the session's, when `after` is -1)."""
     messages = _MESSAGES.rows(session=session, after=after)
     parts: dict[int, list[dict[str, Any]]] = {}
