@@ -183,7 +183,9 @@ def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[
     try:
         for raw in events:
             if raw["kind"] == "text":  # once per token: only its text is read, so only that is cleaned
-                text = clean_text(raw["text"])
+                text = raw["text"]
+                if type(text) is not str or not text.isascii():  # (ASCII is valid UTF-8 as it is)
+                    text = clean_text(text)
                 call.text.append(text)
                 yield ("token", {"text": text})
             else:

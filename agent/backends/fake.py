@@ -65,10 +65,14 @@ class FakeBackend(Backend):
     def _replay(self, events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         done = False
         for raw in events:
-            ev = dict(raw)
-            delay = ev.pop("delay_ms", 0)
+            delay = raw.get("delay_ms", 0)
             if delay:
                 self._sleep(delay / 1000)
+            if raw["kind"] == "text":  # once per token: only what a text event carries, no copy of the rest
+                yield {"kind": "text", "text": raw["text"]}
+                continue
+            ev = dict(raw)
+            ev.pop("delay_ms", None)
             if ev["kind"] == "error":
                 raise BackendError(ev.get("message", "scripted failure"), retryable=bool(ev.get("retryable")))
             if ev["kind"] == "done":
