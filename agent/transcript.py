@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from django.db import connection, transaction
 
 from agent.models import Message, Part, Session, Turn
-from agent.prepared import Prepared, Slot, insert
+from agent.prepared import Prepared, Slot, insert, insert_linked
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
@@ -110,16 +110,20 @@ def _next_position(session: Session) -> int:
 def add_message(
     session: Session, role: str, parts: list[dict[str, Any]], *, turn: Turn | None = None, **fields: Any
 ) -> Message:
-    """Append one message with its parts, in one short transaction (never a message without its parts)."""
+    """Append one message with its parts, all or none: on PostgreSQL one statement (`insert_linked`),
+    elsewhere one short transaction."""
     position = _next_position(session)
+    message = Message(session=session, turn=turn, role=role, position=position, **fields)
+    rows = [_part_row(message, i, p) for i, p in enumerate(parts)]
     try:
-        with transaction.atomic():
-            message = Message(session=session, turn=turn, role=role, position=position, **fields)
-            insert(message)
-            rows = [_part_row(message, i, p) for i, p in enumerate(parts)]
-            if rows:
-                insert(*rows)
-            if turn is None:  # no turn's end will record where the transcript ends now: make it unknown
+        if turn is not None:
+            insert_linked(message, rows, "message")  # (PostgreSQL: one statement, one round trip)
+        else:
+            with transaction.atomic():
+                insert(message)
+                if rows:
+                    insert(*rows)
+                # No turn's end will record where the transcript ends now: make it unknown.
                 _END_KNOWN.update({"next_position": None}, pk=session.pk)
                 session.next_position = None
     except Exception:

@@ -4,11 +4,13 @@
     python -m bench.turncost --callgrind      # instructions per turn, counted by valgrind
     python -m bench.turncost --budgets        # with the budget caps and the rate limit at their defaults
     python -m bench.turncost --html           # the browser's stream (`?flavour=html`) instead of JSON
+    python -m bench.turncost --pg             # on PostgreSQL (a database made for the run, then dropped)
 
 The worker's WSGI application is called directly, under gevent as in gunicorn's worker: POST a
 message, then GET its stream to `done` (the stream takes the turn over, as on the real server).
 The fake backend answers each turn with `--tokens` tokens and no pacing, so a turn's cost is
-almost all its start. SQLite, production settings, budgets and rate limit off (as `make bench`).
+almost all its start. SQLite (or `--pg`: PostgreSQL on 127.0.0.1:5432, as `make bench`), production
+settings, budgets and rate limit off (as `make bench`).
 
 CPU time on a shared host spreads widely from run to run (28-38 ms per turn for the same code in
 one hour, bench/FINDINGS.md). `--callgrind` counts instructions instead: it runs the loop under
@@ -19,6 +21,7 @@ totals by the extra turns, so start-up and warm-up cancel out (~1% between runs 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -26,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.common import RESULTS, ROOT, server_env, write_script
@@ -44,8 +48,13 @@ DEFAULT_CAPS = {
 }
 
 
+PG_BASE = "postgres://postgres@127.0.0.1:5432"
+
+
 def _env(tokens: int) -> dict[str, str]:
-    env = server_env(f"sqlite:///{RESULTS / 'turncost.sqlite3'}", write_script(tokens, 0))
+    pg_db = os.environ.get("BENCH_PG_DB")  # set by --pg, inherited by the measuring process
+    url = f"{PG_BASE}/{pg_db}" if pg_db else f"sqlite:///{RESULTS / 'turncost.sqlite3'}"
+    env = server_env(url, write_script(tokens, 0))
     if os.environ.get("BENCH_BUDGETS") == "1":  # set by --budgets, inherited by the measuring process
         env.update(DEFAULT_CAPS)
     return env
@@ -167,6 +176,22 @@ def instructions(turns: int, tokens: int) -> dict:
     return {"turns": turns, "instructions_per_turn": (totals[1] - totals[0]) // turns}
 
 
+@contextlib.contextmanager
+def _pg_database() -> Iterator[None]:
+    """A PostgreSQL database of this run's own for what runs inside (`BENCH_PG_DB`), dropped after."""
+    from bench.run import run_quiet
+
+    db = f"turncost_{os.getpid()}"
+    psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc"]
+    run_quiet(psql + [f'CREATE DATABASE "{db}"'], os.environ.copy(), 60)
+    os.environ["BENCH_PG_DB"] = db
+    try:
+        yield
+    finally:
+        os.environ.pop("BENCH_PG_DB", None)
+        run_quiet(psql + [f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'], os.environ.copy(), 60)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--turns", type=int, default=300, help="measured turns (callgrind: 30 and 60 by default)")
@@ -178,6 +203,7 @@ def main() -> None:
         help="budget caps and rate limit on at their defaults (the bench turns them off)",
     )
     ap.add_argument("--html", action="store_true", help="read the browser's stream (`?flavour=html`) instead of JSON")
+    ap.add_argument("--pg", action="store_true", help="on PostgreSQL (127.0.0.1:5432, a database of its own)")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # one in-process run over a prepared manifest
     args = ap.parse_args()
     if args.budgets:
@@ -186,6 +212,9 @@ def main() -> None:
         os.environ["BENCH_FLAVOUR"] = "html"
     if args.measure:
         print(json.dumps(measure(args.measure, args.tokens)))
+    elif args.pg and not os.environ.get("BENCH_PG_DB"):
+        with _pg_database():
+            main()
     elif args.callgrind:
         turns = args.turns if args.turns != ap.get_default("turns") else 30
         print(json.dumps(instructions(turns, args.tokens)))

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
-from agent.prepared import Prepared, PreparedAggregate, Slot, insert
+from agent.prepared import Prepared, PreparedAggregate, Slot, insert, insert_linked
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -161,6 +161,50 @@ def test_insert_refuses_what_save_refuses(chat):
             insert(Message(session=chat, role="user", position=0))
     with pytest.raises(TypeError, match="one model"):
         insert(Turn(session=chat), Message(session=chat, role="user", position=7))
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit as in production: "all or none" is the database's doing
+def test_insert_linked_writes_a_parent_and_its_children_all_or_none(chat, django_assert_num_queries):
+    message = Message(session=chat, role="assistant", position=5, cost_usd=Decimal("0.25"), tools_offered=["a"])
+    parts = [
+        Part(message=message, position=0, type="text", text="Here."),
+        Part(message=message, position=1, type="tool_use", tool_use_id="t1", tool_name="a", tool_input={"n": 1}),
+        Part(message=message, position=2, type="tool_result", tool_use_id="t1", tool_result={"ok": True}),
+    ]
+    with CaptureQueriesContext(connection) as ctx:
+        insert_linked(message, parts, "message")
+    if connection.vendor == "postgresql":
+        assert len(ctx.captured_queries) == 1  # one statement, one round trip, atomic by itself
+    stored = Message.objects.get(pk=message.pk)
+    assert (stored.position, stored.cost_usd, stored.tools_offered) == (5, Decimal("0.25"), ["a"])
+    rows = list(Part.objects.filter(message=message).order_by("position"))
+    assert [r.pk for r in rows] == [p.pk for p in parts] and all(p._state.adding is False for p in parts)
+    assert [(r.type, r.text, r.tool_input, r.tool_result) for r in rows] == [
+        ("text", "Here.", None, None),
+        ("tool_use", "", {"n": 1}, None),
+        ("tool_result", "", None, {"ok": True}),
+    ]
+    with django_assert_num_queries(0):  # each child keeps the parent it was given
+        assert all(p.message is message and p.message_id == message.pk for p in parts)
+
+    clash = Message(session=chat, role="assistant", position=6)
+    twins = [Part(message=clash, position=0, type="text", text=t) for t in ("one", "two")]  # the same position
+    with pytest.raises(IntegrityError):
+        insert_linked(clash, twins, "message")
+    assert not Message.objects.filter(session=chat, position=6).exists()  # no message without its parts
+    alone = Message(session=chat, role="user", position=6)
+    insert_linked(alone, [], "message")  # no children: the parent alone
+    assert Message.objects.get(session=chat, position=6).pk == alone.pk
+
+
+def test_insert_linked_refuses_what_it_cannot_write_as_one(chat):
+    message = Message(session=chat, role="user", position=7)
+    turn = Turn(session=chat)
+    with pytest.raises(TypeError, match="refers to the parent"):
+        insert_linked(turn, [Part(message=message, position=0, type="text")], "message")
+    with pytest.raises(TypeError, match="one relation"):  # a message also refers to its session
+        insert_linked(turn, [Message(session=chat, turn=turn, role="user", position=7)], "turn")
+    assert not Message.objects.filter(position=7).exists()
 
 
 def test_update_sets_what_queryset_update_sets(chat, django_assert_num_queries):
