@@ -116,6 +116,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABAS
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
     }
+    # Django's PostgreSQL backend, whose pool checks a connection without a round trip while its
+    # socket is quiet (config/postgresql_pool).
+    DATABASES["default"]["ENGINE"] = "config.postgresql_pool"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's SQLite backend, with closed connections kept open for reuse (config/sqlite_pool).
     DATABASES["default"]["ENGINE"] = "config.sqlite_pool"
