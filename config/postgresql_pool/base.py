@@ -2,9 +2,9 @@
 while the connection's socket is quiet.
 
 With CONN_HEALTH_CHECKS on, Django gives the pool psycopg_pool's `check_connection`: an empty
-query each time a connection is handed out. A turn takes a connection four times (the message,
-its stream, the answer, the turn's end), so that was four of a turn's round trips, each costing the
-worker ~100 µs of CPU under gevent (send, wait, wake, read).
+query each time a connection is handed out. A turn takes one several times (its message, its
+stream, its answer after the model), and each check was a round trip, costing the worker ~100 µs
+of CPU under gevent (send, wait, wake, read).
 
 A connection the server closed while it sat in the pool (a restart, `pg_terminate_backend`, an idle
 timeout) shows on its socket: the server's farewell message and the end of the stream wait there
