@@ -107,6 +107,7 @@ def write_report(
         "python -m bench.turncost --callgrind   # instructions per turn, in-process: A/B of a change on a noisy host",
         "python -m bench.turncost --budgets     # the same with the budget caps and rate limit on (the streams run without)",
         "python -m bench.turncost --html        # the browser's stream (`?flavour=html`) instead of the API's JSON",
+        "python -m bench.turncost --pg          # on PostgreSQL (a database of its own, dropped after)",
         "```",
         "",
         f"Streams: each turn is one model call of the fake backend replaying {args.tokens} tokens "
