@@ -29,6 +29,7 @@ checked when it is first compiled; anything else raises `TypeError` then, not la
 
 from __future__ import annotations
 
+import _thread
 import operator
 from asyncio import _get_running_loop
 from collections.abc import Callable
@@ -517,9 +518,14 @@ def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any],
         with connection.cursor() as cursor:
             cursor.execute(sql_text, params)
             return read(cursor)
-    connection.validate_thread_sharing()
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
+    # Django's own checks, each called only when its cheap precondition says it has work (the thread
+    # check takes a lock to read the sharing count; ensure_connection goes through async_unsafe).
+    if connection._thread_ident != _thread.get_ident():
+        connection.validate_thread_sharing()
+    if connection.health_check_enabled and not connection.health_check_done:
+        connection.close_if_health_check_failed()
+    if connection.connection is None:
+        connection.ensure_connection()
     with connection.wrap_database_errors:
         cursor = connection.connection.cursor() if connection.vendor == "sqlite" else connection.create_cursor()
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import timedelta
 from decimal import Decimal
 
@@ -343,6 +344,31 @@ def test_unwatched_errors_are_djangos_and_roll_back_with_the_transaction(chat):
     with pytest.raises(IntegrityError), transaction.atomic():
         insert(Message(session=chat, role="user", position=1))
     assert Message.objects.filter(session=chat).count() == 3  # and the connection still works
+
+
+@pytest.mark.django_db(transaction=True)
+def test_unwatched_statements_keep_djangos_connection_checks():
+    """Another thread's use of a connection is refused, and a closed connection is opened again."""
+    from django.db import DatabaseError
+
+    from agent import prepared
+
+    own = connections["default"]
+    refused = []
+
+    def elsewhere():
+        try:
+            prepared._execute(own, "SELECT 1", "SELECT 1", [], prepared._ONE_ROW)
+        except DatabaseError as exc:
+            refused.append(str(exc))
+
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    worker.join()
+    assert refused and "same thread" in refused[0]
+    own.close()
+    assert tuple(prepared._execute(own, "SELECT 1", "SELECT 1", [], prepared._ONE_ROW)) == (1,)
+    assert own.connection is not None
 
 
 def test_refused_inside_a_running_event_loop_as_djangos_own_queries_are(chat, monkeypatch):
