@@ -20,8 +20,6 @@ and gives back, the turn's end), and `insert(obj)` for the INSERT of a new insta
 each message and part, each ledger row): what `save()` would write, with the SQL compiled once
 per model. `insert_linked(parent, children, link)` inserts a new row and new rows that refer to
 it, all or none (a message and its parts): on PostgreSQL in one statement, so one round trip.
-`together(...)` runs writes bound with `inserting(obj)` and `Prepared.updating(...)` in order, on
-PostgreSQL as one statement (a turn's row and its lease).
 
 Only what a plain model QuerySet yields is supported: no `values()`, annotations, `prefetch_related`
 or `only()`; an update filters on its table's own columns. A Slot stands for one scalar value, never
