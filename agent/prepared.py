@@ -146,19 +146,16 @@ class Prepared:
         `QuerySet.update(**changes)` would; returns the number of rows matched. A value may be an
         expression whose Slots are bound from `values` (`F("total") + Slot("amount")`). The SQL is
         compiled once per set of changed fields and expressions."""
-        write = self.updating(changes, **values)
-        with transaction.mark_for_rollback_on_error(write.alias):
-            return _execute(connections[write.alias], write.sql, write.driver_sql, write.params, _ROWCOUNT)
-
-    def updating(self, changes: dict[str, Any], **values: Any) -> Bound:
-        """`update(changes, **values)` bound, not run: for `together`."""
         shape = tuple(sorted((name, repr(v) if _is_expression(v) else None) for name, v in changes.items()))
         compiled = self._updates.get(shape)
         if compiled is None:
-            compiled = self._updates[shape] = _compile_update(self._build(), changes)
+            queryset = self._build()
+            compiled = self._updates[shape] = _compile_update(queryset, changes)
         sql_text, driver_sql, params, fields, alias = compiled
+        connection = connections[alias]
         values.update({_SET + name: value for name, value in changes.items() if not _is_expression(value)})
-        return Bound(sql_text, driver_sql, _bind(params, fields, values, connections[alias]), alias)
+        with transaction.mark_for_rollback_on_error(alias):
+            return _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection), _ROWCOUNT)
 
     def _compile(self) -> tuple[_Compiled, str]:
         if self._compiled is None:  # two greenlets compiling at once would make the same result
@@ -392,66 +389,6 @@ def _saved(obj: Model, returning: list[Any], row: Any, converters: _Converters, 
         setattr(obj, field.attname, value)
     obj._state.adding = False
     obj._state.db = alias
-
-
-@dataclass(frozen=True)
-class Bound:
-    """A write with its values bound, to run with others (`together`)."""
-
-    sql: str
-    driver_sql: str
-    params: list[Any]
-    alias: str
-    saved: Model | None = None  # the new instance an INSERT writes (marked saved once it ran)
-
-
-def inserting(obj: Model) -> Bound:
-    """`insert(obj)` bound, not run: for `together`. Only for an instance the database gives nothing
-    back for (its primary key set beforehand, as a UUID is): a write in a CTE returns nothing."""
-    alias = obj._state.db or router.db_for_write(type(obj), instance=obj)
-    connection = connections[alias]
-    if obj.pk is None or obj._meta.parents or obj._meta.order_with_respect_to:
-        raise TypeError("inserting() takes a new instance of a plain model with its primary key set")
-    key = (type(obj), True, alias)
-    compiled = _inserts.get(key)
-    if compiled is None:
-        compiled = _inserts[key] = _compile_insert(obj, alias)
-    if compiled.returning:
-        raise TypeError("inserting() takes a model the database returns nothing for; use insert()")
-    obj._prepare_related_fields_for_save(operation_name="save")
-    return Bound(compiled.sql, compiled.driver_sql, _params(obj, compiled, connection), alias, saved=obj)
-
-
-def together(*writes: Bound) -> int:
-    """Run the writes in order; returns the row count of the last. On PostgreSQL as one statement
-    (all but the last as data-modifying CTEs): one round trip, and all or none. Elsewhere one after
-    another, each on its own (as separate calls would run them). The writes must touch different
-    rows: within one statement each sees the database as it was before any of them."""
-    alias = writes[0].alias
-    if any(w.alias != alias for w in writes):
-        raise TypeError("together() runs writes to one database")
-    connection = connections[alias]
-    if connection.vendor == "postgresql" and len(writes) > 1:
-        ctes = ", ".join(f'"w{i}" AS ({w.sql})' for i, w in enumerate(writes[:-1]))
-        sql_text = f"WITH {ctes} {writes[-1].sql}"
-        params = [p for w in writes for p in w.params]
-        with transaction.mark_for_rollback_on_error(alias):
-            count = _execute(connection, sql_text, sql_text, params, _ROWCOUNT)
-        for w in writes:
-            _mark_saved(w, alias)
-        return count
-    count = 0
-    for w in writes:
-        with transaction.mark_for_rollback_on_error(alias):
-            count = _execute(connection, w.sql, w.driver_sql, w.params, _ROWCOUNT)
-        _mark_saved(w, alias)
-    return count
-
-
-def _mark_saved(write: Bound, alias: str) -> None:
-    if write.saved is not None:
-        write.saved._state.adding = False
-        write.saved._state.db = alias
 
 
 def insert_linked(parent: Model, children: list[Model], link: str) -> None:

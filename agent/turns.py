@@ -18,7 +18,7 @@ from agent import approvals, hub, logcontext, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
-from agent.prepared import Prepared, Slot, inserting, together
+from agent.prepared import Prepared, Slot, insert
 from agent.runtime import gevent_patched
 from agent.transcript import add_message, release_connection, repair_orphans
 
@@ -47,16 +47,15 @@ def claim(session: Session) -> Turn:
     """
     now = timezone.now()
     turn = Turn(session=session)
+    insert(turn)
     lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
     # The usual case: nothing was running, nothing waits for a person, and the transcript ends where
-    # this session object says (nobody added a message since it was loaded). One UPDATE proves all
-    # three; it goes with the turn's INSERT (on PostgreSQL one statement: `together`).
+    # this session object says (nobody added a message since it was loaded). One UPDATE proves all three.
     known_end = getattr(session, "next_position", None)
     if known_end is not None:
-        take = _TAKE_IF_CURRENT.updating(lease, pk=session.pk, end=known_end)
+        current = bool(_TAKE_IF_CURRENT.update(lease, pk=session.pk, end=known_end))
     else:
-        take = _TAKE_IF_CLEAR_END_UNKNOWN.updating(lease, pk=session.pk)
-    current = bool(together(inserting(turn), take))
+        current = bool(_TAKE_IF_CLEAR_END_UNKNOWN.update(lease, pk=session.pk))
     session.approvals_settled = current
     # Else ask the database where the transcript ends.
     session._next_message_position = known_end if current else None
@@ -215,11 +214,11 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
     ended = {"status": status, "terminal_event": name, "terminal_payload": payload, "finished_at": timezone.now()}
     if turn.user_message_id is not None:
         ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
+    _TURN.update(ended, pk=turn.pk)
     # Where the transcript ends, if this turn's session object knows (None after a failed write: ask).
     session = turn.session if Turn.session.is_cached(turn) else None
     end = getattr(session, "_next_message_position", None)
-    release = {"turn": None, "lease_until": None, "next_position": end}
-    together(_TURN.updating(ended, pk=turn.pk), _LEASE_HELD_BY.updating(release, pk=turn.session_id, turn=turn))
+    _LEASE_HELD_BY.update({"turn": None, "lease_until": None, "next_position": end}, pk=turn.session_id, turn=turn)
     if session is not None:
         session.next_position = end
 

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
-from agent.prepared import Prepared, PreparedAggregate, Slot, insert, insert_linked, inserting, together
+from agent.prepared import Prepared, PreparedAggregate, Slot, insert, insert_linked
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -206,34 +206,6 @@ def test_insert_linked_refuses_what_it_cannot_write_as_one(chat):
     with pytest.raises(TypeError, match="one relation"):  # a message also refers to its session
         insert_linked(turn, [Message(session=chat, turn=turn, role="user", position=7)], "turn")
     assert not Message.objects.filter(position=7).exists()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_together_runs_writes_in_order_and_on_postgresql_as_one(chat):
-    take = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), turn__isnull=True))
-    turn = Turn(session=chat)
-    with CaptureQueriesContext(connection) as ctx:
-        taken = together(inserting(turn), take.updating({"turn": turn}, pk=chat.pk))
-    assert taken == 1 and turn._state.adding is False  # the last one's row count; the new row marked saved
-    if connection.vendor == "postgresql":
-        assert len(ctx.captured_queries) == 1
-    assert Session.objects.get(pk=chat.pk).turn_id == turn.pk and Turn.objects.filter(pk=turn.pk).exists()
-    again = Turn(session=chat)
-    assert together(inserting(again), take.updating({"turn": again}, pk=chat.pk)) == 0  # the lease is held
-
-    first = Turn(session=chat)
-    with pytest.raises(IntegrityError):
-        together(inserting(first), inserting(Turn(pk=first.pk, session=chat)))  # the same key twice
-    kept = Turn.objects.filter(pk=first.pk).exists()
-    assert kept is (connection.vendor != "postgresql")  # PostgreSQL: one statement, all or none
-
-
-def test_inserting_takes_what_a_statement_of_several_can_write(chat):
-    with pytest.raises(TypeError, match="primary key set"):
-        inserting(Message(session=chat, role="user", position=8))
-    with pytest.raises(TypeError, match="returns nothing"):
-        inserting(Message(pk=10**9, session=chat, role="user", position=8))
-    assert not Message.objects.filter(position=8).exists()
 
 
 def test_update_sets_what_queryset_update_sets(chat, django_assert_num_queries):

@@ -34,16 +34,11 @@ TEXT_TURN = 34  # session 7: 35 before the fake's call index came with the read 
 TOOL_ROUND_TRIP = 20  # incl. the grant's first "last used" stamp (later runs within a minute: 19)
 # PostgreSQL writes a message and its parts in one statement (agent.prepared.insert_linked) where
 # SQLite takes four (BEGIN, the message's INSERT, its part's, COMMIT): 3 fewer per message written.
-# A turn's INSERT goes with its lease's UPDATE, and its end with the lease's release
-# (agent.prepared.together): 2 fewer per turn.
 PER_MESSAGE_ON_POSTGRESQL = -3
-PER_TURN_ON_POSTGRESQL = -2
 
 
-def expected(sqlite_count: int, messages_written: int, turns: int = 0) -> int:
-    if connection.vendor != "postgresql":
-        return sqlite_count
-    return sqlite_count + PER_MESSAGE_ON_POSTGRESQL * messages_written + PER_TURN_ON_POSTGRESQL * turns
+def expected(sqlite_count: int, messages_written: int) -> int:
+    return sqlite_count + (PER_MESSAGE_ON_POSTGRESQL * messages_written if connection.vendor == "postgresql" else 0)
 
 
 def http_turn_queries(team, script, earlier: int, calls) -> int:
@@ -65,9 +60,7 @@ def http_turn_queries(team, script, earlier: int, calls) -> int:
 @pytest.mark.parametrize("earlier", [4, 200])
 def test_a_text_turn_takes_the_same_queries_whatever_the_transcript_length(team, script, earlier):
     script_calls = [TEXT] * (earlier // 2) + [TEXT]  # the fake answers by call index
-    assert http_turn_queries(team, script, earlier, script_calls) == expected(
-        TEXT_TURN, 2, turns=1
-    )  # the user's, the reply
+    assert http_turn_queries(team, script, earlier, script_calls) == expected(TEXT_TURN, 2)  # the user's, the reply
 
 
 @pytest.mark.parametrize("earlier", [4, 200])
@@ -77,4 +70,4 @@ def test_a_tool_round_trip_takes_the_same_queries_whatever_the_transcript_length
     text = http_turn_queries(team, script, earlier, before + [TEXT])
     tool = http_turn_queries(team, script, earlier, before + [LIST, TEXT])
     # The round trip writes two more messages: the model's call of the tool, and the tool's result.
-    assert (text, tool - text) == (expected(TEXT_TURN, 2, turns=1), expected(TOOL_ROUND_TRIP, 2))
+    assert (text, tool - text) == (expected(TEXT_TURN, 2), expected(TOOL_ROUND_TRIP, 2))
