@@ -118,7 +118,7 @@ def add_message(
     try:
         if turn is not None:
             insert_linked(message, rows, "message")  # (PostgreSQL: one statement, one round trip)
-        else:
+        else:  # one transaction with the UPDATE below (`insert_linked` inside it would nest a savepoint)
             with transaction.atomic():
                 insert(message)
                 if rows:

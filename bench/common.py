@@ -12,6 +12,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
+PG_BASE = "postgres://postgres@127.0.0.1:5432"  # the PostgreSQL the PostgreSQL scenarios make their databases on
 TOKEN_TEXT = "lorem "
 USAGE = {"input_tokens": 900, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
 

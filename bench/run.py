@@ -11,6 +11,7 @@ deadline and is stopped by its PID.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -20,9 +21,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, server_env, write_script
+from bench.common import PG_BASE, RESULTS, ROOT, server_env, write_script
 
 PY = sys.executable
 SERVER_CPU, CLIENT_CPU = "0", "1"
@@ -429,13 +431,21 @@ def steal_pct(before: list[int], after: list[int]) -> float | None:
     return round(100 * spent[7] / sum(spent), 1) if sum(spent) else None
 
 
-def pg_run(args, script: Path) -> dict:
-    db = f"bench_{os.getpid()}"
-    base = "postgres://postgres@127.0.0.1:5432"
-    env = server_env(f"{base}/{db}", script, BENCH_TOKENS=str(args.tokens), BENCH_DELAY_MS=str(args.delay_ms))
+@contextlib.contextmanager
+def pg_database(prefix: str) -> Iterator[str]:
+    """A PostgreSQL database of this run's own (its name), dropped after."""
+    db = f"{prefix}_{os.getpid()}"
     psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc"]
     run_quiet(psql + [f'CREATE DATABASE "{db}"'], os.environ.copy(), 60)
     try:
+        yield db
+    finally:
+        run_quiet(psql + [f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'], os.environ.copy(), 60)
+
+
+def pg_run(args, script: Path) -> dict:
+    with pg_database("bench") as db:
+        env = server_env(f"{PG_BASE}/{db}", script, BENCH_TOKENS=str(args.tokens), BENCH_DELAY_MS=str(args.delay_ms))
         migrate(env)
         manifest = setup_sessions(env, args.pg_n + WARM, "pg")
         result = one_run("django_pg", args.pg_n, env, manifest, args, pg_db=db)
@@ -445,8 +455,6 @@ def pg_run(args, script: Path) -> dict:
             ).strip()
         )
         return result
-    finally:
-        run_quiet(psql + [f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'], os.environ.copy(), 60)
 
 
 def summarize(lines: list[dict], levels: list[int]) -> dict:

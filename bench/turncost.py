@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, server_env, write_script
+from bench.common import PG_BASE, RESULTS, ROOT, server_env, write_script
 
 WARM = 20  # turns before measuring: imports, URL resolvers, first connections
 
@@ -46,9 +46,6 @@ DEFAULT_CAPS = {
     "AGENT_BUDGET_USD_PER_MONTH": "5",
     "AGENT_BUDGET_GLOBAL_USD_PER_MONTH": "100",
 }
-
-
-PG_BASE = "postgres://postgres@127.0.0.1:5432"
 
 
 def _env(tokens: int) -> dict[str, str]:
@@ -179,17 +176,14 @@ def instructions(turns: int, tokens: int) -> dict:
 @contextlib.contextmanager
 def _pg_database() -> Iterator[None]:
     """A PostgreSQL database of this run's own for what runs inside (`BENCH_PG_DB`), dropped after."""
-    from bench.run import run_quiet
+    from bench.run import pg_database
 
-    db = f"turncost_{os.getpid()}"
-    psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc"]
-    run_quiet(psql + [f'CREATE DATABASE "{db}"'], os.environ.copy(), 60)
-    os.environ["BENCH_PG_DB"] = db
-    try:
-        yield
-    finally:
-        os.environ.pop("BENCH_PG_DB", None)
-        run_quiet(psql + [f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'], os.environ.copy(), 60)
+    with pg_database("turncost") as db:
+        os.environ["BENCH_PG_DB"] = db
+        try:
+            yield
+        finally:
+            os.environ.pop("BENCH_PG_DB", None)
 
 
 def main() -> None:
