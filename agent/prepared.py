@@ -38,9 +38,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, router, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models import Count, Model, QuerySet, sql
 from django.db.models.expressions import Expression
+from django.db.models.fields import AutoFieldMixin, BooleanField, CharField, Field, IntegerField, TextField
+from django.db.models.fields.related import ForeignKey
 from django.db.models.lookups import Lookup
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.models.sql.where import WhereNode
@@ -287,7 +290,9 @@ def _bind(params: tuple[Any, ...], fields: dict[str, Any], values: dict[str, Any
         value = values[name]
         if isinstance(value, Model):
             value = value.pk
-        if isinstance(field, _Saved):
+        if type(value) is _plain(field, connection):  # its preparation would return it as it is
+            prepared[name] = value
+        elif isinstance(field, _Saved):
             prepared[name] = field.field.get_db_prep_save(value, connection=connection)
         elif isinstance(field, _Inner):
             prepared[name] = value if field.field is None else field.field.get_db_prep_value(value, connection)
@@ -329,6 +334,7 @@ class _Insert:
     fields: list[Any]  # the columns given, in order
     returning: list[Any]  # the columns the database returns (the auto id)
     converters: _Converters
+    steps: tuple[tuple[Any, str, bool, type | None], ...]  # per field: itself, attname, own pre_save?, `_plain`
 
 
 _inserts: dict[tuple[type[Model], bool, str], _Insert] = {}
@@ -373,10 +379,13 @@ def insert(*objs: Model) -> None:
 def _params(obj: Model, compiled: _Insert, connection: Any, skip: Any = None) -> list[Any]:
     """What `save()` would write for each of `compiled.fields` of `obj` (but `skip`)."""
     params = []
-    for field in compiled.fields:
+    for field, attname, own_pre_save, plain in compiled.steps:
         if field is skip:
             continue
-        value = field.pre_save(obj, True)
+        value = field.pre_save(obj, True) if own_pre_save else getattr(obj, attname)
+        if type(value) is plain:  # what its preparation would return
+            params.append(value)
+            continue
         if _is_expression(value):
             raise TypeError(f"insert() takes plain values; {field.name} is an expression")
         params.append(field.get_db_prep_save(value, connection=connection))
@@ -494,7 +503,69 @@ def _compile_insert(obj: Model, alias: str) -> _Insert:
         fields=fields,
         returning=returning,
         converters=_converters(compiler, [f.get_col(meta.db_table) for f in returning]),
+        steps=tuple(
+            (f, f.attname, type(f).pre_save is not Field.pre_save, _plain(f, connections[alias])) for f in fields
+        ),
     )
+
+
+_plains: dict[tuple[int, type], tuple[Any, type | None]] = {}
+
+
+def _plain(field: Any, connection: Any) -> type | None:
+    """The one type of value that `field` prepares for `connection` (to save it, or to compare a
+    column with it) by returning it unchanged, so its preparation can be skipped for a value of
+    exactly that type: `str` for a text column, `int` for an integer one or a reference to an
+    integer id, `bool` for a boolean; None for any other field (dates, decimals, JSON, UUIDs...).
+
+    Decided by which methods the field's class prepares with, so a field class (or a database's
+    operations) that prepares its own way is never skipped; tests hold that the skipped preparation
+    returns each such value unchanged (tests/agent/test_prepared.py)."""
+    if isinstance(field, (_Saved, _Inner)):  # (the column an UPDATE sets; a Slot's output field)
+        field = field.field
+        if field is None:
+            return None
+    key = (id(field), type(connection.ops))
+    known = _plains.get(key)
+    if known is None or known[0] is not field:  # (kept with the field, so its id names no other)
+        known = _plains[key] = (field, _plain_type(field, connection))
+    return known[1]
+
+
+def _plain_type(field: Any, connection: Any) -> type | None:
+    cls = type(field)
+    if isinstance(field, ForeignKey):
+        # A reference prepares as the field it refers to; "" and None become NULL, neither an int.
+        if _defined_by(cls, "get_db_prep_save") != [ForeignKey, Field]:
+            return None
+        target = _plain(field.target_field, connection)
+        return int if target is int else None
+    if _defined_by(cls, "get_db_prep_save") != [Field]:
+        return None
+    prep, db_prep = _defined_by(cls, "get_prep_value"), _defined_by(cls, "get_db_prep_value")
+    text = _defined_by(cls, "to_python")[:1]
+    if prep in ([CharField, Field], [TextField, Field]) and text in ([CharField], [TextField]) and db_prep == [Field]:
+        return str  # (to_python returns a str as it is)
+    ops = type(connection.ops)
+    if (
+        prep == [IntegerField, Field]
+        and ops.adapt_integerfield_value is BaseDatabaseOperations.adapt_integerfield_value
+    ):
+        if db_prep == [IntegerField, Field]:
+            return int
+        if (
+            db_prep == [AutoFieldMixin, IntegerField, Field]
+            and ops.validate_autopk_value is BaseDatabaseOperations.validate_autopk_value
+        ):
+            return int
+    if prep == [BooleanField, Field] and _defined_by(cls, "to_python")[:1] == [BooleanField] and db_prep == [Field]:
+        return bool  # (to_python returns True and False as they are)
+    return None
+
+
+def _defined_by(cls: type, name: str) -> list[type]:
+    """The classes along `cls`'s MRO that define `name` themselves, nearest first."""
+    return [c for c in cls.__mro__ if name in c.__dict__]
 
 
 def _driver_sql(sql_text: str, alias: str) -> str:

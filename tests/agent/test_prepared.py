@@ -8,15 +8,16 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.apps import apps
 from django.core.exceptions import SynchronousOnlyOperation
-from django.db import IntegrityError, connection, connections, transaction
+from django.db import IntegrityError, connection, connections, models, transaction
 from django.db.models import Count, F, PositiveIntegerField, Q, Sum
 from django.db.models.functions import Coalesce
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
-from agent.prepared import Prepared, PreparedAggregate, Slot, insert, insert_linked
+from agent.prepared import Prepared, PreparedAggregate, Slot, _plain, insert, insert_linked
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -151,6 +152,38 @@ def test_insert_writes_what_save_writes(chat, user, django_assert_num_queries):
     message.stop_reason = "end_turn"
     message.save(update_fields=["stop_reason"])  # marked as saved: an UPDATE of the same row
     assert Message.objects.filter(position=9).count() == 1
+
+
+def test_a_preparation_is_skipped_only_where_it_would_return_the_value_unchanged():
+    """Inserts and bound values skip a field's preparation for a value of its `_plain` type: for
+    every column of every installed model that has one, the preparation returns such values as they are."""
+    samples = {str: ["", "x", "é"], int: [0, 7, -3], bool: [True, False]}
+    seen = set()
+    for model in apps.get_models():
+        for field in model._meta.concrete_fields:
+            plain = _plain(field, connection)
+            if plain is None:
+                continue
+            seen.add((type(field).__name__, plain))
+            for value in samples[plain]:
+                saved = field.get_db_prep_save(value, connection=connection)
+                compared = field.get_db_prep_value(value, connection, prepared=False)
+                for prepared in (saved, compared):
+                    assert prepared == value and type(prepared) is plain, (model, field.name, value)
+    # (PostgreSQL's operations wrap integers in the driver's own types: prepared there, every time)
+    assert {plain for _, plain in seen} == ({str, int, bool} if connection.vendor == "sqlite" else {str, bool})
+    assert {"CharField", "TextField", "BooleanField"} <= {n for n, _ in seen}
+    if connection.vendor == "sqlite":
+        assert {"PositiveIntegerField", "ForeignKey"} <= {n for n, _ in seen}
+
+    class Shouting(models.CharField):  # prepares its own way: never skipped
+        def get_prep_value(self, value):
+            return super().get_prep_value(value).upper()
+
+    others = [models.DecimalField(max_digits=5, decimal_places=2), models.DateTimeField(), models.DateField()]
+    others += [models.JSONField(), models.UUIDField(), models.FloatField(), Shouting(max_length=5)]
+    assert [_plain(field, connection) for field in others] == [None] * len(others)
+    assert _plain(Message._meta.get_field("session"), connection) is None  # a reference to a UUID
 
 
 def test_insert_refuses_what_save_refuses(chat):
