@@ -95,9 +95,15 @@ def open_approvals(session: Session) -> list[Approval]:
 def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
     """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events.
 
-    No query when the turn's lease was taken while nothing waited for a person (`claim`).
+    No query when the turn's lease was taken while nothing waited for a person (`claim`), one read
+    when nothing does.
     """
     if getattr(session, "approvals_settled", False):
+        return []
+    if not _AWAITING.count(pk=session.pk):
+        # Approvals are open only while the flag is set (`create` sets it first, `_settled` clears it
+        # last): one read, and no write, answers the usual case.
+        session.awaiting_people, session.approvals_settled = False, True
         return []
     pending = open_approvals(session)
     if not pending:

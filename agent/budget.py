@@ -223,23 +223,32 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     return Reservation(spend.pk, model, user, now.date(), reserved)
 
 
+def ledger_row(reservation: Reservation, usage: dict[str, int]) -> Spend | None:
+    """The ledger row of a call made while no cap was on (so nothing was reserved), not yet written:
+    for the caller to write with its own writes (the loop writes it with the message that answers
+    the call, in one transaction). None when the call reserved: `settle` replaces the reservation."""
+    if reservation.spend_id is not None:
+        return None
+    return Spend(
+        user=reservation.user,
+        created_at=timezone.now(),
+        model_id=reservation.model,
+        tokens=total_tokens(usage),
+        cost_usd=cost_of(reservation.model, usage),
+        settled=True,
+    )
+
+
 def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
-    """Replace the reservation by what the call really used; returns its cost."""
+    """Replace the reservation by what the call really used (or, with no cap on, record the call);
+    returns its cost."""
+    row = ledger_row(reservation, usage)
+    if row is not None:
+        insert(row)
+        return row.cost_usd
     cost = cost_of(reservation.model, usage)
-    if reservation.spend_id is None:
-        insert(
-            Spend(
-                user=reservation.user,
-                created_at=timezone.now(),
-                model_id=reservation.model,
-                tokens=total_tokens(usage),
-                cost_usd=cost,
-                settled=True,
-            )
-        )
-    else:
-        _SPEND.update({"tokens": total_tokens(usage), "cost_usd": cost, "settled": True}, pk=reservation.spend_id)
-        add_to_day(reservation.day, cost - reservation.reserved_usd)
+    _SPEND.update({"tokens": total_tokens(usage), "cost_usd": cost, "settled": True}, pk=reservation.spend_id)
+    add_to_day(reservation.day, cost - reservation.reserved_usd)
     return cost
 
 

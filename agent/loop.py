@@ -13,8 +13,8 @@ from agent import approvals, budget, context, signals
 from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
-from agent.models import Message, Session, Turn
-from agent.prepared import Prepared, Slot
+from agent.models import Message, Session, Spend, Turn
+from agent.prepared import Prepared, Slot, insert
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import (
     forget_loaded,
@@ -50,6 +50,7 @@ class _Call:
         self.stop_reason = "end_turn"
         self.index: int | None = None  # the session's model calls before this one, for a backend that reads it
         self.cost = Decimal(0)
+        self.ledger: Spend | None = None  # its ledger row, still to write with the answer (no cap on)
 
 
 _MODEL_CALLS = Prepared(lambda: Message.objects.filter(session=Slot("session"), role=Message.ASSISTANT))
@@ -156,7 +157,9 @@ def _call_model(
             failure = "chat_error"
         finally:
             call_context.reset(token)
-        call.cost = budget.settle(reservation, call.usage)
+        # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
+        call.ledger = budget.ledger_row(reservation, call.usage)
+        call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
         return failure
     return "provider_error"
 
@@ -246,19 +249,36 @@ def _persist(
     cost: Decimal,
     specs: list[dict[str, Any]],
 ) -> Message:
-    return persist_assistant(
-        session,
-        turn=turn,
-        text="".join(call.text),
-        reasoning=call.reasoning,
-        tool_uses=call.tool_uses,
-        usage=call.usage,
-        stop_reason=call.stop_reason,
-        backend=backend,
-        model_id=model,
-        cost_usd=cost,
-        tools_offered=[s["name"] for s in specs],
-    )
+    """The answer, with the call's ledger row when one is still to write; if the answer cannot be
+    written, the row is written alone: what a call cost is recorded whatever became of its answer."""
+    try:
+        return persist_assistant(
+            session,
+            turn=turn,
+            text="".join(call.text),
+            reasoning=call.reasoning,
+            tool_uses=call.tool_uses,
+            usage=call.usage,
+            stop_reason=call.stop_reason,
+            backend=backend,
+            model_id=model,
+            cost_usd=cost,
+            tools_offered=[s["name"] for s in specs],
+            also=(call.ledger,) if call.ledger is not None else (),
+        )
+    except Exception:
+        if call.ledger is not None:
+            _record_alone(call.ledger)
+        raise
+
+
+def _record_alone(row: Spend) -> None:
+    try:
+        row.pk = None  # (an id given inside the transaction that was rolled back is no one's)
+        row._state.adding, row._state.db = True, None
+        insert(row)
+    except Exception:
+        logger.exception("recording the cost of a model call failed (user=%s)", row.user_id)
 
 
 def _run_tools(

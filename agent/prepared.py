@@ -400,23 +400,24 @@ def _saved(obj: Model, returning: list[Any], row: Any, converters: _Converters, 
     obj._state.db = alias
 
 
-def insert_linked(parent: Model, children: list[Model], link: str) -> None:
-    """INSERT a new `parent` and new `children` that refer to it by their foreign key `link`: all of
-    them or none (a message and its parts).
+def insert_linked(parent: Model, children: list[Model], link: str, also: tuple[Model, ...] = ()) -> None:
+    """INSERT a new `parent` and new `children` that refer to it by their foreign key `link`, and
+    other new rows `also` (a model call's ledger row, with the message that answers it): all of
+    them or none.
 
-    On PostgreSQL one statement does it: the parent's INSERT and one per child as data-modifying
-    CTEs, each child's taking the parent's new id from the first. One round trip instead of four
-    (BEGIN, the two INSERTs, COMMIT), and atomic by itself. Elsewhere, `insert` of the parent and of
-    the children in one transaction. As `insert`, no signals; the ids are set on the instances.
+    On PostgreSQL one statement does it: the parent's INSERT, one per child and one per other row
+    as data-modifying CTEs, each child's taking the parent's new id from the first. One round trip
+    instead of four or more (BEGIN, the INSERTs, COMMIT), and atomic by itself. Elsewhere, `insert`
+    of each in one transaction. As `insert`, no signals; the ids are set on the instances.
     """
-    if not children:
+    if not children and not also:
         insert(parent)
         return
-    model = type(children[0])
-    field = model._meta.get_field(link)
-    if any(type(c) is not model for c in children) or field.remote_field.model is not type(parent):
+    model = type(children[0]) if children else None
+    field = model._meta.get_field(link) if model else None
+    if model and (any(type(c) is not model for c in children) or field.remote_field.model is not type(parent)):
         raise TypeError(f"insert_linked() takes children of one model whose {link!r} refers to the parent's")
-    if any(f.is_relation and f is not field for f in model._meta.concrete_fields):
+    if model and any(f.is_relation and f is not field for f in model._meta.concrete_fields):
         # (the one statement could not refuse an unsaved object behind another relation, as save() does)
         raise TypeError(f"insert_linked() takes children whose one relation is {link!r}")
     alias = parent._state.db or router.db_for_write(type(parent), instance=parent)
@@ -424,63 +425,84 @@ def insert_linked(parent: Model, children: list[Model], link: str) -> None:
     if connection.vendor != "postgresql" or parent.pk is not None:
         with transaction.atomic(using=alias):
             insert(parent)
-            insert(*children)  # (each takes the id its parent was just given, as a save would)
+            if children:
+                insert(*children)  # (each takes the id its parent was just given, as a save would)
+            for row in also:
+                insert(row)
         return
-    key = (type(parent), model, link, len(children), alias)
+    shape = tuple((type(row), row.pk is not None) for row in also)
+    key = (type(parent), model, link, len(children), shape, alias)
     linked = _linked.get(key)
     if linked is None:
-        linked = _linked[key] = _compile_linked(parent, children, field, alias)
-    parent_insert, child_insert, sql_text = linked
+        linked = _linked[key] = _compile_linked(parent, children, field, also, alias)
+    parent_insert, child_insert, also_inserts, sql_text = linked
     parent._prepare_related_fields_for_save(operation_name="save")
+    for row in also:
+        row._prepare_related_fields_for_save(operation_name="save")  # an unsaved related object: refused
     params = _params(parent, parent_insert, connection)
     for child in children:
         params += _params(child, child_insert, connection, skip=field)
+    for row, row_insert in zip(also, also_inserts, strict=True):
+        params += _params(row, row_insert, connection)
 
     with transaction.mark_for_rollback_on_error(alias):
         row = _execute(connection, sql_text, sql_text, params, _ONE_ROW)
-    width = len(parent_insert.returning)
-    _saved(parent, parent_insert.returning, row[:width], parent_insert.converters, connection, alias)
-    for i, child in enumerate(children, start=1):
+    at = len(parent_insert.returning)
+    _saved(parent, parent_insert.returning, row[:at], parent_insert.converters, connection, alias)
+    for child in children:
         setattr(child, field.name, parent)  # its link and its cached parent, as a save would set them
-        cells = row[i * width : (i + 1) * width]
-        _saved(child, child_insert.returning, cells, child_insert.converters, connection, alias)
+        width = len(child_insert.returning)
+        _saved(child, child_insert.returning, row[at : at + width], child_insert.converters, connection, alias)
+        at += width
+    for other, other_insert in zip(also, also_inserts, strict=True):
+        width = len(other_insert.returning)
+        _saved(other, other_insert.returning, row[at : at + width], other_insert.converters, connection, alias)
+        at += width
 
 
-_linked: dict[tuple[Any, ...], tuple[_Insert, _Insert, str]] = {}
+_linked: dict[tuple[Any, ...], tuple[_Insert, _Insert | None, list[_Insert], str]] = {}
 
 
-def _compile_linked(parent: Model, children: list[Model], field: Any, alias: str) -> tuple[_Insert, _Insert, str]:
+def _compile_linked(
+    parent: Model, children: list[Model], field: Any, also: tuple[Model, ...], alias: str
+) -> tuple[_Insert, _Insert | None, list[_Insert], str]:
     """`WITH p AS (INSERT parent ... RETURNING id), c1 AS (INSERT INTO child (link, ...) SELECT p.id,
-    %s, ... FROM p RETURNING id), ... SELECT (SELECT id FROM p), (SELECT id FROM c1), ...`. The
-    children's values are written in a SELECT, where PostgreSQL gives each the type of the column it
-    goes into, as in a VALUES list."""
+    %s, ... FROM p RETURNING id), ..., a1 AS (INSERT other ... RETURNING id), ... SELECT (SELECT id
+    FROM p), (SELECT id FROM c1), ..., (SELECT id FROM a1), ...`. The children's values are written
+    in a SELECT, where PostgreSQL gives each the type of the column it goes into, as in a VALUES list.
+    PostgreSQL runs every data-modifying CTE once, to completion, whether or not it is read."""
     connection = connections[alias]
     qn = connection.ops.quote_name
     parent_insert = _compile_insert(parent, alias)
-    child_insert = _compile_insert(children[0], alias)
-    if field not in child_insert.fields or field.target_field not in parent_insert.returning:
+    child_insert = _compile_insert(children[0], alias) if children else None
+    also_inserts = [_compile_insert(row, alias) for row in also]
+    if child_insert and (field not in child_insert.fields or field.target_field not in parent_insert.returning):
         raise TypeError("insert_linked() needs the child's link in its INSERT and the parent's id returned")
-    for f in parent_insert.fields + child_insert.fields:
+    every = parent_insert.fields + (child_insert.fields if child_insert else [])
+    for f in every + [f for other in also_inserts for f in other.fields]:
         if hasattr(f, "get_placeholder"):  # a column written other than as a plain %s
             raise TypeError(f"insert_linked() writes plain values; {f.name} has its own placeholder")
-    width = len(parent_insert.returning)
-    if len(child_insert.returning) != width:
-        raise TypeError("insert_linked() needs the parent and the children to return as many columns")
     returned = ", ".join(qn(f.column) for f in parent_insert.returning)
     ctes = [f'"p" AS ({parent_insert.sql.rsplit(" RETURNING ", 1)[0]} RETURNING {returned})']
-    columns = [qn(field.column)] + [qn(f.column) for f in child_insert.fields if f is not field]
-    values = [f'"p".{qn(field.target_field.column)}'] + ["%s"] * (len(columns) - 1)
-    child_returned = ", ".join(qn(f.column) for f in child_insert.returning)
-    table = qn(children[0]._meta.db_table)
-    for i in range(1, len(children) + 1):
-        ctes.append(
-            f'"c{i}" AS (INSERT INTO {table} ({", ".join(columns)}) SELECT {", ".join(values)} FROM "p"'
-            f" RETURNING {child_returned})"
-        )
     picks = [f'(SELECT {qn(f.column)} FROM "p")' for f in parent_insert.returning]
-    for i in range(1, len(children) + 1):
-        picks += [f'(SELECT {qn(f.column)} FROM "c{i}")' for f in child_insert.returning]
-    return parent_insert, child_insert, f"WITH {', '.join(ctes)} SELECT {', '.join(picks)}"
+    if child_insert:
+        if len(child_insert.returning) != len(parent_insert.returning):
+            raise TypeError("insert_linked() needs the parent and the children to return as many columns")
+        columns = [qn(field.column)] + [qn(f.column) for f in child_insert.fields if f is not field]
+        values = [f'"p".{qn(field.target_field.column)}'] + ["%s"] * (len(columns) - 1)
+        child_returned = ", ".join(qn(f.column) for f in child_insert.returning)
+        table = qn(children[0]._meta.db_table)
+        for i in range(1, len(children) + 1):
+            ctes.append(
+                f'"c{i}" AS (INSERT INTO {table} ({", ".join(columns)}) SELECT {", ".join(values)} FROM "p"'
+                f" RETURNING {child_returned})"
+            )
+            picks += [f'(SELECT {qn(f.column)} FROM "c{i}")' for f in child_insert.returning]
+    for i, other in enumerate(also_inserts, start=1):
+        ctes.append(f'"a{i}" AS ({other.sql})')  # (its own INSERT ... RETURNING, as `insert` runs it)
+        picks += [f'(SELECT {qn(f.column)} FROM "a{i}")' for f in other.returning]
+    picks = picks or ["1"]  # (nothing returns an id: the statement still returns its one row)
+    return parent_insert, child_insert, also_inserts, f"WITH {', '.join(ctes)} SELECT {', '.join(picks)}"
 
 
 def _compile_insert(obj: Model, alias: str) -> _Insert:

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
+from django.db.models import Model
 
 from agent.models import Message, Part, Session, Turn
 from agent.prepared import Prepared, Slot, insert, insert_linked
@@ -108,21 +109,30 @@ def _next_position(session: Session) -> int:
 
 
 def add_message(
-    session: Session, role: str, parts: list[dict[str, Any]], *, turn: Turn | None = None, **fields: Any
+    session: Session,
+    role: str,
+    parts: list[dict[str, Any]],
+    *,
+    turn: Turn | None = None,
+    also: tuple[Model, ...] = (),
+    **fields: Any,
 ) -> Message:
-    """Append one message with its parts, all or none: on PostgreSQL one statement (`insert_linked`),
-    elsewhere one short transaction."""
+    """Append one message with its parts, and new rows `also` (the ledger row of the model call it
+    answers), all or none: on PostgreSQL one statement (`insert_linked`), elsewhere one short
+    transaction."""
     position = _next_position(session)
     message = Message(session=session, turn=turn, role=role, position=position, **fields)
     rows = [_part_row(message, i, p) for i, p in enumerate(parts)]
     try:
         if turn is not None:
-            insert_linked(message, rows, "message")  # (PostgreSQL: one statement, one round trip)
+            insert_linked(message, rows, "message", also)  # (PostgreSQL: one statement, one round trip)
         else:  # one transaction with the UPDATE below (`insert_linked` inside it would nest a savepoint)
             with transaction.atomic():
                 insert(message)
                 if rows:
                     insert(*rows)
+                for row in also:
+                    insert(row)
                 # No turn's end will record where the transcript ends now: make it unknown.
                 _END_KNOWN.update({"next_position": None}, pk=session.pk)
                 session.next_position = None
@@ -175,6 +185,7 @@ def persist_assistant(
     model_id: str,
     cost_usd: Decimal,
     tools_offered: list[str],
+    also: tuple[Model, ...] = (),
 ) -> Message:
     parts: list[dict[str, Any]] = [
         {"type": "reasoning", "text": r["text"], "signature": r.get("signature", "")} for r in reasoning
@@ -196,6 +207,7 @@ def persist_assistant(
         cache_write_tokens=usage.get("cache_write_tokens", 0),
         cost_usd=cost_usd,
         tools_offered=tools_offered,
+        also=also,
     )
 
 

@@ -198,6 +198,25 @@ def test_a_session_waits_for_people_from_the_pause_until_a_turn_answers_the_call
     assert _approval_reads(ctx.captured_queries) == []
 
 
+def test_a_run_without_a_turn_asks_the_flag_once_and_writes_nothing_when_nobody_waits(chat):
+    """`run_agent(session)` with no turn (no lease taken, so nothing known): one read of the flag."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent import approvals
+    from agent.models import Session
+
+    loaded = Session.objects.get(pk=chat.pk)
+    with CaptureQueriesContext(connection) as ctx:
+        assert approvals.settle(loaded, None) == []
+    assert [q["sql"].split()[0] for q in ctx.captured_queries] == ["SELECT"]
+    assert 'FROM "agent_session"' in ctx.captured_queries[0]["sql"]
+
+    Session.objects.filter(pk=chat.pk).update(awaiting_people=True)  # flagged, then nothing recorded (a crash)
+    assert approvals.settle(Session.objects.get(pk=chat.pk), None) == []
+    assert not Session.objects.get(pk=chat.pk).awaiting_people  # cleared, so leases are taken at once again
+
+
 def test_sessions_with_open_approvals_before_the_flag_existed_are_flagged_by_the_migration(api, chat, script, risky):
     import importlib
 

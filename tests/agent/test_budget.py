@@ -7,11 +7,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.db import connections
+from django.db import IntegrityError, connections
 from django.utils import timezone
 
 from agent import budget
 from agent.exceptions import BudgetExceeded
+from agent.loop import run_agent
 from agent.models import Message, Spend, SpendDay
 
 DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
@@ -188,6 +189,36 @@ def test_with_no_cap_on_a_call_is_recorded_once_it_ends(user, settings):
     )
     assert cost == Decimal("0.15")
     assert budget.meter(user) == {"minute": 0.0, "hour": 0.0, "month": 0.0, "global": 0.0}
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit as in production
+def test_with_no_cap_on_a_call_is_recorded_once_with_its_answer_or_without(chat, script, settings, monkeypatch):
+    """The ledger row goes with the message that answers the call; if that message cannot be
+    written, the row is written alone: recorded exactly once either way."""
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = settings.AGENT_BUDGET_TOKENS_PER_HOUR = 0
+    settings.AGENT_BUDGET_USD_PER_MONTH = settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 0
+    later = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 7, "output_tokens": 1}}
+    script([[{"kind": "text", "text": "hi"}, DONE], [{"kind": "text", "text": "again"}, later]])
+    assert [name for name, _ in run_agent(chat)][-1] == "done"
+    answer = Message.objects.get(session=chat)
+    row = Spend.objects.get()
+    assert (row.tokens, row.cost_usd, row.settled) == (15, budget.cost_of("fake", DONE["usage"]), True)
+    assert answer.cost_usd == row.cost_usd
+
+    ledger_row = budget.ledger_row
+
+    def then_someone_takes_the_place(reservation, usage):  # the answer's place is taken meanwhile
+        Message.objects.create(session=chat, role="user", position=1)
+        return ledger_row(reservation, usage)
+
+    monkeypatch.setattr(budget, "ledger_row", then_someone_takes_the_place)
+    with pytest.raises(IntegrityError):
+        list(run_agent(chat))
+    assert list(Message.objects.filter(session=chat).values_list("position", "role")) == [
+        (0, "assistant"),
+        (1, "user"),
+    ]
+    assert sorted(Spend.objects.values_list("tokens", flat=True)) == [8, 15]  # the second call, once
 
 
 def day_totals() -> dict:

@@ -231,6 +231,32 @@ def test_insert_linked_writes_a_parent_and_its_children_all_or_none(chat, django
     assert Message.objects.get(session=chat, position=6).pk == alone.pk
 
 
+@pytest.mark.django_db(transaction=True)
+def test_insert_linked_writes_other_rows_with_them_all_or_none(chat, user):
+    """`also`: rows of other models (a call's ledger row) in the same statement or transaction."""
+    now = timezone.now()
+    message = Message(session=chat, role="assistant", position=5, cost_usd=Decimal("0.5"))
+    parts = [Part(message=message, position=0, type="text", text="Done.")]
+    spend = Spend(user=user, created_at=now, model_id="fake", tokens=12, cost_usd=Decimal("0.5"), settled=True)
+    with CaptureQueriesContext(connection) as ctx:
+        insert_linked(message, parts, "message", (spend,))
+    if connection.vendor == "postgresql":
+        assert len(ctx.captured_queries) == 1
+    stored = Spend.objects.get(pk=spend.pk)
+    assert (stored.tokens, stored.cost_usd, stored.settled, stored.created_at) == (12, Decimal("0.5"), True, now)
+    assert Part.objects.get(pk=parts[0].pk).message_id == message.pk and spend._state.adding is False
+
+    lone = Spend(user=user, created_at=now, model_id="fake", tokens=3)
+    insert_linked(Message(session=chat, role="user", position=6), [], "message", (lone,))  # no children
+    assert Spend.objects.filter(pk=lone.pk, tokens=3).exists() and Message.objects.filter(position=6).exists()
+
+    clash = Message(session=chat, role="assistant", position=6)  # the position is taken
+    lost = Spend(user=user, created_at=now, model_id="fake", tokens=99)
+    with pytest.raises(IntegrityError):
+        insert_linked(clash, [Part(message=clash, position=0, type="text")], "message", (lost,))
+    assert not Spend.objects.filter(tokens=99).exists()  # none of it
+
+
 def test_insert_linked_refuses_what_it_cannot_write_as_one(chat):
     message = Message(session=chat, role="user", position=7)
     turn = Turn(session=chat)
