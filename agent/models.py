@@ -12,7 +12,10 @@ class Session(models.Model):
     """Identity and scope of one conversation; no foreign key into any domain."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions")
+    # (the (user, updated_at) index serves every lookup by user; see Message.session)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions", db_index=False
+    )
     purpose = models.CharField(max_length=40, default="chat")
     status = models.CharField(max_length=20, default="active")
     title = models.CharField(max_length=200, blank=True)
@@ -44,7 +47,8 @@ class Turn(models.Model):
     STATUSES = [(s, s) for s in (RUNNING, DONE, ERROR, STOPPED, PAUSED)]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    # (the (session, created_at) index serves every lookup by session; see Message.session)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns", db_index=False)
     # Stored when the turn ends (one write fewer at its start); the message's own `turn` links them
     # from the moment it is written, also for a turn whose worker died.
     user_message = models.ForeignKey("Message", null=True, on_delete=models.SET_NULL, related_name="+")
@@ -67,7 +71,9 @@ class Message(models.Model):
     USER, ASSISTANT, TOOL = "user", "assistant", "tool"
     ROLES = [(r, r) for r in (USER, ASSISTANT, TOOL)]
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: the unique (session, position) one serves every lookup by session (each
+    # index is one more page written by every turn's commit, bench/FINDINGS.md).
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages", db_index=False)
     turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     role = models.CharField(max_length=10, choices=ROLES)
     position = models.PositiveIntegerField()
@@ -103,7 +109,8 @@ class Message(models.Model):
 class Part(models.Model):
     TYPES = [(t, t) for t in ("text", "reasoning", "tool_use", "tool_result", "image", "document")]
 
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="parts")
+    # (the unique (message, position) index serves every lookup by message)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="parts", db_index=False)
     position = models.PositiveIntegerField()
     type = models.CharField(max_length=20, choices=TYPES)
     text = models.TextField(blank=True)
@@ -127,7 +134,8 @@ class Part(models.Model):
 class Spend(models.Model):
     """The budget ledger: one row per model call, reserved before it and settled after."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # (the (user, created_at) index serves every lookup by user)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
     created_at = models.DateTimeField(db_index=True)
     model_id = models.CharField(max_length=200, blank=True)
     tokens = models.PositiveIntegerField(default=0)
@@ -155,7 +163,8 @@ class SpendDay(models.Model):
 class RateEvent(models.Model):
     """One accepted user message, for the per-user message rate limit."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # (the (user, created_at) index serves every lookup by user; see Message.session)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
     created_at = models.DateTimeField()
 
     class Meta:
@@ -169,7 +178,8 @@ class Approval(models.Model):
     STATUSES = [(s, s) for s in (PENDING, APPROVED, REJECTED, EXPIRED)]
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="approvals")
+    # (the (session, resolved) index serves every lookup by session; see Message.session)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="approvals", db_index=False)
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="approvals")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="approvals")
     tool_use_id = models.CharField(max_length=200)
@@ -195,7 +205,8 @@ class Approval(models.Model):
 class ContextSummary(models.Model):
     """A model-written summary of a session's older messages, up to and including `up_to_position`."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries")
+    # (the (session, -up_to_position) index serves every lookup by session; see Message.session)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries", db_index=False)
     up_to_position = models.PositiveIntegerField()
     text = models.TextField()
     model_id = models.CharField(max_length=200, blank=True)
