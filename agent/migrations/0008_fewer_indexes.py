@@ -1,6 +1,6 @@
 """Drop eight indexes that repeat the leading column of another: a write of a row writes a page of
-each (an engine turn wrote three of them, a product turn up to five; bench/FINDINGS.md, session 9). Lookups by the
-column use the wider index: a message's by session the unique (session, position), a part's by
+each (an engine turn wrote three of them, a product turn up to five; bench/FINDINGS.md, session
+9). Lookups by the column use the wider index: a message's by session the unique (session, position), a part's by
 message the unique (message, position), the ledger's by user (user, created_at), a session's by
 user (user, updated_at), a turn's by session (session, created_at), an approval's by session
 (session, resolved), a rate event's by user (user, created_at), a summary's by session
