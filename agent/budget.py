@@ -74,11 +74,13 @@ def price_table() -> dict[str, dict[str, float]]:
 
 def price_for(model: str) -> tuple[dict[str, float], bool]:
     """The model's prices and whether they are known; unknown models cost as much as the dearest one."""
-    table = price_table()
+    extra = getattr(settings, "AGENT_PRICES", None) or {}  # (as `price_table()`, without making it each call)
     for key in (model, *[model[len(p) :] for p in _REGION_PREFIXES if model.startswith(p)]):
-        if key in table:
-            return table[key], True
-    dearest = max(table.values(), key=lambda p: (p.get("output", 0), p.get("input", 0)))
+        if key in extra:
+            return extra[key], True
+        if key in PRICES:
+            return PRICES[key], True
+    dearest = max(price_table().values(), key=lambda p: (p.get("output", 0), p.get("input", 0)))
     return dearest, False
 
 

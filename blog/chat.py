@@ -15,7 +15,7 @@ from agent.prepared import Prepared, Slot
 from agent.tools import as_object, call_scratch, register
 from blog import access
 from blog.models import Blog, ChatLink, Consent, Post
-from blog.operations import exposed, perform_json
+from blog.operations import OPERATIONS, exposed, perform_json
 from blog.services import OperationError
 
 SYSTEM_PROMPT = """You are the writing assistant for the blog “{title}”, helping {username}.
@@ -99,8 +99,8 @@ def tool_available(session: Session, name: str) -> bool:
 
     Within one catalogue pass, or one tool run, the grant is loaded once; every run loads it afresh.
     """
-    op = exposed().get(name)
-    return op is not None and op.scope in _grant(session).scopes
+    op = OPERATIONS.get(name)
+    return op is not None and op.exposed and op.scope in _grant(session).scopes
 
 
 def _grant(session: Session) -> access.Actor:
