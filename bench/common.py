@@ -19,7 +19,8 @@ USAGE = {"input_tokens": 900, "output_tokens": 0, "cache_read_tokens": 0, "cache
 
 def script(tokens: int, delay_ms: int) -> dict[str, Any]:
     """The fake backend's script (CONTRACT §5): one model call of `tokens` text events, `delay_ms` apart."""
-    events: list[dict[str, Any]] = [{"kind": "text", "text": TOKEN_TEXT, "delay_ms": delay_ms} for _ in range(tokens)]
+    token = {"kind": "text", "text": TOKEN_TEXT, **({"delay_ms": delay_ms} if delay_ms else {})}
+    events: list[dict[str, Any]] = [dict(token) for _ in range(tokens)]
     events.append({"kind": "done", "stop_reason": "end_turn", "usage": {**USAGE, "output_tokens": tokens}})
     return {"calls": [events]}
 

@@ -68,8 +68,8 @@ class FakeBackend(Backend):
             delay = raw.get("delay_ms", 0)
             if delay:
                 self._sleep(delay / 1000)
-            if raw["kind"] == "text":  # once per token: only what a text event carries, no copy of the rest
-                yield {"kind": "text", "text": raw["text"]}
+            if raw["kind"] == "text":  # once per token: the event as scripted when it holds nothing else
+                yield raw if len(raw) == 2 else {"kind": "text", "text": raw["text"]}  # (readers only read it)
                 continue
             ev = dict(raw)
             ev.pop("delay_ms", None)
@@ -92,7 +92,8 @@ _parsed: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
 def _load_script(path: str) -> dict[str, Any]:
     """The parsed script file, parsed again only when the file changes (tests rewrite it between turns).
 
-    Callers only read it: `_replay` copies each event before changing it.
+    Callers only read it: `_replay` copies each event before changing it, and hands out as scripted
+    only a text event with nothing else in it, which its readers (the loop, a summary) only read.
     """
     stat = os.stat(path)
     version = (stat.st_mtime_ns, stat.st_size)
