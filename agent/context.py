@@ -19,7 +19,7 @@ from agent import budget
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
 from agent.prepared import Prepared, Slot
-from agent.transcript import read_after, release_connection
+from agent.transcript import read_after, read_latest, release_connection
 
 logger = logging.getLogger("agent.context")
 
@@ -33,7 +33,7 @@ SUMMARY_MAX_TOKENS = 1024
 
 _LATEST_SUMMARY = Prepared(
     lambda: ContextSummary.objects.filter(session=Slot("session")).order_by("-up_to_position")[:1]
-)  # read by every turn (agent/prepared.py: compiled once, not per read)
+)  # read by a turn whose session has a summary (agent/prepared.py: compiled once, not per read)
 
 
 @dataclass
@@ -53,8 +53,10 @@ def build(
     """
     loaded = getattr(session, "_context_loaded", None)
     if loaded is None:
-        summary = _LATEST_SUMMARY.first(session=session)
-        read = read_after(session, summary.up_to_position if summary else -1)  # (a summary's last message exists)
+        read = read_latest(session)  # (what follows the latest summary, and what that covers: one query)
+        summary = None if read.summary_to is None else _LATEST_SUMMARY.first(session=session)
+        if summary is not None and summary.up_to_position != read.summary_to:  # (written between the two)
+            read = read_after(session, summary.up_to_position)
         pairs = read.pairs
         if getattr(session, "_next_message_position", None) is None:
             session._next_message_position = read.end  # where this run's first message goes, known without a query

@@ -34,7 +34,7 @@ import operator
 from asyncio import _get_running_loop
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connections, router, transaction
@@ -631,3 +631,54 @@ def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any],
 _ALL_ROWS = operator.methodcaller("fetchall")
 _ONE_ROW = operator.methodcaller("fetchone")
 _ROWCOUNT = operator.attrgetter("rowcount")
+
+
+class Columns(NamedTuple):
+    """All of a model's columns as the ORM selects them, for a hand-written read (`Written`)."""
+
+    sql: str  # the select list: `"table"."column", ...`
+    attnames: list[str]  # each column's attribute name, in order
+    converters: _Converters  # what the ORM applies to each value it reads (JSON decoding, ...)
+
+
+def columns(model: type[Model], alias: str) -> Columns:
+    """The select list the ORM writes for every column of `model`, qualified by its table's name,
+    with the converters the ORM applies to what it reads from them."""
+    compiler = model._base_manager.using(alias).all().query.get_compiler(using=alias)
+    compiler.setup_query()
+    select = compiler.select
+    return Columns(
+        ", ".join(sql for _, (sql, _params), _ in select),
+        [expression.target.attname for expression, _, _ in select],
+        _converters(compiler, [expression for expression, _, _ in select]),
+    )
+
+
+class Written:
+    """A read the ORM cannot write (a LEFT JOIN from the parent, say), written once in SQL with `%s`
+    placeholders by `build(alias)` and run like a `Prepared` read: on the driver's cursor while
+    nobody watches, counted and logged like any query while someone does.
+
+    `build` returns the SQL and what the read needs besides (`Columns`, for instance); `rows(*params)`
+    returns the rows and that. The params are given as the database takes them (prepare them first).
+    """
+
+    def __init__(self, build: Callable[[str], tuple[str, Any]], alias: str = "default") -> None:
+        self._build = build
+        self._alias = alias
+        self._built: tuple[str, str, Any] | None = None
+
+    def rows(self, *params: Any) -> tuple[list[Any], Any]:
+        if self._built is None:
+            sql_text, extra = self._build(self._alias)
+            self._built = (sql_text, _driver_sql(sql_text, self._alias), extra)
+        sql_text, driver_sql, extra = self._built
+        return _execute(connections[self._alias], sql_text, driver_sql, list(params), _ALL_ROWS), extra
+
+    def connection(self) -> Any:
+        return connections[self._alias]
+
+
+def convert(row: Any, converters: _Converters, connection: Any) -> Any:
+    """`row` with each column converted as the ORM converts what it reads (see `columns`)."""
+    return _convert(row, converters, connection)

@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
+from collections import namedtuple
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Model
 
-from agent.models import Message, Part, Session, Turn
-from agent.prepared import Prepared, Slot, insert, insert_linked
+from agent.models import ContextSummary, Message, Part, Session, Turn
+from agent.prepared import Columns, Prepared, Slot, Written, columns, convert, insert, insert_linked
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
 
 def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
-    """The transcript in CONTRACT §3 shape; two queries whatever its length. Empty messages are skipped."""
+    """The transcript in CONTRACT §3 shape; one query whatever its length. Empty messages are skipped."""
     return [message for _, message in read_after(session, -1).pairs]
-
-
-# Every turn reads its transcript (agent/prepared.py: compiled once, not per read). The parts are
-# read by their messages' session and position, not by a list of message ids, so both reads keep
-# one shape whatever the transcript's length.
-_MESSAGES = Prepared(
-    lambda: Message.objects.filter(session=Slot("session"), position__gt=Slot("after")).order_by("position")
-)
-_PARTS = Prepared(
-    lambda: Part.objects.filter(message__session=Slot("session"), message__position__gt=Slot("after")).order_by(
-        "message__position", "position"
-    )
-)
 
 
 _END_KNOWN = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), next_position__isnull=False))
@@ -40,21 +29,90 @@ class Read(NamedTuple):
     pairs: list[tuple[int, dict[str, Any]]]  # (position, neutral message); empty messages are skipped
     end: int  # the position after the last message
     replies: int  # the assistant's messages read, empty ones included
+    summary_to: int | None = None  # `read_latest`: the last position the latest summary covers, if any
+
+
+def _transcript_sql(after: str) -> Callable[[str], tuple[str, Columns]]:
+    """One read of a session's messages after a position, with their parts: the session's row LEFT
+    JOINed to its messages and theirs to their parts, so a message without parts still tells where
+    the transcript ends, and the read returns a row even when there is no message. Its first column
+    is the last position the session's latest summary covers (NULL without one). Params: the
+    session's id, then those of `after` (the position, or the session's id again), then its id."""
+
+    def build(alias: str) -> tuple[str, Columns]:
+        qn = connections[alias].ops.quote_name
+        session, message, part = (qn(m._meta.db_table) for m in (Session, Message, Part))
+        summary = qn(ContextSummary._meta.db_table)
+        # (given the session's id, not correlated with its row: computed once, not once per row)
+        covered = f"(SELECT MAX({qn('up_to_position')}) FROM {summary} WHERE {qn('session_id')} = %s)"
+        parts = columns(Part, alias)
+        sql_text = (
+            f"SELECT {covered}, {message}.{qn('id')}, {message}.{qn('position')}, {message}.{qn('role')}, {parts.sql}"
+            f" FROM {session} LEFT OUTER JOIN {message} ON ({message}.{qn('session_id')} = {session}.{qn('id')}"
+            f" AND {message}.{qn('position')} > {after.format(covered=covered)})"
+            f" LEFT OUTER JOIN {part} ON ({part}.{qn('message_id')} = {message}.{qn('id')})"
+            f" WHERE {session}.{qn('id')} = %s ORDER BY {message}.{qn('position')}, {part}.{qn('position')}"
+        )
+        return sql_text, parts
+
+    return build
+
+
+# Every turn reads its transcript, in one query (agent/prepared.py: written once, not per read).
+_AFTER = Written(_transcript_sql("%s"))
+_AFTER_SUMMARY = Written(_transcript_sql("COALESCE({covered}, -1)"))
 
 
 def read_after(session: Session, after: int) -> Read:
-    """The messages after position `after`, in two queries, with what the same reads tell besides:
+    """The messages after position `after`, in one query, with what the same read tells besides:
     the position after the last message, when the message at `after` exists (or `after` is -1), and how many
     of the messages read are the assistant's (all of the session's, when `after` is -1)."""
-    messages = _MESSAGES.rows(session=session, after=after)
-    parts: dict[int, list[dict[str, Any]]] = {}
-    for part in _PARTS.rows(session=session, after=after):
-        parts.setdefault(part.message_id, []).append(part_to_neutral(part))
-    return Read(
-        [(m.position, {"role": m.role, "parts": parts[m.pk]}) for m in messages if m.pk in parts],
-        messages[-1].position + 1 if messages else after + 1,
-        sum(1 for m in messages if m.role == Message.ASSISTANT),
-    )
+    sid = _session_id(session)
+    return _read(_AFTER, after, [sid, after, sid])
+
+
+def read_latest(session: Session) -> Read:
+    """The messages after what the session's latest summary covers (all, without one), in one query;
+    `summary_to` says what that summary covers."""
+    sid = _session_id(session)
+    return _read(_AFTER_SUMMARY, None, [sid, sid, sid])
+
+
+def _session_id(session: Session) -> Any:
+    return Session._meta.pk.get_db_prep_value(session.pk, _AFTER.connection(), prepared=False)
+
+
+def _read(written: Written, after: int | None, params: list[Any]) -> Read:
+    rows, parts = written.rows(*params)
+    connection = written.connection()
+    row_type = _part_rows.get(tuple(parts.attnames))
+    if row_type is None:
+        row_type = _part_rows[tuple(parts.attnames)] = namedtuple("PartRow", parts.attnames)  # noqa: PYI024
+    covered = rows[0][0] if rows else None
+    pairs: list[tuple[int, dict[str, Any]]] = []
+    last, replies, current = None, 0, None
+    for row in rows:
+        message_id, position, role = row[1], row[2], row[3]
+        if message_id is None:
+            continue  # (no message after `after`: the session's row alone)
+        if message_id != last:
+            last, current = message_id, None
+            end = position + 1
+            replies += role == Message.ASSISTANT
+        if row[4] is None:
+            continue  # a message without parts
+        part = row_type._make(convert(row[4:], parts.converters, connection))
+        if current is None:
+            current = {"role": role, "parts": []}
+            pairs.append((position, current))
+        current["parts"].append(part_to_neutral(part))
+    if last is None:  # nothing after the start: the transcript ends there
+        start = after if after is not None else covered
+        end = 0 if start is None else start + 1
+    return Read(pairs, end, replies, covered)
+
+
+_part_rows: dict[tuple[str, ...], Any] = {}
 
 
 def part_to_neutral(part: Part) -> dict[str, Any]:

@@ -204,3 +204,33 @@ def test_a_session_from_before_the_counter_asks_the_transcript(chat, script):
     turns.execute(turn)
     assert positions(chat) == [(0, "user"), (1, "assistant"), (2, "user"), (3, "assistant")]
     assert Session.objects.get(pk=chat.pk).next_position == 4
+
+
+def test_one_read_tells_where_the_transcript_ends_and_what_the_latest_summary_covers(chat, django_assert_num_queries):
+    """The session's row LEFT JOINed to its messages and parts: empty messages count for the end
+    and the replies, a summary's coverage comes with the same read, JSON parts are decoded."""
+    from agent.models import ContextSummary
+    from agent.transcript import read_after, read_latest
+
+    with django_assert_num_queries(1):
+        empty = read_latest(chat)
+    assert (empty.pairs, empty.end, empty.replies, empty.summary_to) == ([], 0, 0, None)
+
+    add_message(chat, "user", [{"type": "text", "text": "hi"}])
+    add_message(chat, "assistant", [{"type": "tool_use", "id": "t1", "name": "look", "input": {"q": [1, "é"]}}])
+    add_message(chat, "tool", [{"type": "tool_result", "tool_use_id": "t1", "name": "look", "result": {"n": 2}}])
+    add_message(chat, "assistant", [])  # an answer with nothing in it (stopped before any output)
+    with django_assert_num_queries(1):
+        whole = read_latest(chat)
+    assert [(position, m["role"]) for position, m in whole.pairs] == [(0, "user"), (1, "assistant"), (2, "tool")]
+    assert whole.pairs[1][1]["parts"] == [{"type": "tool_use", "id": "t1", "name": "look", "input": {"q": [1, "é"]}}]
+    assert whole.pairs[2][1]["parts"][0]["result"] == {"n": 2}
+    assert (whole.end, whole.replies, whole.summary_to) == (4, 2, None)  # the empty answer counts
+
+    ContextSummary.objects.create(session=chat, up_to_position=1, text="older")
+    ContextSummary.objects.create(session=chat, up_to_position=0, text="oldest")
+    latest = read_latest(chat)
+    assert ([p for p, _ in latest.pairs], latest.end, latest.replies, latest.summary_to) == ([2], 4, 1, 1)
+    assert ([p for p, _ in read_after(chat, 2).pairs], read_after(chat, 2).end) == ([], 4)
+    ContextSummary.objects.create(session=chat, up_to_position=3, text="all of it")
+    assert read_latest(chat)[1:] == (4, 0, 3)  # nothing after the summary: the end is after what it covers

@@ -30,7 +30,7 @@ TEXT = [{"kind": "text", "text": "Here you are."}, DONE]
 
 # Rate limit and all budget caps on (the defaults), as a user runs it: each model call also keeps
 # the day's running total for the global cap (2 statements), which the bench (caps off) does not.
-TEXT_TURN = 34  # session 7: 35 before the fake's call index came with the read of the transcript (session 4: 37)
+TEXT_TURN = 32  # session 9: the summary, messages and parts in one read (session 7: 34, session 4: 37)
 TOOL_ROUND_TRIP = 20  # incl. the grant's first "last used" stamp (later runs within a minute: 19)
 # PostgreSQL writes a message and its parts in one statement (agent.prepared.insert_linked) where
 # SQLite takes four (BEGIN, the message's INSERT, its part's, COMMIT): 3 fewer per message written.
