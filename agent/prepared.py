@@ -675,6 +675,10 @@ class Written:
         sql_text, driver_sql, extra = self._built
         return _execute(connections[self._alias], sql_text, driver_sql, list(params), _ALL_ROWS), extra
 
+    @property
+    def alias(self) -> str:
+        return self._alias
+
     def connection(self) -> Any:
         return connections[self._alias]
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.prepared import Prepared, Slot
+from django.db import connections
+
+from agent.prepared import Columns, Prepared, Slot, Written, columns, convert
 from blog.models import Blog, Consent, Seat
 
 READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
@@ -59,10 +61,48 @@ def assistant_consent(user: Any, blog: Blog) -> Consent | None:
     return _ASSISTANT_CONSENT.first(user=user, blog=blog)
 
 
+def _seat_and_grant_sql(alias: str) -> tuple[str, tuple[Columns, Columns]]:
+    """The user's seat and the assistant's live grant on a blog, in one read: one row whatever is
+    there (each LEFT JOINed to a one-row table; each is unique for a user and blog). Params: the
+    user's id and the blog's, twice."""
+    qn = connections[alias].ops.quote_name
+    seat, consent = columns(Seat, alias), columns(Consent, alias)
+    st, ct = qn(Seat._meta.db_table), qn(Consent._meta.db_table)
+    user_id, blog_id = qn("user_id"), qn("blog_id")
+    sql_text = (
+        f"SELECT {seat.sql}, {consent.sql} FROM (SELECT 1 AS {qn('one')}) {qn('one')}"
+        f" LEFT OUTER JOIN {st} ON ({st}.{user_id} = %s AND {st}.{blog_id} = %s)"
+        f" LEFT OUTER JOIN {ct} ON ({ct}.{user_id} = %s AND {ct}.{blog_id} = %s"
+        f" AND {ct}.{qn('client')} = '' AND {ct}.{qn('revoked_at')} IS NULL)"
+    )
+    return sql_text, (seat, consent)
+
+
+# Read at every catalogue pass and tool run (agent/prepared.py: written once, not per read).
+_SEAT_AND_GRANT = Written(_seat_and_grant_sql)
+
+
+def seat_and_grant(user: Any, blog: Blog) -> tuple[Seat | None, Consent | None]:
+    """`seat_of` and `assistant_consent` together, in one query."""
+    if not getattr(user, "is_authenticated", False):
+        return None, None
+    rows, (seat_columns, consent_columns) = _SEAT_AND_GRANT.rows(user.pk, blog.pk, user.pk, blog.pk)
+    row = rows[0]
+    connection, alias = _SEAT_AND_GRANT.connection(), _SEAT_AND_GRANT.alias
+    width = len(seat_columns.attnames)
+    found: list[Any] = []
+    for model, cols, values in ((Seat, seat_columns, row[:width]), (Consent, consent_columns, row[width:])):
+        found.append(
+            None
+            if values[0] is None
+            else model.from_db(alias, cols.attnames, convert(values, cols.converters, connection))
+        )
+    return found[0], found[1]
+
+
 def assistant(user: Any, blog: Blog, chat_session: Any = None) -> Actor:
     """The assistant's Actor, recomputed now: Consent ∩ live seat, and nothing unless the owner allows it."""
-    seat = seat_of(user, blog)
-    consent = assistant_consent(user, blog)
+    seat, consent = seat_and_grant(user, blog)
     if seat is None or not may_summon(seat) or consent is None:
         return Actor(user, frozenset(), consent, chat_session, via_assistant=True)
     scopes = frozenset(consent.scopes) & ROLE_SCOPES[seat.role]

@@ -502,3 +502,42 @@ def test_a_member_removed_between_message_and_stream_reads_nothing(team, script,
     assert channel.pending is not None  # not run for someone who may no longer read it
     channel.close()
     connections.close_all()
+
+
+def test_the_seat_and_the_grant_are_read_together_as_each_alone(team, other_team, django_assert_num_queries):
+    """`access.seat_and_grant`: one query, the same rows as `seat_of` and `assistant_consent`."""
+    from blog.models import Consent
+
+    owner, outsider, blog = team.owner, team.outsider, team.blog
+    Consent.objects.create(user=owner, blog=blog, client="other-app", scopes=[READ])  # another client's: never
+    set_consent(owner, other_team.blog, [READ])  # another blog's: never
+    cases = []
+    for user in (owner, outsider):
+        for state in ("none", "live", "revoked"):
+            if state == "none":
+                Consent.objects.filter(user=user, blog=blog, client="").delete()
+            else:
+                set_consent(user, blog, [READ, WRITE], revoked=state == "revoked")
+            with django_assert_num_queries(1):
+                seat, consent = access.seat_and_grant(user, blog)
+            alone = (access.seat_of(user, blog), access.assistant_consent(user, blog))
+            assert (seat, consent) == alone
+            if seat is not None:
+                assert (seat.role, seat.may_use_assistant) == (alone[0].role, alone[0].may_use_assistant)
+            if consent is not None:
+                assert (consent.scopes, consent.revoked_at, consent.created_at) == (
+                    alone[1].scopes,
+                    alone[1].revoked_at,
+                    alone[1].created_at,
+                )
+                assert consent._state.adding is False and consent._state.db == "default"
+            cases.append((user.username, state, seat is not None, consent is not None))
+    assert cases == [
+        ("owner", "none", True, False),
+        ("owner", "live", True, True),
+        ("owner", "revoked", True, False),
+        ("outsider", "none", False, False),
+        ("outsider", "live", False, True),
+        ("outsider", "revoked", False, False),
+    ]
+    assert access.seat_and_grant(AnonymousUser(), blog) == (None, None)
