@@ -165,3 +165,55 @@ def test_the_pool_keeps_at_most_max_idle_connections():
         t.join()
     assert len({id(c) for c in holders}) == sqlite_pool.base.MAX_IDLE + 3
     assert sqlite_pool.base.idle_count(name()) == sqlite_pool.base.MAX_IDLE
+
+
+def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents_pool_alone():
+    import os
+
+    connection.ensure_connection()
+    parent_raw = id(connection.connection)
+    connection.close()
+    assert sqlite_pool.base.idle_count(name()) == 1
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its pool starts empty, whatever the parent's held at the fork
+        try:
+            connection.ensure_connection()
+            fresh = id(connection.connection) != parent_raw and get_user_model().objects.count() == 0
+            os.write(write, b"ok" if fresh else b"shared")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 16)
+    os.waitpid(pid, 0)
+    assert answer == b"ok"
+    assert sqlite_pool.base.idle_count(name()) == 1
+
+
+def test_begin_runs_on_the_drivers_connection_unless_the_queries_are_watched(monkeypatch):
+    from django.db.backends.sqlite3.base import SQLiteCursorWrapper
+    from django.test.utils import CaptureQueriesContext
+
+    through_django = []
+    execute = SQLiteCursorWrapper.execute
+
+    def recording(self, query, params=None):
+        through_django.append(query)
+        return execute(self, query, params)
+
+    monkeypatch.setattr(SQLiteCursorWrapper, "execute", recording)
+    connection.ensure_connection()
+    ran = []
+    connection.connection.set_trace_callback(ran.append)
+    try:
+        with transaction.atomic():
+            get_user_model().objects.create_user("begun")
+        assert "BEGIN IMMEDIATE" in ran and "BEGIN IMMEDIATE" not in through_django
+        with CaptureQueriesContext(connection) as ctx:
+            with transaction.atomic():
+                get_user_model().objects.create_user("watched")
+    finally:
+        connection.connection.set_trace_callback(None)
+    assert "BEGIN IMMEDIATE" in through_django
+    assert ctx.captured_queries[0]["sql"] == "BEGIN IMMEDIATE"
+    assert get_user_model().objects.filter(username__in=["begun", "watched"]).count() == 2

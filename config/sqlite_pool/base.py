@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from django.db.backends.sqlite3.base import DatabaseWrapper as SQLiteDatabaseWrapper
 
@@ -40,11 +41,35 @@ def discard(name: str | None = None) -> None:
         conn.close()
 
 
+_pid = os.getpid()  # this process's, kept without a system call per connect (see `_forked`)
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class DatabaseWrapper(SQLiteDatabaseWrapper):
+    _key: tuple[Any, tuple[int, str] | None] = (None, None)  # (the NAME it was worked out for, the key)
+
     def _pool_key(self) -> tuple[int, str] | None:
-        if self.is_in_memory_db():
-            return None
-        return (os.getpid(), str(self.settings_dict["NAME"]))
+        name = self.settings_dict["NAME"]
+        for_name, key = self._key
+        if for_name is not name or key is None or key[0] != _pid:  # (a connect and a close ask: kept)
+            key = None if self.is_in_memory_db() else (_pid, str(name))
+            self._key = (name, key)
+        return key
+
+    def _start_transaction_under_autocommit(self):
+        """BEGIN on the driver's connection, unless the connection's queries are watched (the query
+        log, execute wrappers): there through Django's cursor, so they see it, as Django runs it."""
+        if self.queries_logged or self.execute_wrappers:
+            return super()._start_transaction_under_autocommit()
+        with self.wrap_database_errors:
+            self.connection.execute("BEGIN" if self.transaction_mode is None else f"BEGIN {self.transaction_mode}")
 
     def get_new_connection(self, conn_params):
         key = self._pool_key()
