@@ -19,7 +19,7 @@ from agent import budget
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
 from agent.prepared import Prepared, Slot
-from agent.transcript import read_after, read_latest, release_connection
+from agent.transcript import Read, read_after, read_latest, release_connection
 
 logger = logging.getLogger("agent.context")
 
@@ -53,17 +53,9 @@ def build(
     """
     loaded = getattr(session, "_context_loaded", None)
     if loaded is None:
-        read = read_latest(session)  # (what follows the latest summary, and what that covers: one query)
-        summary = None if read.summary_to is None else _LATEST_SUMMARY.first(session=session)
-        if summary is not None and summary.up_to_position != read.summary_to:  # (written between the two)
-            read = read_after(session, summary.up_to_position)
-        pairs = read.pairs
-        if getattr(session, "_next_message_position", None) is None:
-            session._next_message_position = read.end  # where this run's first message goes, known without a query
-        session._replies_loaded = None if summary else read.replies  # the model calls so far (`loop.run_agent`)
-        _remember(session, summary, pairs)
-    else:
-        summary, pairs = loaded
+        load(session)
+        loaded = session._context_loaded
+    summary, pairs = loaded
     system = _system(session, summary)
     limit = settings.AGENT_CONTEXT_MAX_TOKENS
     too_big = bool(limit) and budget.estimate_tokens(system, [m for _, m in pairs], tools) > limit
@@ -75,6 +67,21 @@ def build(
             pairs, system = pairs[cut:], _system(session, summary)
             _remember(session, summary, pairs)
     return Context(system, [m for _, m in pairs])
+
+
+def load(session: Session) -> Read:
+    """Read the transcript the next call is built from (what follows the latest summary) and keep
+    it with the session object for this run (`build`); returns the read, which also tells whether
+    calls of the session wait for a person."""
+    read = read_latest(session)  # (what follows the latest summary, and what that covers: one query)
+    summary = None if read.summary_to is None else _LATEST_SUMMARY.first(session=session)
+    if summary is not None and summary.up_to_position != read.summary_to:  # (written between the two)
+        read = read_after(session, summary.up_to_position)
+    if getattr(session, "_next_message_position", None) is None:
+        session._next_message_position = read.end  # where this run's first message goes, known without a query
+    session._replies_loaded = None if summary else read.replies  # the model calls so far (`loop.run_agent`)
+    _remember(session, summary, read.pairs)
+    return read
 
 
 def _remember(session: Session, summary: ContextSummary | None, pairs: list[tuple[int, dict[str, Any]]]) -> None:

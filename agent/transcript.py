@@ -30,13 +30,15 @@ class Read(NamedTuple):
     end: int  # the position after the last message
     replies: int  # the assistant's messages read, empty ones included
     summary_to: int | None = None  # `read_latest`: the last position the latest summary covers, if any
+    awaiting_people: bool = False  # the session's flag: calls of it wait for a person (`approvals`)
 
 
 def _transcript_sql(after: str) -> Callable[[str], tuple[str, Columns]]:
     """One read of a session's messages after a position, with their parts: the session's row LEFT
     JOINed to its messages and theirs to their parts, so a message without parts still tells where
     the transcript ends, and the read returns a row even when there is no message. Its first column
-    is the last position the session's latest summary covers (NULL without one). Params: the
+    is the last position the session's latest summary covers (NULL without one), its second the
+    session's `awaiting_people`. Params: the
     session's id, then those of `after` (the position, or the session's id again), then its id."""
 
     def build(alias: str) -> tuple[str, Columns]:
@@ -47,7 +49,8 @@ def _transcript_sql(after: str) -> Callable[[str], tuple[str, Columns]]:
         covered = f"(SELECT MAX({qn('up_to_position')}) FROM {summary} WHERE {qn('session_id')} = %s)"
         parts = columns(Part, alias)
         sql_text = (
-            f"SELECT {covered}, {message}.{qn('id')}, {message}.{qn('position')}, {message}.{qn('role')}, {parts.sql}"
+            f"SELECT {covered}, {session}.{qn('awaiting_people')}, {message}.{qn('id')}, {message}.{qn('position')},"
+            f" {message}.{qn('role')}, {parts.sql}"
             f" FROM {session} LEFT OUTER JOIN {message} ON ({message}.{qn('session_id')} = {session}.{qn('id')}"
             f" AND {message}.{qn('position')} > {after.format(covered=covered)})"
             f" LEFT OUTER JOIN {part} ON ({part}.{qn('message_id')} = {message}.{qn('id')})"
@@ -92,16 +95,16 @@ def _read(written: Written, after: int | None, params: list[Any]) -> Read:
     pairs: list[tuple[int, dict[str, Any]]] = []
     last, replies, current = None, 0, None
     for row in rows:
-        message_id, position, role = row[1], row[2], row[3]
+        message_id, position, role = row[2], row[3], row[4]
         if message_id is None:
             continue  # (no message after `after`: the session's row alone)
         if message_id != last:
             last, current = message_id, None
             end = position + 1
             replies += role == Message.ASSISTANT
-        if row[4] is None:
+        if row[5] is None:
             continue  # a message without parts
-        part = row_type._make(convert(row[4:], parts.converters, connection))
+        part = row_type._make(convert(row[5:], parts.converters, connection))
         if current is None:
             current = {"role": role, "parts": []}
             pairs.append((position, current))
@@ -109,7 +112,7 @@ def _read(written: Written, after: int | None, params: list[Any]) -> Read:
     if last is None:  # nothing after the start: the transcript ends there
         start = after if after is not None else covered
         end = 0 if start is None else start + 1
-    return Read(pairs, end, replies, covered)
+    return Read(pairs, end, replies, covered, bool(rows and rows[0][1]))
 
 
 _part_rows: dict[tuple[str, ...], Any] = {}

@@ -217,6 +217,37 @@ def test_a_run_without_a_turn_asks_the_flag_once_and_writes_nothing_when_nobody_
     assert not Session.objects.get(pk=chat.pk).awaiting_people  # cleared, so leases are taken at once again
 
 
+def test_a_run_without_a_turn_answers_decided_calls_first_and_reads_nobody_waits_with_the_transcript(
+    api, chat, script, risky
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent.loop import run_agent
+    from agent.models import Session
+
+    script(
+        [
+            [call("danger", "d1"), TOOL_STOP],
+            [{"kind": "text", "text": "understood"}, DONE],
+            [{"kind": "text", "text": "again"}, DONE],
+        ]
+    )
+    assert api.turn(chat, "destroy")[-1][0] == "confirm"
+    Approval.objects.update(status=Approval.REJECTED)
+    events = list(run_agent(Session.objects.get(pk=chat.pk)))  # the flag comes with the transcript's read
+    assert [name for name, _ in events] == ["tool_result", "token", "done"]
+    assert events[0][1]["status"] == "error" and risky == [] and Approval.objects.get().resolved
+    assert not Session.objects.get(pk=chat.pk).awaiting_people
+    assert_transcript_valid(chat)
+
+    loaded = Session.objects.get(pk=chat.pk)
+    with CaptureQueriesContext(connection) as ctx:
+        assert [name for name, _ in run_agent(loaded)][-1] == "done"
+    assert not _approval_reads(ctx.captured_queries)
+    assert not [q for q in ctx.captured_queries if "awaiting_people" in q["sql"].split("FROM")[-1]]
+
+
 def test_sessions_with_open_approvals_before_the_flag_existed_are_flagged_by_the_migration(api, chat, script, risky):
     import importlib
 

@@ -214,7 +214,7 @@ def test_one_read_tells_where_the_transcript_ends_and_what_the_latest_summary_co
 
     with django_assert_num_queries(1):
         empty = read_latest(chat)
-    assert (empty.pairs, empty.end, empty.replies, empty.summary_to) == ([], 0, 0, None)
+    assert (empty.pairs, empty.end, empty.replies, empty.summary_to, empty.awaiting_people) == ([], 0, 0, None, False)
 
     add_message(chat, "user", [{"type": "text", "text": "hi"}])
     add_message(chat, "assistant", [{"type": "tool_use", "id": "t1", "name": "look", "input": {"q": [1, "é"]}}])
@@ -233,4 +233,7 @@ def test_one_read_tells_where_the_transcript_ends_and_what_the_latest_summary_co
     assert ([p for p, _ in latest.pairs], latest.end, latest.replies, latest.summary_to) == ([2], 4, 1, 1)
     assert ([p for p, _ in read_after(chat, 2).pairs], read_after(chat, 2).end) == ([], 4)
     ContextSummary.objects.create(session=chat, up_to_position=3, text="all of it")
-    assert read_latest(chat)[1:] == (4, 0, 3)  # nothing after the summary: the end is after what it covers
+    assert read_latest(chat)[1:4] == (4, 0, 3)  # nothing after the summary: the end is after what it covers
+    chat.awaiting_people = True
+    chat.save(update_fields=["awaiting_people"])
+    assert read_latest(chat).awaiting_people and read_after(chat, -1).awaiting_people
