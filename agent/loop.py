@@ -56,8 +56,12 @@ class _Call:
 _MODEL_CALLS = Prepared(lambda: Message.objects.filter(session=Slot("session"), role=Message.ASSISTANT))
 
 
+def _never() -> bool:
+    return False
+
+
 def run_agent(
-    session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = lambda: False
+    session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = _never
 ) -> Iterator[Event]:
     backend = get_backend()
     model = model_for(backend)
@@ -195,7 +199,7 @@ def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[
                 yield ("token", {"text": text})
             else:
                 yield from _gather(call, clean_text(raw))
-            if should_stop():
+            if should_stop is not _never and should_stop():  # (once per token: no call when nobody can stop)
                 call.stop_reason, call.tool_uses = "stopped", []
                 return
     finally:

@@ -65,11 +65,14 @@ class FakeBackend(Backend):
     def _replay(self, events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         done = False
         for raw in events:
+            if len(raw) == 2 and raw["kind"] == "text":  # once per token: a token and nothing else (no pause)
+                yield raw  # (as scripted: its readers only read it)
+                continue
             delay = raw.get("delay_ms", 0)
             if delay:
                 self._sleep(delay / 1000)
-            if raw["kind"] == "text":  # once per token: the event as scripted when it holds nothing else
-                yield raw if len(raw) == 2 else {"kind": "text", "text": raw["text"]}  # (readers only read it)
+            if raw["kind"] == "text":  # only what a text event carries, no copy of the rest
+                yield {"kind": "text", "text": raw["text"]}
                 continue
             ev = dict(raw)
             ev.pop("delay_ms", None)
