@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connections
+from django.utils.functional import SimpleLazyObject
 
 from agent.prepared import Columns, Prepared, Slot, Written, columns, convert
 from blog.models import Blog, Consent, Seat
@@ -83,30 +84,44 @@ _SEAT_AND_GRANT = Written(_seat_and_grant_sql)
 
 
 def seat_and_grant(user: Any, blog: Blog) -> tuple[Seat | None, Consent | None]:
-    """`seat_of` and `assistant_consent` together, in one query."""
+    """`seat_of` and `assistant_consent` together, in one query (the Consent is made from its row
+    when first used: see `_seat_and_grant`)."""
+    seat, consent, _ = _seat_and_grant(user, blog)
+    return seat, consent
+
+
+def _seat_and_grant(user: Any, blog: Blog) -> tuple[Seat | None, Consent | None, frozenset[str]]:
+    """The seat, the grant, and the grant's scopes. Every catalogue pass asks, and most only need
+    the scopes: the Consent instance (four dates to convert) is made from its row when something
+    first uses it (a tool run stamping its use, a revision naming it), as Django's lazy `request.user`."""
     if not getattr(user, "is_authenticated", False):
-        return None, None
+        return None, None, frozenset()
     rows, (seat_columns, consent_columns) = _SEAT_AND_GRANT.rows(user.pk, blog.pk, user.pk, blog.pk)
     row = rows[0]
     connection, alias = _SEAT_AND_GRANT.connection(), _SEAT_AND_GRANT.alias
     width = len(seat_columns.attnames)
-    found: list[Any] = []
-    for model, cols, values in ((Seat, seat_columns, row[:width]), (Consent, consent_columns, row[width:])):
-        found.append(
-            None
-            if values[0] is None
-            else model.from_db(alias, cols.attnames, convert(values, cols.converters, connection))
-        )
-    return found[0], found[1]
+    seat_values, consent_values = row[:width], row[width:]
+    seat = None
+    if seat_values[0] is not None:
+        seat = Seat.from_db(alias, seat_columns.attnames, convert(seat_values, seat_columns.converters, connection))
+    if consent_values[0] is None:
+        return seat, None, frozenset()
+    at = consent_columns.attnames.index("scopes")
+    scopes = convert(consent_values, [c for c in consent_columns.converters if c[0] == at], connection)[at]
+
+    def made() -> Consent:
+        values = convert(consent_values, consent_columns.converters, connection)
+        return Consent.from_db(alias, consent_columns.attnames, values)
+
+    return seat, SimpleLazyObject(made), frozenset(scopes)
 
 
 def assistant(user: Any, blog: Blog, chat_session: Any = None) -> Actor:
     """The assistant's Actor, recomputed now: Consent ∩ live seat, and nothing unless the owner allows it."""
-    seat, consent = seat_and_grant(user, blog)
+    seat, consent, granted = _seat_and_grant(user, blog)
     if seat is None or not may_summon(seat) or consent is None:
         return Actor(user, frozenset(), consent, chat_session, via_assistant=True)
-    scopes = frozenset(consent.scopes) & ROLE_SCOPES[seat.role]
-    return Actor(user, scopes, consent, chat_session, via_assistant=True)
+    return Actor(user, granted & ROLE_SCOPES[seat.role], consent, chat_session, via_assistant=True)
 
 
 def may_summon(seat: Seat | None) -> bool:

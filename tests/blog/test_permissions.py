@@ -541,3 +541,12 @@ def test_the_seat_and_the_grant_are_read_together_as_each_alone(team, other_team
         ("outsider", "revoked", False, False),
     ]
     assert access.seat_and_grant(AnonymousUser(), blog) == (None, None)
+
+    # The assistant's Actor: its scopes at once, its Consent made from the row when first used.
+    from django.utils.functional import empty
+
+    live = set_consent(owner, blog, [READ, WRITE])
+    actor = access.assistant(owner, blog)
+    assert actor.scopes == {READ, WRITE} and actor.consent._wrapped is empty
+    assert isinstance(actor.consent, Consent) and actor.consent.pk == live.pk and actor.consent.scopes == [READ, WRITE]
+    assert actor.consent.last_used_at is None and actor.consent._wrapped is not empty
