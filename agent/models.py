@@ -90,8 +90,9 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["position"]
+        # (no index by session and role: only the fake and demo backends count a session's replies,
+        # and only after a summary; every message written paid a page for it, bench/FINDINGS.md)
         constraints = [models.UniqueConstraint(fields=["session", "position"], name="agent_message_position_unique")]
-        indexes = [models.Index(fields=["session", "role", "created_at"], name="agent_msg_session_role_idx")]
 
     def __str__(self) -> str:
         return f"{self.role} #{self.position}"

@@ -43,6 +43,7 @@ from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models import Count, Model, QuerySet, sql
 from django.db.models.expressions import Expression
 from django.db.models.fields import AutoFieldMixin, BooleanField, CharField, Field, IntegerField, TextField
+from django.db.models.fields.json import JSONField
 from django.db.models.fields.related import ForeignKey
 from django.db.models.lookups import Lookup
 from django.db.models.query import ModelIterable, get_related_populators
@@ -334,7 +335,7 @@ class _Insert:
     fields: list[Any]  # the columns given, in order
     returning: list[Any]  # the columns the database returns (the auto id)
     converters: _Converters
-    steps: tuple[tuple[Any, str, bool, type | None], ...]  # per field: itself, attname, own pre_save?, `_plain`
+    steps: tuple[tuple[Any, str, bool, frozenset[type]], ...]  # per field: itself, attname, own pre_save?, `_unchanged`
 
 
 _inserts: dict[tuple[type[Model], bool, str], _Insert] = {}
@@ -379,11 +380,11 @@ def insert(*objs: Model) -> None:
 def _params(obj: Model, compiled: _Insert, connection: Any, skip: Any = None) -> list[Any]:
     """What `save()` would write for each of `compiled.fields` of `obj` (but `skip`)."""
     params = []
-    for field, attname, own_pre_save, plain in compiled.steps:
+    for field, attname, own_pre_save, unchanged in compiled.steps:
         if field is skip:
             continue
         value = field.pre_save(obj, True) if own_pre_save else getattr(obj, attname)
-        if type(value) is plain:  # what its preparation would return
+        if type(value) in unchanged:  # what its preparation would return
             params.append(value)
             continue
         if _is_expression(value):
@@ -526,7 +527,7 @@ def _compile_insert(obj: Model, alias: str) -> _Insert:
         returning=returning,
         converters=_converters(compiler, [f.get_col(meta.db_table) for f in returning]),
         steps=tuple(
-            (f, f.attname, type(f).pre_save is not Field.pre_save, _plain(f, connections[alias])) for f in fields
+            (f, f.attname, type(f).pre_save is not Field.pre_save, _unchanged(f, connections[alias])) for f in fields
         ),
     )
 
@@ -552,6 +553,16 @@ def _plain(field: Any, connection: Any) -> type | None:
     if known is None or known[0] is not field:  # (kept with the field, so its id names no other)
         known = _plains[key] = (field, _plain_type(field, connection))
     return known[1]
+
+
+def _unchanged(field: Any, connection: Any) -> frozenset[type]:
+    """The types of value that saving prepares for `connection` by returning them as they are: the
+    `_plain` type, and None where the field's class writes None as NULL itself (a reference, JSON)
+    or its preparation passes None through (the plain ones)."""
+    plain = _plain(field, connection)
+    cls = type(field)
+    none = plain is not None or _defined_by(cls, "get_db_prep_save") in ([ForeignKey, Field], [JSONField, Field])
+    return frozenset(t for t in (plain, type(None) if none else None) if t is not None)
 
 
 def _plain_type(field: Any, connection: Any) -> type | None:

@@ -6,6 +6,9 @@ user (user, updated_at), a turn's by session (session, created_at), an approval'
 (session, resolved), a rate event's by user (user, created_at), a summary's by session
 (session, -up_to_position).
 
+And the index of messages by session and role, which only the fake and demo backends' count of a
+session's replies after a summary used.
+
 The model state changes as `AlterField(db_index=False)` would; the database change is a plain
 DROP INDEX (Django's AlterField would rebuild each whole table on SQLite)."""
 
@@ -32,6 +35,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RemoveIndex(model_name="message", name="agent_msg_session_role_idx"),
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.AlterField(

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
-from agent.prepared import Prepared, PreparedAggregate, Slot, _plain, insert, insert_linked
+from agent.prepared import Prepared, PreparedAggregate, Slot, _plain, _unchanged, insert, insert_linked
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -170,6 +170,13 @@ def test_a_preparation_is_skipped_only_where_it_would_return_the_value_unchanged
                 compared = field.get_db_prep_value(value, connection, prepared=False)
                 for prepared in (saved, compared):
                     assert prepared == value and type(prepared) is plain, (model, field.name, value)
+    for model in apps.get_models():  # and None, where saving writes it as NULL as it is
+        for field in model._meta.concrete_fields:
+            if type(None) in _unchanged(field, connection):
+                assert field.get_db_prep_save(None, connection=connection) is None, (model, field.name)
+    assert type(None) in _unchanged(Part._meta.get_field("tool_input"), connection)  # JSON
+    assert type(None) in _unchanged(Message._meta.get_field("turn"), connection)  # a reference to a UUID
+    assert not _unchanged(Message._meta.get_field("created_at"), connection)
     # (PostgreSQL's operations wrap integers in the driver's own types: prepared there, every time)
     assert {plain for _, plain in seen} == ({str, int, bool} if connection.vendor == "sqlite" else {str, bool})
     assert {"CharField", "TextField", "BooleanField"} <= {n for n, _ in seen}
