@@ -158,8 +158,8 @@ class Prepared:
         sql_text, driver_sql, params, fields, alias = compiled
         connection = connections[alias]
         values.update({_SET + name: value for name, value in changes.items() if not _is_expression(value)})
-        with transaction.mark_for_rollback_on_error(alias):
-            return _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection), _ROWCOUNT)
+        bound = _bind(params, fields, values, connection)
+        return _execute(connection, sql_text, driver_sql, bound, _ROWCOUNT, writes=True)
 
     def _compile(self) -> tuple[_Compiled, str]:
         if self._compiled is None:  # two greenlets compiling at once would make the same result
@@ -372,8 +372,7 @@ def insert(*objs: Model) -> None:
     def returned(cursor: Any) -> Any:  # the columns the database filled in (the id), as the ORM reads them
         return connection.ops.fetch_returned_insert_columns(cursor, ()) if compiled.returning else ()
 
-    with transaction.mark_for_rollback_on_error(alias):
-        row = _execute(connection, compiled.sql, compiled.driver_sql, params, returned)
+    row = _execute(connection, compiled.sql, compiled.driver_sql, params, returned, writes=True)
     _saved(obj, compiled.returning, row, compiled.converters, connection, alias)
 
 
@@ -446,8 +445,7 @@ def insert_linked(parent: Model, children: list[Model], link: str, also: tuple[M
     for row, row_insert in zip(also, also_inserts, strict=True):
         params += _params(row, row_insert, connection)
 
-    with transaction.mark_for_rollback_on_error(alias):
-        row = _execute(connection, sql_text, sql_text, params, _ONE_ROW)
+    row = _execute(connection, sql_text, sql_text, params, _ONE_ROW, writes=True)
     at = len(parent_insert.returning)
     _saved(parent, parent_insert.returning, row[:at], parent_insert.converters, connection, alias)
     for child in children:
@@ -609,34 +607,49 @@ def _driver_sql(sql_text: str, alias: str) -> str:
     return sql_text
 
 
-def _execute(connection: Any, sql_text: str, driver_sql: str, params: list[Any], read: Callable[[Any], Any]) -> Any:
+def _execute(
+    connection: Any,
+    sql_text: str,
+    driver_sql: str,
+    params: list[Any],
+    read: Callable[[Any], Any],
+    *,
+    writes: bool = False,
+) -> Any:
     """Run one statement and return what `read(cursor)` reads of it.
 
     On Django's cursor while the connection's queries are watched (DEBUG's query log,
     `assertNumQueries`, `CaptureQueriesContext`, execute wrappers) or inside a running event loop
     (where Django refuses, as it should). Otherwise on the driver's own cursor, after the same checks
     Django's cursor makes (thread sharing, the health check, opening the connection), with the
-    driver's errors, executing or reading, raised as Django's (`IntegrityError`, ...).
+    driver's errors, executing or reading, raised as Django's (`IntegrityError`, ...). A failed
+    write (`writes`) inside an atomic block marks it for rollback, as Django's own writes do.
     """
-    if connection.force_debug_cursor or settings.DEBUG or connection.execute_wrappers or _get_running_loop():
-        with connection.cursor() as cursor:
-            cursor.execute(sql_text, params)
-            return read(cursor)
-    # Django's own checks, each called only when its cheap precondition says it has work (the thread
-    # check takes a lock to read the sharing count; ensure_connection goes through async_unsafe).
-    if connection._thread_ident != _thread.get_ident():
-        connection.validate_thread_sharing()
-    if connection.health_check_enabled and not connection.health_check_done:
-        connection.close_if_health_check_failed()
-    if connection.connection is None:
-        connection.ensure_connection()
-    with connection.wrap_database_errors:
-        cursor = connection.connection.cursor() if connection.vendor == "sqlite" else connection.create_cursor()
-        try:
-            cursor.execute(driver_sql, params)
-            return read(cursor)
-        finally:
-            cursor.close()
+    try:
+        if connection.force_debug_cursor or settings.DEBUG or connection.execute_wrappers or _get_running_loop():
+            with connection.cursor() as cursor:
+                cursor.execute(sql_text, params)
+                return read(cursor)
+        # Django's own checks, each called only when its cheap precondition says it has work (the thread
+        # check takes a lock to read the sharing count; ensure_connection goes through async_unsafe).
+        if connection._thread_ident != _thread.get_ident():
+            connection.validate_thread_sharing()
+        if connection.health_check_enabled and not connection.health_check_done:
+            connection.close_if_health_check_failed()
+        if connection.connection is None:
+            connection.ensure_connection()
+        with connection.wrap_database_errors:
+            cursor = connection.connection.cursor() if connection.vendor == "sqlite" else connection.create_cursor()
+            try:
+                cursor.execute(driver_sql, params)
+                return read(cursor)
+            finally:
+                cursor.close()
+    except Exception as exc:
+        if writes and connection.in_atomic_block:  # as `transaction.mark_for_rollback_on_error` does
+            connection.needs_rollback = True
+            connection.rollback_exc = exc
+        raise
 
 
 _ALL_ROWS = operator.methodcaller("fetchall")

@@ -412,6 +412,24 @@ def test_unwatched_errors_are_djangos_and_roll_back_with_the_transaction(chat):
     assert Message.objects.filter(session=chat).count() == 3  # and the connection still works
 
 
+@pytest.mark.parametrize("watched", [False, True])
+def test_a_failed_write_marks_its_transaction_for_rollback_as_the_orms_do(chat, watched):
+    from django.db.transaction import TransactionManagementError
+
+    context = CaptureQueriesContext(connection) if watched else transaction.atomic()  # (any context)
+    with context, transaction.atomic():
+        with pytest.raises(IntegrityError):
+            insert(Message(session=chat, role="user", position=0))  # the position is taken
+        assert connection.needs_rollback
+        with pytest.raises(TransactionManagementError):  # as after a failed save() caught inside the block
+            Message.objects.count()
+    with transaction.atomic():
+        with pytest.raises(IntegrityError):
+            Prepared(lambda: Message.objects.filter(session=Slot("s"), position=1)).update({"position": 0}, s=chat)
+        assert connection.needs_rollback  # (so the block rolls back when it ends)
+    assert Message.objects.filter(session=chat).count() == 3
+
+
 @pytest.mark.django_db(transaction=True)
 def test_unwatched_statements_keep_djangos_connection_checks():
     """Another thread's use of a connection is refused, and a closed connection is opened again."""
