@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
-from agent.prepared import Prepared, PreparedAggregate, Slot, insert
+from agent.prepared import Prepared, PreparedAggregate, Slot, insert, new
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 # Read or written around every model call while a cap is on (agent/prepared.py: compiled once).
@@ -231,7 +231,8 @@ def ledger_row(reservation: Reservation, usage: dict[str, int]) -> Spend | None:
     the call, in one transaction). None when the call reserved: `settle` replaces the reservation."""
     if reservation.spend_id is not None:
         return None
-    return Spend(
+    return new(
+        Spend,
         user=reservation.user,
         created_at=timezone.now(),
         model_id=reservation.model,

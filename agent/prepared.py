@@ -710,3 +710,34 @@ class Written:
 def convert(row: Any, converters: _Converters, connection: Any) -> Any:
     """`row` with each column converted as the ORM converts what it reads (see `columns`)."""
     return _convert(row, converters, connection)
+
+
+_layouts: dict[type[Model], tuple[tuple[str, str, Any], ...]] = {}
+
+
+def new(model: type[Model], **values: Any) -> Model:
+    """`model(**values)`, made the way Django makes a loaded instance: every column given in order,
+    which skips sorting keywords from columns and setting each relation through its descriptor.
+    A relation may be given by its field's name (`session=...`: its id is taken, and the object
+    cached on the instance, as `model(session=...)` caches it) or by its column (`session_id`);
+    a column not given takes its default. pre_init and post_init are sent, as by `model(...)`."""
+    layout = _layouts.get(model)
+    if layout is None:
+        layout = _layouts[model] = tuple((f.attname, f.name, f) for f in model._meta.concrete_fields)
+    args, related = [], []
+    for attname, name, field in layout:
+        if attname in values:
+            args.append(values.pop(attname))
+        elif name in values and name != attname:
+            obj = values.pop(name)
+            args.append(None if obj is None else getattr(obj, field.target_field.attname))
+            if obj is not None:
+                related.append((field, obj))
+        else:
+            args.append(field.get_default())
+    if values:
+        raise TypeError(f"{model.__name__} has no field {sorted(values)[0]!r}")
+    instance = model(*args)
+    for field, obj in related:
+        field.set_cached_value(instance, obj)
+    return instance

@@ -11,7 +11,7 @@ from django.db import connection, connections, transaction
 from django.db.models import Model
 
 from agent.models import ContextSummary, Message, Part, Session, Turn
-from agent.prepared import Columns, Prepared, Slot, Written, columns, convert, insert, insert_linked
+from agent.prepared import Columns, Prepared, Slot, Written, columns, convert, insert, insert_linked, new
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
@@ -182,7 +182,7 @@ def add_message(
     answers), all or none: on PostgreSQL one statement (`insert_linked`), elsewhere one short
     transaction."""
     position = _next_position(session)
-    message = Message(session=session, turn=turn, role=role, position=position, **fields)
+    message = new(Message, session=session, turn=turn, role=role, position=position, **fields)
     rows = [_part_row(message, i, p) for i, p in enumerate(parts)]
     try:
         if turn is not None:
@@ -218,7 +218,7 @@ def forget_loaded(session: Session) -> None:
 
 def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
     kind = p["type"]
-    row = Part(message=message, position=position, type=kind)
+    row = new(Part, message=message, position=position, type=kind)
     if kind in ("text", "reasoning"):
         row.text = p.get("text", "")
         row.signature = p.get("signature") or ""

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Spend, Turn
-from agent.prepared import Prepared, PreparedAggregate, Slot, _plain, _unchanged, insert, insert_linked
+from agent.prepared import Prepared, PreparedAggregate, Slot, _plain, _unchanged, insert, insert_linked, new
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -191,6 +191,32 @@ def test_a_preparation_is_skipped_only_where_it_would_return_the_value_unchanged
     others += [models.JSONField(), models.UUIDField(), models.FloatField(), Shouting(max_length=5)]
     assert [_plain(field, connection) for field in others] == [None] * len(others)
     assert _plain(Message._meta.get_field("session"), connection) is None  # a reference to a UUID
+
+
+def test_new_makes_what_the_model_makes(chat, user, django_assert_num_queries):
+    """`new(model, ...)`: the same columns and the same cached relations as `model(...)`."""
+    turn = Turn(session=chat)
+    insert(turn)
+    given = {"role": "assistant", "position": 9, "cost_usd": Decimal("1.5"), "tools_offered": ["a"]}
+    made, expected = new(Message, session=chat, turn=turn, **given), Message(session=chat, turn=turn, **given)
+    assert fields(made) == fields(expected) and made._state.adding and made._state.db is None
+    with django_assert_num_queries(0):  # the related objects are cached, as the model caches them
+        assert made.session is chat and made.turn is turn
+    by_column = new(Message, session_id=chat.pk, turn=None, role="user", position=10)
+    assert (by_column.session_id, by_column.turn_id, by_column.input_tokens, by_column.tools_offered) == (
+        chat.pk,
+        None,
+        0,
+        None,
+    )
+    part = new(Part, message=made, position=0, type="text", text="hi")  # its message not saved yet
+    assert part.message_id is None and part.effects == [] and part.effects is not new(Part).effects
+    insert(made)
+    insert(part)  # takes the id its message was just given, as a save would
+    assert Part.objects.get(pk=part.pk).message_id == made.pk
+    assert new(Spend, user=user, created_at=timezone.now()).user_id == user.pk
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        new(Message, session=chat, colour="red")
 
 
 def test_insert_refuses_what_save_refuses(chat):
