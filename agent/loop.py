@@ -125,7 +125,7 @@ def _call_model(
 
     Returns the failure code (None on success); BudgetExceeded propagates.
     """
-    where = f"session={session.pk} turn={getattr(turn, 'pk', None)}"
+    where = _Where(session, turn)  # (formatted only when a log line is written)
     for attempt in (0, 1):
         try:
             ctx = context.build(session, backend, model, specs, force=attempt == 1)
@@ -168,6 +168,16 @@ def _call_model(
         call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
         return failure
     return "provider_error"
+
+
+class _Where:
+    """`session=… turn=…` for a log line, made only if the line is written."""
+
+    def __init__(self, session: Session, turn: Turn | None) -> None:
+        self.session, self.turn = session, turn
+
+    def __str__(self) -> str:
+        return f"session={self.session.pk} turn={getattr(self.turn, 'pk', None)}"
 
 
 def _call_index(session: Session) -> int:

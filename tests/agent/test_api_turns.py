@@ -213,7 +213,7 @@ def test_backend_error_calm_event_log_valid_transcript(api, chat, script, caplog
         "error",
         {"code": "provider_error", "message": "The assistant couldn't answer just now. Please try again in a moment."},
     )
-    assert "secret-detail" in caplog.text
+    assert "secret-detail" in caplog.text and f"session={chat.pk} turn=" in caplog.text  # whose call failed
     assert "secret-detail" not in str(events)
     failed = Message.objects.filter(session=chat, role="assistant").get()
     assert failed.stop_reason == "error"
