@@ -104,8 +104,11 @@ def _offered(purpose: str, session: Any) -> list[Tool]:
     tools = [t for _, t in sorted(REGISTRY.items()) if not t.purposes or purpose in t.purposes]
     if session is None:
         return tools
-    with _scratch_scope():
+    token = _scratch.set({})  # (as `_scratch_scope`, without a context manager: every model call passes here)
+    try:
         return [t for t in tools if t.available is None or t.available(session, t.name)]
+    finally:
+        _scratch.reset(token)
 
 
 def is_available(session: Any, name: str) -> bool:
