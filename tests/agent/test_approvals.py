@@ -71,6 +71,24 @@ def test_pause_then_approve_runs_the_tool_and_resumes(api, chat, script, risky):
     assert get_backend().requests[-1]["messages"][-1]["parts"][0]["result"] == {"destroyed": 7}
 
 
+def test_a_run_without_a_turn_pauses_for_a_person_too(api, chat, script, risky):
+    """`run_agent(session)` outside the HTTP API: a confirm-listed call waits for a person, and
+    deciding it through the API resumes the session as after any pause."""
+    from agent.loop import run_agent
+    from agent.models import Session
+
+    script([[call("danger", "d1", {"x": 3}), TOOL_STOP], [{"kind": "text", "text": "Destroyed."}, DONE]])
+    events = list(run_agent(Session.objects.get(pk=chat.pk)))
+    assert [n for n, _ in events] == ["tool_use", "confirm"] and risky == []
+    approval = Approval.objects.get()
+    assert approval.turn is None and Session.objects.get(pk=chat.pk).awaiting_people
+    response = decide(api, chat, approval.pk, True)
+    assert response.status_code == 202
+    assert [n for n, _ in api.events(response.json()["stream_url"])] == ["tool_result", "effects", "token", "done"]
+    assert risky == [3]
+    assert_transcript_valid(chat)
+
+
 def test_reject_answers_the_model_with_an_error_result(api, chat, script, risky):
     script([[call("danger", "d1"), TOOL_STOP], [{"kind": "text", "text": "OK, I won't."}, DONE]])
     approval_id = api.turn(chat, "destroy")[-1][1]["approvals"][0]["id"]
