@@ -33,15 +33,16 @@ class Read(NamedTuple):
     awaiting_people: bool = False  # the session's flag: calls of it wait for a person (`approvals`)
 
 
-def _transcript_sql(after: str) -> Callable[[str], tuple[str, Columns]]:
+def _transcript_sql(after: str) -> Callable[[str], tuple[str, tuple[Columns, Any]]]:
     """One read of a session's messages after a position, with their parts: the session's row LEFT
     JOINed to its messages and theirs to their parts, so a message without parts still tells where
     the transcript ends, and the read returns a row even when there is no message. Its first column
     is the last position the session's latest summary covers (NULL without one), its second the
-    session's `awaiting_people`. Params: the
-    session's id, then those of `after` (the position, or the session's id again), then its id."""
+    session's `awaiting_people`; each part comes as a light row (a named tuple of its columns), not
+    a model instance. Params: the session's id, then those of `after` (the position, or the
+    session's id again), then its id."""
 
-    def build(alias: str) -> tuple[str, Columns]:
+    def build(alias: str) -> tuple[str, tuple[Columns, Any]]:
         qn = connections[alias].ops.quote_name
         session, message, part = (qn(m._meta.db_table) for m in (Session, Message, Part))
         summary = qn(ContextSummary._meta.db_table)
@@ -56,7 +57,7 @@ def _transcript_sql(after: str) -> Callable[[str], tuple[str, Columns]]:
             f" LEFT OUTER JOIN {part} ON ({part}.{qn('message_id')} = {message}.{qn('id')})"
             f" WHERE {session}.{qn('id')} = %s ORDER BY {message}.{qn('position')}, {part}.{qn('position')}"
         )
-        return sql_text, parts
+        return sql_text, (parts, namedtuple("PartRow", parts.attnames))  # noqa: PYI024
 
     return build
 
@@ -86,11 +87,8 @@ def _session_id(session: Session) -> Any:
 
 
 def _read(written: Written, after: int | None, params: list[Any]) -> Read:
-    rows, parts = written.rows(*params)
+    rows, (parts, row_type) = written.rows(*params)
     connection = written.connection()
-    row_type = _part_rows.get(tuple(parts.attnames))
-    if row_type is None:
-        row_type = _part_rows[tuple(parts.attnames)] = namedtuple("PartRow", parts.attnames)  # noqa: PYI024
     covered = rows[0][0] if rows else None
     pairs: list[tuple[int, dict[str, Any]]] = []
     last, replies, current = None, 0, None
@@ -113,9 +111,6 @@ def _read(written: Written, after: int | None, params: list[Any]) -> Read:
         start = after if after is not None else covered
         end = 0 if start is None else start + 1
     return Read(pairs, end, replies, covered, bool(rows and rows[0][1]))
-
-
-_part_rows: dict[tuple[str, ...], Any] = {}
 
 
 def part_to_neutral(part: Part) -> dict[str, Any]:
