@@ -92,15 +92,17 @@ def open_approvals(session: Session) -> list[Approval]:
     return _OPEN.rows(session=session)
 
 
-def settle(session: Session, turn: Turn | None) -> list[tuple[str, Any]]:
+def settle(session: Session, turn: Turn | None, *, awaiting: bool | None = None) -> list[tuple[str, Any]]:
     """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events.
 
-    No query when the turn's lease was taken while nothing waited for a person (`claim`), one read
-    when nothing does.
+    No query when the turn's lease was taken while nothing waited for a person (`claim`), or when
+    the caller read the session's flag already (`awaiting`); else one read when nothing waits.
     """
     if getattr(session, "approvals_settled", False):
         return []
-    if not _AWAITING.count(pk=session.pk):
+    if awaiting is None:
+        awaiting = bool(_AWAITING.count(pk=session.pk))
+    if not awaiting:
         # Approvals are open only while the flag is set (`create` sets it first, `_settled` clears it
         # last): one read, and no write, answers the usual case.
         session.awaiting_people, session.approvals_settled = False, True

@@ -71,9 +71,9 @@ def run_agent(
     last_id: int | None = None
     if turn is None or turn.user_message_id is None:
         # A resumed turn first answers the calls people decided (a new message's turn did so in `begin`).
-        if not getattr(session, "approvals_settled", False) and not context.load(session).awaiting_people:
-            session.approvals_settled = True  # the transcript's read says nobody waits: no query of its own
-        yield from approvals.settle(session, turn)
+        # (the transcript's read, needed anyway, tells whether anybody waits: no query of its own)
+        waits = None if getattr(session, "approvals_settled", False) else context.load(session).awaiting_people
+        yield from approvals.settle(session, turn, awaiting=waits)
     for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
         specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now
         call = _Call()

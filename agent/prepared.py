@@ -77,8 +77,9 @@ def _converters(compiler: Any, expressions: list[Any]) -> _Converters:
     return [(pos, convs, expression) for pos, (convs, expression) in compiler.get_converters(expressions).items()]
 
 
-def _convert(row: Any, converters: _Converters, connection: Any) -> Any:
-    """`row` with each column converted as the ORM converts what it reads (a list when any is)."""
+def convert(row: Any, converters: _Converters, connection: Any) -> Any:
+    """`row` with each column converted as the ORM converts what it reads (a list when any is; see
+    `columns` for a hand-written read)."""
     if not converters:
         return row
     row = list(row)
@@ -127,7 +128,7 @@ class Prepared:
         fetched = _execute(connection, compiled.sql, compiled.driver_sql, params, _ALL_ROWS)
         out = []
         for row in fetched:
-            row = _convert(row, compiled.converters, connection)
+            row = convert(row, compiled.converters, connection)
             obj = compiled.model.from_db(alias, compiled.init_list, row[compiled.model_slice])
             for populator in compiled.populators:
                 populator.populate(row, obj)
@@ -209,7 +210,7 @@ class PreparedAggregate:
         (sql_text, driver_sql, params, fields, alias), names, converters = self._compiled
         connection = connections[alias]
         row = _execute(connection, sql_text, driver_sql, _bind(params, fields, values, connection), _ONE_ROW)
-        return dict(zip(names, _convert(row, converters, connection), strict=True))
+        return dict(zip(names, convert(row, converters, connection), strict=True))
 
 
 def _compile_aggregate(queryset: QuerySet, aggregates: dict[str, Any]) -> tuple[_Statement, list[str], _Converters]:
@@ -394,7 +395,7 @@ def _params(obj: Model, compiled: _Insert, connection: Any, skip: Any = None) ->
 
 def _saved(obj: Model, returning: list[Any], row: Any, converters: _Converters, connection: Any, alias: str) -> None:
     """Set on `obj` what the database returned for it (its id), and mark it saved to `alias`."""
-    for field, value in zip(returning, _convert(row, converters, connection), strict=True):
+    for field, value in zip(returning, convert(row, converters, connection), strict=True):
         setattr(obj, field.attname, value)
     obj._state.adding = False
     obj._state.db = alias
@@ -574,8 +575,12 @@ def _plain_type(field: Any, connection: Any) -> type | None:
     if _defined_by(cls, "get_db_prep_save") != [Field]:
         return None
     prep, db_prep = _defined_by(cls, "get_prep_value"), _defined_by(cls, "get_db_prep_value")
-    text = _defined_by(cls, "to_python")[:1]
-    if prep in ([CharField, Field], [TextField, Field]) and text in ([CharField], [TextField]) and db_prep == [Field]:
+    to_python = _defined_by(cls, "to_python")[:1]
+    if (
+        prep in ([CharField, Field], [TextField, Field])
+        and to_python in ([CharField], [TextField])
+        and db_prep == [Field]
+    ):
         return str  # (to_python returns a str as it is)
     ops = type(connection.ops)
     if (
@@ -589,7 +594,7 @@ def _plain_type(field: Any, connection: Any) -> type | None:
             and ops.validate_autopk_value is BaseDatabaseOperations.validate_autopk_value
         ):
             return int
-    if prep == [BooleanField, Field] and _defined_by(cls, "to_python")[:1] == [BooleanField] and db_prep == [Field]:
+    if prep == [BooleanField, Field] and to_python == [BooleanField] and db_prep == [Field]:
         return bool  # (to_python returns True and False as they are)
     return None
 
@@ -705,11 +710,6 @@ class Written:
 
     def connection(self) -> Any:
         return connections[self._alias]
-
-
-def convert(row: Any, converters: _Converters, connection: Any) -> Any:
-    """`row` with each column converted as the ORM converts what it reads (see `columns`)."""
-    return _convert(row, converters, connection)
 
 
 _layouts: dict[type[Model], tuple[tuple[str, str, Any], ...]] = {}

@@ -62,7 +62,7 @@ def assistant_consent(user: Any, blog: Blog) -> Consent | None:
     return _ASSISTANT_CONSENT.first(user=user, blog=blog)
 
 
-def _seat_and_grant_sql(alias: str) -> tuple[str, tuple[Columns, Columns]]:
+def _seat_and_grant_sql(alias: str) -> tuple[str, tuple[Columns, Columns, int, Any]]:
     """The user's seat and the assistant's live grant on a blog, in one read: one row whatever is
     there (each LEFT JOINed to a one-row table; each is unique for a user and blog). Params: the
     user's id and the blog's, twice."""
@@ -76,7 +76,8 @@ def _seat_and_grant_sql(alias: str) -> tuple[str, tuple[Columns, Columns]]:
         f" LEFT OUTER JOIN {ct} ON ({ct}.{user_id} = %s AND {ct}.{blog_id} = %s"
         f" AND {ct}.{qn('client')} = '' AND {ct}.{qn('revoked_at')} IS NULL)"
     )
-    return sql_text, (seat, consent)
+    at = consent.attnames.index("scopes")  # (the grant's scopes, converted alone: `_seat_and_grant`)
+    return sql_text, (seat, consent, at, [c for c in consent.converters if c[0] == at])
 
 
 # Read at every catalogue pass and tool run (agent/prepared.py: written once, not per read).
@@ -96,7 +97,9 @@ def _seat_and_grant(user: Any, blog: Blog) -> tuple[Seat | None, Consent | None,
     first uses it (a tool run stamping its use, a revision naming it), as Django's lazy `request.user`."""
     if not getattr(user, "is_authenticated", False):
         return None, None, frozenset()
-    rows, (seat_columns, consent_columns) = _SEAT_AND_GRANT.rows(user.pk, blog.pk, user.pk, blog.pk)
+    rows, (seat_columns, consent_columns, at, scopes_converters) = _SEAT_AND_GRANT.rows(
+        user.pk, blog.pk, user.pk, blog.pk
+    )
     row = rows[0]
     connection, alias = _SEAT_AND_GRANT.connection(), _SEAT_AND_GRANT.alias
     width = len(seat_columns.attnames)
@@ -106,8 +109,7 @@ def _seat_and_grant(user: Any, blog: Blog) -> tuple[Seat | None, Consent | None,
         seat = Seat.from_db(alias, seat_columns.attnames, convert(seat_values, seat_columns.converters, connection))
     if consent_values[0] is None:
         return seat, None, frozenset()
-    at = consent_columns.attnames.index("scopes")
-    scopes = convert(consent_values, [c for c in consent_columns.converters if c[0] == at], connection)[at]
+    scopes = convert(consent_values, scopes_converters, connection)[at]
 
     def made() -> Consent:
         values = convert(consent_values, consent_columns.converters, connection)
