@@ -86,7 +86,6 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "turn",
         "lease_until",
         "awaiting_people",
-        "next_position",  # where the next message goes, as the last turn left it (empty: unknown)
     ]
     inlines = [MessageInline]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from datetime import timedelta
@@ -13,7 +12,6 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
 from agent.models import RateEvent
-from agent.prepared import Prepared, Slot, insert
 
 MAX_TEXT = 20_000
 
@@ -48,20 +46,9 @@ def take_rate_slot(user: Any) -> int | None:
         return None
     now = timezone.now()
     window = now - timedelta(minutes=1)
-    event = RateEvent(user=user, created_at=now)
-    insert(event)
-    recent = _recent_messages(limit).rows(user=user, since=window)
+    event = RateEvent.objects.create(user=user, created_at=now)
+    recent = list(RateEvent.objects.filter(user=user, created_at__gt=window).order_by("created_at", "pk")[: limit + 1])
     if len(recent) <= limit or event.pk in [e.pk for e in recent[:limit]]:
         return None
     RateEvent.objects.filter(pk=event.pk).delete()
     return max(1, math.ceil((recent[0].created_at + timedelta(minutes=1) - now).total_seconds()))
-
-
-@functools.cache
-def _recent_messages(limit: int) -> Prepared:
-    """The user's first `limit + 1` messages of the window (every message reads it: agent/prepared.py)."""
-    return Prepared(
-        lambda: RateEvent.objects.filter(user=Slot("user"), created_at__gt=Slot("since")).order_by("created_at", "pk")[
-            : limit + 1
-        ]
-    )

@@ -15,8 +15,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from agent.models import Approval, Message, Session, Turn
-from agent.prepared import Prepared, Slot
+from agent.models import Approval, Message, Session
+from agent.state import Run
 from agent.tools import describe, run_tool
 from agent.transcript import persist_tool_results
 
@@ -28,10 +28,11 @@ def needs_approval(name: str) -> bool:
     return name in settings.AGENT_CONFIRM_TOOLS
 
 
-def create(session: Session, turn: Turn | None, message: Message, tool_uses: list[dict[str, Any]]) -> list[Approval]:
+def create(run: Run, message: Message, tool_uses: list[dict[str, Any]]) -> list[Approval]:
+    session, turn = run.session, run.turn
     # Flagged first: a crash between the two leaves a flag with nothing open, which costs one query later.
     Session.objects.filter(pk=session.pk).update(awaiting_people=True)
-    session.awaiting_people, session.approvals_settled = True, False
+    session.awaiting_people, run.approvals_settled = True, False
     expires = timezone.now() + timedelta(seconds=settings.AGENT_APPROVAL_TTL_SECONDS)
     return [
         Approval.objects.create(
@@ -84,32 +85,29 @@ def waiting(session: Session, approval_id: Any) -> list[Approval]:
     )
 
 
-_OPEN = Prepared(lambda: Approval.objects.filter(session=Slot("session"), resolved=False).order_by("created_at"))
-_AWAITING = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), awaiting_people=True))
-
-
 def open_approvals(session: Session) -> list[Approval]:
-    return _OPEN.rows(session=session)
+    return list(Approval.objects.filter(session=session, resolved=False).order_by("created_at"))
 
 
-def settle(session: Session, turn: Turn | None, *, awaiting: bool | None = None) -> list[tuple[str, Any]]:
+def settle(run: Run, *, awaiting: bool | None = None) -> list[tuple[str, Any]]:
     """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events.
 
-    No query when the turn's lease was taken while nothing waited for a person (`claim`), or when
-    the caller read the session's flag already (`awaiting`); else one read when nothing waits.
+    No query when the run already knows nothing waits (its lease was taken while nothing did), or
+    when the caller read the session's flag already (`awaiting`); else one read when nothing waits.
     """
-    if getattr(session, "approvals_settled", False):
+    if run.approvals_settled:
         return []
+    session = run.session
     if awaiting is None:
-        awaiting = bool(_AWAITING.count(pk=session.pk))
+        awaiting = Session.objects.filter(pk=session.pk, awaiting_people=True).exists()
     if not awaiting:
         # Approvals are open only while the flag is set (`create` sets it first, `_settled` clears it
         # last): one read, and no write, answers the usual case.
-        session.awaiting_people, session.approvals_settled = False, True
+        session.awaiting_people, run.approvals_settled = False, True
         return []
     pending = open_approvals(session)
     if not pending:
-        _settled(session)
+        _settled(run)
         return []
     results, effects, events = [], [], []
     for approval in pending:
@@ -136,23 +134,23 @@ def settle(session: Session, turn: Turn | None, *, awaiting: bool | None = None)
                 {"id": approval.tool_use_id, "name": approval.tool_name, "status": status, "result": result},
             )
         )
-    persist_tool_results(session, turn=turn, results=results)
+    persist_tool_results(run, results)
     now = timezone.now()
     Approval.objects.filter(pk__in=[a.pk for a in pending]).update(resolved=True)
     Approval.objects.filter(pk__in=[a.pk for a in pending], status=Approval.PENDING).update(
         status=Approval.EXPIRED, decided_at=now
     )
-    _settled(session)
+    _settled(run)
     if effects:
         events.append(("effects", effects))
     return events
 
 
-def _settled(session: Session) -> None:
+def _settled(run: Run) -> None:
     """Nothing waits for a person any more (called under the turn's lease, after the approvals are
-    resolved). Written whatever this session object says: it may have been loaded before the flag was set."""
-    _AWAITING.update({"awaiting_people": False}, pk=session.pk)
-    session.awaiting_people, session.approvals_settled = False, True
+    resolved). Written whatever the session object says: it may have been loaded before the flag was set."""
+    Session.objects.filter(pk=run.session.pk).update(awaiting_people=False)
+    run.session.awaiting_people, run.approvals_settled = False, True
 
 
 def expire_stale(before: Any = None) -> int:

@@ -17,25 +17,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import DecimalField, F, Min, Q, Sum
+from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
-from agent.prepared import Prepared, PreparedAggregate, Slot, insert, new
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
-# Read or written around every model call while a cap is on (agent/prepared.py: compiled once).
-_SPEND = Prepared(lambda: Spend.objects.filter(pk=Slot("pk")))
-_MY_USAGE = PreparedAggregate(
-    lambda: Spend.objects.filter(user=Slot("user"), created_at__gte=Slot("month")),
-    minute=Sum("tokens", filter=Q(created_at__gte=Slot("minute"))),
-    hour=Sum("tokens", filter=Q(created_at__gte=Slot("hour"))),
-    month=Sum("cost_usd"),
-)
-_DAY = Prepared(lambda: SpendDay.objects.filter(day=Slot("day")))
-_PLUS_AMOUNT = F("cost_usd") + Slot("amount", output_field=DecimalField())
-_EVERYONES_USAGE = PreparedAggregate(lambda: SpendDay.objects.filter(day__gte=Slot("since")), total=Sum("cost_usd"))
 
 # US dollars per million tokens.
 PRICES: dict[str, dict[str, float]] = {
@@ -124,12 +112,17 @@ class Limits:
 
 def _usage(user: Any, now: Any) -> dict[str, Any]:
     """One indexed aggregate over the user's last 30 days, one over everyone's (only when capped)."""
-    mine = _MY_USAGE.get(user=user, month=now - MONTH, hour=now - HOUR, minute=now - MINUTE)
+    mine = Spend.objects.filter(user=user, created_at__gte=now - MONTH).aggregate(
+        minute=Sum("tokens", filter=Q(created_at__gte=now - MINUTE)),
+        hour=Sum("tokens", filter=Q(created_at__gte=now - HOUR)),
+        month=Sum("cost_usd"),
+    )
     out = {k: v or 0 for k, v in mine.items()}
     out["global"] = 0
     if Limits.from_settings().usd_global:
         # By whole days (UTC): up to one day more than 30 × 24 h, never less.
-        out["global"] = _EVERYONES_USAGE.get(since=(now - MONTH).date())["total"] or 0
+        since = (now - MONTH).date()
+        out["global"] = SpendDay.objects.filter(day__gte=since).aggregate(total=Sum("cost_usd"))["total"] or 0
     return out
 
 
@@ -137,7 +130,7 @@ def add_to_day(day: Any, amount: Decimal) -> None:
     """Add `amount` (may be negative) to everyone's running total for `day`, atomically."""
     if not amount:
         return
-    if _DAY.update({"cost_usd": _PLUS_AMOUNT}, day=day, amount=amount):
+    if SpendDay.objects.filter(day=day).update(cost_usd=F("cost_usd") + amount):
         return
     try:
         with transaction.atomic():
@@ -214,8 +207,7 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     # Never reserve more than a whole bucket: an empty bucket always admits one call.
     tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
     reserved = cost_of(model, worst)
-    spend = Spend(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=reserved)
-    insert(spend)
+    spend = Spend.objects.create(user=user, created_at=now, model_id=model, tokens=tokens, cost_usd=reserved)
     add_to_day(now.date(), reserved)
     bucket = _over(_usage(user, now), limits)
     if bucket:
@@ -231,8 +223,7 @@ def ledger_row(reservation: Reservation, usage: dict[str, int]) -> Spend | None:
     the call, in one transaction). None when the call reserved: `settle` replaces the reservation."""
     if reservation.spend_id is not None:
         return None
-    return new(
-        Spend,
+    return Spend(
         user=reservation.user,
         created_at=timezone.now(),
         model_id=reservation.model,
@@ -247,10 +238,10 @@ def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
     returns its cost."""
     row = ledger_row(reservation, usage)
     if row is not None:
-        insert(row)
+        row.save(force_insert=True)
         return row.cost_usd
     cost = cost_of(reservation.model, usage)
-    _SPEND.update({"tokens": total_tokens(usage), "cost_usd": cost, "settled": True}, pk=reservation.spend_id)
+    Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
     add_to_day(reservation.day, cost - reservation.reserved_usd)
     return cost
 

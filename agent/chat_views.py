@@ -26,11 +26,12 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
     session = own_session(request, session_id)
     text = request.POST.get("text")
     try:
-        turn, _ = intake.accept(session, request.user, text)
+        run, _ = intake.accept(session, request.user, text)
     except intake.Refused as exc:
         wait = f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else ""
         return _notice(request, exc.message + wait)
-    return render(request, "agent/_sent.html", {"text": text, "turn": turn, "stream_url": stream_url(session, turn)})
+    context = {"text": text, "turn": run.turn, "stream_url": stream_url(session, run.turn)}
+    return render(request, "agent/_sent.html", context)
 
 
 @require_POST

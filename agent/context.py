@@ -18,8 +18,8 @@ from django.conf import settings
 from agent import budget
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
-from agent.prepared import Prepared, Slot
-from agent.transcript import Read, read_after, read_latest, release_connection
+from agent.state import Run
+from agent.transcript import read_after, release_connection
 
 logger = logging.getLogger("agent.context")
 
@@ -31,31 +31,21 @@ SUMMARY_PROMPT = (
 SUMMARY_MAX_TOKENS = 1024
 
 
-_LATEST_SUMMARY = Prepared(
-    lambda: ContextSummary.objects.filter(session=Slot("session")).order_by("-up_to_position")[:1]
-)  # read by a turn whose session has a summary (agent/prepared.py: compiled once, not per read)
-
-
 @dataclass
 class Context:
     system: str
     messages: list[dict[str, Any]]
 
 
-def build(
-    session: Session, backend: Backend, model: str, tools: list[dict[str, Any]], *, force: bool = False
-) -> Context:
+def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *, force: bool = False) -> Context:
     """The context for the next call; writes a new summary first when the transcript outgrew the limit.
 
-    Within one run of the loop (one turn, under the session's lease) the transcript is read once:
-    the messages the run adds are appended to what was loaded (`transcript.add_message`), so the
-    second call of a tool round trip needs no query. `run_agent` forgets it at its start.
+    Within one run the transcript is read once: the messages the run adds are appended to what was
+    loaded (`transcript.add_message`), so the second call of a tool round trip needs no query.
     """
-    loaded = getattr(session, "_context_loaded", None)
-    if loaded is None:
-        load(session)
-        loaded = session._context_loaded
-    summary, pairs = loaded
+    if run.history is None:
+        load(run)
+    session, summary, pairs = run.session, run.summary, run.history
     system = _system(session, summary)
     limit = settings.AGENT_CONTEXT_MAX_TOKENS
     too_big = bool(limit) and budget.estimate_tokens(system, [m for _, m in pairs], tools) > limit
@@ -64,29 +54,15 @@ def build(
         cut = cut_index(pairs, keep)
         if cut > 0:
             summary = summarize(session, backend, model, summary, pairs[:cut])
-            pairs, system = pairs[cut:], _system(session, summary)
-            _remember(session, summary, pairs)
+            run.summary, run.history = summary, pairs[cut:]
+            pairs, system = run.history, _system(session, summary)
     return Context(system, [m for _, m in pairs])
 
 
-def load(session: Session) -> Read:
-    """Read the transcript the next call is built from (what follows the latest summary) and keep
-    it with the session object for this run (`build`); returns the read, which also tells whether
-    calls of the session wait for a person."""
-    read = read_latest(session)  # (what follows the latest summary, and what that covers: one query)
-    summary = None if read.summary_to is None else _LATEST_SUMMARY.first(session=session)
-    if summary is not None and summary.up_to_position != read.summary_to:  # (written between the two)
-        read = read_after(session, summary.up_to_position)
-    if getattr(session, "_next_message_position", None) is None:
-        session._next_message_position = read.end  # where this run's first message goes, known without a query
-    session._replies_loaded = None if summary else read.replies  # the model calls so far (`loop.run_agent`)
-    _remember(session, summary, read.pairs)
-    return read
-
-
-def _remember(session: Session, summary: ContextSummary | None, pairs: list[tuple[int, dict[str, Any]]]) -> None:
-    session._context_loaded = (summary, pairs)
-    session._transcript_tail = pairs  # add_message appends here
+def load(run: Run) -> None:
+    """Read what the next call is built from: the latest summary and the messages after it."""
+    run.summary = ContextSummary.objects.filter(session=run.session).order_by("-up_to_position").first()
+    run.history = read_after(run.session, -1 if run.summary is None else run.summary.up_to_position)
 
 
 def _system(session: Session, summary: ContextSummary | None) -> str:

@@ -33,8 +33,7 @@ class TurnChannel:
     def __init__(self, turn_id: str) -> None:
         self.turn_id = turn_id
         # The events as two parallel lists, names and payloads: a (name, payload) tuple per event
-        # would be one more object for the garbage collector to walk per token of every open
-        # stream (at 1,000 streams, ~150,000 of them and a 200 ms pause per full collection).
+        # would be one more object per token of every open stream for the garbage collector to walk.
         self.names: list[str] = []
         self.payloads: list[Any] = []
         self.closed = False
@@ -42,18 +41,12 @@ class TurnChannel:
         self.delivered = False  # a follower has read it to its end
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
-        self.pending: Any = None  # a Turn no one runs yet: the first stream of this process to come takes it
         self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
     def publish(self, name: str, payload: Any) -> None:
         self.payloads.append(payload)
         self.names.append(name)  # last: a follower reads up to len(names)
         self._wake()
-
-    def take_pending(self) -> Any:
-        """The turn waiting to be run, for the one caller that gets it (None for everyone else)."""
-        turn, self.pending = self.pending, None
-        return turn
 
     def count(self) -> int:
         """How many events it has (not `__len__`: an empty channel must stay truthy)."""
@@ -85,7 +78,7 @@ class TurnChannel:
         if waiter is None:
             waiter = threading.Event()
         deadline = time.monotonic() + timeout
-        # Under gevent a wait with a timeout starts and stops a timer each time (~4 µs, per token);
+        # Under gevent a wait with a timeout starts and stops a timer each time, once per token;
         # long waits instead let the process's clock (`_clock`) wake them once past their deadline.
         clocked = timeout >= CLOCK_SECONDS and _clock_running()
         if clocked:
@@ -156,8 +149,7 @@ def running_channels() -> list[TurnChannel]:
 
 def _sweep() -> None:
     """Forget channels closed more than `LINGER_SECONDS` ago, oldest first: the work is the
-    channels forgotten, not every channel open (at a thousand streams, a scan of all of them
-    at every turn start cost ~0.5 ms)."""
+    channels forgotten, not every channel open."""
     now = time.monotonic()
     while _closed and now - _closed[0][0] > LINGER_SECONDS:
         _, key = _closed.popleft()

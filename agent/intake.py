@@ -7,8 +7,9 @@ from typing import Any
 from agent import signals, turns
 from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
-from agent.models import Message, Session, Turn
+from agent.models import Message, Session
 from agent.policy import get_policy
+from agent.state import Run
 
 
 class Refused(Exception):
@@ -24,7 +25,7 @@ class Refused(Exception):
         return {} if self.retry_after_seconds is None else {"retry_after_seconds": self.retry_after_seconds}
 
 
-def accept(session: Session, user: Any, raw_text: Any) -> tuple[Turn, Message]:
+def accept(session: Session, user: Any, raw_text: Any) -> tuple[Run, Message]:
     """Validate, authorise, rate-limit and store the message, then start its turn; or raise Refused."""
     text = message_text({"text": raw_text})
     if text is None:
@@ -35,9 +36,9 @@ def accept(session: Session, user: Any, raw_text: Any) -> tuple[Turn, Message]:
     if wait is not None:
         raise Refused(429, "rate_limited", "You're sending messages too quickly. Please wait a moment.", wait)
     try:
-        turn, message = turns.begin(session, text)
+        run, message = turns.begin(session, text)
     except TurnInProgress:
         raise Refused(409, "turn_in_progress", "The assistant is still answering. Wait for it or stop it.") from None
     signals.message_received.send(sender=Session, session=session, message=message)
-    turns.start(turn)
-    return turn, message
+    turns.start(run)
+    return run, message

@@ -14,19 +14,14 @@ from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Spend, Turn
-from agent.prepared import Prepared, Slot, insert
+from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
-from agent.transcript import (
-    forget_loaded,
-    persist_assistant,
-    persist_tool_results,
-    release_connection,
-    repair_orphans,
-)
+from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
+from agent.values import LoopEvent, ModelEvent
 
 logger = logging.getLogger("agent.loop")
 
-Event = tuple[str, Any]
+Event = LoopEvent
 
 CALM = {
     "provider_error": "The assistant couldn't answer just now. Please try again in a moment.",
@@ -53,32 +48,34 @@ class _Call:
         self.ledger: Spend | None = None  # its ledger row, still to write with the answer (no cap on)
 
 
-_MODEL_CALLS = Prepared(lambda: Message.objects.filter(session=Slot("session"), role=Message.ASSISTANT))
-
-
 def _never() -> bool:
     return False
 
 
 def run_agent(
-    session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = _never
+    session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = _never, run: Run | None = None
 ) -> Iterator[Event]:
+    """Answer the session's transcript: call the model, run the tools it asks for, repeat.
+
+    `run` is what the turn already knows (`turns.claim` makes it); without one the run starts from
+    the transcript as it stands.
+    """
+    if run is None:
+        run = Run(session, turn)
     backend = get_backend()
     model = model_for(backend)
-    forget_loaded(session)  # read the transcript afresh once per run (context.build)
+    run.forget_history()  # read the transcript afresh once per run (context.build)
     calls: int | None = None  # known from the first call on (`_call_index`), for backends that read it
     total = zero_usage()
     last_id: int | None = None
-    if turn is None or turn.user_message_id is None:
+    if not run.approvals_settled:
         # A resumed turn first answers the calls people decided (a new message's turn did so in `begin`).
-        # (the transcript's read, needed anyway, tells whether anybody waits: no query of its own)
-        waits = None if getattr(session, "approvals_settled", False) else context.load(session).awaiting_people
-        yield from approvals.settle(session, turn, awaiting=waits)
+        yield from approvals.settle(run)
     for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
         specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now
         call = _Call()
         try:
-            failure = yield from _call_model(session, turn, backend, model, specs, call, should_stop, calls)
+            failure = yield from _call_model(run, backend, model, specs, call, should_stop, calls)
         except BudgetExceeded as exc:
             yield (
                 "error",
@@ -88,7 +85,7 @@ def run_agent(
         calls = None if call.index is None else call.index + 1
         if failure:
             call.tool_uses, call.stop_reason = [], "error"
-        message = _persist(session, turn, call, backend.name, model, call.cost, specs)
+        message = _persist(run, call, backend.name, model, call.cost, specs)
         last_id = message.pk
         _add(total, call.usage)
         if failure:
@@ -101,9 +98,9 @@ def run_agent(
         waiting = [tu for tu in call.tool_uses if _needs_person(session, tu)]
         ready = [tu for tu in call.tool_uses if tu not in waiting]
         if ready:
-            yield from _run_tools(session, turn, ready, should_stop)
+            yield from _run_tools(run, ready, should_stop)
         if waiting:
-            yield approvals.as_event(approvals.create(session, turn, message, waiting))
+            yield approvals.as_event(approvals.create(run, message, waiting))
             return
         if should_stop():
             yield ("done", {"message_id": last_id, "stop_reason": "stopped", "usage": total})
@@ -112,8 +109,7 @@ def run_agent(
 
 
 def _call_model(
-    session: Session,
-    turn: Turn | None,
+    run: Run,
     backend: Any,
     model: str,
     specs: list[dict[str, Any]],
@@ -125,10 +121,11 @@ def _call_model(
 
     Returns the failure code (None on success); BudgetExceeded propagates.
     """
-    where = _Where(session, turn)  # (formatted only when a log line is written)
+    session = run.session
+    where = _Where(session, run.turn)  # (formatted only when a log line is written)
     for attempt in (0, 1):
         try:
-            ctx = context.build(session, backend, model, specs, force=attempt == 1)
+            ctx = context.build(run, backend, model, specs, force=attempt == 1)
         except BackendError as exc:
             logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
             return "provider_error"
@@ -181,11 +178,8 @@ class _Where:
 
 
 def _call_index(session: Session) -> int:
-    """The session's model calls so far, for the backends that read it (the fake, the demo): the
-    context's read of the whole transcript counted them; after a summary, a COUNT does. A real
-    provider's turn asks for neither."""
-    known = getattr(session, "_replies_loaded", None)
-    return known if known is not None else _MODEL_CALLS.count(session=session)
+    """The session's model calls so far, for the backends that read it (the fake, the demo)."""
+    return Message.objects.filter(session=session, role=Message.ASSISTANT).count()
 
 
 def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
@@ -197,7 +191,7 @@ def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
     )
 
 
-def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
+def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
     """Forward one model call's events as loop events while gathering them; stop between events."""
     try:
         for raw in events:
@@ -218,8 +212,9 @@ def _relay(events: Iterator[dict[str, Any]], call: _Call, should_stop: Callable[
             close()
 
 
-def _gather(call: _Call, ev: dict[str, Any]) -> Iterator[Event]:
-    """A model event other than text: gathered into `call`, forwarded when people see it."""
+def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
+    """A model event other than text: gathered into `call`, forwarded when people see it. A kind
+    outside CONTRACT §3 (an adapter's mistake) is ignored, never shown."""
     match ev["kind"]:
         case "reasoning":
             _add_reasoning(call, ev)
@@ -233,6 +228,11 @@ def _gather(call: _Call, ev: dict[str, Any]) -> Iterator[Event]:
         case "done":
             call.stop_reason = ev.get("stop_reason") or "end_turn"
             call.usage = {**zero_usage(), **(ev.get("usage") or {})}
+        case "text":
+            call.text.append(ev["text"])
+            yield ("token", {"text": ev["text"]})
+        case _:
+            logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
 
 
 def clean_text(value: Any) -> Any:
@@ -257,8 +257,7 @@ def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:
 
 
 def _persist(
-    session: Session,
-    turn: Turn | None,
+    run: Run,
     call: _Call,
     backend: str,
     model: str,
@@ -269,8 +268,7 @@ def _persist(
     written, the row is written alone: what a call cost is recorded whatever became of its answer."""
     try:
         return persist_assistant(
-            session,
-            turn=turn,
+            run,
             text="".join(call.text),
             reasoning=call.reasoning,
             tool_uses=call.tool_uses,
@@ -289,18 +287,23 @@ def _persist(
 
 
 def _record_alone(row: Spend) -> None:
+    """Write a call's ledger row on its own (its answer could not be written)."""
     try:
-        row.pk = None  # (an id given inside the transaction that was rolled back is no one's)
-        row._state.adding, row._state.db = True, None
-        insert(row)
+        Spend.objects.create(
+            user_id=row.user_id,
+            created_at=row.created_at,
+            model_id=row.model_id,
+            tokens=row.tokens,
+            cost_usd=row.cost_usd,
+            settled=row.settled,
+        )
     except Exception:
         logger.exception("recording the cost of a model call failed (user=%s)", row.user_id)
 
 
-def _run_tools(
-    session: Session, turn: Turn | None, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool]
-) -> Iterator[Event]:
+def _run_tools(run: Run, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool]) -> Iterator[Event]:
     """Run each call (every tool_use gets exactly one result), persist them together, then emit effects."""
+    session = run.session
     results, effects = [], []
     for tu in tool_uses:
         ran: list[dict[str, Any]] = []
@@ -315,10 +318,10 @@ def _run_tools(
             {"tool_use_id": tu["id"], "name": tu["name"], "result": result, "status": status, "effects": ran}
         )
     try:
-        persist_tool_results(session, turn=turn, results=results)
+        persist_tool_results(run, results)
     except Exception:
         logger.exception("persisting tool results failed (session=%s)", session.pk)
-        repair_orphans(session, turn=turn)
+        repair_orphans(run)
         raise
     for r in results:
         yield ("tool_result", {"id": r["tool_use_id"], "name": r["name"], "status": r["status"], "result": r["result"]})

@@ -28,10 +28,6 @@ class Session(models.Model):
     # True from before a turn records approvals until a later turn has settled them: a turn whose
     # lease was taken while it was False knows, without a query, that nothing waits for a person.
     awaiting_people = models.BooleanField(default=False)
-    # The position after the last message, as the last turn to finish left it (0 for a new session;
-    # None: unknown, ask the transcript; a message written outside a turn makes it unknown).
-    # Trusted only when the lease's UPDATE proves it unchanged since it was read (`turns.claim`).
-    next_position = models.PositiveIntegerField(null=True, blank=True, default=0)
 
     class Meta:
         indexes = [models.Index(fields=["user", "-updated_at"])]
@@ -72,7 +68,7 @@ class Message(models.Model):
     ROLES = [(r, r) for r in (USER, ASSISTANT, TOOL)]
 
     # No index of its own: the unique (session, position) one serves every lookup by session (each
-    # index is one more page written by every turn's commit, bench/FINDINGS.md).
+    # index is one more page written by every turn's commit).
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages", db_index=False)
     turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     role = models.CharField(max_length=10, choices=ROLES)
@@ -91,7 +87,7 @@ class Message(models.Model):
     class Meta:
         ordering = ["position"]
         # (no index by session and role: only the fake and demo backends count a session's replies,
-        # and only after a summary; every message written paid a page for it, bench/FINDINGS.md)
+        # and the (session, position) index bounds that count to one session's messages)
         constraints = [models.UniqueConstraint(fields=["session", "position"], name="agent_message_position_unique")]
 
     def __str__(self) -> str:

@@ -1,8 +1,13 @@
-"""Turns: one at a time per session (a lease in the database), run apart from any connection."""
+"""Turns: one at a time per session (a lease in the database), each run apart from any connection.
+
+Accepting a message claims the session's lease and starts the turn in its own greenlet (a thread
+without gevent). The turn publishes its events to an in-process channel (`hub`); every stream only
+follows it there, or from the transcript when it runs on another worker. A closed tab or a stalled
+reader never touches the turn.
+"""
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
@@ -18,172 +23,117 @@ from agent import approvals, hub, logcontext, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
-from agent.prepared import Prepared, Slot, insert
 from agent.runtime import gevent_patched
+from agent.state import Run
 from agent.transcript import add_message, release_connection, repair_orphans
+from agent.values import TERMINAL
 
 logger = logging.getLogger("agent.turns")
 
-TERMINAL = ("done", "error", "confirm")
 
-# The writes every turn makes at its start and end (agent/prepared.py: compiled once, not per write).
-# The lease is taken at once when nothing runs, nothing waits for a person and the transcript ends
-# where the loaded session says (see `claim`).
-_TAKE_IF_CURRENT = Prepared(
-    lambda: Session.objects.filter(pk=Slot("pk"), turn__isnull=True, awaiting_people=False, next_position=Slot("end"))
-)
-_TAKE_IF_CLEAR_END_UNKNOWN = Prepared(
-    lambda: Session.objects.filter(pk=Slot("pk"), turn__isnull=True, awaiting_people=False, next_position__isnull=True)
-)
-_TURN = Prepared(lambda: Turn.objects.filter(pk=Slot("pk")))
-_LEASE_HELD_BY = Prepared(lambda: Session.objects.filter(pk=Slot("pk"), turn=Slot("turn")))
-
-
-def claim(session: Session) -> Turn:
+def claim(session: Session) -> Run:
     """Take the session's lease with one conditional UPDATE, or raise TurnInProgress.
 
     A lease whose worker died expires; the new turn then closes the dead one and answers
     its unanswered tool calls so the transcript stays valid.
     """
     now = timezone.now()
-    turn = Turn(session=session)
-    insert(turn)
+    turn = Turn.objects.create(session=session)
+    run = Run(session, turn)
     lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
-    # The usual case: nothing was running, nothing waits for a person, and the transcript ends where
-    # this session object says (nobody added a message since it was loaded). One UPDATE proves all three.
-    known_end = getattr(session, "next_position", None)
-    if known_end is not None:
-        current = bool(_TAKE_IF_CURRENT.update(lease, pk=session.pk, end=known_end))
-    else:
-        current = bool(_TAKE_IF_CLEAR_END_UNKNOWN.update(lease, pk=session.pk))
-    session.approvals_settled = current
-    # Else ask the database where the transcript ends.
-    session._next_message_position = known_end if current else None
-    if current or Session.objects.filter(pk=session.pk, turn__isnull=True).update(**lease):
-        return turn  # nothing was running, so nothing to reclaim
+    idle = Session.objects.filter(pk=session.pk, turn__isnull=True)
+    # The usual case: nothing runs and nothing waits for a person; one UPDATE proves both.
+    if idle.filter(awaiting_people=False).update(**lease):
+        run.approvals_settled = True
+        return run
+    if idle.update(**lease):
+        return run  # nothing was running; calls waiting for a person are settled by the run
     if not Session.objects.filter(pk=session.pk, lease_until__lt=now).update(**lease):
         turn.delete()
         raise TurnInProgress()
     stale = Turn.objects.filter(session=session, status=Turn.RUNNING).exclude(pk=turn.pk)
     for dead in stale:
         logger.warning("reclaiming turn %s of session %s: its lease expired", dead.pk, session.pk)
-        _finish(dead, "error", dict(calm_error("chat_error")[1]))
-    if stale:
-        repair_orphans(session, turn=turn)
-    return turn
+        _finish(Run(session, dead), "error", dict(calm_error("chat_error")[1]))
+    repair_orphans(run)
+    return run
 
 
-def begin(session: Session, text: str) -> tuple[Turn, Message]:
+def begin(session: Session, text: str) -> tuple[Run, Message]:
     """Claim the session and add the user's message; calls still awaiting a person are answered first."""
-    turn = claim(session)
-    approvals.settle(session, turn)
-    message = add_message(session, Message.USER, [{"type": "text", "text": text}], turn=turn)
-    turn.user_message = message  # stored with the turn's end (`_finish`); the message names its turn now
-    return turn, message
+    run = claim(session)
+    approvals.settle(run)
+    message = add_message(run, Message.USER, [{"type": "text", "text": text}])
+    run.turn.user_message = message  # stored with the turn's end (`_finish`); the message names its turn now
+    return run, message
 
 
-def resume(session: Session) -> Turn:
+def resume(session: Session) -> Run:
     """Claim the session for a turn that carries on after people decided its pending calls."""
     return claim(session)
 
 
-def start(turn: Turn) -> None:
-    """Run the turn in its own greenlet (or thread), or inline when configured.
+def start(run: Run) -> None:
+    """Run the turn in its own greenlet (a thread without gevent), or inline when configured.
 
-    Under gevent the stream that follows a new turn usually arrives on this worker within
-    milliseconds. It then runs the turn itself (`follow_batches`): one greenlet reads the model
-    and writes the response, instead of a turn greenlet that publishes and a stream greenlet that
-    wakes for every token (~19% less CPU per turn at a thousand streams, BENCHMARKS.md). A turn
-    no stream of this worker takes within `AGENT_ADOPT_SECONDS` starts on its own, as does every
-    turn when that is 0.
+    Its channel opens first, so a stream that arrives a moment later finds it.
     """
+    hub.open_channel(str(run.turn.pk))
     mode = settings.AGENT_TURN_EXECUTOR
-    channel = hub.open_channel(str(turn.pk))
     if mode == "inline":
-        execute(turn)
+        execute(run)
         return
-    channel.watched = True
+    hub.get_channel(str(run.turn.pk)).watched = True
     watch.ensure_running()
     if mode == "auto" and gevent_patched():
         import gevent
 
-        if settings.AGENT_ADOPT_SECONDS > 0:
-            channel.pending = turn
-            gevent.spawn_later(settings.AGENT_ADOPT_SECONDS, _unless_adopted, channel)
-        else:
-            gevent.spawn(_in_background, turn)
+        gevent.spawn(_in_background, run)
     else:
-        threading.Thread(target=_in_background, args=(turn,), daemon=True).start()
+        threading.Thread(target=_in_background, args=(run,), daemon=True).start()
 
 
-def _unless_adopted(channel: hub.TurnChannel) -> None:
-    turn = channel.take_pending()
-    if turn is not None:
-        _in_background(turn)
-
-
-def _in_background(turn: Turn | Any) -> None:
+def _in_background(run: Run) -> None:
     try:
-        execute(turn)
+        execute(run)
     finally:
         connections.close_all()
 
 
-def carry_on(context: contextvars.Context, steps: Iterator[Any]) -> None:
-    """Run the rest of a turn whose stream went away (it was running the turn) in its own greenlet
-    or thread: a browser disconnect never ends a turn. `context` is the one the turn ran in, so its
-    context variables (log fields, the model call's context) reset where they were set."""
-
-    def rest() -> None:
-        try:
-            for _ in iter(lambda: context.run(next, steps, None), None):
-                pass
-        except Exception:
-            logger.exception("carrying on a turn after its stream went away failed")
-        finally:
-            connections.close_all()
-
-    if gevent_patched():
-        import gevent
-
-        gevent.spawn(rest)
-    else:
-        threading.Thread(target=rest, daemon=True).start()
-
-
-def execute(turn: Turn | Any) -> None:
+def execute(run: Run) -> None:
     """Run the loop for a claimed turn, publishing each event to the turn's channel."""
-    for _ in drive(turn):
+    for _ in drive(run):
         pass
 
 
-def drive(turn: Turn | Any) -> Iterator[tuple[str, Any]]:
-    """Run a claimed turn (a Turn, or its id), yielding and publishing its events; always records a
-    terminal and releases. A Turn passed in keeps its session object, and what the request already
-    loaded with it (user, blog link, next message position)."""
-    if not isinstance(turn, Turn):
-        turn = Turn.objects.select_related("session", "session__user").get(pk=turn)
-    with logcontext.bind(session_id=turn.session_id, user_id=turn.session.user_id, turn_id=turn.pk):
-        yield from _drive(turn)
+def drive(run: Run | Any) -> Iterator[tuple[str, Any]]:
+    """Run a claimed turn (its Run, or the turn's id), yielding and publishing its events; always
+    records a terminal event and gives the lease back."""
+    if not isinstance(run, Run):
+        turn = Turn.objects.select_related("session", "session__user").get(pk=run)
+        run = Run(turn.session, turn)
+    with logcontext.bind(session_id=run.session.pk, user_id=run.session.user_id, turn_id=run.turn.pk):
+        yield from _drive(run)
 
 
-def _drive(turn: Turn) -> Iterator[tuple[str, Any]]:
+def _drive(run: Run) -> Iterator[tuple[str, Any]]:
+    turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     terminal: tuple[str, Any] | None = None
     try:
         try:
-            for name, payload in run_agent(turn.session, turn=turn, should_stop=_stop_check(turn, channel)):
+            for name, payload in run_agent(run.session, run=run, should_stop=_stop_check(run, channel)):
                 channel.publish(name, payload)
                 if name in TERMINAL:
                     terminal = (name, payload)
                 yield name, payload
         except Exception:
             logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
-            _with_retries(lambda: repair_orphans(turn.session, turn=turn), "answering orphan tool calls")
+            _with_retries(lambda: repair_orphans(run), "answering orphan tool calls")
         if terminal is None:
             terminal = calm_error("chat_error")
             channel.publish(*terminal)
-        _with_retries(lambda: _finish(turn, *terminal), "recording the end of the turn")
+        _with_retries(lambda: _finish(run, *terminal), "recording the end of the turn")
     finally:
         channel.close()  # whatever happened, followers get their end
     if terminal[0] == "error" and terminal[1].get("code") == "chat_error":
@@ -206,7 +156,9 @@ def _with_retries(action: Callable[[], Any], what: str, attempts: int = 3) -> No
             time.sleep(0.5 * (2**attempt))
 
 
-def _finish(turn: Turn, name: str, payload: Any) -> None:
+def _finish(run: Run, name: str, payload: Any) -> None:
+    """Record the turn's terminal event and give the session's lease back (if this turn holds it)."""
+    turn = run.turn
     if name == "done":
         status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
     else:
@@ -214,31 +166,28 @@ def _finish(turn: Turn, name: str, payload: Any) -> None:
     ended = {"status": status, "terminal_event": name, "terminal_payload": payload, "finished_at": timezone.now()}
     if turn.user_message_id is not None:
         ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
-    _TURN.update(ended, pk=turn.pk)
-    # Where the transcript ends, if this turn's session object knows (None after a failed write: ask).
-    session = turn.session if Turn.session.is_cached(turn) else None
-    end = getattr(session, "_next_message_position", None)
-    _LEASE_HELD_BY.update({"turn": None, "lease_until": None, "next_position": end}, pk=turn.session_id, turn=turn)
-    if session is not None:
-        session.next_position = end
+    Turn.objects.filter(pk=turn.pk).update(**ended)
+    Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)
 
 
-def _stop_check(turn: Turn, channel: hub.TurnChannel) -> Callable[[], bool]:
+def _stop_check(run: Run, channel: hub.TurnChannel) -> Callable[[], bool]:
     """A cheap `should_stop`: the in-process flag; for turns run inline (terminal, evals) also the
     database flag and the lease renewal now and then, which the watcher does for background turns."""
+    turn = run.turn
     poll = settings.AGENT_STOP_POLL_SECONDS
     renew_every = settings.AGENT_TURN_LEASE_SECONDS / 4
-    state = {"polled": time.monotonic(), "renewed": time.monotonic()}
+    polled = renewed = time.monotonic()
 
     def should_stop() -> bool:
+        nonlocal polled, renewed
         if channel.stop or channel.watched:  # a watched turn's flag is raised by the process watcher
             return channel.stop
         now = time.monotonic()
-        if now - state["polled"] < poll:
+        if now - polled < poll:
             return False
-        state["polled"] = now
-        if now - state["renewed"] >= renew_every:
-            state["renewed"] = now
+        polled = now
+        if now - renewed >= renew_every:
+            renewed = now
             Session.objects.filter(pk=turn.session_id, turn=turn).update(
                 lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
             )

@@ -10,17 +10,15 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
-from django.utils.functional import empty
 from django.views.decorators.http import require_GET, require_POST
 
-from agent import approvals, hub, intake, sse, turns
+from agent import approvals, intake, sse, turns
 from agent.admission import gated
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
 from agent.models import Message, Session, Turn
 from agent.policy import get_policy
-from agent.prepared import Prepared, Slot
 from agent.transcript import part_to_neutral
 
 logger = logging.getLogger("agent.views")
@@ -61,39 +59,11 @@ def own_session(request: HttpRequest, session_id: Any) -> Session:
 
 def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     """The request user's own session, while the domain still lets them read it; else None."""
-    session = _own_session_read(get_policy().related).first(pk=session_id, user=request.user)
-    if session is None:
-        return None
-    session.user = request_user(request)  # the filter made sure; no need to load the user twice
-    return session if get_policy().may_read(session) else None
-
-
-@functools.cache
-def _own_session_read(related: tuple[str, ...]) -> Prepared:
-    """A session by id and user, with what the policy checks (every API request makes this read).
-
-    Not its user: the filter is on the request's user, so the caller sets `session.user` to it.
-    """
-    return Prepared(lambda: Session.objects.select_related(*related).filter(pk=Slot("pk"), user=Slot("user"))[:1])
-
-
-@functools.cache
-def _own_turn_read(related: tuple[str, ...]) -> Prepared:
-    """A turn by id, chat and user, with its session and what the policy checks (a stream that
-    was not handed over: a reconnection, or one that landed on another worker)."""
-    return Prepared(
-        lambda: Turn.objects.select_related("session", *(f"session__{name}" for name in related)).filter(
-            pk=Slot("pk"), session_id=Slot("session"), session__user=Slot("user")
-        )[:1]
+    policy = get_policy()
+    session = (
+        Session.objects.select_related("user", *policy.related).filter(pk=session_id, user=request.user.pk).first()
     )
-
-
-def request_user(request: HttpRequest) -> Any:
-    """The request's user itself, not auth's lazy wrapper around it: a session handed to a turn
-    keeps its user for the whole turn, and the wrapper would keep the whole request alive too."""
-    user = request.user
-    wrapped = getattr(user, "_wrapped", empty)
-    return user if wrapped is empty else wrapped
+    return session if session is not None and policy.may_read(session) else None
 
 
 def stream_url(session: Session, turn: Turn) -> str:
@@ -124,22 +94,23 @@ def create_session(request: HttpRequest) -> HttpResponse:
 def post_message(request: HttpRequest, session: Session) -> HttpResponse:
     body = json_body(request)
     try:
-        turn, message = intake.accept(session, request.user, body.get("text") if body else None)
+        run, message = intake.accept(session, request.user, body.get("text") if body else None)
     except intake.Refused as exc:
         return error(exc.status, exc.code, exc.message, **exc.extra)
-    return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, turn)}, status=202)
+    return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn)}, status=202)
 
 
 @require_GET
 @api_login_required
 def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
-    turn = _handed_over(request, session_id, turn_id)
-    if turn is None:
-        # The turn with its session in one query, under the same rules as `session_api`.
-        turn = _own_turn_read(get_policy().related).first(pk=turn_id, session=session_id, user=request.user)
-        if turn is not None:
-            turn.session.user = request_user(request)
-    if turn is None or not get_policy().may_read(turn.session):
+    policy = get_policy()
+    # The turn with its session in one query, under the same rules as `session_api`.
+    turn = (
+        Turn.objects.select_related("session", "session__user", *(f"session__{name}" for name in policy.related))
+        .filter(pk=turn_id, session_id=session_id, session__user=request.user.pk)
+        .first()
+    )
+    if turn is None or not policy.may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))
     if request.GET.get("flavour") == "html":
@@ -147,21 +118,9 @@ def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     return event_stream(_json_events(batches))
 
 
-def _handed_over(request: HttpRequest, session_id: Any, turn_id: Any) -> Turn | None:
-    """The turn this worker accepted a moment ago and no stream runs yet, if it is this chat's and
-    this user's: the lookup's own rules (a turn's chat and a chat's user never change) without its
-    query of four tables. The policy's check below is made afresh, as for any other stream."""
-    channel = hub.get_channel(str(turn_id))
-    turn = channel.pending if channel is not None else None
-    if turn is None or str(turn.session_id) != str(session_id) or turn.session.user_id != request.user.pk:
-        return None
-    get_policy().forget_checks(turn.session)  # the accepting request's checks are not this one's
-    return turn
-
-
 def _last_event_id(request: HttpRequest) -> int | None:
     raw = request.headers.get("Last-Event-ID", "")
-    return int(raw) if raw.isdigit() else None
+    return int(raw) if raw.isascii() and raw.isdigit() else None
 
 
 # One chunk per batch: the events a follower found at one wake-up go out in one write, byte for byte
@@ -268,8 +227,8 @@ def resolve_approval(request: HttpRequest, session: Session, approval_id: Any, a
     if still:
         return "waiting", {"stream_url": None, "waiting": [str(a.pk) for a in still]}
     try:
-        turn = turns.resume(session)
+        run = turns.resume(session)
     except TurnInProgress:
         return "error", (409, "turn_in_progress", "The assistant is still answering. Try again in a moment.")
-    turns.start(turn)
-    return "started", stream_url(session, turn)
+    turns.start(run)
+    return "started", stream_url(session, run.turn)

@@ -9,10 +9,6 @@ import os  # noqa: E402
 
 import gevent  # noqa: E402
 
-from config import gunicorn_write  # noqa: E402
-
-gunicorn_write.install()  # one send per streamed event, not gevent's sendall (config/gunicorn_write.py)
-
 # Each greenlet would otherwise keep the stack it was spawned from (for gevent's debugging
 # tree): thousands of frames for the collector to walk, at a thousand open streams.
 gevent.config.track_greenlet_tree = False

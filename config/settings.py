@@ -118,10 +118,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABAS
     }
     # Django's PostgreSQL backend, whose pool checks a connection without a round trip while its
     # socket is quiet (config/postgresql_pool).
-    DATABASES["default"]["ENGINE"] = "config.postgresql_pool"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Django's SQLite backend, with closed connections kept open for reuse (config/sqlite_pool).
-    DATABASES["default"]["ENGINE"] = "config.sqlite_pool"
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
     _test_db = os.environ.get("TEST_SQLITE_NAME") or str(
@@ -173,8 +170,6 @@ STORAGES = {
 # Django's database sessions and user table; the reads each request makes are compiled once
 # (accounts/sessions.py, accounts/backends.py). Django's own backend stays listed for sessions
 # signed in before ours existed.
-SESSION_ENGINE = "accounts.sessions"
-AUTHENTICATION_BACKENDS = ["accounts.backends.ModelBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_FAILURES_PER_15_MINUTES = env_int("LOGIN_FAILURES_PER_15_MINUTES", 10)  # per username; 0 = off
 LOGIN_REDIRECT_URL = "/"
@@ -234,9 +229,6 @@ AGENT_TURN_EXECUTOR = os.environ.get("AGENT_TURN_EXECUTOR", "auto")
 # so running answers keep their pace under a burst of new messages (agent/admission.py); 0 = off.
 AGENT_ADMISSION_LAG_MS = env_float("AGENT_ADMISSION_LAG_MS", 20.0)
 AGENT_ADMISSION_MAX_WAIT_SECONDS = env_float("AGENT_ADMISSION_MAX_WAIT_SECONDS", 60.0)
-# Under gevent, how long a new turn waits for a stream of its worker to run it (one greenlet per
-# stream, agent/turns.py); 0 = each turn runs in a greenlet of its own and streams only follow it.
-AGENT_ADOPT_SECONDS = env_float("AGENT_ADOPT_SECONDS", 0.25)
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
 try:
     AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")

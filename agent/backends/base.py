@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent.exceptions import BackendError
+from agent.values import ModelEvent, NeutralMessage, ToolSpec, Usage
 
 __all__ = [
     "Backend",
@@ -22,7 +23,7 @@ __all__ = [
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
-Event = dict[str, Any]
+Event = ModelEvent
 
 
 class CallContext:
@@ -50,8 +51,8 @@ def setting(value: Any, name: str, default: Any = None) -> Any:
     return getattr(settings, name, default)
 
 
-def zero_usage() -> dict[str, int]:
-    return dict.fromkeys(USAGE_KEYS, 0)
+def zero_usage() -> Usage:
+    return {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
 
 
 class Backend:
@@ -65,11 +66,11 @@ class Backend:
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: list[NeutralMessage],
+        tools: list[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
-    ) -> Iterator[Event]:
+    ) -> Iterator[ModelEvent]:
         """Yield `text`, `reasoning`, `tool_use` events, then one `done`; raise BackendError on failure."""
         raise NotImplementedError("Backend subclasses implement stream().")
 

@@ -92,17 +92,17 @@ def _run_case(data, case, backend, model, result: CaseResult) -> None:
         try:
             session = start_session(user, blog)
             for text in case.get("requests", []):
-                turn, _ = turns.begin(session, text)
-                _drive(turn, session, case, result)
+                run, _ = turns.begin(session, text)
+                _drive(run, session, case, result)
         finally:
             reset_backends()
     _check(case, blog, result)
 
 
-def _drive(turn, session, case, result: CaseResult) -> None:
+def _drive(run, session, case, result: CaseResult) -> None:
     for _ in range(MAX_CONFIRMS):
         confirm = None
-        for name, payload in turns.drive(turn.pk):
+        for name, payload in turns.drive(run):
             if name == "tool_use":
                 result.tools.append(payload["name"])
             elif name == "confirm":
@@ -115,7 +115,7 @@ def _drive(turn, session, case, result: CaseResult) -> None:
             approvals.decide(session, item["id"], session.user, bool(case.get("approve", False)))
         if Approval.objects.filter(session=session, status=Approval.PENDING).exists():
             return
-        turn = turns.resume(session)
+        run = turns.resume(session)
 
 
 def _fixture(posts: list[dict[str, Any]]) -> tuple[Blog, Any]:

@@ -9,6 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from agent.models import Session
+from agent.state import Run
 from agent.transcript import add_message
 
 pytestmark = pytest.mark.django_db
@@ -30,8 +31,8 @@ def test_sessions_and_messages_are_listed_latest_first(auditor, user):
     order = sorted(sessions, key=lambda s: body.index(str(s.pk)))
     assert order == [sessions[1], sessions[2], sessions[0]]
 
-    first = add_message(sessions[0], "user", [{"type": "text", "text": "older words"}])
-    second = add_message(sessions[1], "user", [{"type": "text", "text": "newer words"}])
+    first = add_message(Run(sessions[0]), "user", [{"type": "text", "text": "older words"}])
+    second = add_message(Run(sessions[1]), "user", [{"type": "text", "text": "newer words"}])
     from agent.models import Message
 
     Message.objects.filter(pk=first.pk).update(created_at=now - timedelta(minutes=2))
@@ -56,7 +57,7 @@ def test_a_session_page_shows_whether_it_waits_for_people(auditor, user):
     assert "Awaiting people" in body and "icon-yes" in body.split("Awaiting people", 1)[1][:400]
 
 
-def test_the_session_page_lists_its_own_fields_first_and_where_the_transcript_ends_last(auditor, user):
-    session = Session.objects.create(user=user, purpose="chat", next_position=7)
+def test_the_session_page_lists_its_own_fields_first(auditor, user):
+    session = Session.objects.create(user=user, purpose="chat")
     body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
-    assert body.index("Id:") < body.index("Awaiting people") < body.index("Next position")
+    assert body.index("Id:") < body.index("Awaiting people")

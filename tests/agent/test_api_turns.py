@@ -246,14 +246,14 @@ def test_expired_lease_is_reclaimed_and_orphans_answered(api, chat, script):
     from agent.turns import claim
 
     dead = claim(chat)
-    add_message(chat, "user", [{"type": "text", "text": "first"}], turn=dead)
-    add_message(chat, "assistant", [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}], turn=dead)
+    add_message(dead, "user", [{"type": "text", "text": "first"}])
+    add_message(dead, "assistant", [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}])
     Session.objects.filter(pk=chat.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
     script([[{"kind": "text", "text": "ok"}, DONE]])
     events = api.turn(chat, "hello again")
     assert events[-1][0] == "done"
-    dead.refresh_from_db()
-    assert dead.status == "error"
+    dead.turn.refresh_from_db()
+    assert dead.turn.status == "error"
     assert_transcript_valid(chat)
 
 

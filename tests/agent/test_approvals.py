@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from agent.backends import get_backend
 from agent.models import Approval, Message, Part, Turn
+from agent.state import Run
 from agent.tools import register, unregister
 from tests.agent.test_api_turns import assert_transcript_valid
 
@@ -226,16 +227,16 @@ def test_a_run_without_a_turn_asks_the_flag_once_and_writes_nothing_when_nobody_
 
     loaded = Session.objects.get(pk=chat.pk)
     with CaptureQueriesContext(connection) as ctx:
-        assert approvals.settle(loaded, None) == []
+        assert approvals.settle(Run(loaded)) == []
     assert [q["sql"].split()[0] for q in ctx.captured_queries] == ["SELECT"]
     assert 'FROM "agent_session"' in ctx.captured_queries[0]["sql"]
 
     Session.objects.filter(pk=chat.pk).update(awaiting_people=True)  # flagged, then nothing recorded (a crash)
-    assert approvals.settle(Session.objects.get(pk=chat.pk), None) == []
+    assert approvals.settle(Run(Session.objects.get(pk=chat.pk))) == []
     assert not Session.objects.get(pk=chat.pk).awaiting_people  # cleared, so leases are taken at once again
 
 
-def test_a_run_without_a_turn_answers_decided_calls_first_and_reads_nobody_waits_with_the_transcript(
+def test_a_run_without_a_turn_answers_decided_calls_first_and_reads_the_flag_once_when_nobody_waits(
     api, chat, script, risky
 ):
     from django.db import connection
@@ -253,7 +254,7 @@ def test_a_run_without_a_turn_answers_decided_calls_first_and_reads_nobody_waits
     )
     assert api.turn(chat, "destroy")[-1][0] == "confirm"
     Approval.objects.update(status=Approval.REJECTED)
-    events = list(run_agent(Session.objects.get(pk=chat.pk)))  # the flag comes with the transcript's read
+    events = list(run_agent(Session.objects.get(pk=chat.pk)))
     assert [name for name, _ in events] == ["tool_result", "token", "done"]
     assert events[0][1]["status"] == "error" and risky == [] and Approval.objects.get().resolved
     assert not Session.objects.get(pk=chat.pk).awaiting_people
@@ -263,7 +264,7 @@ def test_a_run_without_a_turn_answers_decided_calls_first_and_reads_nobody_waits
     with CaptureQueriesContext(connection) as ctx:
         assert [name for name, _ in run_agent(loaded)][-1] == "done"
     assert not _approval_reads(ctx.captured_queries)
-    assert not [q for q in ctx.captured_queries if "awaiting_people" in q["sql"].split("FROM")[-1]]
+    assert len([q for q in ctx.captured_queries if "awaiting_people" in q["sql"].split("FROM")[-1]]) == 1
 
 
 def test_sessions_with_open_approvals_before_the_flag_existed_are_flagged_by_the_migration(api, chat, script, risky):

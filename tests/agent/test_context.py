@@ -7,6 +7,7 @@ import pytest
 from agent.backends import get_backend
 from agent.context import cut_index
 from agent.models import ContextSummary, Message
+from agent.state import Run
 from agent.transcript import add_message
 from tests.agent.test_api_turns import assert_transcript_valid
 
@@ -18,14 +19,14 @@ DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 1, 
 def history(chat, rounds):
     """`rounds` exchanges, each: user text, assistant tool_use, tool result, assistant text."""
     for i in range(rounds):
-        add_message(chat, "user", [{"type": "text", "text": f"request {i} " + "x" * 200}])
-        add_message(chat, "assistant", [{"type": "tool_use", "id": f"t{i}", "name": "look", "input": {"i": i}}])
+        add_message(Run(chat), "user", [{"type": "text", "text": f"request {i} " + "x" * 200}])
+        add_message(Run(chat), "assistant", [{"type": "tool_use", "id": f"t{i}", "name": "look", "input": {"i": i}}])
         add_message(
-            chat,
+            Run(chat),
             "tool",
             [{"type": "tool_result", "tool_use_id": f"t{i}", "name": "look", "result": {"i": i}, "status": "ok"}],
         )
-        add_message(chat, "assistant", [{"type": "text", "text": f"answer {i}"}])
+        add_message(Run(chat), "assistant", [{"type": "text", "text": f"answer {i}"}])
 
 
 def pair(role, kind="text"):

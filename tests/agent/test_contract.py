@@ -17,6 +17,7 @@ import pytest
 from agent.backends import get_backend, reset_backends
 from agent.loop import CALM, run_agent
 from agent.models import Message, Session
+from agent.state import Run
 from agent.tools import register, unregister
 from agent.transcript import add_message, build_neutral_messages
 from tests.agent.backends.bedrock_server import BedrockStubServer
@@ -113,7 +114,7 @@ def doubled(usage: dict[str, int]) -> dict[str, int]:
 
 
 def ask(session: Session, question: str) -> None:
-    add_message(session, Message.USER, [{"type": "text", "text": question}])
+    add_message(Run(session), Message.USER, [{"type": "text", "text": question}])
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from agent import hub, turns
 from agent.follow import follow
 from agent.models import Message, Session, Turn
 from agent.sse import encode_json
+from agent.state import Run
 from agent.tools import register, unregister
 from tests.conftest import ApiClient, parse_sse
 
@@ -27,16 +28,17 @@ def words(n, delay_ms=0):
 def test_stop_flag_ends_the_turn_and_keeps_what_was_streamed(chat, script, settings):
     settings.AGENT_STOP_POLL_SECONDS = 0
     script([words(5) + [DONE]])
-    turn, _ = turns.begin(chat, "talk")
+    run, _ = turns.begin(chat, "talk")
+    turn = run.turn
     original = turns._stop_check
 
-    def stop_after_two(t, channel):
-        check, seen = original(t, channel), []
+    def stop_after_two(r, channel):
+        check, seen = original(r, channel), []
 
         def should_stop():
             seen.append(1)
             if len(seen) == 2:
-                Turn.objects.filter(pk=t.pk).update(stop_requested=True)
+                Turn.objects.filter(pk=r.turn.pk).update(stop_requested=True)
             return check()
 
         return should_stop
@@ -44,7 +46,7 @@ def test_stop_flag_ends_the_turn_and_keeps_what_was_streamed(chat, script, setti
     turns._stop_check = stop_after_two
     try:
         hub.open_channel(str(turn.pk))
-        turns.execute(turn.pk)
+        turns.execute(run)
     finally:
         turns._stop_check = original
     turn.refresh_from_db()
@@ -108,18 +110,17 @@ def test_follow_from_database_when_the_turn_runs_in_another_process(chat, script
     """No channel here (another worker runs the turn): persisted messages, then the terminal event."""
     from agent.transcript import add_message
 
-    turn, _ = turns.begin(chat, "hi")
+    run, _ = turns.begin(chat, "hi")
+    turn = run.turn
     add_message(
-        chat,
+        run,
         "assistant",
         [{"type": "text", "text": "Hello"}, {"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}],
-        turn=turn,
     )
     add_message(
-        chat,
+        run,
         "tool",
         [{"type": "tool_result", "tool_use_id": "t1", "name": "x", "result": {"ok": 1}, "status": "ok"}],
-        turn=turn,
     )
     Turn.objects.filter(pk=turn.pk).update(
         status="done", terminal_event="done", terminal_payload={"message_id": 1, "stop_reason": "end_turn", "usage": {}}
@@ -220,7 +221,8 @@ def test_the_html_end_of_a_text_turn_reads_its_replies_once(api, chat, script, s
     assert "<strong>hi</strong>" in body.rsplit("event: done", 1)[1]
     sql = [q["sql"] for q in read.captured_queries]
     # The turn's own messages and their parts, one read each; no caps, so no usage read for the meter.
-    assert len([q for q in sql if '"agent_message"."turn_id" =' in q]) == 2, sql
+    assert len([q for q in sql if '"agent_message"."turn_id" =' in q]) == 1, sql
+    assert len([q for q in sql if 'FROM "agent_part"' in q]) == 1, sql
     assert not [q for q in sql if "SUM(" in q.upper()]
 
 
@@ -256,11 +258,11 @@ def test_rate_limit_refuses_and_stores_nothing(api, chat, script, settings):
 def test_transcript_building_is_constant_queries(chat, django_assert_num_queries):
     from agent.transcript import add_message, build_neutral_messages
 
-    add_message(chat, "user", [{"type": "text", "text": "x"}])
+    add_message(Run(chat), "user", [{"type": "text", "text": "x"}])
     with django_assert_num_queries(1):  # messages and parts in one read
         build_neutral_messages(chat)
     for i in range(50):
-        add_message(chat, "user", [{"type": "text", "text": f"m{i}"}])
+        add_message(Run(chat), "user", [{"type": "text", "text": f"m{i}"}])
     with django_assert_num_queries(1):
         assert len(build_neutral_messages(chat)) == 51
 

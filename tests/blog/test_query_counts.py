@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent import budget
+from agent.state import Run
 from agent.transcript import add_message
 from blog.chat import start_session
 from tests.blog.conftest import ALL, make_post, set_consent
@@ -45,7 +46,7 @@ def http_turn_queries(team, script, earlier: int, calls) -> int:
     set_consent(team.owner, team.blog, ALL)
     session = start_session(team.owner, team.blog)
     for i in range(earlier):
-        add_message(session, "user" if i % 2 == 0 else "assistant", [{"type": "text", "text": f"message {i}"}])
+        add_message(Run(session), "user" if i % 2 == 0 else "assistant", [{"type": "text", "text": f"message {i}"}])
     api = ApiClient(team.owner)
     script(calls)
     budget.add_to_day(timezone.now().date(), Decimal("0.01"))  # steady state: today's running total exists

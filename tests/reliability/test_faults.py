@@ -502,3 +502,42 @@ def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, server_factor
     provider.script(text_reply("Back ", "to normal."))  # and the chat goes on
     turn = alice.turn(sid, "Are you there?")
     assert turn.terminal[0] == "done" and turn.text == "Back to normal.", turn.events
+
+
+def test_a_stalled_reader_never_holds_up_the_turn_or_other_readers(app, provider, alice):
+    """One stream of a turn reads nothing while the turn streams megabytes: its socket fills and its
+    writes block, yet the turn runs to its end and another reader of the same turn gets every event.
+    Once the stalled reader reads again, it gets the whole turn too, nothing lost."""
+    import socket
+
+    words = [f"{i:05d}" + "x" * 994 + " " for i in range(4000)]  # ~4 MB: more than the socket buffers hold
+    provider.script(text_reply(*words))
+    sid = alice.new_chat()
+    accepted = alice.send(sid, "Say a lot")
+    assert accepted.status_code == 202
+    url = accepted.json()["stream_url"]
+
+    stalled = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(("127.0.0.1", app.port))
+    cookies = "; ".join(f"{k}={v}" for k, v in alice.jar.items())
+    stalled.sendall(f"GET {url} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookies}\r\n\r\n".encode())
+    try:
+        other = parse_sse(alice.read_stream(url, deadline=60.0))  # the turn and this reader go on
+        assert other[-1][0] == "done"
+        assert "".join(p["text"] for n, p in other if n == "token") == "".join(words)
+        body = alice.wait_idle(sid)
+        assert not body["running"]
+        assert _assistant_messages(body)[-1]["parts"] == [{"type": "text", "text": "".join(words)}]
+
+        stalled.settimeout(30.0)
+        received = b""
+        while b"event: done" not in received:
+            piece = stalled.recv(1 << 16)
+            assert piece, "the stalled reader's stream closed before its end"
+            received += piece
+        head, _, rest = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200")
+        assert rest.count(b"event: token") >= len(words)
+    finally:
+        stalled.close()

@@ -1,9 +1,9 @@
 """`BedrockBackend`: one boto3 `bedrock-runtime` client per instance, `converse_stream` with retries.
 
-Timeouts: the client's read timeout is the first-event timeout (it covers the wait for the response
-headers and the first event); once the first content event has arrived the socket's timeout is set
-to the between-events timeout. urllib3 resets the socket timeout on every new request, so a pooled
-connection never keeps it.
+Timeouts: the client's read timeout is the longer of the first-event and between-events timeouts
+(botocore has one read timeout per client); each event's arrival is then checked against the limit
+that applies to it, the first-event timeout until the first content event, the between-events
+timeout after it, as the OpenAI-compatible adapter does.
 """
 
 from __future__ import annotations
@@ -17,23 +17,13 @@ from typing import Any
 
 from django.conf import settings
 
-from agent.backends.base import Backend, Event
+from agent.backends.base import Backend, BackendError, Event
 from agent.backends.bedrock.errors import _map_api_errors
 from agent.backends.bedrock.request import build_request
 from agent.backends.bedrock.translate import _Translator
 from agent.backends.retry import stream_with_retries
 
 CONNECT_TIMEOUT_SECONDS = 10
-
-
-def _set_read_timeout(event_stream: Any, seconds: float) -> None:
-    """Best effort: change the open socket's timeout (botocore offers no per-read knob)."""
-    raw = getattr(event_stream, "_raw_stream", None)
-    connection = getattr(raw, "connection", None) or getattr(raw, "_connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        with suppress(OSError):
-            sock.settimeout(seconds)
 
 
 class BedrockBackend(Backend):
@@ -83,11 +73,13 @@ class BedrockBackend(Backend):
         yield translator.done()
 
     def _read(self, events: Any, translator: _Translator) -> Iterator[Event]:
-        waiting_for_first = True
+        last, limit = time.monotonic(), self.first_event_timeout
         for event in events:
-            if waiting_for_first and "messageStart" not in event:
-                _set_read_timeout(events, self.event_timeout)
-                waiting_for_first = False
+            now = time.monotonic()
+            if now - last > limit:
+                raise BackendError(f"The model server sent no event for {limit:g} seconds.", retryable=True)
+            if "messageStart" not in event:
+                last, limit = now, self.event_timeout
             yield from translator.feed(event)
 
     def client(self) -> Any:
@@ -104,7 +96,7 @@ class BedrockBackend(Backend):
         from botocore.config import Config
 
         config = Config(
-            read_timeout=self.first_event_timeout,
+            read_timeout=max(self.first_event_timeout, self.event_timeout),
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             max_pool_connections=2000,
             # One attempt in all (`max_attempts` counts retries only): stream_with_retries does the retrying.

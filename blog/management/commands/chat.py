@@ -62,12 +62,12 @@ class Command(BaseCommand):
 
     def _turn(self, session: Session, text: str) -> None:
         try:
-            turn, _ = turns.begin(session, text)
+            run, _ = turns.begin(session, text)
         except TurnInProgress:
             self.stderr.write("A turn is already running in this chat.")
             return
         self.stdout.write("assistant> ", ending="")
-        for name, payload in turns.drive(turn.pk):
+        for name, payload in turns.drive(run):
             self.stdout.write(self._render(name, payload), ending="")
             self.stdout.flush()
         self.stdout.write("\n")

@@ -1,0 +1,38 @@
+"""What one run of the loop knows about its session, passed explicitly to whoever needs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.models import ContextSummary, Session, Turn
+
+
+@dataclass(eq=False)
+class Run:
+    """One run of the loop over a session: a turn, or `run_agent(session)` used on its own.
+
+    Made when a turn claims the session's lease (`turns.claim`) and handed to every function that
+    reads or writes the transcript for it. Only the holder of the lease adds messages, so what a run
+    learns here stays true until it ends: where the next message goes, whether calls still wait for
+    a person, and the transcript it loaded for the model (kept in step as it writes).
+    """
+
+    session: Session
+    turn: Turn | None = None
+    #: The position the next message takes; None until the run has read or written the transcript.
+    next_position: int | None = None
+    #: True once nothing of the session waits for a person (`approvals.settle` has nothing to do).
+    approvals_settled: bool = False
+    #: The latest summary of older messages, and the messages after it, as the model will see them;
+    #: None until `context.build` first loads them.
+    summary: ContextSummary | None = None
+    history: list[tuple[int, dict[str, Any]]] | None = field(default=None, repr=False)
+
+    @property
+    def user(self) -> Any:
+        return self.session.user
+
+    def forget_history(self) -> None:
+        """Read the transcript afresh at the next model call."""
+        self.summary, self.history = None, None

@@ -1,0 +1,152 @@
+"""Plain values that cross the engine's boundaries, typed (CONTRACT §3 and §4).
+
+What `Backend.stream()` receives and yields stays plain dicts, so an adapter or a fake can be
+written without importing anything of ours; these TypedDicts let a type checker see every key.
+The loop's events are `(name, payload)` tuples; their payloads are typed here too, and only the
+surfaces (`agent.sse`, the chat panel, the terminal) encode them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+# --- the neutral transcript (what `stream()` receives) ---------------------------------------
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ReasoningPart(TypedDict):
+    type: Literal["reasoning"]
+    text: str
+    signature: NotRequired[str]
+
+
+class ToolUsePart(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultPart(TypedDict):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    name: NotRequired[str]
+    result: dict[str, Any]
+    status: Literal["ok", "error"]
+
+
+class ImagePart(TypedDict):
+    type: Literal["image"]
+    media_type: str
+    data: bytes
+
+
+class DocumentPart(TypedDict):
+    type: Literal["document"]
+    media_type: str
+    name: str
+    data: bytes
+
+
+Part = TextPart | ReasoningPart | ToolUsePart | ToolResultPart | ImagePart | DocumentPart
+
+
+class NeutralMessage(TypedDict):
+    role: Literal["user", "assistant", "tool"]
+    parts: list[Part]
+
+
+class ToolSpec(TypedDict):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+# --- what `stream()` yields --------------------------------------------------------------------
+
+
+class Usage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+class TextEvent(TypedDict):
+    kind: Literal["text"]
+    text: str
+
+
+class ReasoningEvent(TypedDict):
+    kind: Literal["reasoning"]
+    text: str
+    signature: NotRequired[str]
+
+
+class ToolUseEvent(TypedDict):
+    kind: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+    input_error: NotRequired[str]  # the arguments did not parse: the runner answers an error result
+
+
+class DoneEvent(TypedDict):
+    kind: Literal["done"]
+    stop_reason: str
+    usage: Usage
+
+
+ModelEvent = TextEvent | ReasoningEvent | ToolUseEvent | DoneEvent
+
+
+# --- what `run_agent` yields: (name, payload) ---------------------------------------------------
+
+
+class TokenPayload(TypedDict):
+    text: str
+
+
+class ToolUsePayload(TypedDict):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultPayload(TypedDict):
+    id: str
+    name: str
+    status: Literal["ok", "error"]
+    result: dict[str, Any]
+
+
+class ErrorPayload(TypedDict):
+    code: str
+    message: str
+    retry_after_seconds: NotRequired[int]
+
+
+class DonePayload(TypedDict):
+    message_id: int | None
+    stop_reason: str
+    usage: Usage
+
+
+class ApprovalPayload(TypedDict):
+    id: str
+    name: str
+    input: dict[str, Any]
+    description: str
+
+
+class ConfirmPayload(TypedDict):
+    approvals: list[ApprovalPayload]
+
+
+EventName = Literal["token", "reasoning", "tool_use", "tool_result", "effects", "error", "done", "confirm"]
+LoopEvent = tuple[EventName, Any]  # the payload's type follows the name (the classes above)
+TERMINAL: tuple[EventName, ...] = ("done", "error", "confirm")
