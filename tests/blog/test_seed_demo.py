@@ -1,4 +1,4 @@
-"""`manage.py seed_demo` (CONTRACT §7): the demo blog, its people and posts, idempotent."""
+"""`manage.py seed_demo`: the demo blog, its people and posts, idempotent."""
 
 from __future__ import annotations
 
