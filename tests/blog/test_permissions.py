@@ -561,3 +561,37 @@ def test_the_seat_and_the_grant_read_are_this_users_on_this_blog(team, other_tea
     ]
     with django_assert_num_queries(0):
         assert grants.assistant(AnonymousUser(), blog) == grants.Actor(AnonymousUser(), frozenset(), via_assistant=True)
+
+
+# The policy on chat sessions ----------------------------------------------------------------------------------
+
+
+def test_a_sessions_blog_comes_from_its_link_loaded_with_it_or_read_once(team, django_assert_num_queries):
+    from agent.models import Session
+    from blog.chat import BlogChatPolicy, blog_of
+
+    chat = blog_chat(team.editor, team.blog)
+    plain = Session.objects.create(user=team.editor, purpose="chat")  # not a blog chat
+    loaded = Session.objects.select_related(*BlogChatPolicy.related)
+    with_link, without_link = loaded.get(pk=chat.pk), loaded.get(pk=plain.pk)
+    with django_assert_num_queries(0):
+        assert blog_of(with_link) == team.blog and blog_of(without_link) is None
+    unloaded = Session.objects.get(pk=chat.pk)
+    with django_assert_num_queries(2):  # the link, then its blog; Django keeps both on the session
+        assert blog_of(unloaded) == team.blog
+    with django_assert_num_queries(0):
+        assert blog_of(unloaded) == team.blog
+    unlinked = Session.objects.get(pk=plain.pk)
+    with django_assert_num_queries(1):  # no link: Django keeps that too
+        assert blog_of(unlinked) is None and blog_of(unlinked) is None
+
+
+def test_the_policy_checks_membership_afresh_on_every_call(team):
+    from blog.chat import BlogChatPolicy
+
+    policy, chat = BlogChatPolicy(), blog_chat(team.editor, team.blog)
+    assert policy.may_read(chat) and policy.may_use(chat)
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=False)
+    assert policy.may_read(chat) and not policy.may_use(chat)
+    team.seat("editor").delete()
+    assert not policy.may_read(chat) and not policy.may_use(chat)
