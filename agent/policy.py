@@ -33,10 +33,6 @@ class SessionPolicy:
         """Whether the session's user may still read it (its transcript and streams)."""
         return True
 
-    def forget_checks(self, session: Session) -> None:
-        """Drop what the checks above cached on this session object for the request that loaded it:
-        the object is about to serve another request (a stream taking over the turn its POST began)."""
-
 
 @cache
 def _policy(path: str) -> SessionPolicy:

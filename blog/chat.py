@@ -1,19 +1,17 @@
-"""The blog's side of the assistant: sessions for a blog, its tools, and the capped grant."""
+"""The blog's side of the assistant: chat sessions tied to a blog, who may use them, and its tools."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
-from django.utils import timezone
 
 from agent.models import Session
 from agent.policy import SessionPolicy
 from agent.tools import as_object, call_scratch, register
-from blog import access
-from blog.models import Blog, ChatLink, Consent, Post
+from blog import grants
+from blog.models import Blog, ChatLink, Post
 from blog.operations import OPERATIONS, exposed, perform_json
 from blog.services import OperationError
 
@@ -27,26 +25,12 @@ Post bodies are markdown. Keep answers short and friendly."""
 
 
 def blog_of(session: Session) -> Blog | None:
-    """The session's blog. A chat's link never changes, so it is looked up once per session object
-    (and not at all when the session was loaded with `BlogChatPolicy.related`)."""
-    if not hasattr(session, "_linked_blog"):
-        if Session.blog_link.is_cached(session):
-            link = getattr(session, "blog_link", None)  # None: loaded, and there is no link
-        else:
-            link = ChatLink.objects.select_related("blog").filter(session=session).first()
-        session._linked_blog = link.blog if link else None
-    return session._linked_blog
-
-
-def _member_seat(session: Session) -> Any:
-    """The user's seat on the session's blog, loaded once per session object by the request's checks.
-
-    Only `may_read`/`may_use` share it (both run within one request); the assistant's grant
-    (`_grant`) always loads the seat afresh.
-    """
-    if not hasattr(session, "_member_seat"):
-        session._member_seat = access.seat_of(session.user, blog_of(session))
-    return session._member_seat
+    """The session's blog, through its `blog_link` (loaded with the session when it was read with
+    `BlogChatPolicy.related`; else read here, and then kept by Django on the session object)."""
+    try:
+        return session.blog_link.blog
+    except ChatLink.DoesNotExist:
+        return None  # not a blog chat
 
 
 class BlogChatPolicy(SessionPolicy):
@@ -62,25 +46,21 @@ class BlogChatPolicy(SessionPolicy):
         if not isinstance(slug, str) or not slug:
             raise ValueError('Name the blog: {"blog": "<slug>"}.')
         blog = Blog.objects.filter(slug=slug).first()
-        seat = access.seat_of(user, blog) if blog else None
+        seat = grants.seat_of(user, blog) if blog else None
         if seat is None:
             raise Http404("No such blog.")
-        if not access.may_summon(seat):
+        if not grants.may_summon(seat):
             raise PermissionDenied("Not allowed to use the assistant on this blog.")
         return start_session(user, blog)
 
     def may_use(self, session: Session) -> bool:
         blog = blog_of(session)
-        if blog is None:
-            return True  # not a blog chat: nothing of ours to gate
-        return access.may_summon(_member_seat(session))
+        return blog is None or grants.may_summon(grants.seat_of(session.user, blog))
 
     def may_read(self, session: Session) -> bool:
         """A chat about a blog is readable only while its user is still a member of that blog."""
-        return blog_of(session) is None or _member_seat(session) is not None
-
-    def forget_checks(self, session: Session) -> None:
-        session.__dict__.pop("_member_seat", None)  # the blog link never changes: `_linked_blog` stays
+        blog = blog_of(session)
+        return blog is None or grants.seat_of(session.user, blog) is not None
 
 
 def start_session(user: Any, blog: Blog) -> Session:
@@ -91,51 +71,47 @@ def start_session(user: Any, blog: Blog) -> Session:
 
 
 def tool_available(session: Session, name: str) -> bool:
-    """Offered and run only while the grant (Consent ∩ live seat) covers the tool's scope.
-
-    Within one catalogue pass, or one tool run, the grant is loaded once; every run loads it afresh.
-    """
+    """Offered and run only while the assistant's grant allows the tool's operation."""
     op = OPERATIONS.get(name)
-    return op is not None and op.exposed and op.scope in _grant(session).scopes
+    return op is not None and op.exposed and grants.allows(assistant_of(session), op)
 
 
-def _grant(session: Session) -> access.Actor:
-    """The assistant's Actor now, shared by the checks of the current pass or run (`call_scratch`)."""
+def assistant_of(session: Session) -> grants.Actor:
+    """The assistant's Actor in this chat, read afresh for every catalogue pass and every tool run.
+
+    The checks within one pass or one run share it (the engine's `call_scratch`), so offering seven
+    tools reads the grant once, not seven times.
+    """
     scratch = call_scratch()
     if scratch is not None and "blog_actor" in scratch:
         return scratch["blog_actor"]
     blog = blog_of(session)
-    actor = access.assistant(session.user, blog, session) if blog else access.Actor(session.user, frozenset())
+    if blog is None:
+        actor = grants.Actor(session.user, frozenset(), chat_session=session, via_assistant=True)
+    else:
+        actor = grants.assistant(session.user, blog, session)
     if scratch is not None:
         scratch["blog_actor"] = actor
     return actor
 
 
 def dispatch(session: Session, name: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Run one tool call as the assistant; every run stamps the grant as used."""
     blog = blog_of(session)
     if blog is None:
         return {"error": "This chat is not linked to a blog."}
-    actor = _grant(session)
+    actor = assistant_of(session)
     try:
         out, effects = perform_json(name, actor, blog, raw)
     except OperationError as exc:
         return {"error": exc.public_message}
     finally:
-        _note_use(actor.consent)
+        grants.note_use(actor)
     result = as_object(out)
     if effects:
         result["_effects"] = effects
     return result
 
-
-def _note_use(consent: Consent | None) -> None:
-    """Stamp the grant's "last used" (shown to the owner to the minute); at most one write a minute."""
-    now = timezone.now()
-    if consent is not None and (consent.last_used_at is None or now - consent.last_used_at >= LAST_USED_GRAIN):
-        Consent.objects.filter(pk=consent.pk).update(last_used_at=now)
-
-
-LAST_USED_GRAIN = timedelta(minutes=1)
 
 VERBS = {
     "publish_post": "Publish",

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from agent import budget, display
 from agent.models import Session
-from blog import access
+from blog import grants
 from blog.chat import start_session
 from blog.models import Blog, Seat
 
@@ -22,7 +22,7 @@ def blog_sessions(user: Any, blog: Blog):
 
 
 def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | None) -> dict[str, Any]:
-    if not access.may_summon(seat):
+    if not grants.may_summon(seat):
         return {"assistant": False}
     sessions = list(blog_sessions(request.user, blog)[:20])
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
@@ -32,7 +32,7 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
         sessions = [current]
     items, running = display.conversation(current) if current else ([], None)
     meter = budget.meter(request.user)
-    grant = access.assistant(request.user, blog)
+    grant = grants.assistant(request.user, blog)
     return {
         "assistant": True,
         "chat_sessions": sessions,
@@ -49,8 +49,8 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
 @login_required
 def new_chat(request: HttpRequest, slug: str) -> HttpResponse:
     blog = Blog.objects.filter(slug=slug).first()
-    seat = access.seat_of(request.user, blog) if blog else None
-    if seat is None or not access.may_summon(seat):
+    seat = grants.seat_of(request.user, blog) if blog else None
+    if seat is None or not grants.may_summon(seat):
         raise Http404("No such blog.")
     session = start_session(request.user, blog)
     return redirect(f"{reverse('blog:detail', args=[blog.slug])}?chat={session.pk}")

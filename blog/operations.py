@@ -9,8 +9,9 @@ from typing import Any
 
 import jsonschema
 
-from blog import services
-from blog.access import DELETE, PUBLISH, READ, WRITE, Actor
+from blog import grants, services
+from blog.access import DELETE, PUBLISH, READ, WRITE
+from blog.grants import Actor
 from blog.models import Blog, Post
 from blog.services import OperationError
 
@@ -157,7 +158,7 @@ def perform_json(name: str, actor: Actor, blog: Blog, raw: Any) -> tuple[Any, li
     if problems:
         where = "/".join(str(p) for p in problems[0].path) or "input"
         raise OperationError(f"Invalid input at {where}: {problems[0].message}", "invalid")
-    if op.scope not in actor.scopes:
+    if not grants.allows(actor, op):
         raise OperationError(f"Not allowed: {name} needs the {op.scope} permission, which isn't granted.", "denied")
     return op.run(actor, blog, **data)
 

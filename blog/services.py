@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from blog.access import Actor
+from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
 
 

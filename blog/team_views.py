@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from blog import access
+from blog import grants
 from blog.access import ALL_SCOPES, ROLE_SCOPES, SCOPE_LABELS
 from blog.models import Consent, PostRevision, Seat
 from blog.views import membership
@@ -65,7 +65,7 @@ def _apply_member_change(request: HttpRequest, blog) -> None:
 def clients(request: HttpRequest, slug: str) -> HttpResponse:
     """Your own grants only: the assistant's scopes on this blog, never beyond your seat."""
     blog, seat, actor = membership(request, slug)
-    consent = Consent.objects.filter(user=request.user, blog=blog, client="").first()
+    consent = Consent.objects.filter(user=request.user, blog=blog, client=grants.ASSISTANT).first()
     mine = ROLE_SCOPES[seat.role]
     if request.method == "POST":
         wanted = set(request.POST.getlist("scopes"))
@@ -78,13 +78,13 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
         elif not wanted <= mine:
             messages.error(request, "You can only grant what you can do yourself.")
         else:
-            consent = consent or Consent(user=request.user, blog=blog, client="")
+            consent = consent or Consent(user=request.user, blog=blog, client=grants.ASSISTANT)
             consent.scopes, consent.revoked_at = sorted(wanted), None
             consent.save()
             messages.success(request, "Saved what the assistant may do for you.")
         return redirect("blog:clients", slug=blog.slug)
     granted = set(consent.scopes) if consent and consent.active else set()
-    effective = access.assistant(request.user, blog).scopes
+    effective = grants.assistant(request.user, blog).scopes
     scopes = [{"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine} for s in ALL_SCOPES]
     # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
     # and list a chat once per change the assistant made in it.
@@ -109,7 +109,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
             "consent": consent,
             "scopes": scopes,
             "effective": sorted(effective),
-            "may_summon": access.may_summon(seat),
+            "may_summon": grants.may_summon(seat),
             "sessions_used": used_in,
         },
     )

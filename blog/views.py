@@ -10,23 +10,23 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from agent.markdown import render_markdown
-from blog import access, services
-from blog.access import DELETE, PUBLISH, READ, WRITE
+from blog import grants, services
+from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
 from blog.services import OperationError
 
 
-def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, access.Actor]:
+def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Actor]:
     """The blog, the user's seat and their Actor; 404 for anyone who is not a member."""
     blog = Blog.objects.filter(slug=slug).first()
-    seat = access.seat_of(request.user, blog) if blog else None
+    seat = grants.seat_of(request.user, blog) if blog else None
     if seat is None:
         raise Http404("No such blog.")
-    return blog, seat, access.Actor(request.user, access.ROLE_SCOPES[seat.role])
+    return blog, seat, grants.Actor(request.user, ROLE_SCOPES[seat.role])
 
 
-def require_scope(actor: access.Actor, scope: str) -> None:
+def require_scope(actor: grants.Actor, scope: str) -> None:
     if scope not in actor.scopes:
         raise Http404("Not found.")  # a page you may not use does not exist for you
 

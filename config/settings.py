@@ -209,6 +209,8 @@ LOGGING = {
 
 # --- The agent engine -------------------------------------------------------
 AGENT_BACKEND = os.environ.get("AGENT_BACKEND", "demo").strip() or "demo"
+# Backends beyond the engine's own (fake, openai, bedrock): the blog's offline demo model.
+AGENT_BACKEND_CLASSES = {"demo": "blog.demo.DemoBackend"}
 AGENT_MODEL = os.environ.get("AGENT_MODEL", "").strip()
 AGENT_MAX_TOOL_CYCLES = env_int("AGENT_MAX_TOOL_CYCLES", 8)
 AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 4096)

@@ -1,37 +1,50 @@
-"""Backends chosen by name from settings at call time, the Django way."""
+"""Backends chosen by name from settings at call time, the Django way.
+
+The engine ships `fake`, `openai` and `bedrock`. A project adds its own (or replaces one) with
+`AGENT_BACKEND_CLASSES`, a dict of name to dotted path merged over these, e.g.
+`{"demo": "blog.demo.DemoBackend"}`.
+"""
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 
 from agent.backends.base import Backend, BackendError
 
-__all__ = ["Backend", "BackendError", "BACKENDS", "get_backend", "model_for"]
+__all__ = ["Backend", "BackendError", "BACKENDS", "backend_classes", "get_backend", "model_for"]
 
 BACKENDS = {
-    "demo": "agent.backends.demo.DemoBackend",
     "fake": "agent.backends.fake.FakeBackend",
     "openai": "agent.backends.openai.OpenAIBackend",
     "bedrock": "agent.backends.bedrock.BedrockBackend",
 }
 
 
+def backend_classes() -> dict[str, str]:
+    """Every backend's name and dotted path: the built-in ones with `AGENT_BACKEND_CLASSES` over them."""
+    return {**BACKENDS, **getattr(settings, "AGENT_BACKEND_CLASSES", {})}
+
+
 @cache
-def _load(name: str) -> Backend:
-    path = BACKENDS.get(name)
-    if path is None:
-        raise ImproperlyConfigured(f"AGENT_BACKEND must be one of {', '.join(sorted(BACKENDS))}; got {name!r}.")
-    module_name, _, class_name = path.rpartition(".")
-    return getattr(importlib.import_module(module_name), class_name)()
+def _instance(path: str) -> Backend:
+    return import_string(path)()
 
 
 def get_backend(name: str | None = None) -> Backend:
     """The configured backend (or a named one). Instances are shared: they hold connection pools."""
-    return _load(name or settings.AGENT_BACKEND)
+    name = name or settings.AGENT_BACKEND
+    classes = backend_classes()
+    path = classes.get(name)
+    if path is None:
+        raise ImproperlyConfigured(f"AGENT_BACKEND must be one of {', '.join(sorted(classes))}; got {name!r}.")
+    try:
+        return _instance(path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(f"The {name!r} backend ({path}) cannot be imported: {exc}") from exc
 
 
 def model_for(backend: Backend) -> str:
@@ -40,4 +53,4 @@ def model_for(backend: Backend) -> str:
 
 def reset_backends() -> None:
     """Forget cached instances (tests that change settings)."""
-    _load.cache_clear()
+    _instance.cache_clear()

@@ -160,7 +160,7 @@ def test_summon_permission_turned_off_after_session_was_created(team, script):
 
 
 def test_removed_member_can_neither_send_nor_read(team, script):
-    """Not a member any more: the blog's chats are not theirs to see (CONTRACT §6: 404)."""
+    """Not a member any more: the blog's chats are not theirs to see (404, as for anything that is not theirs)."""
     script([say("hi")])
     api = ApiClient(team.author)
     session = open_chat(api, "notes")

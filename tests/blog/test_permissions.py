@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 
 from agent.tools import catalog_for, run_tool
-from blog import access
+from blog import grants
 from blog.models import Post, PostRevision, Seat
 from blog.operations import perform_json
 from blog.services import OperationError
@@ -156,7 +156,7 @@ def test_assistant_matrix(team, role, op, subset):
     live = make_post(blog, "Live post", published=True)
     session = blog_chat(user, blog)
 
-    actor = access.assistant(user, blog, session)
+    actor = grants.assistant(user, blog, session)
     expected = set(SUBSETS[subset]) & ASSISTANT_CEILING[role]
     assert actor.scopes == frozenset(expected)
     assert actor.via_assistant is True and actor.consent == consent and actor.chat_session == session
@@ -177,9 +177,9 @@ def test_assistant_matrix(team, role, op, subset):
 @pytest.mark.parametrize("role", ROLES)
 def test_no_consent_or_revoked_consent_gives_nothing(team, role):
     user, blog = team.user(role), team.blog
-    assert access.assistant(user, blog).scopes == frozenset()
+    assert grants.assistant(user, blog).scopes == frozenset()
     set_consent(user, blog, ALL, revoked=True)
-    actor = access.assistant(user, blog)
+    actor = grants.assistant(user, blog)
     assert actor.scopes == frozenset()
     assert actor.consent is None
     with pytest.raises(OperationError) as exc:
@@ -192,7 +192,7 @@ def test_member_not_allowed_to_summon_gets_nothing(team, role):
     user, blog = team.user(role), team.blog
     set_consent(user, blog, ALL)
     Seat.objects.filter(blog=blog, user=user).update(may_use_assistant=False)
-    assert access.assistant(user, blog).scopes == frozenset()
+    assert grants.assistant(user, blog).scopes == frozenset()
     session = blog_chat(user, blog)
     assert catalog_for("chat", session) == []
 
@@ -200,27 +200,27 @@ def test_member_not_allowed_to_summon_gets_nothing(team, role):
 def test_owner_summons_without_the_flag(team):
     Seat.objects.filter(blog=team.blog, user=team.owner).update(may_use_assistant=False)
     set_consent(team.owner, team.blog, [READ])
-    assert access.assistant(team.owner, team.blog).scopes == frozenset({READ})
+    assert grants.assistant(team.owner, team.blog).scopes == frozenset({READ})
 
 
 def test_consent_of_a_removed_member_gives_nothing(team):
     set_consent(team.editor, team.blog, ALL)
     team.seat("editor").delete()
-    assert access.assistant(team.editor, team.blog).scopes == frozenset()
+    assert grants.assistant(team.editor, team.blog).scopes == frozenset()
 
 
 def test_consent_on_another_blog_does_not_count(team, other_team):
     Seat.objects.create(blog=other_team.blog, user=team.editor, role=Seat.EDITOR, may_use_assistant=True)
     set_consent(team.editor, other_team.blog, ALL)
-    assert access.assistant(team.editor, team.blog).scopes == frozenset()
-    assert access.assistant(team.editor, other_team.blog).scopes == frozenset(ALL)
+    assert grants.assistant(team.editor, team.blog).scopes == frozenset()
+    assert grants.assistant(team.editor, other_team.blog).scopes == frozenset(ALL)
 
 
 def test_consent_for_another_client_is_not_the_assistants(team):
     from blog.models import Consent
 
     Consent.objects.create(user=team.owner, blog=team.blog, client="some-oauth-app", scopes=list(ALL))
-    assert access.assistant(team.owner, team.blog).scopes == frozenset()
+    assert grants.assistant(team.owner, team.blog).scopes == frozenset()
 
 
 # People -----------------------------------------------------------------------------------------------------
@@ -228,14 +228,14 @@ def test_consent_for_another_client_is_not_the_assistants(team):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_person_actor_scopes(team, role):
-    actor = access.person(team.user(role), team.blog)
+    actor = grants.person(team.user(role), team.blog)
     assert actor.scopes == frozenset(PERSON_SCOPES[role])
     assert actor.via_assistant is False and actor.consent is None and actor.chat_session is None
 
 
 def test_person_actor_outsider_and_anonymous_have_nothing(team):
-    assert access.person(team.outsider, team.blog).scopes == frozenset()
-    assert access.person(AnonymousUser(), team.blog).scopes == frozenset()
+    assert grants.person(team.outsider, team.blog).scopes == frozenset()
+    assert grants.person(AnonymousUser(), team.blog).scopes == frozenset()
 
 
 @pytest.mark.parametrize("op", OPERATIONS)
@@ -244,7 +244,7 @@ def test_person_matrix(team, role, op):
     user, blog = team.user(role), team.blog
     draft = make_post(blog, "A draft")
     live = make_post(blog, "Live post", published=True)
-    actor = access.person(user, blog)
+    actor = grants.person(user, blog)
     before = state(blog)
     if NEEDS[op] in PERSON_SCOPES[role]:
         out, effects = perform_json(op, actor, blog, inputs_for(op, draft, live))
@@ -382,7 +382,7 @@ def test_unknown_post_id(team):
 )
 def test_schema_violations(team, op, raw, message):
     set_consent(team.owner, team.blog, ALL)
-    actor = access.assistant(team.owner, team.blog)
+    actor = grants.assistant(team.owner, team.blog)
     before = state(team.blog)
     with pytest.raises(OperationError) as exc:
         perform_json(op, actor, team.blog, raw)
@@ -394,7 +394,7 @@ def test_schema_violations(team, op, raw, message):
 
 def test_title_too_long_is_refused(team):
     set_consent(team.owner, team.blog, ALL)
-    actor = access.assistant(team.owner, team.blog)
+    actor = grants.assistant(team.owner, team.blog)
     with pytest.raises(OperationError) as exc:
         perform_json("create_post", actor, team.blog, {"title": "t" * 201})
     assert exc.value.code == "invalid" and exc.value.public_message.startswith("Invalid input at title: ")
@@ -413,27 +413,27 @@ def test_title_too_long_is_refused(team):
 def test_raw_input_must_be_an_object(team, raw, message):
     set_consent(team.owner, team.blog, ALL)
     with pytest.raises(OperationError) as exc:
-        perform_json("list_posts", access.assistant(team.owner, team.blog), team.blog, raw)
+        perform_json("list_posts", grants.assistant(team.owner, team.blog), team.blog, raw)
     assert (exc.value.code, exc.value.public_message) == ("invalid", message)
 
 
 def test_json_string_input_is_accepted(team):
     set_consent(team.owner, team.blog, ALL)
     out, effects = perform_json(
-        "create_post", access.assistant(team.owner, team.blog), team.blog, '{"title": "From JSON"}'
+        "create_post", grants.assistant(team.owner, team.blog), team.blog, '{"title": "From JSON"}'
     )
     assert out["title"] == "From JSON" and effects == [{"type": "post.created", "id": out["id"]}]
 
 
 def test_unknown_operation(team):
     with pytest.raises(OperationError) as exc:
-        perform_json("drop_blog", access.person(team.owner, team.blog), team.blog, {})
+        perform_json("drop_blog", grants.person(team.owner, team.blog), team.blog, {})
     assert (exc.value.code, exc.value.public_message) == ("unknown", "Unknown operation 'drop_blog'.")
 
 
 def test_blank_title_and_empty_update_are_refused(team):
     set_consent(team.owner, team.blog, ALL)
-    actor = access.assistant(team.owner, team.blog)
+    actor = grants.assistant(team.owner, team.blog)
     draft = make_post(team.blog)
     before = state(team.blog)
     with pytest.raises(OperationError) as exc:
@@ -449,9 +449,34 @@ def test_publishing_twice_is_a_conflict(team):
     set_consent(team.owner, team.blog, ALL)
     live = make_post(team.blog, "Live post", published=True)
     with pytest.raises(OperationError) as exc:
-        perform_json("publish_post", access.assistant(team.owner, team.blog), team.blog, {"post_id": live.pk})
+        perform_json("publish_post", grants.assistant(team.owner, team.blog), team.blog, {"post_id": live.pk})
     assert (exc.value.code, exc.value.public_message) == ("conflict", "“Live post” is already published.")
     assert PostRevision.objects.count() == 0
+
+
+def test_one_function_decides_for_the_catalogue_the_tool_runs_and_perform_json(team, monkeypatch):
+    """`grants.allows` is the only yes-or-no: what it answers is what is offered, run and performed."""
+    set_consent(team.owner, team.blog, ALL)
+    draft = make_post(team.blog)
+    asked = []
+
+    def only_reading(actor, operation):
+        asked.append((actor.via_assistant, operation.name))
+        return operation.name in ("list_posts", "get_post")
+
+    monkeypatch.setattr(grants, "allows", only_reading)
+    chat = blog_chat(team.owner, team.blog)
+    assert [t["name"] for t in catalog_for("chat", chat)] == ["get_post", "list_posts"]
+    assert call(chat, "list_posts", {}).status == "ok"
+    assert call(chat, "publish_post", {"post_id": draft.pk}).result == {
+        "error": "The tool 'publish_post' is not available to you here. Ask the user to grant it."
+    }
+    with pytest.raises(OperationError) as exc:
+        perform_json("publish_post", grants.person(team.owner, team.blog), team.blog, {"post_id": draft.pk})
+    assert exc.value.code == "denied"
+    assert ("list_posts" in {name for _, name in asked}) and (False, "publish_post") in asked
+    draft.refresh_from_db()
+    assert draft.status == "draft"
 
 
 def test_denied_tool_is_refused_before_the_handler(team):
@@ -469,7 +494,7 @@ def test_denied_tool_is_refused_before_the_handler(team):
 
 def test_slugs_stay_unique_within_a_blog(team, other_team):
     set_consent(team.owner, team.blog, ALL)
-    actor = access.assistant(team.owner, team.blog)
+    actor = grants.assistant(team.owner, team.blog)
     make_post(other_team.blog, "Same title")
     slugs = [perform_json("create_post", actor, team.blog, {"title": "Same title"})[0]["id"] for _ in range(3)]
     assert [Post.objects.get(pk=pk).slug for pk in slugs] == ["same-title", "same-title-2", "same-title-3"]
@@ -491,8 +516,9 @@ def test_a_member_removed_between_message_and_stream_reads_nothing(team, script)
     assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
 
 
-def test_the_seat_and_the_grant_are_read_together_as_each_alone(team, other_team, django_assert_num_queries):
-    """`access.seat_and_grant`: one query, the same rows as `seat_of` and `assistant_consent`."""
+def test_the_seat_and_the_grant_read_are_this_users_on_this_blog(team, other_team, django_assert_num_queries):
+    """`grants.assistant` reads the user's seat and their live assistant Consent on this blog: never
+    another client's Consent, another blog's, or a revoked one; one query each."""
     from blog.models import Consent
 
     owner, outsider, blog = team.owner, team.outsider, team.blog
@@ -503,37 +529,56 @@ def test_the_seat_and_the_grant_are_read_together_as_each_alone(team, other_team
         for state in ("none", "live", "revoked"):
             if state == "none":
                 Consent.objects.filter(user=user, blog=blog, client="").delete()
+                want = None
             else:
-                set_consent(user, blog, [READ, WRITE], revoked=state == "revoked")
-            with django_assert_num_queries(1):
-                seat, consent = access.seat_and_grant(user, blog)
-            alone = (access.seat_of(user, blog), access.assistant_consent(user, blog))
-            assert (seat, consent) == alone
-            if seat is not None:
-                assert (seat.role, seat.may_use_assistant) == (alone[0].role, alone[0].may_use_assistant)
-            if consent is not None:
-                assert (consent.scopes, consent.revoked_at, consent.created_at) == (
-                    alone[1].scopes,
-                    alone[1].revoked_at,
-                    alone[1].created_at,
-                )
-                assert consent._state.adding is False and consent._state.db == "default"
-            cases.append((user.username, state, seat is not None, consent is not None))
+                want = set_consent(user, blog, [READ, WRITE], revoked=state == "revoked")
+            with django_assert_num_queries(2):
+                actor = grants.assistant(user, blog)
+            seat = grants.seat_of(user, blog)
+            if actor.consent is not None:
+                assert actor.consent == want and actor.consent.scopes == [READ, WRITE]
+            cases.append((user.username, state, seat is not None, actor.consent is not None, sorted(actor.scopes)))
     assert cases == [
-        ("owner", "none", True, False),
-        ("owner", "live", True, True),
-        ("owner", "revoked", True, False),
-        ("outsider", "none", False, False),
-        ("outsider", "live", False, True),
-        ("outsider", "revoked", False, False),
+        ("owner", "none", True, False, []),
+        ("owner", "live", True, True, [READ, WRITE]),
+        ("owner", "revoked", True, False, []),
+        ("outsider", "none", False, False, []),
+        ("outsider", "live", False, True, []),
+        ("outsider", "revoked", False, False, []),
     ]
-    assert access.seat_and_grant(AnonymousUser(), blog) == (None, None)
+    with django_assert_num_queries(0):
+        assert grants.assistant(AnonymousUser(), blog) == grants.Actor(AnonymousUser(), frozenset(), via_assistant=True)
 
-    # The assistant's Actor: its scopes at once, its Consent made from the row when first used.
-    from django.utils.functional import empty
 
-    live = set_consent(owner, blog, [READ, WRITE])
-    actor = access.assistant(owner, blog)
-    assert actor.scopes == {READ, WRITE} and actor.consent._wrapped is empty
-    assert isinstance(actor.consent, Consent) and actor.consent.pk == live.pk and actor.consent.scopes == [READ, WRITE]
-    assert actor.consent.last_used_at is None and actor.consent._wrapped is not empty
+# The policy on chat sessions ----------------------------------------------------------------------------------
+
+
+def test_a_sessions_blog_comes_from_its_link_loaded_with_it_or_read_once(team, django_assert_num_queries):
+    from agent.models import Session
+    from blog.chat import BlogChatPolicy, blog_of
+
+    chat = blog_chat(team.editor, team.blog)
+    plain = Session.objects.create(user=team.editor, purpose="chat")  # not a blog chat
+    loaded = Session.objects.select_related(*BlogChatPolicy.related)
+    with_link, without_link = loaded.get(pk=chat.pk), loaded.get(pk=plain.pk)
+    with django_assert_num_queries(0):
+        assert blog_of(with_link) == team.blog and blog_of(without_link) is None
+    unloaded = Session.objects.get(pk=chat.pk)
+    with django_assert_num_queries(2):  # the link, then its blog; Django keeps both on the session
+        assert blog_of(unloaded) == team.blog
+    with django_assert_num_queries(0):
+        assert blog_of(unloaded) == team.blog
+    unlinked = Session.objects.get(pk=plain.pk)
+    with django_assert_num_queries(1):  # no link: Django keeps that too
+        assert blog_of(unlinked) is None and blog_of(unlinked) is None
+
+
+def test_the_policy_checks_membership_afresh_on_every_call(team):
+    from blog.chat import BlogChatPolicy
+
+    policy, chat = BlogChatPolicy(), blog_chat(team.editor, team.blog)
+    assert policy.may_read(chat) and policy.may_use(chat)
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=False)
+    assert policy.may_read(chat) and not policy.may_use(chat)
+    team.seat("editor").delete()
+    assert not policy.may_read(chat) and not policy.may_use(chat)

@@ -1,7 +1,7 @@
 """Database queries of whole turns through the HTTP API (POST the message, read its stream).
 
-Deterministic counts, asserted exactly so that a regression (or an improvement) is seen here and
-in `make bench` (BENCHMARKS.md, "Queries per turn"). They do not grow with the transcript.
+Deterministic counts, asserted exactly so that a regression (or an improvement) is seen here. They
+do not grow with the transcript.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ LIST = [
 TEXT = [{"kind": "text", "text": "Here you are."}, DONE]
 
 # Rate limit and all budget caps on (the defaults), as a user runs it: each model call also keeps
-# the day's running total for the global cap (2 statements), which the bench (caps off) does not.
-TEXT_TURN = 31  # session 9: the transcript in one read, the seat and the grant in one (session 7: 34, 4: 37)
-TOOL_ROUND_TRIP = 18  # incl. the grant's first "last used" stamp (later runs within a minute: 17); session 8: 20
-# PostgreSQL writes a message and its parts in one statement (agent.prepared.insert_linked) where
-# SQLite takes four (BEGIN, the message's INSERT, its part's, COMMIT): 3 fewer per message written.
+# the day's running total for the global cap (2 statements). Each catalogue pass and each tool run
+# reads the user's seat and their Consent (2 reads); the POST reads the seat for each of the
+# policy's two checks (may read, may use).
+TEXT_TURN = 33
+TOOL_ROUND_TRIP = 20  # incl. the grant's first "last used" stamp (later runs within a minute: 19)
+# PostgreSQL writes a message and its parts in one statement where SQLite takes four (BEGIN, the
+# message's INSERT, its part's, COMMIT): 3 fewer per message written.
 PER_MESSAGE_ON_POSTGRESQL = -3
 
 

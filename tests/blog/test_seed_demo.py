@@ -1,4 +1,4 @@
-"""`manage.py seed_demo` (CONTRACT §7): the demo blog, its people and posts, idempotent."""
+"""`manage.py seed_demo`: the demo blog, its people and posts, idempotent."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
-from blog import access
+from blog import grants
 from blog.models import Blog, Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, READ
 
@@ -53,12 +53,12 @@ def test_seed_demo_creates_the_contract_data():
     alice, bob, carol = (User.objects.get(username=n) for n in ("alice", "bob", "carol"))
     consent = Consent.objects.get(user=alice, blog=blog, client="")
     assert sorted(consent.scopes) == sorted(ALL) and consent.revoked_at is None
-    assert access.assistant(alice, blog).scopes == frozenset(ALL)
+    assert grants.assistant(alice, blog).scopes == frozenset(ALL)
     assert not Consent.objects.filter(user=bob).exists()
-    assert access.may_summon(Seat.objects.get(user=bob, blog=blog))
-    assert access.assistant(bob, blog).scopes == frozenset()
-    assert not access.may_summon(Seat.objects.get(user=carol, blog=blog))
-    assert access.person(carol, blog).scopes == frozenset({READ})
+    assert grants.may_summon(Seat.objects.get(user=bob, blog=blog))
+    assert grants.assistant(bob, blog).scopes == frozenset()
+    assert not grants.may_summon(Seat.objects.get(user=carol, blog=blog))
+    assert grants.person(carol, blog).scopes == frozenset({READ})
 
     posts = Post.objects.filter(blog=blog)
     assert sorted(posts.values_list("status", flat=True)) == ["draft", "published"]

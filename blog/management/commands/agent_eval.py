@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agent.backends import BACKENDS
+from agent.backends import backend_classes
 from blog.evals.runner import EvalError, load, run_dataset
 
 
@@ -12,16 +12,18 @@ class Command(BaseCommand):
     help = "Run a YAML dataset of requests against a fresh blog and check the tool calls and final state."
 
     def add_arguments(self, parser):
-        parser.add_argument("--backend", default="fake", help=f"one of {', '.join(BACKENDS)} (default fake)")
+        names = ", ".join(backend_classes())
+        parser.add_argument("--backend", default="fake", help=f"one of {names} (default fake)")
         parser.add_argument("--model", default="", help="model id for the backend (default: its own)")
         parser.add_argument("--dataset", default="basics", help="a name under blog/evals/ or a path to a .yaml")
         parser.add_argument("--compare", default="", help="comma-separated backends to run side by side")
 
     def handle(self, *args, backend, model, dataset, compare, **options):
         backends = [b.strip() for b in compare.split(",") if b.strip()] or [backend]
-        unknown = [b for b in backends if b not in BACKENDS]
+        known = backend_classes()
+        unknown = [b for b in backends if b not in known]
         if unknown:
-            raise CommandError(f"Unknown backend {unknown[0]!r}; choose from {', '.join(BACKENDS)}.")
+            raise CommandError(f"Unknown backend {unknown[0]!r}; choose from {', '.join(known)}.")
         try:
             data = load(dataset)
         except EvalError as exc:

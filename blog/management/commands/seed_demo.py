@@ -1,4 +1,4 @@
-"""Create the demo blog and users (CONTRACT §7). Safe to run again: it changes nothing that exists."""
+"""Create the demo blog and users whose logins `make run` prints. Safe to run again: it changes nothing that exists."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """An offline, deterministic model for `make run`: understands a few plain requests and calls real tools.
 
 It streams at a human pace so a newcomer sees tokens arrive, tool chips and live effects
-without any provider keys. It reads only the neutral messages and the offered tools.
+without any provider keys. It reads only the neutral messages and the offered tools. It knows the
+blog's requests and tool names, so it lives with the blog; `AGENT_BACKEND_CLASSES` registers it
+with the engine as the `demo` backend.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
-from agent.backends.demo import intent
+from agent.backends import get_backend
+from blog.demo import DemoBackend, intent
 
 
 @pytest.mark.parametrize(
@@ -27,8 +29,6 @@ def test_intents(text, expected):
 
 
 def _delete_flow(settings, confirm_tools):
-    from agent.backends.demo import DemoBackend
-
     settings.AGENT_CONFIRM_TOOLS = confirm_tools
     settings.AGENT_DEMO_DELAY_MS = 0
     tools = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "delete_post")]
@@ -45,3 +45,14 @@ def test_delete_asks_in_words_without_approvals(settings):
     events = _delete_flow(settings, [])
     assert not [e for e in events if e["kind"] == "tool_use"]
     assert "Reply “yes” to confirm" in "".join(e.get("text", "") for e in events)
+
+
+def test_the_demo_is_the_blogs_backend_registered_by_setting(settings):
+    """The engine ships no `demo`: `AGENT_BACKEND_CLASSES` adds it, read when a backend is asked for."""
+    settings.AGENT_BACKEND = "demo"
+    assert settings.AGENT_BACKEND_CLASSES == {"demo": "blog.demo.DemoBackend"}
+    assert type(get_backend()) is DemoBackend and get_backend("demo") is get_backend()
+    settings.AGENT_BACKEND_CLASSES = {}
+    with pytest.raises(ImproperlyConfigured) as exc:
+        get_backend()
+    assert exc.value.args == ("AGENT_BACKEND must be one of bedrock, fake, openai; got 'demo'.",)
