@@ -193,7 +193,9 @@ def release_connection() -> None:
 
     A turn or a stream waits for seconds; holding a connection meanwhile would need one per open
     stream (PostgreSQL allows 100 by default). With Django's PostgreSQL pool, closing returns it to
-    the pool; the next query takes one again.
+    the pool; the next query takes one again. A SQLite connection is a file handle of this process,
+    limited by nothing but memory, and opening one costs more than the queries a turn makes
+    between two waits: it is kept.
     """
-    if not connection.in_atomic_block:
+    if connection.vendor != "sqlite" and not connection.in_atomic_block:
         connection.close()
