@@ -8,8 +8,10 @@ from typing import Any
 
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
-from django.db.models import Max, Model
+from django.db.models import Model
+from django.utils import timezone
 
+from agent import sql
 from agent.models import Message, Part, Session
 from agent.state import Run
 
@@ -23,19 +25,13 @@ def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
 
 def read_after(session: Session, after: int) -> list[tuple[int, dict[str, Any]]]:
     """The messages after position `after` as (position, neutral message), in one query."""
-    parts = (
-        Part.objects.filter(message__session=session, message__position__gt=after)
-        .select_related("message")
-        .order_by("message__position", "position")
-    )
     pairs: list[tuple[int, dict[str, Any]]] = []
-    current: dict[str, Any] | None = None
+    current: dict[str, Any] = {}
     last = None
-    for part in parts:
-        if part.message_id != last:
-            last = part.message_id
-            current = {"role": part.message.role, "parts": []}
-            pairs.append((part.message.position, current))
+    for position, role, part in sql.parts_after(session, after):
+        if position != last:
+            last, current = position, {"role": role, "parts": []}
+            pairs.append((position, current))
         current["parts"].append(part_to_neutral(part))
     return pairs
 
@@ -75,8 +71,7 @@ def load_media(ref: str) -> bytes:
 
 def next_position(session: Session) -> int:
     """The position after the session's last message (0 for a new session)."""
-    last = Message.objects.filter(session=session).aggregate(last=Max("position"))["last"]
-    return 0 if last is None else last + 1
+    return sql.next_position(session)
 
 
 def add_message(
@@ -90,12 +85,13 @@ def add_message(
     into a reordered transcript.
     """
     position = run.next_position if run.next_position is not None else next_position(run.session)
-    message = Message(session=run.session, turn=run.turn, role=role, position=position, **fields)
+    message = Message(
+        session=run.session, turn=run.turn, role=role, position=position, created_at=timezone.now(), **fields
+    )
     rows = [_part_row(message, i, p) for i, p in enumerate(parts)]
     try:
         with transaction.atomic():
-            message.save(force_insert=True)
-            Part.objects.bulk_create(rows)
+            sql.insert_message(message, rows)
             for row in also:
                 row.save(force_insert=True)
     except Exception:

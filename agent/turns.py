@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection, connections
 from django.utils import timezone
 
-from agent import approvals, hub, logcontext, watch
+from agent import approvals, hub, logcontext, sql, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
@@ -38,16 +38,17 @@ def claim(session: Session) -> Run:
     its unanswered tool calls so the transcript stays valid.
     """
     now = timezone.now()
-    turn = Turn.objects.create(session=session)
+    turn = Turn(session=session, created_at=now)
+    sql.insert_turn(turn)
     run = Run(session, turn)
-    lease = {"turn": turn, "lease_until": now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS), "updated_at": now}
-    idle = Session.objects.filter(pk=session.pk, turn__isnull=True)
+    until = now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
     # The usual case: nothing runs and nothing waits for a person; one UPDATE proves both.
-    if idle.filter(awaiting_people=False).update(**lease):
+    if sql.take_lease(session, turn, until, now, only_if_nobody_waits=True):
         run.approvals_settled = True
         return run
-    if idle.update(**lease):
+    if sql.take_lease(session, turn, until, now, only_if_nobody_waits=False):
         return run  # nothing was running; calls waiting for a person are settled by the run
+    lease = {"turn": turn, "lease_until": until, "updated_at": now}
     if not Session.objects.filter(pk=session.pk, lease_until__lt=now).update(**lease):
         turn.delete()
         raise TurnInProgress()
@@ -165,9 +166,9 @@ def _finish(run: Run, name: str, payload: Any) -> None:
         status = {"error": Turn.ERROR, "confirm": Turn.PAUSED}.get(name, Turn.DONE)
     ended = {"status": status, "terminal_event": name, "terminal_payload": payload, "finished_at": timezone.now()}
     if turn.user_message_id is not None:
-        ended["user_message_id"] = turn.user_message_id  # one write at the end instead of one more at the start
-    Turn.objects.filter(pk=turn.pk).update(**ended)
-    Session.objects.filter(pk=turn.session_id, turn=turn).update(turn=None, lease_until=None)
+        ended["user_message"] = turn.user_message_id  # one write at the end instead of one more at the start
+    sql.end_turn(turn, ended)
+    sql.give_lease_back(turn.session_id, turn)
 
 
 def _stop_check(run: Run, channel: hub.TurnChannel) -> Callable[[], bool]:
