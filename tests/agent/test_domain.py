@@ -7,6 +7,8 @@ and use a chat, and offers and runs the tools the domain registered at start-up.
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agent.backends import get_backend
 from agent.models import Session
@@ -94,6 +96,15 @@ def test_a_sealed_notebooks_chat_and_its_streams_are_gone(api, notebook, noteboo
     assert api.send(notebook_chat, "Anything?").status_code == 404
     set_state(notebook, Notebook.OPEN)
     assert api.get(f"/api/agent/sessions/{notebook_chat.pk}").status_code == 200
+
+
+def test_what_the_policy_names_in_related_is_loaded_with_the_session(api, notebook_chat):
+    """The policy's checks find the notebook already loaded: no query of their own on each request."""
+    with CaptureQueriesContext(connection) as ctx:
+        assert api.get(f"/api/agent/sessions/{notebook_chat.pk}").status_code == 200
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert any('JOIN "notes_notebooklink"' in q for q in sql)
+    assert not [q for q in sql if 'FROM "notes_notebooklink"' in q]
 
 
 def test_a_session_of_no_notebook_is_an_ordinary_chat(api, chat, script):
