@@ -12,3 +12,4 @@ ROOT_URLCONF = "tests.agent.urls"
 AGENT_SESSION_POLICY = "tests.agent.testapp.policy.NotebookPolicy"
 AGENT_BACKEND = "fake"
 AGENT_CONFIRM_TOOLS = ["delete_note"]
+AGENT_BACKEND_CLASSES: dict[str, str] = {}  # the engine's own backends only (the demo is the blog's)
