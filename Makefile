@@ -25,10 +25,12 @@ chromium:
 	elif [ "$$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	else $(VENV)/bin/playwright install chromium; fi
 
+# Two runs: everything but tests/agent, then the engine's own tests with blog not installed (tests/agent/settings.py).
 test: $(STAMP) chromium
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
 
 # The full load run of tests/reliability/test_soak.py: 300 concurrent turns for 5 minutes on PostgreSQL.
 soak: $(STAMP)

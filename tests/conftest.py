@@ -1,15 +1,51 @@
-"""Shared fixtures: users, a scripted fake backend, the API client and a stream reader."""
+"""Shared fixtures: users, a scripted fake backend, the API client and a stream reader.
+
+The engine's tests (tests/agent) run under their own settings, with `blog` not installed
+(`--ds=tests.agent.settings`); everything else runs under tests.settings. Each run collects only
+its own side, so `make test`'s two runs together run every test once.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
 from agent.backends import reset_backends
 from agent.models import Session
+
+ENGINE_TESTS = Path(__file__).resolve().parent / "agent"
+ENGINE_SETTINGS = "tests.agent.settings"
+
+
+def _engine_side(path: Path) -> bool | None:
+    """True inside tests/agent, False elsewhere in tests/, None for tests/ itself and above (both sides)."""
+    if path == ENGINE_TESTS or ENGINE_TESTS in path.parents:
+        return True
+    return None if path in ENGINE_TESTS.parents else False
+
+
+def _engine_only() -> bool:
+    return settings.SETTINGS_MODULE == ENGINE_SETTINGS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A path named on the command line that these settings would not collect is a mistake: say so."""
+    for arg in config.args:
+        side = _engine_side(Path(arg.split("::")[0]).resolve())
+        if side is True and not _engine_only():
+            raise pytest.UsageError(f"tests/agent runs with blog not installed: add --ds={ENGINE_SETTINGS}")
+        if side is False and _engine_only():
+            raise pytest.UsageError(f"Only tests/agent runs under {ENGINE_SETTINGS}; {arg} needs tests.settings")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    side = _engine_side(collection_path)
+    return True if side is not None and side != _engine_only() else None
 
 
 @pytest.fixture(autouse=True)

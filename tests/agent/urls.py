@@ -1,0 +1,14 @@
+"""The engine's URLs with the site's sign-in and admin, and nothing of `blog`."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+from accounts.views import ThrottledLoginView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("api/agent/", include("agent.urls")),
+    path("chat/", include("agent.chat_urls")),
+]
