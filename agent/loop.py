@@ -214,7 +214,7 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
 
 def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
     """A model event other than text: gathered into `call`, forwarded when people see it. A kind
-    outside CONTRACT §3 (an adapter's mistake) is ignored, never shown."""
+    outside the four of docs/engine.md, "Backends" (an adapter's mistake) is ignored, never shown."""
     match ev["kind"]:
         case "reasoning":
             _add_reasoning(call, ev)

@@ -19,7 +19,7 @@ ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
 
 def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
-    """The whole transcript in CONTRACT §3 shape, oldest first. Messages without parts are skipped."""
+    """The whole transcript in the neutral shape (docs/engine.md, "Backends"), oldest first. Messages without parts are skipped."""
     return [message for _, message in read_after(session, -1)]
 
 

@@ -1,4 +1,4 @@
-"""Plain values that cross the engine's boundaries, typed (CONTRACT §3 and §4).
+"""Plain values that cross the engine's boundaries, typed (docs/engine.md, "Backends" and "The loop").
 
 What `Backend.stream()` receives and yields stays plain dicts, so an adapter or a fake can be
 written without importing anything of ours; these TypedDicts let a type checker see every key.

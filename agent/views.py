@@ -1,4 +1,4 @@
-"""The JSON API and the event stream (CONTRACT §4)."""
+"""The JSON API and the event stream (docs/engine.md, "HTTP API and streams")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one interface every model provider implements (CONTRACT §3)."""
+"""The one interface every model provider implements (docs/engine.md, "Backends")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A deterministic scripted backend for tests and benchmarks (CONTRACT §5)."""
+"""A deterministic scripted backend for tests and benchmarks (docs/engine.md, "The fake backend's script")."""
 
 from __future__ import annotations
 

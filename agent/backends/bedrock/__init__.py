@@ -1,4 +1,4 @@
-"""Amazon Bedrock adapter: boto3 `bedrock-runtime` `converse_stream` (CONTRACT §3).
+"""Amazon Bedrock adapter: boto3 `bedrock-runtime` `converse_stream` (docs/engine.md, "Backends").
 
 * `request` – neutral messages and tools → the `converse_stream` arguments (`build_request`).
 * `translate` – the stream's events → the four neutral event kinds (`_Translator`).

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions backend, also for OpenAI-compatible servers (CONTRACT §3).
+"""OpenAI Chat Completions backend, also for OpenAI-compatible servers (docs/engine.md, "Backends").
 
 The work is split in layers so each can be tested alone:
 

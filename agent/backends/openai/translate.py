@@ -1,4 +1,4 @@
-"""SSE events -> the four neutral event kinds (CONTRACT §3), pure.
+"""SSE events -> the four neutral event kinds (docs/engine.md, "Backends"), pure.
 
 `translate(sse_events)` is a state machine absorbing the quirks of real servers (Ollama, vLLM, Groq,
 OpenRouter, DeepSeek, Perplexity, xAI, Azure); `parse_stream(chunks)` chains it to `iter_sse`.
