@@ -170,11 +170,6 @@ STORAGES = {
     },
 }
 
-# Django's database sessions and user table; the reads each request makes are compiled once
-# (accounts/sessions.py, accounts/backends.py). Django's own backend stays listed for sessions
-# signed in before ours existed.
-SESSION_ENGINE = "accounts.sessions"
-AUTHENTICATION_BACKENDS = ["accounts.backends.ModelBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_FAILURES_PER_15_MINUTES = env_int("LOGIN_FAILURES_PER_15_MINUTES", 10)  # per username; 0 = off
 LOGIN_REDIRECT_URL = "/"
