@@ -107,21 +107,17 @@ DATABASES = {
 }
 DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE:
-    # Under gevent every greenlet would open its own connection; a pool caps them (a turn holds
-    # one only for a short write, never while it waits on a model).
-    # The pool checks each connection as it hands it out (CONN_HEALTH_CHECKS above), so one dropped by a
-    # restart or pg_terminate_backend while idle in the pool is replaced, not handed to a request.
+    # Django's connection pool (psycopg 3's psycopg_pool). Under gevent every greenlet would open its
+    # own connection; a pool caps them (a turn holds one only for a short write, never while it waits
+    # on a model). With CONN_HEALTH_CHECKS (above) the pool checks each connection as it hands it out,
+    # so one dropped by a restart or pg_terminate_backend while idle in the pool is replaced, not
+    # handed to a request.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
     }
-    # Django's PostgreSQL backend, whose pool checks a connection without a round trip while its
-    # socket is quiet (config/postgresql_pool).
-    DATABASES["default"]["ENGINE"] = "config.postgresql_pool"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Django's SQLite backend, with closed connections kept open for reuse (config/sqlite_pool).
-    DATABASES["default"]["ENGINE"] = "config.sqlite_pool"
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
     _test_db = os.environ.get("TEST_SQLITE_NAME") or str(
