@@ -14,7 +14,6 @@ from django.utils.functional import empty
 from django.views.decorators.http import require_GET, require_POST
 
 from agent import approvals, hub, intake, sse, turns
-from agent.admission import gated
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
@@ -117,7 +116,6 @@ def create_session(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"id": str(session.pk)}, status=201)
 
 
-@gated
 @require_POST
 @api_login_required
 @session_api
@@ -240,7 +238,6 @@ def _part_json(part: Any) -> dict[str, Any]:
     return part_to_neutral(part)
 
 
-@gated
 @require_POST
 @api_login_required
 @session_api

@@ -67,7 +67,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "agent.admission.AdmissionMiddleware",
+    "config.admission.AdmissionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -222,12 +222,11 @@ AGENT_TOOL_TIMEOUT_SECONDS = env_float("AGENT_TOOL_TIMEOUT_SECONDS", 30.0)
 # "inline" runs it inside the POST (tests, the terminal surface).
 AGENT_TURN_EXECUTOR = os.environ.get("AGENT_TURN_EXECUTOR", "auto")
 # Under gevent a new turn starts only while the worker's loop runs within this many ms of time,
-# so running answers keep their pace under a burst of new messages (agent/admission.py); 0 = off.
+# so running answers keep their pace under a burst of new messages (config/admission.py); 0 = off.
 AGENT_ADMISSION_LAG_MS = env_float("AGENT_ADMISSION_LAG_MS", 20.0)
 AGENT_ADMISSION_MAX_WAIT_SECONDS = env_float("AGENT_ADMISSION_MAX_WAIT_SECONDS", 60.0)
-# Under gevent, how long a new turn waits for a stream of its worker to run it (one greenlet per
-# stream, agent/turns.py); 0 = each turn runs in a greenlet of its own and streams only follow it.
-AGENT_ADOPT_SECONDS = env_float("AGENT_ADOPT_SECONDS", 0.25)
+# The views whose POSTs start a turn (URL names): admission holds these back, nothing else.
+ADMISSION_GATED_VIEWS = ["agent:messages", "agent:approval", "chat:send", "chat:approval"]
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
 try:
     AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")
