@@ -39,10 +39,13 @@ def sign_in(username="alice", password="right-pass-123") -> Client:
     return client
 
 
+SIGNED_IN, SIGNED_OUT = 200, 302
+
+
 def user_of(client: Client):
-    """The user the site sees for this client's cookie (a fresh request: session and user read again)."""
-    response = client.get("/api/agent/sessions/00000000-0000-4000-8000-000000000000")
-    return response.status_code  # 401 when signed out, 404 (no such chat) when signed in
+    """Whether the site sees a user for this client's cookie (a fresh request: session and user read
+    again): a page behind `login_required` answers, or redirects to the sign-in page."""
+    return client.get("/accounts/password_change/").status_code
 
 
 def stored_session(user, backend: str, store_class=db.SessionStore) -> str:
@@ -67,33 +70,33 @@ def test_the_site_uses_djangos_own_session_engine_and_backend(settings):
 
 def test_a_signed_in_session_is_read_back_on_each_request(alice):
     client = sign_in()
-    assert user_of(client) == 404
+    assert user_of(client) == SIGNED_IN
     assert client.session[BACKEND_SESSION_KEY] == DJANGOS_BACKEND
 
 
 def test_an_expired_or_deleted_session_signs_out(alice):
     client = sign_in()
     StoredSession.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
-    assert user_of(client) == 401
+    assert user_of(client) == SIGNED_OUT
     client = sign_in()
     StoredSession.objects.all().delete()
-    assert user_of(client) == 401
+    assert user_of(client) == SIGNED_OUT
 
 
 def test_an_inactive_user_or_a_changed_password_signs_out(alice):
     client = sign_in()
     User.objects.filter(pk=alice.pk).update(is_active=False)
-    assert user_of(client) == 401
+    assert user_of(client) == SIGNED_OUT
     User.objects.filter(pk=alice.pk).update(is_active=True)
     client = sign_in()
     alice.set_password("another-pass-456")
     alice.save()
-    assert user_of(client) == 401
+    assert user_of(client) == SIGNED_OUT
 
 
 def test_a_row_the_retired_session_engine_wrote_loads(alice, settings):
     key = stored_session(alice, DJANGOS_BACKEND, store_class=SessionStore)
-    assert user_of(client_with(key, settings)) == 404
+    assert user_of(client_with(key, settings)) == SIGNED_IN
 
 
 def test_sessions_signed_in_through_the_retired_backend_stay_signed_in_after_migrating(alice, settings):
@@ -101,12 +104,12 @@ def test_sessions_signed_in_through_the_retired_backend_stay_signed_in_after_mig
     retired = stored_session(alice, RETIRED_BACKEND, store_class=SessionStore)
     current = stored_session(alice, DJANGOS_BACKEND)
     untouched = StoredSession.objects.get(pk=current).session_data
-    assert user_of(client_with(retired, settings)) == 401  # a backend no longer listed: Django signs it out
+    assert user_of(client_with(retired, settings)) == SIGNED_OUT  # a backend no longer listed: Django signs it out
 
     migration.name_djangos_backend(apps, SimpleNamespace(connection=connection))  # what migrate passes
     assert StoredSession.objects.get(pk=retired).get_decoded()[BACKEND_SESSION_KEY] == DJANGOS_BACKEND
     assert StoredSession.objects.get(pk=current).session_data == untouched
-    assert user_of(client_with(retired, settings)) == 404
+    assert user_of(client_with(retired, settings)) == SIGNED_IN
 
 
 def test_a_wrong_password_is_checked_once_and_refused(alice, monkeypatch):
