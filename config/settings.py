@@ -98,7 +98,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=0,
         # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
         # (Django passes psycopg_pool's check_connection only when health checks are on).
