@@ -4,8 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+# The suite again on the newest Django 6.x, which needs Python >= 3.12 (the pins stay Django 5.2 LTS).
+DJANGO6_VENV := .venv-django6
+DJANGO6_STAMP := $(DJANGO6_VENV)/.installed
 
-.PHONY: run test install chromium lint clean soak bench
+.PHONY: run test test-django6 install chromium lint clean soak bench
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +35,26 @@ test: $(STAMP) chromium
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 	$(PY) -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
 
+# A Python >= 3.12 for Django 6: PYTHON_DJANGO6 if set, else the newest 3.12+ that pyenv has.
+$(DJANGO6_STAMP): requirements.txt requirements-dev.txt
+	@py="$${PYTHON_DJANGO6:-}"; \
+	if [ -z "$$py" ] && command -v pyenv >/dev/null; then \
+		v=$$(pyenv versions --bare | grep -E '^3\.(1[2-9]|[2-9][0-9])\.[0-9]+$$' | sort -V | tail -n 1); \
+		if [ -n "$$v" ]; then py="$$(pyenv prefix "$$v")/bin/python3"; fi; \
+	fi; \
+	if [ -z "$$py" ]; then echo "test-django6: no Python >= 3.12 (install one with pyenv, or set PYTHON_DJANGO6)" >&2; exit 1; fi; \
+	echo "test-django6: $$py"; \
+	rm -rf $(DJANGO6_VENV) && "$$py" -m venv $(DJANGO6_VENV)
+	$(DJANGO6_VENV)/bin/pip install --quiet --upgrade pip
+	$(DJANGO6_VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# The whole suite (lint aside: the same code as `make test`) on SQLite with the newest Django 6.x.
+test-django6: $(DJANGO6_STAMP) chromium
+	$(DJANGO6_VENV)/bin/pip install --quiet --upgrade "Django>=6,<7"
+	$(DJANGO6_VENV)/bin/python -c "import django, sys; print('Django', django.get_version(), 'on Python', sys.version.split()[0])"
+	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
 # The full load run of tests/reliability/test_soak.py: 300 concurrent turns for 5 minutes on PostgreSQL.
 soak: $(STAMP)
 	DATABASE_URL=$${DATABASE_URL-postgres://postgres@127.0.0.1:5432/test} SOAK_SECONDS=$${SOAK_SECONDS-300} \
@@ -43,7 +66,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 clean:
-	rm -rf $(VENV) staticfiles test_db.sqlite3* artifacts
+	rm -rf $(VENV) $(DJANGO6_VENV) staticfiles test_db.sqlite3* artifacts
 
 # Benchmarks (bench/, issue #6): prints one JSON line per scenario and writes BENCHMARKS.md (~12 min).
 bench: $(STAMP)

@@ -8,7 +8,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.views import LoginView
 from django.db.models import Min
-from django.forms.utils import ErrorDict
 from django.utils import timezone
 
 from accounts.models import FailedLogin
@@ -16,7 +15,8 @@ from accounts.models import FailedLogin
 WINDOW = timedelta(minutes=15)
 
 
-def _username(request) -> str:
+def attempted_username(request) -> str:
+    """The username a sign-in attempt names, as failures are counted under it."""
     return (request.POST.get("username") or "").strip().lower()[:150]
 
 
@@ -42,15 +42,14 @@ def unchecked_form(form_class, request, error: str | None = None):
     """The sign-in form as typed, never validated (validating it would check the password)."""
     form = form_class(request, initial={"username": request.POST.get("username", "")[:150]})
     if error:
-        form.cleaned_data = {}
-        form._errors = ErrorDict()
+        form.cleaned_data = {}  # an unbound form's errors start empty: adding one validates nothing
         form.add_error(None, error)
     return form
 
 
 def record_failure(request) -> None:
     """Count a failed sign-in for its username, and forget failures too old to matter."""
-    username = _username(request)
+    username = attempted_username(request)
     if not username:
         return
     now = timezone.now()
@@ -62,7 +61,7 @@ class ThrottledLoginView(LoginView):
     """Django's LoginView; after too many failures for a username it refuses without checking the password."""
 
     def post(self, request, *args, **kwargs):
-        wait = seconds_locked(_username(request))
+        wait = seconds_locked(attempted_username(request))
         if wait:
             form = unchecked_form(self.get_form_class(), request)
             return self.render_to_response(self.get_context_data(form=form, locked=locked_message(wait)), status=429)

@@ -10,7 +10,6 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from agent import intake, turns
-from agent.admission import gated
 from agent.models import Turn
 from agent.views import own_session, resolve_approval, stream_url
 
@@ -19,7 +18,6 @@ def _notice(request: HttpRequest, message: str) -> HttpResponse:
     return render(request, "agent/_notice.html", {"message": message})
 
 
-@gated
 @require_POST
 @login_required
 def send(request: HttpRequest, session_id: Any) -> HttpResponse:
@@ -41,7 +39,6 @@ def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
     return HttpResponse(status=204)
 
 
-@gated
 @require_POST
 @login_required
 def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpResponse:

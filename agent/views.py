@@ -13,7 +13,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from agent import approvals, intake, sse, turns
-from agent.admission import gated
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
@@ -87,7 +86,6 @@ def create_session(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"id": str(session.pk)}, status=201)
 
 
-@gated
 @require_POST
 @api_login_required
 @session_api
@@ -199,7 +197,6 @@ def _part_json(part: Any) -> dict[str, Any]:
     return part_to_neutral(part)
 
 
-@gated
 @require_POST
 @api_login_required
 @session_api

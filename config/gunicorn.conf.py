@@ -13,10 +13,10 @@ import gevent  # noqa: E402
 # tree): thousands of frames for the collector to walk, at a thousand open streams.
 gevent.config.track_greenlet_tree = False
 
-# The cyclic garbage collector, tuned for a worker holding many streams open (BENCHMARKS.md):
-# with Python's defaults a full collection came every few seconds under load and paused the whole
-# worker for 150-250 ms, a stall every open stream felt. Younger collections 10x rarer let most
-# short-lived request garbage die by reference count first; full collections become rare.
+# The cyclic garbage collector, tuned for a worker holding many streams open: with Python's
+# defaults a full collection comes every few seconds under load and pauses the whole worker, a
+# stall every open stream feels. Younger collections 10x rarer let most short-lived request
+# garbage die by reference count first; full collections become rare.
 GC_THRESHOLDS = (10_000, 20, 20)
 
 bind = os.environ.get("BIND") or (f"0.0.0.0:{os.environ['PORT']}" if os.environ.get("PORT") else "127.0.0.1:8000")
@@ -46,5 +46,5 @@ def post_worker_init(worker):
     gc.freeze()
 
     db = settings.DATABASES["default"]
-    if db["ENGINE"] in ("config.sqlite_pool", "django.db.backends.sqlite3") and str(db["NAME"]) != ":memory:":
+    if db["ENGINE"] == "django.db.backends.sqlite3" and str(db["NAME"]) != ":memory:":
         worker.sqlite_anchor = sqlite3.connect(str(db["NAME"]), check_same_thread=False)

@@ -67,7 +67,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "agent.admission.AdmissionMiddleware",
+    "config.admission.AdmissionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -98,7 +98,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=0,
         # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
         # (Django passes psycopg_pool's check_connection only when health checks are on).
@@ -107,17 +107,16 @@ DATABASES = {
 }
 DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE:
-    # Under gevent every greenlet would open its own connection; a pool caps them (a turn holds
-    # one only for a short write, never while it waits on a model).
-    # The pool checks each connection as it hands it out (CONN_HEALTH_CHECKS above), so one dropped by a
-    # restart or pg_terminate_backend while idle in the pool is replaced, not handed to a request.
+    # Django's connection pool (psycopg 3's psycopg_pool). Under gevent every greenlet would open its
+    # own connection; a pool caps them (a turn holds one only for a short write, never while it waits
+    # on a model). With CONN_HEALTH_CHECKS (above) the pool checks each connection as it hands it out,
+    # so one dropped by a restart or pg_terminate_backend while idle in the pool is replaced, not
+    # handed to a request.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
     }
-    # Django's PostgreSQL backend, whose pool checks a connection without a round trip while its
-    # socket is quiet (config/postgresql_pool).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
@@ -167,9 +166,6 @@ STORAGES = {
     },
 }
 
-# Django's database sessions and user table; the reads each request makes are compiled once
-# (accounts/sessions.py, accounts/backends.py). Django's own backend stays listed for sessions
-# signed in before ours existed.
 LOGIN_URL = "/accounts/login/"
 LOGIN_FAILURES_PER_15_MINUTES = env_int("LOGIN_FAILURES_PER_15_MINUTES", 10)  # per username; 0 = off
 LOGIN_REDIRECT_URL = "/"
@@ -228,9 +224,11 @@ AGENT_TOOL_TIMEOUT_SECONDS = env_float("AGENT_TOOL_TIMEOUT_SECONDS", 30.0)
 # "inline" runs it inside the POST (tests, the terminal surface).
 AGENT_TURN_EXECUTOR = os.environ.get("AGENT_TURN_EXECUTOR", "auto")
 # Under gevent a new turn starts only while the worker's loop runs within this many ms of time,
-# so running answers keep their pace under a burst of new messages (agent/admission.py); 0 = off.
+# so running answers keep their pace under a burst of new messages (config/admission.py); 0 = off.
 AGENT_ADMISSION_LAG_MS = env_float("AGENT_ADMISSION_LAG_MS", 20.0)
 AGENT_ADMISSION_MAX_WAIT_SECONDS = env_float("AGENT_ADMISSION_MAX_WAIT_SECONDS", 60.0)
+# The views whose POSTs start a turn (URL names): admission holds these back, nothing else.
+ADMISSION_GATED_VIEWS = ["agent:messages", "agent:approval", "chat:send", "chat:approval"]
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
 try:
     AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")

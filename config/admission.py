@@ -1,23 +1,24 @@
 """Admission: when a worker is overloaded, the answers already streaming keep their pace and new
 turns wait their turn.
 
-A gevent worker is one event loop on one core. Starting a turn costs it 5-10 ms of CPU (two
-requests, a few dozen queries; on SQLite none of it yields); streaming a token costs ~40 µs.
-When messages arrive faster than the worker can start them, every greenlet waits behind the
-starts, and every running answer stutters. So a new turn starts only while the loop keeps time:
+A gevent worker is one event loop on one core. Starting a turn costs it far more CPU than
+streaming a token (two requests, a few dozen queries; on SQLite none of it yields). When messages
+arrive faster than the worker can start them, every greenlet waits behind the starts, and every
+running answer stutters. So a new turn starts only while the loop keeps time:
 
 - a monitor greenlet sleeps `TICK` over and over and records how late it wakes (the loop's *lag*),
   from the first start until `IDLE_SECONDS` pass without one;
 - `admit()` lets a start through while the lag is within `AGENT_ADMISSION_LAG_MS`, at most one
   per tick (so the monitor sees each start's cost before it lets in the next), in arrival order;
-- `AdmissionMiddleware` calls it before a view marked `@gated` (the views that start a turn) runs,
-  i.e. before the request loads its session, user or chat: a waiting request has cost the
-  worker nothing yet;
+- `AdmissionMiddleware` calls it before a POST to a view named in `ADMISSION_GATED_VIEWS` (the
+  views that start a turn) runs, i.e. before the request loads its session, user or chat: a
+  waiting request has cost the worker nothing yet;
 - a start that has waited `AGENT_ADMISSION_MAX_WAIT_SECONDS` goes through anyway: a message is
   never refused for load, only delayed.
 
 Only gevent workers have a loop to protect; with threads (tests, `manage.py`) `admit()` returns
-at once. `AGENT_ADMISSION_LAG_MS=0` turns it off.
+at once. `AGENT_ADMISSION_LAG_MS=0` turns it off. This is the deploy layer's: the engine does not
+know about it.
 """
 
 from __future__ import annotations
@@ -32,16 +33,15 @@ from django.http import HttpRequest, HttpResponse
 
 from agent.runtime import gevent_patched
 
-logger = logging.getLogger("agent.admission")
+logger = logging.getLogger(__name__)
 
 # Seconds between the monitor's wake-ups: at most 400 starts a second while the loop keeps time.
-# Under load a wake-up comes later than this (the loop serves the streams first), and one start
-# per wake-up then fell behind a burst of 200 messages a second: at 10 ms, 1,000 messages took over
-# 10 s to start, as long as the first answers stream (session 6); at 5 ms, on a slower host, the
-# last started 6-10 s after it arrived (session 7). The lag limit still holds starts back.
+# Under load a wake-up comes later than this (the loop serves the streams first), and with a longer
+# tick one start per wake-up falls behind a burst of messages, the last starting seconds after it
+# arrived. The lag limit still holds starts back.
 TICK = 0.0025
 # The monitor stops after this long without a start, once any delayed starts are reported (waking
-# 400 times a second costs an idle worker ~2% of its core); the next start wakes it again, and is
+# 400 times a second would cost an idle worker CPU for nothing); the next start wakes it again, and is
 # let in at once, as the first of a burst always is.
 IDLE_SECONDS = 2.0
 REPORT_SECONDS = 60.0  # at most one log line this often, and only when starts were delayed
@@ -107,14 +107,9 @@ def report(now: float) -> None:
     _delays.update(count=0, longest=0.0, since=now)
 
 
-def gated(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a view that starts a turn: `AdmissionMiddleware` admits its requests first."""
-    view.admission_gated = True  # type: ignore[attr-defined]
-    return view
-
-
 class AdmissionMiddleware:
-    """Admit requests to `@gated` views before they do any work (sessions and users load lazily)."""
+    """Admit POSTs to the views named in `ADMISSION_GATED_VIEWS` (URL names such as "chat:send")
+    before they do any work (sessions and users load lazily)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -123,7 +118,8 @@ class AdmissionMiddleware:
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any) -> None:
-        if request.method == "POST" and getattr(view, "admission_gated", False):
+        match = request.resolver_match
+        if request.method == "POST" and match is not None and match.view_name in settings.ADMISSION_GATED_VIEWS:
             admit()
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.urls import resolve
 
-from agent import admission
+from config import admission
 
 GEVENT_GATE = """
 from gevent import monkey; monkey.patch_all()
@@ -21,7 +21,7 @@ import django
 from django.conf import settings
 settings.configure(AGENT_ADMISSION_LAG_MS=20, AGENT_ADMISSION_MAX_WAIT_SECONDS=LONGEST)
 import gevent
-from agent import admission
+from config import admission
 
 log = []
 busy = {"on": True}
@@ -75,7 +75,7 @@ MONITOR_DIES = """
 from gevent import monkey; monkey.patch_all()
 from django.conf import settings
 settings.configure(AGENT_ADMISSION_LAG_MS=20, AGENT_ADMISSION_MAX_WAIT_SECONDS=60)
-from agent import admission
+from config import admission
 
 import gevent
 
@@ -95,7 +95,7 @@ MONITOR_IDLES = """
 from gevent import monkey; monkey.patch_all()
 from django.conf import settings
 settings.configure(AGENT_ADMISSION_LAG_MS=20, AGENT_ADMISSION_MAX_WAIT_SECONDS=60)
-from agent import admission
+from config import admission
 
 import gevent
 
@@ -139,19 +139,36 @@ def test_without_gevent_there_is_no_loop_to_protect():
         "/chat/00000000-0000-4000-8000-000000000000/approvals/00000000-0000-4000-8000-000000000001",
     ],
 )
-def test_every_view_that_starts_a_turn_is_gated(path):
-    assert getattr(resolve(path).func, "admission_gated", False), path
+def test_every_view_that_starts_a_turn_is_gated(path, settings):
+    assert resolve(path).view_name in settings.ADMISSION_GATED_VIEWS, path
+
+
+def request_to(rf, method: str, path: str):
+    request = getattr(rf, method)(path)
+    request.resolver_match = resolve(path)  # as Django's handler sets it before the view middleware
+    return request
 
 
 def test_the_middleware_admits_posts_to_gated_views_only(rf, monkeypatch):
     calls = []
     monkeypatch.setattr(admission, "admit", lambda: calls.append(1) or 0.0)
     middleware = admission.AdmissionMiddleware(lambda request: None)
-    gated = admission.gated(lambda request: None)
-    middleware.process_view(rf.get("/"), gated, (), {})
-    middleware.process_view(rf.post("/"), lambda request: None, (), {})
+    send = "/chat/00000000-0000-4000-8000-000000000000/send"
+    stop = "/chat/00000000-0000-4000-8000-000000000000/stop"
+    middleware.process_view(request_to(rf, "get", send), None, (), {})
+    middleware.process_view(request_to(rf, "post", stop), None, (), {})
     assert calls == []
-    middleware.process_view(rf.post("/"), gated, (), {})
+    middleware.process_view(request_to(rf, "post", send), None, (), {})
+    assert calls == [1]
+
+
+@pytest.mark.django_db
+def test_a_post_that_starts_a_turn_goes_through_admission(client, monkeypatch):
+    """Through the whole middleware stack: the view runs only after `admit()` let it in."""
+    calls = []
+    monkeypatch.setattr(admission, "admit", lambda: calls.append(1) or 0.0)
+    client.post("/chat/00000000-0000-4000-8000-000000000000/send", {"text": "hi"})
+    client.post("/chat/00000000-0000-4000-8000-000000000000/stop")
     assert calls == [1]
 
 
