@@ -54,6 +54,7 @@ test-django6: $(DJANGO6_STAMP) chromium
 	$(DJANGO6_VENV)/bin/pip install --quiet --upgrade "Django>=6,<7"
 	$(DJANGO6_VENV)/bin/python -c "import django, sys; print('Django', django.get_version(), 'on Python', sys.version.split()[0])"
 	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
 
 # The full load run of tests/reliability/test_soak.py: 300 concurrent turns for 5 minutes on PostgreSQL.
 soak: $(STAMP)

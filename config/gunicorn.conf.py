@@ -48,3 +48,5 @@ def post_worker_init(worker):
     db = settings.DATABASES["default"]
     if db["ENGINE"] == "django.db.backends.sqlite3" and str(db["NAME"]) != ":memory:":
         worker.sqlite_anchor = sqlite3.connect(str(db["NAME"]), check_same_thread=False)
+        # (a connection opens the database's WAL only at its first read: make one, or it holds nothing)
+        worker.sqlite_anchor.execute("SELECT count(*) FROM sqlite_master").fetchone()
