@@ -157,10 +157,15 @@ def stream_levels(lines: list, levels: list[int], servers: list[str], sides: tup
             if server in ("old", "new"):
                 attempt(lines, "streams", server, lambda t=tree, n=n: product_run(lines, "django", n, t, envs, args))
                 continue
-            env = envs[tree.side]
-            manifest = bare_manifest(n + WARM) if server == "bare" else setup_sessions(env, n + WARM, server, tree.path)
-            r = one_run(server, n, env, manifest, args, tree.path, label=server)
-            emit({"scenario": "streams", "server": server, "side": tree.side, "n": r.pop("n"), **r}, lines)
+            attempt(lines, "streams", server, lambda s=server, t=tree, n=n: baseline_run(lines, s, n, t, envs, args))
+
+
+def baseline_run(lines: list, server: str, n: int, tree: Tree, envs: dict, args) -> None:
+    """The bare app (no project code) or the ASGI alternative, beside the products."""
+    env = envs[tree.side]
+    manifest = bare_manifest(n + WARM) if server == "bare" else setup_sessions(env, n + WARM, server, tree.path)
+    r = one_run(server, n, env, manifest, args, tree.path, label=server)
+    emit({"scenario": "streams", "server": server, "side": tree.side, "n": r.pop("n"), **r}, lines)
 
 
 def product_run(lines: list, kind: str, n: int, tree: Tree, envs: dict, args) -> None:
