@@ -44,8 +44,8 @@ clean:
 	rm -rf $(VENV) staticfiles test_db.sqlite3* artifacts
 
 # Benchmarks (bench/): the baseline (BENCH_BASELINE, else the ref in bench/baseline.txt) and this tree side
-# by side in one run; prints one JSON line per measurement and writes BENCHMARKS.md (~12 min;
-# BENCH_ARGS=--quick: < 5 min, written to bench/results/).
+# by side in one run; prints one JSON line per measurement and writes BENCHMARKS.md (~10 min;
+# BENCH_ARGS=--quick: ~2 min, written to bench/results/).
 bench: $(STAMP)
 	$(PIP) install --quiet -r bench/requirements.txt
 	BENCH_BASELINE=$(BENCH_BASELINE) $(PY) -m bench.run $(BENCH_ARGS)

@@ -1,22 +1,24 @@
 """CPU per token of the engine's loop against a bare loop that yields the same bytes.
 
-    python -m bench.engine [--rounds 7] [--turns 100]     # bench environment; prints one JSON object
+    python -m bench.engine [--rounds 7] [--turns 100] [--long 200]   # bench environment; one JSON object
 
 The engine: the loop (`bench.project.engine_loop`) over a turn of the zero-delay fake, each event
 through the API's SSE encoder. The bare loop: the same event list through the same encoder,
-nothing else. Each is timed (`time.process_time()`) over turns of 1 token and of 200 tokens;
-the marginal token is the difference of the two per-turn costs divided by 199, so what a turn
-costs once (its database work, the context, the budget) cancels out and what is left is the
-per-token path. Each turn runs on a fresh chat (the fake replays call k of a chat).
+nothing else. Each is timed (`time.process_time()`) over turns of 1 token and of `--long` tokens;
+the marginal token is the difference of the two per-turn costs divided by `long - 1`, so what a
+turn costs once (its database work, the context, the budget) cancels out and what is left is the
+per-token path. Each turn runs on a fresh chat (the fake replays call k of a chat). The collector
+is tuned as in the worker (config/gunicorn.conf.py) with what setup loaded frozen.
 
-The host's speed drifts within a run, so the figures are taken in rounds, each of every kind back
-to back; each figure is the median over the rounds, each ratio the median of the rounds' ratios.
-`rounds` in the output lists every round, so several runs can be pooled.
+The host's speed drifts within a run, so the figures are taken in rounds, each of every kind in
+interleaved blocks; each figure is the median over the rounds, each ratio the median of the
+rounds' ratios. `rounds` in the output lists every round, so several runs can be pooled.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -25,14 +27,15 @@ import time
 
 import django
 
-LONG = 200  # tokens of the long turn; the short turn has 1
 CHUNKS = 5  # blocks of each kind per round
+GC_THRESHOLDS = (10_000, 20, 20)  # as the worker's (config/gunicorn.conf.py)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--turns", type=int, default=100, help="turns of each length per round (a multiple of 5)")
+    ap.add_argument("--long", type=int, default=200, help="tokens of the long turn (the short one has 1)")
     args = ap.parse_args()
     django.setup()
     from django.contrib.auth import get_user_model
@@ -47,7 +50,7 @@ def main() -> None:
     Seat.objects.get_or_create(user=user, blog=blog, defaults={"role": Seat.OWNER, "may_use_assistant": True})
     Consent.objects.get_or_create(user=user, blog=blog, client="", defaults={"scopes": owner_scopes()})
     files = {}
-    for tokens in (1, LONG):
+    for tokens in (1, args.long):
         fh = tempfile.NamedTemporaryFile("w", suffix=f"_{tokens}.json", delete=False)
         json.dump(script(tokens, 0), fh)
         fh.close()
@@ -87,35 +90,33 @@ def main() -> None:
                 pass
         return (time.process_time() - t0) / turns
 
+    gc.set_threshold(*GC_THRESHOLDS)
+    gc.freeze()
     rounds = []
     try:
-        measure_rounds(args, rounds, bare, engine)
+        for _ in range(args.rounds):
+            cpu = dict.fromkeys(("bare_1", "engine_1", "bare_long", "engine_long"), 0.0)
+            for _ in range(CHUNKS):  # short and long turns interleaved, so drift within a round cancels too
+                cpu["bare_1"] += bare(1, 20 * args.turns // CHUNKS) / CHUNKS
+                cpu["engine_1"] += engine(1, args.turns // CHUNKS) / CHUNKS
+                cpu["bare_long"] += bare(args.long, 20 * args.turns // CHUNKS) / CHUNKS
+                cpu["engine_long"] += engine(args.long, args.turns // CHUNKS) / CHUNKS
+            rounds.append(figures(cpu, args.long))
     finally:
         for path in files.values():
             os.unlink(path)
     print(json.dumps(summary(rounds)))
 
 
-def measure_rounds(args, rounds: list, bare, engine) -> None:
-    """`args.rounds` rounds of every kind back to back, appended to `rounds` as `figures` dicts."""
-    for _ in range(args.rounds):
-        cpu = dict.fromkeys(("bare_1", "engine_1", "bare_long", "engine_long"), 0.0)
-        for _ in range(CHUNKS):  # short and long turns interleaved, so drift within a round cancels too
-            cpu["bare_1"] += bare(1, 20 * args.turns // CHUNKS) / CHUNKS
-            cpu["engine_1"] += engine(1, args.turns // CHUNKS) / CHUNKS
-            cpu["bare_long"] += bare(LONG, 20 * args.turns // CHUNKS) / CHUNKS
-            cpu["engine_long"] += engine(LONG, args.turns // CHUNKS) / CHUNKS
-        rounds.append(figures(cpu))
-
-
-def figures(r: dict) -> dict:
-    """One round's figures in µs from its per-turn CPU seconds."""
-    bare_marginal = (r["bare_long"] - r["bare_1"]) / (LONG - 1)
-    engine_marginal = (r["engine_long"] - r["engine_1"]) / (LONG - 1)
+def figures(r: dict, long: int) -> dict:
+    """One round's figures in µs from its per-turn CPU seconds of 1-token and `long`-token turns."""
+    bare_marginal = (r["bare_long"] - r["bare_1"]) / (long - 1)
+    engine_marginal = (r["engine_long"] - r["engine_1"]) / (long - 1)
     return {
-        "bare_us_per_token": 1e6 * r["bare_long"] / LONG,
+        "long_turn_tokens": long,
+        "bare_us_per_token": 1e6 * r["bare_long"] / long,
         "bare_marginal_us": 1e6 * bare_marginal,
-        "engine_us_per_token": 1e6 * r["engine_long"] / LONG,
+        "engine_us_per_token": 1e6 * r["engine_long"] / long,
         "engine_marginal_us": 1e6 * engine_marginal,
         "engine_turn_ms": 1e3 * r["engine_1"],
         "ratio_marginal": engine_marginal / bare_marginal if bare_marginal > 0 else None,
@@ -131,8 +132,8 @@ def summary(rounds: list[dict]) -> dict:
 
     ratios = [r["ratio_marginal"] for r in rounds if r["ratio_marginal"] is not None]
     return {
-        "long_turn_tokens": LONG,
-        **{key: median(key) for key in rounds[0]},
+        "long_turn_tokens": rounds[0]["long_turn_tokens"],
+        **{key: median(key) for key in rounds[0] if key != "long_turn_tokens"},
         "ratio_marginal_range": [round(min(ratios), 2), round(max(ratios), 2)] if ratios else None,
         "rounds": rounds,
     }

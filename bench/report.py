@@ -84,8 +84,8 @@ NAMES = {"old": "product, old", "new": "product, new", "bare": "bare gevent app"
 
 HOW_TO_RUN = [
     "```sh",
-    "make bench                               # the full run, old and new (~12 min); writes this file",
-    "make bench BENCH_ARGS=--quick            # N = 20 and 60, 40-token streams, fewer rounds (< 5 min); bench/results/",
+    "make bench                               # the full run, old and new (~10 min); writes this file",
+    "make bench BENCH_ARGS=--quick            # N = 20 and 60, 40-token streams, fewer rounds (~2 min); bench/results/",
     "BENCH_BASELINE=<ref> make bench          # another baseline than the ref in bench/baseline.txt",
     "python -m bench.run --levels 1000 --scenarios streams --servers product   # one slice (bench/results/*.partial.*)",
     "python -m bench.run --scenarios html,queries --levels 1000   # the browser's stream; queries per turn",
@@ -147,19 +147,21 @@ def _method(meta: dict) -> str:
         "`bench.turncost`: a turn of 2 tokens through the WSGI app in-process (POST, then the stream to "
         "`done`), median of alternating rounds. `bench.engine`: the engine's loop against a bare loop of "
         "the same events, both through the SSE encoder, zero-delay fake; the marginal token is (CPU of a "
-        "200-token turn − CPU of a 1-token turn) / 199, median of the rounds."
+        "long turn − CPU of a 1-token turn) / (its tokens − 1), median of the rounds."
     )
 
 
 def _floor(lines: list[dict], levels: list[int]) -> list[str]:
     md = ["## The performance floor (old and new, one run)", "", "| figure | old | new | target | met |"]
     md.append("|---|---|---|---|---|")
-    for r in floor(lines, levels):
+    rows = floor(lines, levels)
+    for r in rows:
         met = "–" if r["met"] is None else "yes" if r["met"] else "**no**"
         md.append(
             f"| {r['figure']} | {_f(r['old'], r['digits'])} | {_f(r['new'], r['digits'])} | {r['target']} | {met} |"
         )
-    return md + [""]
+    notes = [f"Note: {r['note']}" for r in rows if r.get("note")]
+    return md + [""] + (notes + [""] if notes else [])
 
 
 def _streams(lines: list[dict], meta: dict) -> list[str]:
@@ -237,14 +239,16 @@ def _engine(lines: list[dict]) -> list[str]:
     if not e:
         return []
     rows = [
-        ("bare loop, µs / token (200-token turn)", "bare_us_per_token", 2),
+        ("bare loop, µs / token (long turn)", "bare_us_per_token", 2),
         ("bare loop, µs / marginal token", "bare_marginal_us", 2),
-        ("engine, µs / token (200-token turn)", "engine_us_per_token", 2),
+        ("engine, µs / token (long turn)", "engine_us_per_token", 2),
         ("engine, µs / marginal token", "engine_marginal_us", 2),
         ("engine, ms / 1-token turn (what a turn costs once)", "engine_turn_ms", 3),
         ("**marginal token: engine ÷ bare loop**", "ratio_marginal", 2),
     ]
-    md = ["## Engine (`bench.engine`, CPU, zero-delay fake, one core)", "", "| | old | new |", "|---|---|---|"]
+    long = int(next(iter(e.values())).get("long_turn_tokens") or 200)
+    md = [f"## Engine (`bench.engine`, CPU, zero-delay fake, one core; long turn: {long:,} tokens)", ""]
+    md += ["| | old | new |", "|---|---|---|"]
     for label, key, nd in rows:
         md.append(f"| {label} | {_f(e.get('old', {}).get(key), nd)} | {_f(e.get('new', {}).get(key), nd)} |")
     spread = [

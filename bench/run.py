@@ -1,7 +1,7 @@
 """Measure the baseline ("old") and this tree ("new") side by side in one run; write BENCHMARKS.md.
 
-    make bench                          # = python -m bench.run: the full run (~12 min)
-    python -m bench.run --quick         # small N, short streams (< 5 min); writes bench/results/
+    make bench                          # = python -m bench.run: the full run (~10 min)
+    python -m bench.run --quick         # small N, short streams (~2 min); writes bench/results/
     BENCH_BASELINE=<ref> make bench     # another baseline than bench/baseline.txt
 
 The old tree is a git worktree of the baseline with this tree's bench code (bench/sides.py). Every
@@ -40,8 +40,8 @@ from bench.turncost import measuring
 
 SCENARIOS = ("streams", "pg", "turncost", "engine")  # the default; also: html, queries
 SERVERS = ("product", "bare")  # the default; also: asgi (the ASGI alternative, on the old tree)
-FULL = {"levels": "100,500,1000,1500", "tokens": 200, "ramp": 5.0, "turncost": (3, 200), "engine": (2, 4, 100)}
-QUICK = {"levels": "20,60", "tokens": 40, "ramp": 0.5, "turncost": (2, 40), "engine": (1, 2, 30)}
+FULL = {"levels": "100,500,1000,1500", "tokens": 200, "ramp": 5.0, "turncost": (3, 200), "engine": (2, 4, 100, 2000)}
+QUICK = {"levels": "20,60", "tokens": 40, "ramp": 0.5, "turncost": (2, 40), "engine": (1, 2, 30, 2000)}
 
 
 def emit(line: dict, sink: list) -> None:
@@ -60,7 +60,7 @@ def attempt(sink: list, scenario: str, side: str, step) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small N, short streams, fewer rounds: < 5 minutes")
+    ap.add_argument("--quick", action="store_true", help="small N, short streams, fewer rounds: ~2 minutes")
     ap.add_argument("--baseline", help="the old tree's git ref (default: BENCH_BASELINE, else bench/baseline.txt)")
     ap.add_argument(
         "--levels", default="", help=f"comma-separated N (default {FULL['levels']}; quick {QUICK['levels']})"
@@ -226,7 +226,7 @@ def turncost(lines: list, db: str, sides: tuple, rounds: int, turns: int, tokens
             )
 
 
-def engine(lines: list, sides: tuple, envs: dict, runs: int, rounds: int, turns: int) -> None:
+def engine(lines: list, sides: tuple, envs: dict, runs: int, rounds: int, turns: int, long: int) -> None:
     """`bench.engine` on each tree, `runs` processes each in alternating order; the rounds pooled."""
     from bench.engine import summary
 
@@ -237,6 +237,7 @@ def engine(lines: list, sides: tuple, envs: dict, runs: int, rounds: int, turns:
         if t.side in failed:
             continue
         cmd = taskset(SERVER_CPU) + [PY, "-m", "bench.engine", "--rounds", str(rounds), "--turns", str(turns)]
+        cmd += ["--long", str(long)]
         try:
             pooled[t.side] += json.loads(run_quiet(cmd, envs[t.side], 900, t.path).splitlines()[-1])["rounds"]
         except RuntimeError as exc:

@@ -106,8 +106,9 @@ def test_a_quick_run_holds_itself_to_its_largest_level():
 
 
 def test_the_marginal_token_is_the_difference_of_a_long_and_a_one_token_turn():
-    from bench.engine import LONG, figures, summary
+    from bench.engine import figures, summary
 
+    LONG = 200
     # per-turn CPU seconds: the bare loop 2 µs a token over 1 µs fixed; the engine 3 µs over 400 µs
     per_turn = {
         "bare_1": 1e-6 + 2e-6,
@@ -115,11 +116,11 @@ def test_the_marginal_token_is_the_difference_of_a_long_and_a_one_token_turn():
         "engine_1": 400e-6 + 3e-6,
         "engine_long": 400e-6 + 3e-6 * LONG,
     }
-    r = figures(per_turn)
+    r = figures(per_turn, LONG)
     assert round(r["bare_marginal_us"], 6) == 2.0 and round(r["engine_marginal_us"], 6) == 3.0
     assert round(r["ratio_marginal"], 6) == 1.5  # the fixed 400 µs a turn does not count
     assert round(r["engine_turn_ms"], 3) == 0.403
-    other = figures({**per_turn, "engine_long": 400e-6 + 4e-6 * LONG})
+    other = figures({**per_turn, "engine_long": 400e-6 + 4e-6 * LONG}, LONG)
     s = summary([r, other, r])
     assert s["ratio_marginal"] == 1.5 and s["ratio_marginal_range"] == [1.5, 2.0] and len(s["rounds"]) == 3
 
@@ -139,3 +140,15 @@ def test_the_baseline_is_the_flag_then_the_environment_then_the_file(monkeypatch
     monkeypatch.setenv("BENCH_BASELINE", "HEAD~3")
     assert baseline_ref() == "HEAD~3"
     assert baseline_ref("v1.0") == "v1.0"
+
+
+def test_a_level_the_bare_app_missed_too_is_flagged_as_a_host_stall():
+    lines = [
+        _streams("old", 1000, peak=1000),
+        _streams("new", 1000, peak=1000, gap=160.0),
+        _streams("bare", 1000, peak=1000, gap=180.0),
+        _streams("bare", 100, peak=100),
+    ]
+    note = _floor(lines)["streams held on one worker"]["note"]
+    assert note.startswith("the bare gevent app missed the gap rule too at N = 1,000:")
+    assert _floor(lines[:2] + lines[3:])["streams held on one worker"]["note"] is None
