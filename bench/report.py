@@ -85,7 +85,7 @@ NAMES = {"old": "product, old", "new": "product, new", "bare": "bare gevent app"
 HOW_TO_RUN = [
     "```sh",
     "make bench                               # the full run, old and new (~10 min); writes this file",
-    "make bench BENCH_ARGS=--quick            # N = 20 and 60, 40-token streams, fewer rounds (~2 min); bench/results/",
+    "make bench BENCH_ARGS=--quick            # N = 20 and 60, 40-token streams, fewer rounds, no PostgreSQL streams (~2 min)",
     "BENCH_BASELINE=<ref> make bench          # another baseline than the ref in bench/baseline.txt",
     "python -m bench.run --levels 1000 --scenarios streams --servers product   # one slice (bench/results/*.partial.*)",
     "python -m bench.run --scenarios html,queries --levels 1000   # the browser's stream; queries per turn",

@@ -58,7 +58,7 @@ def attempt(sink: list, scenario: str, side: str, step) -> None:
         emit({"scenario": scenario, "side": side, "failed": str(exc)[-1500:]}, sink)
 
 
-def main() -> None:
+def parse() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small N, short streams, fewer rounds: ~2 minutes")
     ap.add_argument("--baseline", help="the old tree's git ref (default: BENCH_BASELINE, else bench/baseline.txt)")
@@ -73,14 +73,19 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true", help="rewrite the report from the last saved results")
     ap.add_argument("--out", default="", help="the report (default BENCHMARKS.md; quick or a slice: bench/results/)")
     args = ap.parse_args()
-    mode = QUICK if args.quick else FULL
-    args.tokens = args.tokens or mode["tokens"]
-    args.ramp = mode["ramp"]
-    levels = [int(x) for x in (args.levels or mode["levels"]).split(",")]
-    wanted = set(args.scenarios.split(","))
-    servers = [s for s in ("product", "bare", "asgi") if s in args.servers.split(",")]
+    args.mode = QUICK if args.quick else FULL
+    args.tokens = args.tokens or args.mode["tokens"]
+    args.ramp = args.mode["ramp"]
+    args.level_list = [int(x) for x in (args.levels or args.mode["levels"]).split(",")]
+    args.wanted = set(args.scenarios.split(","))
+    args.server_list = [s for s in ("product", "bare", "asgi") if s in args.servers.split(",")]
+    return args
+
+
+def main() -> None:
+    args = parse()
     partial = args.levels or args.scenarios != ",".join(SCENARIOS) or args.servers != ",".join(SERVERS)
-    tag = "quick" if args.quick else "partial" if partial else ""
+    tag = "quick" if args.quick else "partial" if partial else ""  # a slice never overwrites the full run
     saved = RESULTS / (f"results.{tag}.json" if tag else "results.json")
     out = Path(args.out) if args.out else (RESULTS / f"BENCHMARKS.{tag}.md" if tag else ROOT / "BENCHMARKS.md")
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -88,14 +93,21 @@ def main() -> None:
 
     if args.report_only:
         meta, *lines = json.loads(saved.read_text())
-        write_report(out, lines, meta)
-        print(f"wrote {out}", file=sys.stderr)
-        return
-    started = time.time()
+    else:
+        started = time.time()
+        lines = measure(args)
+        meta = {"started": started, "minutes": (time.time() - started) / 60, "quick": args.quick, "ramp": args.ramp}
+        meta.update({"tokens": args.tokens, "delay_ms": args.delay_ms, "levels": args.level_list, "pg_n": args.pg_n})
+        saved.write_text(json.dumps([meta, *lines], indent=1))
+    write_report(out, lines, meta)
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
+    """Every wanted measurement on both trees; the JSON lines."""
     lines: list[dict] = []
     ref = baseline_ref(args.baseline)
-    with trees(ref) as (old, new):
-        sides = (old, new)
+    with trees(ref) as sides:
         for t in sides:
             emit({"scenario": "tree", "side": t.side, "commit": t.commit, "subject": t.subject, "ref": ref}, lines)
         script = write_script(args.tokens, args.delay_ms)
@@ -103,38 +115,26 @@ def main() -> None:
         for t in sides:
             migrate(envs[t.side], t.path)
         speed_at_start, cpu_at_start = calibrate(envs["new"]), core_times()
-        if "streams" in wanted:
-            stream_levels(lines, levels, servers, sides, envs, args)
-        if "html" in wanted:  # the product at the reference level, as the chat page reads it
-            n = 1000 if 1000 in levels else max(levels)
+        if "streams" in args.wanted:
+            stream_levels(lines, args.level_list, args.server_list, sides, envs, args)
+        if "html" in args.wanted:  # the product at the reference level, as the chat page reads it
+            n = 1000 if 1000 in args.level_list else max(args.level_list)
             for t in order(0, sides):
                 attempt(lines, "streams_html", t.side, lambda t=t: product_run(lines, "django_html", n, t, envs, args))
-        if "pg" in wanted and not args.quick:
+        if "pg" in args.wanted and not args.quick:
             for t in order(1, sides):
                 attempt(lines, "streams_pg", t.side, lambda t=t: pg_run(lines, t, script, args))
-        if "turncost" in wanted:
-            rounds, turns = mode["turncost"]
+        if "turncost" in args.wanted:
             for db in ("sqlite", "pg"):
-                turncost(lines, db, sides, rounds, turns)
-        if "engine" in wanted:
-            engine(lines, sides, envs, *mode["engine"])
-        if "queries" in wanted:
+                turncost(lines, db, sides, *args.mode["turncost"])
+        if "engine" in args.wanted:
+            engine(lines, sides, envs, *args.mode["engine"])
+        if "queries" in args.wanted:
             for t in sides:
                 attempt(lines, "queries", t.side, lambda t=t: queries(lines, t, envs))
-        emit(
-            {
-                "scenario": "machine",
-                "reference_cpu_ms_start": speed_at_start,
-                "reference_cpu_ms_end": calibrate(envs["new"]),
-                "server_core_steal_pct": steal_pct(cpu_at_start, core_times()),
-            },
-            lines,
-        )
-    meta = {"started": started, "minutes": (time.time() - started) / 60, "quick": args.quick, "ramp": args.ramp}
-    meta.update({"tokens": args.tokens, "delay_ms": args.delay_ms, "levels": levels, "pg_n": args.pg_n})
-    saved.write_text(json.dumps([meta, *lines], indent=1))
-    write_report(out, lines, meta)
-    print(f"wrote {out}", file=sys.stderr)
+        machine = {"reference_cpu_ms_start": speed_at_start, "reference_cpu_ms_end": calibrate(envs["new"])}
+        emit({"scenario": "machine", **machine, "server_core_steal_pct": steal_pct(cpu_at_start, core_times())}, lines)
+    return lines
 
 
 def tree_env(tree: Tree, db_url: str, script: Path, args) -> dict:
