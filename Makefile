@@ -69,7 +69,9 @@ lint: $(STAMP)
 clean:
 	rm -rf $(VENV) $(DJANGO6_VENV) staticfiles test_db.sqlite3* artifacts
 
-# Benchmarks (bench/, issue #6): prints one JSON line per scenario and writes BENCHMARKS.md (~12 min).
+# Benchmarks (bench/): the baseline (BENCH_BASELINE, else the ref in bench/baseline.txt) and this tree side
+# by side in one run; prints one JSON line per measurement and writes BENCHMARKS.md (~10 min;
+# BENCH_ARGS=--quick: ~2 min, written to bench/results/).
 bench: $(STAMP)
 	$(PIP) install --quiet -r bench/requirements.txt
-	$(PY) -m bench.run $(BENCH_ARGS)
+	BENCH_BASELINE=$(BENCH_BASELINE) $(PY) -m bench.run $(BENCH_ARGS)

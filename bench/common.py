@@ -38,8 +38,9 @@ def sse(name: str, payload: Any, event_id: int | None = None) -> bytes:
     return f"{head}event: {name}\ndata: {json.dumps(payload, separators=(',', ':'), ensure_ascii=False)}\n\n".encode()
 
 
-def server_env(db_url: str, script_path: Path, **extra: str) -> dict[str, str]:
-    """The environment of every server and helper: production settings, limits and budgets off, the fake."""
+def server_env(db_url: str, script_path: Path, root: Path = ROOT, **extra: str) -> dict[str, str]:
+    """The environment of every server and helper of the tree at `root`: production settings, limits
+    and budgets off, the fake. Settings one tree does not know are ignored by it."""
     env = dict(os.environ)
     env.update(
         {
@@ -56,11 +57,10 @@ def server_env(db_url: str, script_path: Path, **extra: str) -> dict[str, str]:
             "AGENT_BUDGET_TOKENS_PER_HOUR": "0",
             "AGENT_BUDGET_USD_PER_MONTH": "0",
             "AGENT_BUDGET_GLOBAL_USD_PER_MONTH": "0",
-            "AGENT_TURN_EXECUTOR": "auto",
             "LOG_LEVEL": "WARNING",
             "WEB_CONCURRENCY": "1",
             "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": str(root),
         }
     )
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

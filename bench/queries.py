@@ -30,11 +30,9 @@ def main() -> None:
     from django.utils import timezone
 
     from agent import budget, turns
-    from agent.backends import reset_backends
     from agent.models import Message
     from agent.transcript import add_message
-    from blog.access import ROLE_SCOPES
-    from blog.chat import start_session
+    from bench.project import owner_scopes, start_session, use_fake_script
     from blog.models import Blog, Consent, Post, Seat
 
     settings.AGENT_TURN_EXECUTOR = "inline"
@@ -42,7 +40,7 @@ def main() -> None:
     user, _ = User.objects.get_or_create(username="bench_queries")
     blog, _ = Blog.objects.get_or_create(slug="bench-queries", defaults={"title": "Q", "owner": user})
     Seat.objects.get_or_create(user=user, blog=blog, defaults={"role": Seat.OWNER, "may_use_assistant": True})
-    Consent.objects.get_or_create(user=user, blog=blog, client="", defaults={"scopes": sorted(ROLE_SCOPES[Seat.OWNER])})
+    Consent.objects.get_or_create(user=user, blog=blog, client="", defaults={"scopes": owner_scopes()})
     if not Post.objects.filter(blog=blog).exists():
         for i in range(3):
             Post.objects.create(blog=blog, author=user, title=f"Post {i}", slug=f"post-{i}", body="Body.")
@@ -60,8 +58,7 @@ def main() -> None:
         k = Message.objects.filter(session=session, role=Message.ASSISTANT).count()
         with open(tmp.name, "w") as fh:
             json.dump({"calls": [TEXT] * k + calls}, fh)
-        settings.AGENT_BACKEND, settings.AGENT_FAKE_SCRIPT = "fake", tmp.name
-        reset_backends()
+        use_fake_script(tmp.name)
         # Steady state: the grant was used within the last minute, so a tool run does not re-stamp it,
         # and today's running total for the global cap exists (only the day's first call creates it).
         Consent.objects.filter(user=user, blog=blog).update(last_used_at=timezone.now())

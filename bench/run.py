@@ -1,11 +1,14 @@
-"""Run the benchmarks side by side and write BENCHMARKS.md (issue #6).
+"""Measure the baseline ("old") and this tree ("new") side by side in one run; write BENCHMARKS.md.
 
-    python -m bench.run            # full: N = 100, 500, 1000, 1500, 2000 + PostgreSQL 1,000 (~10 min)
-    python -m bench.run --quick    # N = 20, 40-token streams, no PostgreSQL (< 2 min); writes bench/results/
+    make bench                          # = python -m bench.run: the full run (~10 min)
+    python -m bench.run --quick         # small N, short streams (~2 min); writes bench/results/
+    BENCH_BASELINE=<ref> make bench     # another baseline than bench/baseline.txt
 
-Prints one JSON line per scenario run. Servers are pinned to core 0, the load client to core 1
-(`taskset`); everything listens on 127.0.0.1 only; every server, client and helper runs under a
-deadline and is stopped by its PID.
+The old tree is a git worktree of the baseline with this tree's bench code (bench/sides.py). Every
+measurement runs on both sides in alternating order (old then new, then new then old, ...), so a
+drift of the shared host's speed hits both alike; the bare gevent app (no project code) runs
+beside them at every level. Prints one JSON line per measurement. Servers are pinned to core 0,
+the load client to core 1 (`taskset`); everything listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -14,259 +17,31 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
+import statistics
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from bench.common import PG_BASE, RESULTS, ROOT, server_env, write_script
+from bench.pg import max_connections, pg_database
+from bench.sides import Tree, baseline_ref, order, trees
+from bench.streams import (
+    PY,
+    SERVER_CPU,
+    WARM,
+    bare_manifest,
+    migrate,
+    one_run,
+    run_quiet,
+    setup_sessions,
+    taskset,
+)
+from bench.turncost import measuring
 
-PY = sys.executable
-SERVER_CPU, CLIENT_CPU = "0", "1"
-SCENARIOS = ("django", "bare", "asgi")
-LABELS = {
-    "django": "product: gunicorn gevent, Django sync view (1 worker)",
-    "bare": "bare gevent WSGI app (no Django, no DB)",
-    "asgi": "Django async view, uvicorn (ASGI)",
-    "django_pg": "product on PostgreSQL",
-    "django_html": "product, the browser's stream (?flavour=html)",
-}
-PRODUCT_KINDS = ("django", "django_pg", "django_html")
-GAP_TARGET_MS = 50.0
-WARM = 5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def taskset(cpu: str) -> list[str]:
-    return ["taskset", "-c", cpu] if shutil.which("taskset") and (os.cpu_count() or 1) > 1 else []
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            out += [int(x) for x in (task / "children").read_text().split()]
-        except OSError:
-            pass
-    return out
-
-
-def run_quiet(cmd: list[str], env: dict, timeout: float) -> str:
-    p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    if p.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
-    return p.stdout
-
-
-class Server:
-    """One server process pinned to SERVER_CPU; `pid` is the process that does the work."""
-
-    def __init__(self, kind: str, env: dict, log: Path) -> None:
-        self.kind, self.port = kind, free_port()
-        env = {**env, "BIND": f"127.0.0.1:{self.port}"}
-        gunicorn = [str(Path(PY).parent / "gunicorn"), "-c", "config/gunicorn.conf.py", "--backlog", "4096"]
-        cmd = {
-            "django": gunicorn + ["config.wsgi"],
-            "django_anchor": [
-                c if c != "config/gunicorn.conf.py" else "bench/gunicorn_anchor.conf.py" for c in gunicorn
-            ]
-            + ["config.wsgi"],
-            "bare": gunicorn + ["bench.bare_app:application"],
-            "asgi": [
-                str(Path(PY).parent / "uvicorn"),
-                "bench.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-                "--no-access-log",
-                "--backlog",
-                "4096",
-            ],
-        }[kind]
-        self.log = open(log, "ab")
-        self.proc = subprocess.Popen(
-            taskset(SERVER_CPU) + cmd,
-            env=env,
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.pid = self._wait_ready()
-
-    def _wait_ready(self, timeout: float = 60) -> int:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.kind} server exited ({self.proc.returncode}); see {self.log.name}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-            except OSError:
-                time.sleep(0.2)
-                continue
-            if self.kind == "asgi":
-                return self.proc.pid
-            kids = children(self.proc.pid)
-            if kids:
-                return kids[0]
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"{self.kind} server did not start in {timeout:.0f} s")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=25)
-            except subprocess.TimeoutExpired:
-                for pid in [*children(self.proc.pid), self.proc.pid]:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                self.proc.wait(timeout=10)
-        self.log.close()
-
-
-class Sampler(threading.Thread):
-    """Peak RSS of the worker and (optionally) peak PostgreSQL connections to the bench database."""
-
-    def __init__(self, pid: int, pg_db: str | None = None) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.pg_db = pid, pg_db
-        self.peak_rss = rss_kb(pid)
-        self.peak_pg = 0
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        conn = None
-        if self.pg_db:
-            import psycopg
-
-            conn = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True)
-        while not self.halt.wait(0.05):
-            try:
-                self.peak_rss = max(self.peak_rss, rss_kb(self.pid))
-            except OSError:
-                pass
-            if conn is not None:
-                n = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                    (self.pg_db,),
-                ).fetchone()[0]
-                self.peak_pg = max(self.peak_pg, n)
-        if conn is not None:
-            conn.close()
-
-
-def client(kind: str, port: int, manifest: Path, skip: int, n: int, args, deadline: float) -> dict:
-    cmd = taskset(CLIENT_CPU) + [
-        PY,
-        "-m",
-        "bench.client",
-        "--port",
-        str(port),
-        "--manifest",
-        str(manifest),
-        "--skip",
-        str(skip),
-        "--n",
-        str(n),
-        "--tokens",
-        str(args.tokens),
-        "--delay-ms",
-        str(args.delay_ms),
-        "--ramp",
-        str(args.ramp if n > WARM else 0),
-        "--deadline",
-        str(deadline),
-        "--query",
-        "?flavour=html" if kind == "django_html" or args.flavour == "html" and kind in PRODUCT_KINDS else "",
-    ]
-    out = run_quiet(cmd, {**os.environ, "PYTHONPATH": str(ROOT)}, timeout=deadline + 60)
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def one_run(kind: str, n: int, env: dict, manifest: Path, args, pg_db: str | None = None) -> dict:
-    server = Server("django" if kind in PRODUCT_KINDS else kind, env, RESULTS / f"server_{kind}.log")
-    try:
-        stream_s = args.tokens * args.delay_ms / 1000
-        client(kind, server.port, manifest, 0, min(WARM, n), args, deadline=stream_s * 3 + 10)  # warm-up, not measured
-        time.sleep(0.5)
-        base_rss, cpu0 = rss_kb(server.pid), cpu_seconds(server.pid)
-        load = float(Path("/proc/loadavg").read_text().split()[0])
-        sampler = Sampler(server.pid, pg_db)
-        sampler.start()
-        result = client(kind, server.port, manifest, WARM, n, args, deadline=args.ramp + stream_s * 4 + 20)
-        cpu = cpu_seconds(server.pid) - cpu0
-        sampler.halt.set()
-        sampler.join(timeout=5)
-    finally:
-        server.stop()
-    tokens = max(1, result["tokens"])
-    result.update(
-        {
-            "scenario": kind,
-            "server_cpu_s": round(cpu, 2),
-            "server_cpu_s_per_1k_tokens": round(1000 * cpu / tokens, 3),
-            "server_cpu_pct": round(100 * cpu / max(result["wall_s"], 1e-9), 1),
-            "rss_base_mb": round(base_rss / 1024, 1),
-            "rss_peak_mb": round(sampler.peak_rss / 1024, 1),
-            "rss_kb_per_stream": round((sampler.peak_rss - base_rss) / n, 1),
-            "loadavg_1m_before": load,  # other work on this shared 2-core machine
-        }
-    )
-    if pg_db:
-        result["pg_peak_connections"] = sampler.peak_pg
-    return {"scenario": result.pop("scenario"), "n": result.pop("n"), **result}
-
-
-def setup_sessions(env: dict, count: int, name: str) -> Path:
-    out = RESULTS / f"manifest_{name}.json"
-    run_quiet([PY, "-m", "bench.setup_db", "--sessions", str(count), "--out", str(out)], env, timeout=600)
-    return out
-
-
-def bare_manifest(count: int) -> Path:
-    out = RESULTS / "manifest_bare.json"
-    out.write_text(
-        json.dumps(
-            [
-                {"session": f"00000000-0000-4000-8000-{i:012d}", "csrf": "x" * 32, "cookie": "sessionid=none"}
-                for i in range(count)
-            ]
-        )
-    )
-    return out
-
-
-def migrate(env: dict) -> None:
-    run_quiet([PY, "manage.py", "migrate", "--noinput"], env, timeout=300)
+SCENARIOS = ("streams", "pg", "turncost", "engine")  # the default; also: html, queries
+SERVERS = ("product", "bare")  # the default; also: asgi (the ASGI alternative, on the old tree)
+FULL = {"levels": "100,500,1000,1500", "tokens": 200, "ramp": 5.0, "turncost": (3, 200), "engine": (2, 4, 100, 2000)}
+QUICK = {"levels": "20,60", "tokens": 40, "ramp": 0.5, "turncost": (2, 40), "engine": (1, 2, 30, 2000)}
 
 
 def emit(line: dict, sink: list) -> None:
@@ -274,136 +49,210 @@ def emit(line: dict, sink: list) -> None:
     print(json.dumps(line), flush=True)
 
 
-def held_at(r: dict) -> int:
-    """The streams one run held: its peak at once, if every turn completed without error and the p99
-    added gap was within the target; else 0."""
-    ok = r["errors"] == 0 and r["completed"] == r["n"] and (r["gap_added_p99_ms"] or 0) <= GAP_TARGET_MS
-    return r.get("streams_peak", r["n"]) if ok else 0
+def attempt(sink: list, scenario: str, side: str, step) -> None:
+    """Run one side's step; a failure (a tree whose code the step cannot drive) is recorded and the
+    run goes on with the other measurements."""
+    try:
+        step()
+    except (RuntimeError, OSError, ValueError, KeyError) as exc:
+        emit({"scenario": scenario, "side": side, "failed": str(exc)[-1500:]}, sink)
 
 
-def held(rows: list[dict], kind: str) -> int:
-    """The largest N this server held: every turn completed, all N streaming at one instant (a server
-    that queues starts until earlier streams end does not hold N concurrent turns), p99 added gap
-    within the target."""
-    return max((r["n"] for r in rows if r["scenario"] == kind and held_at(r) >= r["n"]), default=0)
-
-
-DEFAULT_SCENARIOS = "streams,html,pg,queries,engine"
+def parse() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small N, short streams, fewer rounds: ~2 minutes")
+    ap.add_argument("--baseline", help="the old tree's git ref (default: BENCH_BASELINE, else bench/baseline.txt)")
+    ap.add_argument(
+        "--levels", default="", help=f"comma-separated N (default {FULL['levels']}; quick {QUICK['levels']})"
+    )
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="any of streams,pg,turncost,engine,html,queries")
+    ap.add_argument("--servers", default=",".join(SERVERS), help="stream servers: product,bare,asgi")
+    ap.add_argument("--pg-n", type=int, default=1000, help="N of the product's run on PostgreSQL")
+    ap.add_argument("--tokens", type=int, help="tokens per stream (default 200; quick 40)")
+    ap.add_argument("--delay-ms", type=int, default=50, help="pacing between tokens")
+    ap.add_argument("--report-only", action="store_true", help="rewrite the report from the last saved results")
+    ap.add_argument("--out", default="", help="the report (default BENCHMARKS.md; quick or a slice: bench/results/)")
+    args = ap.parse_args()
+    args.mode = QUICK if args.quick else FULL
+    args.tokens = args.tokens or args.mode["tokens"]
+    args.ramp = args.mode["ramp"]
+    args.level_list = [int(x) for x in (args.levels or args.mode["levels"]).split(",")]
+    args.wanted = set(args.scenarios.split(","))
+    args.server_list = [s for s in ("product", "bare", "asgi") if s in args.servers.split(",")]
+    return args
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small N and short streams, no PostgreSQL: < 2 minutes")
-    ap.add_argument("--levels", default="", help="comma-separated N (default 100,500,1000,1500,2000; quick: 20)")
-    ap.add_argument("--scenarios", default=DEFAULT_SCENARIOS, help="any of streams,html,pg,queries,engine")
-    ap.add_argument("--only", default=",".join(SCENARIOS), help="stream servers to run: django,bare,asgi")
-    ap.add_argument("--pg-n", type=int, default=1000)
-    ap.add_argument("--tokens", dest="tokens_arg", type=int, help="tokens per stream (default 200; quick: 40)")
-    ap.add_argument("--delay-ms", dest="delay_arg", type=int, help="pacing between tokens (default 50)")
-    ap.add_argument(
-        "--flavour",
-        default="json",
-        choices=("json", "html"),
-        help="the product's stream: the API's JSON or the browser's HTML",
-    )
-    ap.add_argument("--report-only", action="store_true", help="rewrite the report from the last saved results")
-    ap.add_argument(
-        "--out", default="", help="the report (default BENCHMARKS.md; quick: bench/results/BENCHMARKS.quick.md)"
-    )
-    args = ap.parse_args()
-    if args.quick:
-        args.tokens, args.delay_ms, args.ramp = 40, 50, 0.5
-        levels = [int(x) for x in (args.levels or "20").split(",")]
-        wanted = set(args.scenarios.split(",")) - {"pg"}
-        out = Path(args.out or RESULTS / "BENCHMARKS.quick.md")
-    else:
-        args.tokens, args.delay_ms, args.ramp = 200, 50, 5.0
-        levels = [int(x) for x in (args.levels or "100,500,1000,1500,2000").split(",")]
-        wanted = set(args.scenarios.split(","))
-        out = Path(args.out or ROOT / "BENCHMARKS.md")
-    args.tokens, args.delay_ms = args.tokens_arg or args.tokens, args.delay_arg or args.delay_ms
-    only = [s for s in SCENARIOS if s in args.only.split(",")]
+    args = parse()
+    partial = args.levels or args.scenarios != ",".join(SCENARIOS) or args.servers != ",".join(SERVERS)
+    tag = "quick" if args.quick else "partial" if partial else ""  # a slice never overwrites the full run
+    saved = RESULTS / (f"results.{tag}.json" if tag else "results.json")
+    out = Path(args.out) if args.out else (RESULTS / f"BENCHMARKS.{tag}.md" if tag else ROOT / "BENCHMARKS.md")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    partial = (
-        args.levels
-        or args.scenarios != DEFAULT_SCENARIOS
-        or args.only != ",".join(SCENARIOS)
-        or args.tokens_arg
-        or args.delay_arg
-        or args.flavour != "json"
-    ) and not args.report_only
-    # A slice never overwrites the full run's results (the report is rebuilt from those).
-    saved = RESULTS / ("results.quick.json" if args.quick else "results.partial.json" if partial else "results.json")
-    if partial and not args.out and not args.quick:
-        out = RESULTS / "BENCHMARKS.partial.md"  # nor the report built from them
-    if args.report_only:
-        from bench.report import write_report
-
-        lines = json.loads(saved.read_text())
-        meta = lines.pop(0) if "started" in lines[0] else {"started": saved.stat().st_mtime - 720}
-        levels = sorted({r["n"] for r in lines if r["scenario"] in SCENARIOS}) or levels
-        args.ramp = meta.get("ramp", args.ramp)
-        write_report(out, lines, lines[-1], args, levels, meta["started"], meta.get("minutes"))
-        print(f"wrote {out}", file=sys.stderr)
-        return
-    started = time.time()
-    db_file = RESULTS / "bench.sqlite3"
-    for f in RESULTS.glob("bench.sqlite3*"):
-        f.unlink()
-    script = write_script(args.tokens, args.delay_ms)
-    env = server_env(f"sqlite:///{db_file}", script, BENCH_TOKENS=str(args.tokens), BENCH_DELAY_MS=str(args.delay_ms))
-    migrate(env)
-    lines: list[dict] = []
-    speed_at_start, cpu_at_start = calibrate(env), core_times()
-
-    if "streams" in wanted:
-        for n in levels:
-            for kind in only:
-                if kind == "bare":
-                    manifest = bare_manifest(n + WARM)
-                else:
-                    manifest = setup_sessions(env, n + WARM, kind)
-                emit(one_run(kind, n, env, manifest, args), lines)
-
-    if "html" in wanted:  # the product at the reference level, as the chat page reads it
-        n = 1000 if 1000 in levels else max(levels)
-        emit(one_run("django_html", n, env, setup_sessions(env, n + WARM, "html"), args), lines)
-
-    if "pg" in wanted:
-        emit(pg_run(args, script), lines)
-
-    if "queries" in wanted:
-        qenv = {k: v for k, v in env.items() if not k.startswith(("AGENT_BUDGET_", "AGENT_MESSAGES_"))}
-        emit(
-            {"scenario": "queries", **json.loads(run_quiet([PY, "-m", "bench.queries"], qenv, 300).splitlines()[-1])},
-            lines,
-        )
-    if "engine" in wanted:
-        emit(
-            {
-                "scenario": "engine",
-                **json.loads(run_quiet(taskset(SERVER_CPU) + [PY, "-m", "bench.engine"], env, 600).splitlines()[-1]),
-            },
-            lines,
-        )
-
-    emit(
-        {
-            "scenario": "machine",
-            "reference_cpu_ms_start": speed_at_start,
-            "reference_cpu_ms_end": calibrate(env),
-            "server_core_steal_pct": steal_pct(cpu_at_start, core_times()),
-        },
-        lines,
-    )
-    summary = summarize(lines, levels)
-    emit({"scenario": "summary", **summary}, lines)
-    minutes = (time.time() - started) / 60
-    saved.write_text(json.dumps([{"started": started, "minutes": minutes, "ramp": args.ramp}, *lines], indent=1))
     from bench.report import write_report
 
-    write_report(out, lines, summary, args, levels, started, minutes)
+    if args.report_only:
+        meta, *lines = json.loads(saved.read_text())
+    else:
+        started = time.time()
+        lines = measure(args)
+        meta = {"started": started, "minutes": (time.time() - started) / 60, "quick": args.quick, "ramp": args.ramp}
+        meta.update({"tokens": args.tokens, "delay_ms": args.delay_ms, "levels": args.level_list, "pg_n": args.pg_n})
+        saved.write_text(json.dumps([meta, *lines], indent=1))
+    write_report(out, lines, meta)
     print(f"wrote {out}", file=sys.stderr)
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
+    """Every wanted measurement on both trees; the JSON lines."""
+    lines: list[dict] = []
+    ref = baseline_ref(args.baseline)
+    with trees(ref) as sides:
+        for t in sides:
+            emit({"scenario": "tree", "side": t.side, "commit": t.commit, "subject": t.subject, "ref": ref}, lines)
+        script = write_script(args.tokens, args.delay_ms)
+        envs = {t.side: tree_env(t, f"sqlite:///{RESULTS / f'bench_{t.side}.sqlite3'}", script, args) for t in sides}
+        for t in sides:
+            migrate(envs[t.side], t.path)
+        speed_at_start, cpu_at_start = calibrate(envs["new"]), core_times()
+        if "streams" in args.wanted:
+            stream_levels(lines, args.level_list, args.server_list, sides, envs, args)
+        if "html" in args.wanted:  # the product at the reference level, as the chat page reads it
+            n = 1000 if 1000 in args.level_list else max(args.level_list)
+            for t in order(0, sides):
+                attempt(lines, "streams_html", t.side, lambda t=t: product_run(lines, "django_html", n, t, envs, args))
+        if "pg" in args.wanted and not args.quick:
+            for t in order(1, sides):
+                attempt(lines, "streams_pg", t.side, lambda t=t: pg_run(lines, t, script, args))
+        if "turncost" in args.wanted:
+            for db in ("sqlite", "pg"):
+                turncost(lines, db, sides, *args.mode["turncost"])
+        if "engine" in args.wanted:
+            engine(lines, sides, envs, *args.mode["engine"])
+        if "queries" in args.wanted:
+            for t in sides:
+                attempt(lines, "queries", t.side, lambda t=t: queries(lines, t, envs))
+        machine = {"reference_cpu_ms_start": speed_at_start, "reference_cpu_ms_end": calibrate(envs["new"])}
+        emit({"scenario": "machine", **machine, "server_core_steal_pct": steal_pct(cpu_at_start, core_times())}, lines)
+    return lines
+
+
+def tree_env(tree: Tree, db_url: str, script: Path, args) -> dict:
+    extra = {"BENCH_TOKENS": str(args.tokens), "BENCH_DELAY_MS": str(args.delay_ms)}
+    return server_env(db_url, script, root=tree.path, **extra)
+
+
+def stream_levels(lines: list, levels: list[int], servers: list[str], sides: tuple, envs: dict, args) -> None:
+    """At each level: the product of each tree, the bare app (and the ASGI app), in alternating order."""
+    old, new = sides
+    for i, n in enumerate(levels):
+        runs = []
+        if "product" in servers:
+            runs += [("old", old), ("new", new)]
+        if "bare" in servers:
+            runs.append(("bare", new))
+        if "asgi" in servers:
+            runs.append(("asgi", old))  # bench/asgi_views.py is built on the baseline engine's internals
+        for server, tree in order(i, tuple(runs)):
+            if server in ("old", "new"):
+                attempt(lines, "streams", server, lambda t=tree, n=n: product_run(lines, "django", n, t, envs, args))
+                continue
+            attempt(lines, "streams", server, lambda s=server, t=tree, n=n: baseline_run(lines, s, n, t, envs, args))
+
+
+def baseline_run(lines: list, server: str, n: int, tree: Tree, envs: dict, args) -> None:
+    """The bare app (no project code) or the ASGI alternative, beside the products."""
+    env = envs[tree.side]
+    manifest = bare_manifest(n + WARM) if server == "bare" else setup_sessions(env, n + WARM, server, tree.path)
+    r = one_run(server, n, env, manifest, args, tree.path, label=server)
+    emit({"scenario": "streams", "server": server, "side": tree.side, "n": r.pop("n"), **r}, lines)
+
+
+def product_run(lines: list, kind: str, n: int, tree: Tree, envs: dict, args) -> None:
+    env = envs[tree.side]
+    manifest = setup_sessions(env, n + WARM, f"{kind}_{tree.side}", tree.path)
+    r = one_run(kind, n, env, manifest, args, tree.path, label=f"{kind}_{tree.side}")
+    scenario = {"django": "streams", "django_html": "streams_html"}[kind]
+    emit({"scenario": scenario, "server": tree.side, "side": tree.side, "n": r.pop("n"), **r}, lines)
+
+
+def pg_run(lines: list, tree: Tree, script: Path, args) -> None:
+    with pg_database(f"bench_{tree.side}") as db:
+        env = tree_env(tree, f"{PG_BASE}/{db}", script, args)
+        migrate(env, tree.path)
+        manifest = setup_sessions(env, args.pg_n + WARM, f"pg_{tree.side}", tree.path)
+        r = one_run("django_pg", args.pg_n, env, manifest, args, tree.path, pg_db=db, label=f"pg_{tree.side}")
+    r["pg_max_connections"] = max_connections()
+    emit({"scenario": "streams_pg", "server": tree.side, "side": tree.side, "n": r.pop("n"), **r}, lines)
+
+
+def turncost(lines: list, db: str, sides: tuple, rounds: int, turns: int, tokens: int = 2) -> None:
+    """`bench.turncost` on each tree in `rounds` alternating runs of `turns` turns; per side the median."""
+    with contextlib.ExitStack() as stack:
+        envs, manifests, runs = {}, {}, {t.side: [] for t in sides}
+        for t in sides:
+            env = {**os.environ, "PYTHONPATH": str(t.path)}
+            if db == "pg":
+                env["BENCH_PG_DB"] = stack.enter_context(pg_database(f"turncost_{t.side}"))
+            cmd = [PY, "-m", "bench.turncost", "--prepare", str(rounds), "--turns", str(turns), "--tokens", str(tokens)]
+            try:
+                manifests[t.side] = json.loads(run_quiet(cmd, env, 900, t.path).splitlines()[-1])
+                envs[t.side] = env
+            except RuntimeError as exc:
+                emit({"scenario": f"turncost_{db}", "side": t.side, "failed": str(exc)[-1500:]}, lines)
+        for r in range(rounds):
+            for t in order(r, sides):
+                if t.side not in envs:
+                    continue
+                cmd = taskset(SERVER_CPU) + measuring(Path(manifests[t.side][r]), tokens)
+                try:
+                    runs[t.side].append(json.loads(run_quiet(cmd, envs[t.side], 900, t.path).splitlines()[-1]))
+                except RuntimeError as exc:
+                    emit({"scenario": f"turncost_{db}", "side": t.side, "failed": str(exc)[-1500:]}, lines)
+                    envs.pop(t.side)
+    for t in sides:
+        if runs[t.side] and t.side in envs:
+            ms = [x["cpu_ms_per_turn"] for x in runs[t.side]]
+            emit(
+                {
+                    "scenario": f"turncost_{db}",
+                    "side": t.side,
+                    "cpu_ms_per_turn": round(statistics.median(ms), 2),
+                    "rounds_ms": ms,
+                    "turns_per_round": turns,
+                    "statements_per_turn": runs[t.side][-1]["statements_per_turn"],
+                },
+                lines,
+            )
+
+
+def engine(lines: list, sides: tuple, envs: dict, runs: int, rounds: int, turns: int, long: int) -> None:
+    """`bench.engine` on each tree, `runs` processes each in alternating order; the rounds pooled."""
+    from bench.engine import summary
+
+    pooled: dict[str, list] = {t.side: [] for t in sides}
+    failed: dict[str, str] = {}
+    for i in range(2 * runs):
+        t = order(i // 2, sides)[i % 2]  # old new new old ...
+        if t.side in failed:
+            continue
+        cmd = taskset(SERVER_CPU) + [PY, "-m", "bench.engine", "--rounds", str(rounds), "--turns", str(turns)]
+        cmd += ["--long", str(long)]
+        try:
+            pooled[t.side] += json.loads(run_quiet(cmd, envs[t.side], 900, t.path).splitlines()[-1])["rounds"]
+        except RuntimeError as exc:
+            failed[t.side] = str(exc)[-1500:]
+    for t in sides:
+        if t.side in failed:
+            emit({"scenario": "engine", "side": t.side, "failed": failed[t.side]}, lines)
+        else:
+            emit({"scenario": "engine", "side": t.side, **summary(pooled[t.side])}, lines)
+
+
+def queries(lines: list, tree: Tree, envs: dict) -> None:
+    env = {k: v for k, v in envs[tree.side].items() if not k.startswith(("AGENT_BUDGET_", "AGENT_MESSAGES_"))}
+    out = run_quiet([PY, "-m", "bench.queries"], env, 300, tree.path)
+    emit({"scenario": "queries", "side": tree.side, **json.loads(out.splitlines()[-1])}, lines)
 
 
 def calibrate(env: dict) -> float:
@@ -429,72 +278,6 @@ def steal_pct(before: list[int], after: list[int]) -> float | None:
         return None
     spent = [b - a for a, b in zip(before, after, strict=True)]
     return round(100 * spent[7] / sum(spent), 1) if sum(spent) else None
-
-
-@contextlib.contextmanager
-def pg_database(prefix: str) -> Iterator[str]:
-    """A PostgreSQL database of this run's own (its name), dropped after."""
-    db = f"{prefix}_{os.getpid()}"
-    psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc"]
-    run_quiet(psql + [f'CREATE DATABASE "{db}"'], os.environ.copy(), 60)
-    try:
-        yield db
-    finally:
-        run_quiet(psql + [f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'], os.environ.copy(), 60)
-
-
-def pg_run(args, script: Path) -> dict:
-    with pg_database("bench") as db:
-        env = server_env(f"{PG_BASE}/{db}", script, BENCH_TOKENS=str(args.tokens), BENCH_DELAY_MS=str(args.delay_ms))
-        migrate(env)
-        manifest = setup_sessions(env, args.pg_n + WARM, "pg")
-        result = one_run("django_pg", args.pg_n, env, manifest, args, pg_db=db)
-        result["pg_max_connections"] = int(
-            run_quiet(
-                ["psql", "-h", "127.0.0.1", "-U", "postgres", "-Atc", "SHOW max_connections"], os.environ.copy(), 30
-            ).strip()
-        )
-        return result
-
-
-def summarize(lines: list[dict], levels: list[int]) -> dict:
-    streams = [r for r in lines if r["scenario"] in SCENARIOS]
-    s: dict = {"held": {k: held(streams, k) for k in SCENARIOS}}
-    ref = 1000 if 1000 in levels else max(levels)
-    s["ref_n"] = ref
-    # CPU and memory ratios only mean something where every server finished every turn.
-    clean = [n for n in levels if all(r["errors"] == 0 for r in streams if r["n"] == n)]
-    cpu_n = max(clean, default=min(levels))
-    s["cpu_ref_n"] = cpu_n
-    for label, n in (("at", ref), ("cpu_at", cpu_n)):
-        at = {r["scenario"]: r for r in streams if r["n"] == n}
-        if "django" not in at:
-            continue
-        d = at["django"]
-        s[f"{label}_{n}_gap_p99_ms_django"] = d["gap_added_p99_ms"]
-        for other in ("bare", "asgi"):
-            if other in at:
-                o = at[other]
-                s[f"{label}_{n}_cpu_per_token_vs_{other}"] = _ratio(
-                    d["server_cpu_s_per_1k_tokens"], o["server_cpu_s_per_1k_tokens"]
-                )
-                s[f"{label}_{n}_rss_per_stream_vs_{other}"] = _ratio(d["rss_kb_per_stream"], o["rss_kb_per_stream"])
-                s[f"{label}_{n}_gap_p99_ms_{other}"] = o["gap_added_p99_ms"]
-    # The targets' reading: at N = ref, the streams each server held at once within the gap target.
-    at_ref = {r["scenario"]: held_at(r) for r in streams if r["n"] == ref}
-    s["held_at_ref"] = at_ref
-    if "django" in at_ref:
-        s["held_at_ref_vs_bare"] = _ratio(at_ref["django"], at_ref.get("bare"))
-        s["held_at_ref_vs_asgi"] = _ratio(at_ref["django"], at_ref.get("asgi"))
-    # Capacity (not a target): the largest level each server held.
-    h = s["held"]
-    s["held_vs_bare"] = _ratio(h["django"], h["bare"])
-    s["held_vs_asgi"] = _ratio(h["django"], h["asgi"]) if h["asgi"] else None
-    return s
-
-
-def _ratio(a, b):
-    return round(a / b, 2) if a is not None and b else None
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ an editor seat on one blog with the assistant allowed and a full grant, so every
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import secrets
 import string
@@ -26,12 +27,12 @@ def main() -> None:
 
     from django.conf import settings
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-    from django.contrib.sessions.backends.db import SessionStore
     from django.db import transaction
 
-    from blog.access import ROLE_SCOPES
-    from blog.chat import start_session
+    from bench.project import editor_scopes, start_session
     from blog.models import Blog, Consent, Seat
+
+    SessionStore = importlib.import_module(settings.SESSION_ENGINE).SessionStore  # the site's own store
 
     User = get_user_model()
     n = args.sessions
@@ -41,13 +42,12 @@ def main() -> None:
         Seat.objects.get_or_create(user=owner, blog=blog, defaults={"role": Seat.OWNER, "may_use_assistant": True})
         have = User.objects.filter(username__startswith="bench_u").count()
         if have < n:
+            scopes = editor_scopes()
             new = [User(username=f"bench_u{i:05d}", password="!bench") for i in range(have, n)]
             User.objects.bulk_create(new)
             users = list(User.objects.filter(username__in=[u.username for u in new]))
             Seat.objects.bulk_create([Seat(user=u, blog=blog, role=Seat.EDITOR, may_use_assistant=True) for u in users])
-            Consent.objects.bulk_create(
-                [Consent(user=u, blog=blog, client="", scopes=sorted(ROLE_SCOPES[Seat.EDITOR])) for u in users]
-            )
+            Consent.objects.bulk_create([Consent(user=u, blog=blog, client="", scopes=scopes) for u in users])
         users = list(User.objects.filter(username__startswith="bench_u").order_by("username")[:n])
         alphabet = string.ascii_letters + string.digits
         rows = []

@@ -7,13 +7,13 @@
     python -m bench.turncost --pg             # on PostgreSQL (a database made for the run, then dropped)
 
 The worker's WSGI application is called directly, under gevent as in gunicorn's worker: POST a
-message, then GET its stream to `done` (the stream takes the turn over, as on the real server).
+message, then GET its stream to `done`.
 The fake backend answers each turn with `--tokens` tokens and no pacing, so a turn's cost is
 almost all its start. SQLite (or `--pg`: PostgreSQL on 127.0.0.1:5432, as `make bench`), production
 settings, budgets and rate limit off (as `make bench`).
 
-CPU time on a shared host spreads widely from run to run (28-38 ms per turn for the same code in
-one hour, bench/FINDINGS.md). `--callgrind` counts instructions instead: it runs the loop under
+CPU time on a shared host spreads widely from run to run (`make bench` therefore measures the
+baseline and this tree in alternating rounds of one run). `--callgrind` counts instructions instead: it runs the loop under
 valgrind with `--turns` and with twice as many sessions and divides the difference of the two
 totals by the extra turns, so start-up and warm-up cancel out (~1% between runs of one commit).
 """
@@ -59,17 +59,31 @@ def _env(tokens: int) -> dict[str, str]:
 
 def prepare(tokens: int, sessions: int) -> Path:
     """The database (migrated once) and `sessions` fresh chats, each with its user signed in."""
-    from bench import run as R
+    from bench.streams import migrate, setup_sessions
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     env = _env(tokens)
-    R.migrate(env)  # (a no-op when the schema is current)
-    return R.setup_sessions(env, sessions, "turncost")
+    migrate(env)  # (a no-op when the schema is current)
+    return setup_sessions(env, sessions, "turncost")
+
+
+def prepare_rounds(tokens: int, turns: int, rounds: int) -> list[str]:
+    """Manifests for `rounds` measuring runs of `turns` turns each (`bench.run` alternates them
+    with another tree's): fresh chats for every run."""
+    manifest = prepare(tokens, rounds * (WARM + 1 + turns))
+    rows = json.loads(manifest.read_text())
+    per = WARM + 1 + turns
+    paths = []
+    for r in range(rounds):
+        path = manifest.with_name(f"{manifest.stem}.{r}.json")
+        path.write_text(json.dumps(rows[r * per : (r + 1) * per]))
+        paths.append(str(path))
+    return paths
 
 
 def measure(manifest: Path, tokens: int) -> dict:
     """Run every chat of `manifest` through one turn in this process (patched by gevent before
-    anything was imported: `_measuring`); the first WARM are not counted."""
+    anything was imported: `measuring`); the first WARM are not counted."""
     os.environ.update(_env(tokens))
     import gc
     import io
@@ -143,7 +157,7 @@ def measure(manifest: Path, tokens: int) -> dict:
     }
 
 
-def _measuring(manifest: Path, tokens: int) -> list[str]:
+def measuring(manifest: Path, tokens: int) -> list[str]:
     """The command of one in-process run: gevent patches the process first, as gunicorn's worker does."""
     entry = "from gevent import monkey; monkey.patch_all(); from bench.turncost import main; main()"
     return [sys.executable, "-c", entry, "--measure", str(manifest), "--tokens", str(tokens)]
@@ -158,7 +172,7 @@ def instructions(turns: int, tokens: int) -> dict:
         manifest = prepare(tokens, WARM + 1 + n)
         out = RESULTS / f"turncost.callgrind.{n}"
         run = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *_measuring(manifest, tokens)],
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *measuring(manifest, tokens)],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,
@@ -176,7 +190,7 @@ def instructions(turns: int, tokens: int) -> dict:
 @contextlib.contextmanager
 def _pg_database() -> Iterator[None]:
     """A PostgreSQL database of this run's own for what runs inside (`BENCH_PG_DB`), dropped after."""
-    from bench.run import pg_database
+    from bench.pg import pg_database
 
     with pg_database("turncost") as db:
         os.environ["BENCH_PG_DB"] = db
@@ -199,6 +213,7 @@ def main() -> None:
     ap.add_argument("--html", action="store_true", help="read the browser's stream (`?flavour=html`) instead of JSON")
     ap.add_argument("--pg", action="store_true", help="on PostgreSQL (127.0.0.1:5432, a database of its own)")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # one in-process run over a prepared manifest
+    ap.add_argument("--prepare", type=int, metavar="ROUNDS", help=argparse.SUPPRESS)  # manifests for bench.run
     args = ap.parse_args()
     if args.budgets:
         os.environ["BENCH_BUDGETS"] = "1"
@@ -206,6 +221,8 @@ def main() -> None:
         os.environ["BENCH_FLAVOUR"] = "html"
     if args.measure:
         print(json.dumps(measure(args.measure, args.tokens)))
+    elif args.prepare:
+        print(json.dumps(prepare_rounds(args.tokens, args.turns, args.prepare)))
     elif args.pg and not os.environ.get("BENCH_PG_DB"):
         with _pg_database():
             main()
@@ -216,7 +233,7 @@ def main() -> None:
         manifest = prepare(args.tokens, WARM + 1 + args.turns)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         out = subprocess.run(
-            _measuring(manifest, args.tokens),
+            measuring(manifest, args.tokens),
             cwd=ROOT,
             env=env,
             check=True,
