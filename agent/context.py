@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import budget
+from agent import budget, sql
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
 from agent.state import Run
@@ -61,7 +61,7 @@ def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *
 
 def load(run: Run) -> None:
     """Read what the next call is built from: the latest summary and the messages after it."""
-    run.summary = ContextSummary.objects.filter(session=run.session).order_by("-up_to_position").first()
+    run.summary = sql.latest_summary(run.session)
     run.history = read_after(run.session, -1 if run.summary is None else run.summary.up_to_position)
 
 

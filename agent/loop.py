@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import approvals, budget, context, signals
+from agent import approvals, budget, context, signals, sql
 from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
@@ -179,7 +179,7 @@ class _Where:
 
 def _call_index(session: Session) -> int:
     """The session's model calls so far, for the backends that read it (the fake, the demo)."""
-    return Message.objects.filter(session=session, role=Message.ASSISTANT).count()
+    return sql.model_calls(session)
 
 
 def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
@@ -289,13 +289,15 @@ def _persist(
 def _record_alone(row: Spend) -> None:
     """Write a call's ledger row on its own (its answer could not be written)."""
     try:
-        Spend.objects.create(
-            user_id=row.user_id,
-            created_at=row.created_at,
-            model_id=row.model_id,
-            tokens=row.tokens,
-            cost_usd=row.cost_usd,
-            settled=row.settled,
+        sql.insert_spend(
+            Spend(
+                user_id=row.user_id,
+                created_at=row.created_at,
+                model_id=row.model_id,
+                tokens=row.tokens,
+                cost_usd=row.cost_usd,
+                settled=row.settled,
+            )
         )
     except Exception:
         logger.exception("recording the cost of a model call failed (user=%s)", row.user_id)

@@ -11,12 +11,13 @@ the models' `_meta`, so a renamed column cannot drift from its SQL.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from django.db import connection
 from django.db.models import Model
 
-from agent.models import Message, Part, Session, Turn
+from agent.models import ContextSummary, Message, Part, Session, Spend, Turn
 
 
 def _table(model: type[Model]) -> str:
@@ -25,6 +26,21 @@ def _table(model: type[Model]) -> str:
 
 def _column(model: type[Model], name: str) -> str:
     return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
+@cache
+def _insert_sql(model: type[Model], names: tuple[str, ...], vendor: str) -> str:
+    columns = ", ".join(_column(model, name) for name in names)
+    sql = f"INSERT INTO {_table(model)} ({columns}) VALUES ({', '.join(['%s'] * len(names))})"
+    return f"{sql} RETURNING {_column(model, 'id')}" if vendor == "postgresql" else sql
+
+
+@cache
+def _update_sql(model: type[Model], changes: tuple[str, ...], where: tuple[str, ...], null: tuple[str, ...]) -> str:
+    assignments = ", ".join(f"{_column(model, name)} = %s" for name in changes)
+    conditions = [f"{_column(model, name)} = %s" for name in where]
+    conditions += [f"{_column(model, name)} IS NULL" for name in null]
+    return f"UPDATE {_table(model)} SET {assignments} WHERE {' AND '.join(conditions)}"
 
 
 def _prep(model: type[Model], name: str, value: Any) -> Any:
@@ -39,28 +55,19 @@ def _prep_save(model: type[Model], name: str, value: Any) -> Any:
 
 def _insert(model: type[Model], values: dict[str, Any]) -> Any:
     """INSERT one row of `values` (field name -> Python value); returns the new row's id."""
-    columns = ", ".join(_column(model, name) for name in values)
-    marks = ", ".join(["%s"] * len(values))
     params = [_prep_save(model, name, value) for name, value in values.items()]
-    sql = f"INSERT INTO {_table(model)} ({columns}) VALUES ({marks})"
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"{sql} RETURNING {_column(model, 'id')}", params)
-            return cursor.fetchone()[0]
-        cursor.execute(sql, params)
-        return cursor.lastrowid
+        cursor.execute(_insert_sql(model, tuple(values), connection.vendor), params)
+        return cursor.fetchone()[0] if connection.vendor == "postgresql" else cursor.lastrowid
 
 
 def _update(model: type[Model], changes: dict[str, Any], where: dict[str, Any], null: Iterable[str] = ()) -> int:
     """UPDATE the rows matching `where` (field = value, and the fields of `null` IS NULL); returns
     how many rows changed."""
-    assignments = ", ".join(f"{_column(model, name)} = %s" for name in changes)
-    conditions = [f"{_column(model, name)} = %s" for name in where]
-    conditions += [f"{_column(model, name)} IS NULL" for name in null]
     params = [_prep_save(model, name, value) for name, value in changes.items()]
     params += [_prep(model, name, value) for name, value in where.items()]
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {_table(model)} SET {assignments} WHERE {' AND '.join(conditions)}", params)
+        cursor.execute(_update_sql(model, tuple(changes), tuple(where), tuple(null)), params)
         return cursor.rowcount
 
 
@@ -104,15 +111,59 @@ def end_turn(turn: Turn, changes: dict[str, Any]) -> None:
 # --- the transcript ---------------------------------------------------------------------------
 
 
+@cache
+def _select_sql(model: type[Model], what: str, where: tuple[str, ...], vendor: str) -> str:
+    conditions = " AND ".join(f"{_column(model, name)} = %s" for name in where)
+    return f"SELECT {what} FROM {_table(model)} WHERE {conditions}"
+
+
 def next_position(session: Session) -> int:
     """The position after the session's last message (0 for a new session)."""
+    what = f"MAX({_column(Message, 'position')})"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT MAX({_column(Message, 'position')}) FROM {_table(Message)} WHERE {_column(Message, 'session')} = %s",
-            [_prep(Message, "session", session.pk)],
+            _select_sql(Message, what, ("session",), connection.vendor), [_prep(Message, "session", session.pk)]
         )
         last = cursor.fetchone()[0]
     return 0 if last is None else last + 1
+
+
+def model_calls(session: Session) -> int:
+    """How many of the session's messages are the assistant's (its model calls so far)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _select_sql(Message, "COUNT(*)", ("session", "role"), connection.vendor),
+            [_prep(Message, "session", session.pk), Message.ASSISTANT],
+        )
+        return cursor.fetchone()[0]
+
+
+SUMMARY_FIELDS = ("id", "session", "up_to_position", "text", "model_id", "input_tokens", "output_tokens", "cost_usd")
+
+
+def latest_summary(session: Session) -> ContextSummary | None:
+    """The summary of the session's older messages that covers the most, if any."""
+    columns = ", ".join(_column(ContextSummary, name) for name in SUMMARY_FIELDS)
+    sql = _select_sql(ContextSummary, columns, ("session",), connection.vendor)
+    sql += f" ORDER BY {_column(ContextSummary, 'up_to_position')} DESC LIMIT 1"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_prep(ContextSummary, "session", session.pk)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(SUMMARY_FIELDS, row, strict=True))
+    cost = ContextSummary._meta.get_field("cost_usd")
+    values["cost_usd"] = cost.to_python(values["cost_usd"])
+    values["session_id"] = values.pop("session")
+    return ContextSummary(**values)
+
+
+SPEND_FIELDS = ("user", "created_at", "model_id", "tokens", "cost_usd", "settled")
+
+
+def insert_spend(row: Spend) -> None:
+    """Write a new ledger row; sets its id."""
+    row.pk = _insert(Spend, {name: getattr(row, Spend._meta.get_field(name).attname) for name in SPEND_FIELDS})
 
 
 MESSAGE_FIELDS = (
@@ -172,18 +223,23 @@ READ_PART_FIELDS = (
 _JSON = ("tool_input", "tool_result")
 
 
-def parts_after(session: Session, after: int) -> list[tuple[int, str, Part]]:
-    """(message position, message role, part) of every part of the messages after position `after`,
-    in order; a message without parts has no row."""
+@cache
+def _parts_after_sql(vendor: str) -> str:
     m, p = _table(Message), _table(Part)
     part_columns = ", ".join(f"{p}.{_column(Part, name)}" for name in READ_PART_FIELDS)
     position, role = f"{m}.{_column(Message, 'position')}", f"{m}.{_column(Message, 'role')}"
-    sql = (
+    return (
         f"SELECT {position}, {role}, {part_columns} FROM {p}"
         f" INNER JOIN {m} ON ({p}.{_column(Part, 'message')} = {m}.{_column(Message, 'id')})"
         f" WHERE {m}.{_column(Message, 'session')} = %s AND {position} > %s"
         f" ORDER BY {position}, {p}.{_column(Part, 'position')}"
     )
+
+
+def parts_after(session: Session, after: int) -> list[tuple[int, str, Part]]:
+    """(message position, message role, part) of every part of the messages after position `after`,
+    in order; a message without parts has no row."""
+    sql = _parts_after_sql(connection.vendor)
     json_fields = {name: Part._meta.get_field(name) for name in _JSON}
     with connection.cursor() as cursor:
         cursor.execute(sql, [_prep(Message, "session", session.pk), after])

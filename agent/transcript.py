@@ -8,11 +8,10 @@ from typing import Any
 
 from django.core.files.storage import default_storage
 from django.db import connection, transaction
-from django.db.models import Model
 from django.utils import timezone
 
 from agent import sql
-from agent.models import Message, Part, Session
+from agent.models import Message, Part, Session, Spend
 from agent.state import Run
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
@@ -75,10 +74,10 @@ def next_position(session: Session) -> int:
 
 
 def add_message(
-    run: Run, role: str, parts: list[dict[str, Any]], *, also: Iterable[Model] = (), **fields: Any
+    run: Run, role: str, parts: list[dict[str, Any]], *, also: Iterable[Spend] = (), **fields: Any
 ) -> Message:
-    """Append one message with its parts, and the unsaved rows `also` (the ledger row of the model
-    call it answers), all or none, in one short transaction.
+    """Append one message with its parts, and the unsaved ledger rows `also` (of the model call it
+    answers), all or none, in one short transaction.
 
     Only the holder of the session's lease adds messages, so the run keeps the next position once
     it knows it; the unique (session, position) constraint turns any mistake into an error, never
@@ -93,7 +92,7 @@ def add_message(
         with transaction.atomic():
             sql.insert_message(message, rows)
             for row in also:
-                row.save(force_insert=True)
+                sql.insert_spend(row)
     except Exception:
         run.next_position = None  # ask the database next time
         raise
@@ -134,7 +133,7 @@ def persist_assistant(
     model_id: str,
     cost_usd: Decimal,
     tools_offered: list[str],
-    also: Iterable[Model] = (),
+    also: Iterable[Spend] = (),
 ) -> Message:
     parts: list[dict[str, Any]] = [
         {"type": "reasoning", "text": r["text"], "signature": r.get("signature", "")} for r in reasoning
