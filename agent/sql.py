@@ -53,6 +53,11 @@ def _prep_save(model: type[Model], name: str, value: Any) -> Any:
     return model._meta.get_field(name).get_db_prep_save(value, connection)
 
 
+def _values(obj: Model, names: tuple[str, ...]) -> dict[str, Any]:
+    """The instance's value of each named field (a relation's id, not its object)."""
+    return {name: getattr(obj, obj._meta.get_field(name).attname) for name in names}
+
+
 def _insert(model: type[Model], values: dict[str, Any]) -> Any:
     """INSERT one row of `values` (field name -> Python value); returns the new row's id."""
     params = [_prep_save(model, name, value) for name, value in values.items()]
@@ -163,7 +168,7 @@ SPEND_FIELDS = ("user", "created_at", "model_id", "tokens", "cost_usd", "settled
 
 def insert_spend(row: Spend) -> None:
     """Write a new ledger row; sets its id."""
-    row.pk = _insert(Spend, {name: getattr(row, Spend._meta.get_field(name).attname) for name in SPEND_FIELDS})
+    row.pk = _insert(Spend, _values(row, SPEND_FIELDS))
 
 
 MESSAGE_FIELDS = (
@@ -201,11 +206,10 @@ PART_FIELDS = (
 
 def insert_message(message: Message, parts: list[Part]) -> None:
     """Write a new message and its parts (the caller holds the transaction); sets their ids."""
-    values = {name: getattr(message, message._meta.get_field(name).attname) for name in MESSAGE_FIELDS}
-    message.pk = _insert(Message, values)
+    message.pk = _insert(Message, _values(message, MESSAGE_FIELDS))
     for part in parts:
         part.message_id = message.pk
-        part.pk = _insert(Part, {name: getattr(part, part._meta.get_field(name).attname) for name in PART_FIELDS})
+        part.pk = _insert(Part, _values(part, PART_FIELDS))
 
 
 READ_PART_FIELDS = (
