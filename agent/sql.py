@@ -212,18 +212,7 @@ def insert_message(message: Message, parts: list[Part]) -> None:
         part.pk = _insert(Part, _values(part, PART_FIELDS))
 
 
-READ_PART_FIELDS = (
-    "type",
-    "text",
-    "signature",
-    "tool_use_id",
-    "tool_name",
-    "tool_input",
-    "tool_result",
-    "tool_status",
-    "media_type",
-    "media_ref",
-)
+READ_PART_FIELDS = tuple(name for name in PART_FIELDS if name not in ("message", "position", "effects"))
 _JSON = ("tool_input", "tool_result")
 
 
