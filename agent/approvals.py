@@ -89,18 +89,16 @@ def open_approvals(session: Session) -> list[Approval]:
     return list(Approval.objects.filter(session=session, resolved=False).order_by("created_at"))
 
 
-def settle(run: Run, *, awaiting: bool | None = None) -> list[tuple[str, Any]]:
+def settle(run: Run) -> list[tuple[str, Any]]:
     """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events.
 
-    No query when the run already knows nothing waits (its lease was taken while nothing did), or
-    when the caller read the session's flag already (`awaiting`); else one read when nothing waits.
+    No query when the run already knows nothing waits (its lease was taken while nothing did);
+    else one read when nothing waits.
     """
     if run.approvals_settled:
         return []
     session = run.session
-    if awaiting is None:
-        awaiting = Session.objects.filter(pk=session.pk, awaiting_people=True).exists()
-    if not awaiting:
+    if not Session.objects.filter(pk=session.pk, awaiting_people=True).exists():
         # Approvals are open only while the flag is set (`create` sets it first, `_settled` clears it
         # last): one read, and no write, answers the usual case.
         session.awaiting_people, run.approvals_settled = False, True

@@ -29,10 +29,6 @@ class Run:
     summary: ContextSummary | None = None
     history: list[tuple[int, dict[str, Any]]] | None = field(default=None, repr=False)
 
-    @property
-    def user(self) -> Any:
-        return self.session.user
-
     def forget_history(self) -> None:
         """Read the transcript afresh at the next model call."""
         self.summary, self.history = None, None

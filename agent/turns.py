@@ -79,12 +79,12 @@ def start(run: Run) -> None:
 
     Its channel opens first, so a stream that arrives a moment later finds it.
     """
-    hub.open_channel(str(run.turn.pk))
+    channel = hub.open_channel(str(run.turn.pk))
     mode = settings.AGENT_TURN_EXECUTOR
     if mode == "inline":
         execute(run)
         return
-    hub.get_channel(str(run.turn.pk)).watched = True
+    channel.watched = True
     watch.ensure_running()
     if mode == "auto" and gevent_patched():
         import gevent
