@@ -59,10 +59,12 @@ def own_session(request: HttpRequest, session_id: Any) -> Session:
 def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     """The request user's own session, while the domain still lets them read it; else None."""
     policy = get_policy()
-    session = (
-        Session.objects.select_related("user", *policy.related).filter(pk=session_id, user=request.user.pk).first()
-    )
-    return session if session is not None and policy.may_read(session) else None
+    try:
+        session = Session.objects.select_related(*policy.related).get(pk=session_id, user=request.user.pk)
+    except Session.DoesNotExist:
+        return None
+    session.user = request.user  # the same row, already read for this request
+    return session if policy.may_read(session) else None
 
 
 def stream_url(session: Session, turn: Turn) -> str:
@@ -103,12 +105,14 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     policy = get_policy()
     # The turn with its session in one query, under the same rules as `session_api`.
-    turn = (
-        Turn.objects.select_related("session", "session__user", *(f"session__{name}" for name in policy.related))
-        .filter(pk=turn_id, session_id=session_id, session__user=request.user.pk)
-        .first()
-    )
-    if turn is None or not policy.may_read(turn.session):
+    try:
+        turn = Turn.objects.select_related("session", *(f"session__{name}" for name in policy.related)).get(
+            pk=turn_id, session_id=session_id, session__user=request.user.pk
+        )
+    except Turn.DoesNotExist:
+        return error(404, "not_found", NOT_FOUND)
+    turn.session.user = request.user  # the same row, already read for this request
+    if not policy.may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     batches = follow_batches(turn, last_event_id=_last_event_id(request))
     if request.GET.get("flavour") == "html":

@@ -51,7 +51,10 @@ def seat_of(user: Any, blog: Blog) -> Seat | None:
     """The user's seat on the blog; None for anyone who is not a member (or not signed in)."""
     if not getattr(user, "is_authenticated", False):
         return None
-    return Seat.objects.filter(user=user, blog=blog).first()
+    try:
+        return Seat.objects.get(user=user, blog=blog)
+    except Seat.DoesNotExist:
+        return None
 
 
 def may_summon(seat: Seat | None) -> bool:
@@ -65,7 +68,10 @@ def assistant_consent(user: Any, blog: Blog) -> Consent | None:
     """The user's live (not revoked) Consent for the assistant on the blog, if any."""
     if not getattr(user, "is_authenticated", False):
         return None
-    return Consent.objects.filter(user=user, blog=blog, client=ASSISTANT, revoked_at__isnull=True).first()
+    try:
+        return Consent.objects.get(user=user, blog=blog, client=ASSISTANT, revoked_at__isnull=True)
+    except Consent.DoesNotExist:
+        return None
 
 
 def assistant_scopes(seat: Seat | None, consent: Consent | None) -> frozenset[str]:
