@@ -35,13 +35,17 @@ def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, act
     )
 
 
+#: Slugs a post cannot have: their public address is taken by the blog's own pages (its feed).
+RESERVED_SLUGS = frozenset({"feed"})
+
+
 def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
     base = slugify(title)[:200] or "post"
     slug, n = base, 2
     taken = Post.objects.filter(blog=blog)
     if exclude:
         taken = taken.exclude(pk=exclude)
-    while taken.filter(slug=slug).exists():
+    while slug in RESERVED_SLUGS or taken.filter(slug=slug).exists():
         slug, n = f"{base}-{n}", n + 1
     return slug
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from blog import chat_panel, team_views, views
+from blog import chat_panel, reading, team_views, views
 
 app_name = "blog"
 
@@ -14,10 +14,12 @@ urlpatterns = [
     path("blogs/<slug:slug>/posts/<int:pk>/unpublish/", views.post_unpublish, name="post_unpublish"),
     path("blogs/<slug:slug>/posts/<int:pk>/delete/", views.post_delete, name="post_delete"),
     path("blogs/<slug:slug>/posts/<int:pk>/history/", views.post_history, name="history"),
+    path("blogs/<slug:slug>/posts/<int:pk>/history/compare/", views.post_compare, name="compare"),
     path("blogs/<slug:slug>/posts/<int:pk>/revert/<int:rev>/", views.post_revert, name="revert"),
     path("blogs/<slug:slug>/members/", team_views.members, name="members"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),
-    path("read/<slug:slug>/", views.public_index, name="public_index"),
-    path("read/<slug:slug>/<slug:post_slug>/", views.public_post, name="public_post"),
+    path("read/<slug:slug>/", reading.public_index, name="public_index"),
+    path("read/<slug:slug>/feed/", reading.BlogFeed(), name="feed"),
+    path("read/<slug:slug>/<slug:post_slug>/", reading.public_post, name="public_post"),
 ]
