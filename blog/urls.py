@@ -9,6 +9,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/", views.blog_detail, name="detail"),
     path("blogs/<slug:slug>/posts/", views.post_list, name="post_list"),
     path("blogs/<slug:slug>/posts/new/", views.post_new, name="post_new"),
+    path("blogs/<slug:slug>/posts/preview/", views.post_preview, name="post_preview"),
     path("blogs/<slug:slug>/posts/<int:pk>/edit/", views.post_edit, name="post_edit"),
     path("blogs/<slug:slug>/posts/<int:pk>/publish/", views.post_publish, name="post_publish"),
     path("blogs/<slug:slug>/posts/<int:pk>/unpublish/", views.post_unpublish, name="post_unpublish"),

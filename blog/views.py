@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from agent.markdown import render_markdown
 from blog import diffs, grants, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
@@ -102,6 +103,22 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "blog/post_form.html",
         {"blog": blog, "post": post, "error": error, "data": request.POST or {"title": post.title, "body": post.body}},
     )
+
+
+#: The longest body the preview renders (the form itself takes any length the model field does).
+PREVIEW_MAX_CHARS = 200_000
+
+
+@require_POST
+@login_required
+def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
+    """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page."""
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, WRITE)
+    body = request.POST.get("body", "")
+    if len(body) > PREVIEW_MAX_CHARS:
+        return render(request, "blog/_preview.html", {"too_long": True})
+    return render(request, "blog/_preview.html", {"body_html": render_markdown(body)})
 
 
 def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
