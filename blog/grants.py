@@ -8,6 +8,10 @@ tool call, so narrowing or revoking a grant, or a seat, bites on the next call.
 
 `allows(actor, operation)` is the one yes-or-no: the operation catalogue asks it before running an
 operation, and the assistant's tools ask it before offering or running one.
+
+A grant lives only as long as the seat it was given from: removing a member (on the members screen,
+in the admin, or with the blog) deletes their Consents on that blog, so adding them again starts
+with nothing granted (`drop_grants_with_seat`).
 """
 
 from __future__ import annotations
@@ -94,3 +98,9 @@ def note_use(actor: Actor) -> None:
         return
     Consent.objects.filter(pk=consent.pk).update(last_used_at=now)
     consent.last_used_at = now
+
+
+def drop_grants_with_seat(sender: Any, instance: Seat, **kwargs: Any) -> None:
+    """`post_delete` of a Seat (connected in `BlogConfig.ready`): the member's Consents on that blog
+    go with it, whoever removed the seat, in the same transaction as the delete."""
+    Consent.objects.filter(user_id=instance.user_id, blog_id=instance.blog_id).delete()

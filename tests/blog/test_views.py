@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 import pytest
 
 from agent.models import Session
+from blog import grants
 from blog.chat import tool_available
 from blog.models import Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, set_consent
@@ -457,6 +458,28 @@ def test_owner_changes_role_and_allows_the_assistant(team):
     client.post("/blogs/notes/members/", {"action": "update", "seat": seat.pk, "role": "author"})
     seat.refresh_from_db()
     assert (seat.role, seat.may_use_assistant) == ("author", False)
+
+
+def test_removing_a_member_drops_their_grants_so_re_adding_restores_nothing(team, django_user_model):
+    set_consent(team.editor, team.blog, ALL)
+    Consent.objects.create(user=team.editor, blog=team.blog, client="some-app", scopes=[READ])
+    kept = set_consent(team.author, team.blog, [READ])  # another member's grant stays
+    client = browser(team.owner)
+    client.post("/blogs/notes/members/", {"action": "remove", "seat": team.seat("editor").pk})
+    assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
+    client.post("/blogs/notes/members/", {"action": "add", "username": "editor", "role": "editor"})
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=True)
+    assert grants.assistant(team.editor, team.blog).scopes == frozenset()
+    assert Consent.objects.filter(pk=kept.pk).exists()
+
+
+def test_a_seat_deleted_in_the_admin_drops_its_grants_too(team, django_user_model):
+    set_consent(team.editor, team.blog, ALL)
+    admin = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    seat = team.seat("editor")
+    response = browser(admin).post(f"/admin/blog/seat/{seat.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
 
 
 def test_viewer_cannot_be_allowed_the_assistant(team):
