@@ -450,8 +450,8 @@ def strict(server_factory, app):
 
 def test_the_message_rate_limit_refuses_and_stores_nothing(strict, login):
     frank = login("frank", strict, https=True)
-    sid = frank.new_chat()
-    for i in range(3):
+    sid = frank.new_chat()  # opening a chat takes one of the 3 slots
+    for i in range(2):
         turn = frank.turn(sid, f"message {i}")
         assert turn.terminal[0] == "done"
     users = strict.database.scalar(
@@ -466,6 +466,8 @@ def test_the_message_rate_limit_refuses_and_stores_nothing(strict, login):
     assert 1 <= body["retry_after_seconds"] <= 60
     panel = frank.post_form(f"/chat/{sid}/send", {"text": "one too many, from the page"})
     assert panel.status_code == 200 and "too quickly" in panel.text
+    another = frank.post_json("/api/agent/sessions", {"blog": "field-notes"})  # no more chats either
+    assert another.status_code == 429 and another.json()["error"]["code"] == "rate_limited"
     assert (
         strict.database.scalar(
             "SELECT COUNT(*) FROM agent_message m JOIN agent_session s ON s.id = m.session_id "
@@ -473,7 +475,7 @@ def test_the_message_rate_limit_refuses_and_stores_nothing(strict, login):
             (sid if strict.database.postgres else sid.replace("-", ""),),
         )
         == users
-        == 3
+        == 2
     )
     assert frank.transcript(sid)["running"] is False
 
