@@ -370,13 +370,65 @@ def test_revert_with_another_posts_revision_is_404(team):
 # The assistant panel ----------------------------------------------------------------------------------------------
 
 
+def test_opening_the_blog_page_writes_nothing(team):
+    """A GET never creates a chat: the form is ready, and the first message creates the chat."""
+    set_consent(team.editor, team.blog, [READ])
+    client = browser(team.editor)
+    before = everything()
+    html = client.get("/blogs/notes/").content.decode()
+    assert everything() == before and not Session.objects.exists()
+    assert 'hx-post="/blogs/notes/chats/send"' in html and '<textarea id="chat-text" name="text"' in html
+    assert "Can: posts:read" in html
+
+
+def test_the_first_message_creates_the_chat_and_points_the_form_at_it(team, script):
+    script([[{"kind": "text", "text": "Hello."}, {"kind": "done", "stop_reason": "end_turn"}]])
+    client = browser(team.editor)
+    response = client.post("/blogs/notes/chats/send", {"text": "hi there"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    [chat] = Session.objects.filter(user=team.editor)
+    assert chat.blog_link.blog == team.blog
+    assert list(chat.messages.filter(role="user").values_list("position", flat=True)) == [0]
+    html = response.content.decode()
+    assert "sse-connect" in html and "hi there" in html
+    tags = dict((a.get("id"), a) for _, a in tags_of(html) if a.get("id"))
+    assert tags["chat-form"]["hx-swap-oob"] == "true"
+    assert tags["chat-form"]["hx-post"] == f"/chat/{chat.pk}/send"
+    assert tags["chat-stop"]["hx-post"] == f"/chat/{chat.pk}/stop"
+    assert f'hx-post="/chat/{chat.pk}/send"' in client.get("/blogs/notes/").content.decode()  # resumed
+
+
+@pytest.mark.parametrize("text", ["", "   ", "x" * 20_001])
+def test_a_bad_first_message_creates_no_chat(team, text):
+    response = browser(team.editor).post("/blogs/notes/chats/send", {"text": text})
+    assert response.status_code == 200 and "up to 20,000 characters" in response.content.decode()
+    assert not Session.objects.exists()
+
+
+def test_a_rate_limited_first_message_creates_no_chat(team, settings, script):
+    script([[{"kind": "text", "text": "ok"}, {"kind": "done", "stop_reason": "end_turn"}]])
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    client = browser(team.editor)
+    assert "sse-connect" in client.post("/blogs/notes/chats/send", {"text": "one"}).content.decode()
+    refused = client.post("/blogs/notes/chats/send", {"text": "two"}).content.decode()
+    assert "too quickly" in refused and "sse-connect" not in refused
+    assert Session.objects.count() == 1
+
+
+@pytest.mark.parametrize("role", ["viewer", "outsider"])
+def test_the_first_message_is_refused_to_those_who_may_not_summon(team, role):
+    assert browser(team.user(role)).post("/blogs/notes/chats/send", {"text": "hi"}).status_code == 404
+    Seat.objects.filter(user=team.author).update(may_use_assistant=False)
+    assert browser(team.author).post("/blogs/notes/chats/send", {"text": "hi"}).status_code == 404
+    assert not Session.objects.exists()
+
+
 def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
     set_consent(team.editor, team.blog, [READ])
     client = browser(team.editor)
+    first = blog_chat(team.editor, team.blog)
     html = client.get("/blogs/notes/").content.decode()
-    [first] = Session.objects.filter(user=team.editor)
     assert f'hx-post="/chat/{first.pk}/send"' in html
-    assert "Can: posts:read" in html
     client.get("/blogs/notes/")
     assert Session.objects.filter(user=team.editor).count() == 1  # a reload resumes, it does not start anew
     response = client.post("/blogs/notes/chats/new/")
@@ -384,6 +436,16 @@ def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
     assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={second.pk}"
     assert f'hx-post="/chat/{second.pk}/send"' in client.get("/blogs/notes/").content.decode()
     assert f'hx-post="/chat/{first.pk}/send"' in client.get(f"/blogs/notes/?chat={first.pk}").content.decode()
+
+
+def test_new_chat_counts_under_the_message_rate_limit(team, settings):
+    settings.AGENT_MESSAGES_PER_MINUTE = 2
+    client = browser(team.editor)
+    for _ in range(2):
+        assert client.post("/blogs/notes/chats/new/").status_code == 302
+    response = client.post("/blogs/notes/chats/new/", follow=True)
+    assert Session.objects.count() == 2
+    assert "You&#x27;re sending messages too quickly." in response.content.decode()
 
 
 def test_someone_elses_chat_id_is_ignored(team):
@@ -735,6 +797,7 @@ def state_changing_posts(team):
         ("/blogs/notes/clients/", {"action": "save", "scopes": list(ALL)}),
         ("/blogs/notes/clients/", {"action": "revoke"}),
         ("/blogs/notes/chats/new/", {}),
+        ("/blogs/notes/chats/send", {"text": "forged first message"}),
         (f"/chat/{session.pk}/send", {"text": "forged message"}),
         (f"/chat/{session.pk}/stop", {}),
     ]
