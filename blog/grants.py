@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from blog.access import ROLE_SCOPES
-from blog.models import Blog, Consent, Seat
+from blog.access import PUBLISH, ROLE_SCOPES
+from blog.models import Blog, Consent, Post, Seat
 
 if TYPE_CHECKING:
     from blog.operations import Operation
@@ -49,6 +49,12 @@ class Actor:
 def allows(actor: Actor, operation: Operation) -> bool:
     """Whether `actor` may run `operation`: the scope it needs is one of the actor's."""
     return operation.scope in actor.scopes
+
+
+def may_change(actor: Actor, post: Post) -> bool:
+    """Whether `actor` may change `post`'s title or body: a published post is live content, so
+    changing it is a publish-level act (it needs the publish scope as well as the write scope)."""
+    return post.status != Post.PUBLISHED or PUBLISH in actor.scopes
 
 
 def seat_of(user: Any, blog: Blog) -> Seat | None:

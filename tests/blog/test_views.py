@@ -193,6 +193,31 @@ def test_edit_post(team):
     )
 
 
+def test_an_author_cannot_change_a_published_post(team):
+    """Live content is a publish-level act: without posts:publish the edit of a published post is refused."""
+    live = make_post(team.blog, "Live post", "Live body", published=True)
+    client = browser(team.author)
+    before = everything()
+    assert client.get(f"/blogs/notes/posts/{live.pk}/edit/").status_code == 404
+    assert client.post(f"/blogs/notes/posts/{live.pk}/edit/", {"title": "Defaced", "body": "x"}).status_code == 404
+    assert everything() == before
+    assert browser().get("/read/notes/live-post/").content.decode().count("Live body") == 1
+    html = client.get("/blogs/notes/").content.decode()
+    assert f"/posts/{live.pk}/edit/" not in html  # no Edit link for a post they may not change
+    draft = make_post(team.blog, "A draft")
+    assert f"/posts/{draft.pk}/edit/" in client.get("/blogs/notes/").content.decode()
+
+
+def test_an_editor_changes_a_published_post(team):
+    live = make_post(team.blog, "Live post", "Live body", published=True)
+    client = browser(team.editor)
+    assert f"/posts/{live.pk}/edit/" in client.get("/blogs/notes/").content.decode()
+    response = client.post(f"/blogs/notes/posts/{live.pk}/edit/", {"title": "Live post", "body": "Corrected"})
+    assert response.status_code == 302
+    live.refresh_from_db()
+    assert (live.status, live.body) == ("published", "Corrected")
+
+
 def test_edit_other_blogs_post_is_404(team, other_team):
     foreign = make_post(other_team.blog, "Theirs")
     response = browser(team.owner).post(f"/blogs/notes/posts/{foreign.pk}/edit/", {"title": "Mine now"})
