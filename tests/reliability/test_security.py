@@ -411,6 +411,7 @@ def test_every_state_changing_request_needs_the_csrf_token(app, provider, alice,
         "/blogs/field-notes/members/": {"action": "change", "seat": seat, "role": "editor"},
         "/blogs/field-notes/clients/": {"action": "revoke"},
         "/blogs/field-notes/chats/new/": {},
+        "/blogs/field-notes/chats/send": {"text": "forged first message"},
         "/accounts/logout/": {},
     }
     forged = {"Content-Type": "application/json", "X-CSRFToken": "forged" * 6}
