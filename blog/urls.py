@@ -20,6 +20,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/members/", team_views.members, name="members"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),
+    path("blogs/<slug:slug>/chats/send", chat_panel.first_message, name="first_message"),
     path("read/<slug:slug>/", reading.public_index, name="public_index"),
     path("read/<slug:slug>/feed/", reading.BlogFeed(), name="feed"),
     path("read/<slug:slug>/<slug:post_slug>/", reading.public_post, name="public_post"),

@@ -87,6 +87,8 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     post = _post(blog, pk)
+    if not grants.may_change(actor, post):
+        raise Http404("Not found.")  # a published post is changed only with the publish scope (README)
     error = None
     if request.method == "POST":
         try:
