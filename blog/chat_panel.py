@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -22,17 +22,21 @@ from agent.models import Session
 from agent.views import stream_url
 from blog import grants
 from blog.chat import start_session
-from blog.models import Blog, Seat
+from blog.models import Blog, Post, Seat
 
 
-def blog_sessions(user: Any, blog: Blog):
-    return Session.objects.filter(user=user, blog_link__blog=blog).order_by("-updated_at")
+def blog_sessions(user: Any, blog: Blog, post: Post | None = None):
+    """The user's chats on the blog page (`post` None), or beside one post's editor."""
+    return Session.objects.filter(user=user, blog_link__blog=blog, blog_link__post=post).order_by("-updated_at")
 
 
-def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | None) -> dict[str, Any]:
+def panel_context(
+    request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | None, post: Post | None = None
+) -> dict[str, Any]:
+    """The panel on the blog page, or (with `post`) beside that post's editor, in chats about it."""
     if not grants.may_summon(seat):
         return {"assistant": False}
-    sessions = list(blog_sessions(request.user, blog)[:20])
+    sessions = list(blog_sessions(request.user, blog, post)[:20])
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
     current = current or (sessions[0] if sessions else None)
     items, running = display.conversation(current) if current else ([], None)
@@ -47,7 +51,30 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
         "running_url": reverse("agent:stream", args=[current.pk, running.pk]) if running else "",
         "meter": display.meter_display(meter),
         "grant_scopes": sorted(grant.scopes),
+        "panel_post": post,
+        "new_chat_url": _panel_url("new_chat", blog, post),
+        "first_message_url": _panel_url("first_message", blog, post),
     }
+
+
+def _panel_url(name: str, blog: Blog, post: Post | None) -> str:
+    if post is None:
+        return reverse(f"blog:{name}", args=[blog.slug])
+    return reverse(f"blog:post_{name}", args=[blog.slug, post.pk])
+
+
+def _panel_post(blog: Blog, pk: int | None) -> Post | None:
+    """The post whose editor the panel is beside (404 if it is not this blog's), or None."""
+    return None if pk is None else get_object_or_404(Post, blog=blog, pk=pk)
+
+
+def _panel_page(blog: Blog, post: Post | None, session: Session | None = None) -> str:
+    url = (
+        reverse("blog:detail", args=[blog.slug])
+        if post is None
+        else reverse("blog:post_edit", args=[blog.slug, post.pk])
+    )
+    return url if session is None else f"{url}?chat={session.pk}"
 
 
 def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
@@ -65,29 +92,32 @@ def _refusal(exc: intake.Refused) -> str:
 
 @require_POST
 @login_required
-def new_chat(request: HttpRequest, slug: str) -> HttpResponse:
+def new_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     blog = _summoner_blog(request, slug)
+    post = _panel_post(blog, pk)
+    data = {"blog": blog.slug} if post is None else {"blog": blog.slug, "post": post.pk}
     try:
-        session = intake.open_session(request.user, {"blog": blog.slug})
+        session = intake.open_session(request.user, data)
     except intake.Refused as exc:
         messages.error(request, _refusal(exc))
-        return redirect("blog:detail", slug=blog.slug)
-    return redirect(f"{reverse('blog:detail', args=[blog.slug])}?chat={session.pk}")
+        return redirect(_panel_page(blog, post))
+    return redirect(_panel_page(blog, post, session))
 
 
 @require_POST
 @login_required
-def first_message(request: HttpRequest, slug: str) -> HttpResponse:
+def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """The panel's first message when there is no chat yet: the chat is created with it.
 
     Answers like `chat:send`, plus the chat form again (out of band) pointing at the new chat. The
     message takes the rate slot; a refused message leaves no chat behind.
     """
     blog = _summoner_blog(request, slug)
+    post = _panel_post(blog, pk)
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
         return _notice(request, "Write a message of up to 20,000 characters.")
-    session = start_session(request.user, blog)
+    session = start_session(request.user, blog, post)
     try:
         run, _ = intake.accept(session, request.user, text)
     except intake.Refused as exc:

@@ -20,7 +20,8 @@ from agent.backends.fake import summary_events
 
 HELP = (
     "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
-    "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”."
+    "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”; "
+    "beside a post's editor, “rename this post to Evening light”."
 )
 
 PATTERNS = [
@@ -36,7 +37,13 @@ PATTERNS = [
     ("publish", re.compile(r"^\s*publish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
     ("delete", re.compile(r"^\s*delete\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
     ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
+    (
+        "rename",
+        re.compile(r"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I),
+    ),
 ]
+#: Where the chat beside an editor names its post (blog.chat.EDITOR_PROMPT).
+OPEN_POST = re.compile(r"\(post_id (?P<id>\d+)\) open in the editor")
 
 NEEDS = {
     "list": "list_posts",
@@ -44,6 +51,7 @@ NEEDS = {
     "publish": "publish_post",
     "unpublish": "unpublish_post",
     "delete": "delete_post",
+    "rename": "update_post",
 }
 CONFIRM_DELETE = re.compile(r"Delete “(?P<t>.+)”\? This can't be undone")
 LONG_TEXT = " ".join(
@@ -76,7 +84,7 @@ class DemoBackend(Backend):
         if ctx is not None and ctx.purpose == "summary":
             yield from summary_events(messages)
             return
-        text, calls = self._answer(messages, offered)
+        text, calls = self._answer(messages, offered, system)
         out_tokens = 0
         for word in re.findall(r"\S+\s*", text):
             self._pause()
@@ -106,7 +114,9 @@ class DemoBackend(Backend):
         ctx = call_context.get()
         return f"demo_{ctx.session_id[:8]}_{ctx.call_index}_{i}" if ctx else f"demo_{i}"
 
-    def _answer(self, messages: list[dict[str, Any]], offered: set[str]) -> tuple[str, list[tuple[str, dict]]]:
+    def _answer(
+        self, messages: list[dict[str, Any]], offered: set[str], system: str = ""
+    ) -> tuple[str, list[tuple[str, dict]]]:
         users = [m for m in messages if m["role"] == "user" and _text_of(m)]
         if not users:
             return HELP, []
@@ -127,6 +137,11 @@ class DemoBackend(Backend):
             ), []
         if kind == "list":
             return "Let me look at your posts.", [("list_posts", {})]
+        if kind == "rename":
+            open_post = OPEN_POST.search(system or "")
+            if open_post is None:
+                return "Which post? Open it in the editor and ask me there.", []
+            return f"Renaming it to “{title}”.", [("update_post", {"post_id": int(open_post["id"]), "title": title})]
         if kind == "draft":
             body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]

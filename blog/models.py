@@ -94,6 +94,8 @@ class ChatLink(models.Model):
 
     session = models.OneToOneField("agent.Session", on_delete=models.CASCADE, related_name="blog_link")
     blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="chat_links")
+    #: The post a chat beside the editor is about ("this post"); none for a chat on the blog page.
+    post = models.ForeignKey(Post, null=True, blank=True, on_delete=models.SET_NULL, related_name="chat_links")
 
 
 class Consent(models.Model):

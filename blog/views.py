@@ -100,11 +100,40 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Saved “{post.title}”.")
             return redirect("blog:detail", slug=blog.slug)
-    return render(
-        request,
-        "blog/post_form.html",
-        {"blog": blog, "post": post, "error": error, "data": request.POST or {"title": post.title, "body": post.body}},
-    )
+    context = {
+        "blog": blog,
+        "post": post,
+        "error": error,
+        "data": request.POST or {"title": post.title, "body": post.body},
+    }
+    context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
+    return render(request, "blog/post_form.html", context)
+
+
+@require_POST
+@login_required
+def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """The editor's view of a change made to its post meanwhile (by the assistant beside it, or in
+    another tab): the saved version against what the form holds now, as a diff, with the saved
+    title and body for the page to take if the person chooses to. Nothing is written."""
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, READ)
+    post = _post(blog, pk)
+    mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
+    saved = {"title": post.title, "body": post.body}
+    context = {
+        "blog": blog,
+        "post": post,
+        "saved": saved,
+        "differs": mine["title"] != saved["title"] or _lines(mine["body"]) != _lines(saved["body"]),
+        "diff": diffs.version_diff(mine, saved),
+    }
+    return render(request, "blog/_incoming.html", context)
+
+
+def _lines(text: str) -> list[str]:
+    """A body as its lines (a browser's form sends CRLF; the saved body may have LF)."""
+    return text.splitlines()
 
 
 #: The longest body the preview renders (the form itself takes any length the model field does).

@@ -1,23 +1,93 @@
-// The post editor: ask before leaving the page with unsaved changes (a closed tab, a link, the back button).
+// The post editor: ask before leaving with unsaved changes, and take in changes made to the post
+// meanwhile (by the assistant beside it) without ever overwriting what the person is typing.
 (function () {
   "use strict";
+
+  function fields(form) {
+    return { title: form.elements.title.value, body: form.elements.body.value };
+  }
+
+  function same(a, b) {
+    // (a browser sends and shows line ends as CRLF or LF; the text is the same either way)
+    var lines = function (s) { return s.replace(/\r\n?/g, "\n"); };
+    return a.title === b.title && lines(a.body) === lines(b.body);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.querySelector("form[data-guard-unsaved]");
     if (!form) return;
-    var saved = new FormData(form);
-    function changed() {
-      var now = new FormData(form);
-      for (var pair of now.entries()) {
-        if (pair[0] !== "csrfmiddlewaretoken" && saved.get(pair[0]) !== pair[1]) return true;
-      }
-      return false;
-    }
+    var saved = fields(form);  // what the server has, as far as this page knows
     var submitting = false;
+
     form.addEventListener("submit", function () { submitting = true; });
     window.addEventListener("beforeunload", function (event) {
-      if (submitting || !changed()) return;
+      if (submitting || same(fields(form), saved)) return;
       event.preventDefault();
       event.returnValue = "";  // (older browsers show their own prompt only when this is set)
+    });
+
+    function take(version) {
+      form.elements.title.value = version.title;
+      form.elements.body.value = version.body;
+      saved = version;
+      form.elements.body.dispatchEvent(new Event("input", { bubbles: true }));  // refresh the preview
+    }
+
+    var postId = form.dataset.postId;
+    var box = document.getElementById("incoming");
+    if (!postId || !box) return;
+
+    function incoming() {
+      var request = new XMLHttpRequest();
+      request.open("POST", form.dataset.incomingUrl);
+      request.onload = function () {
+        if (request.status !== 200) {
+          box.innerHTML = "";
+          var gone = document.createElement("p");
+          gone.className = "notice";
+          gone.textContent = "This post can no longer be edited here (it was deleted, or your access changed).";
+          box.appendChild(gone);
+          return;
+        }
+        var holder = document.createElement("div");
+        holder.innerHTML = request.responseText;
+        var version = JSON.parse(holder.querySelector("#incoming-saved").textContent);
+        var state = holder.querySelector("#incoming-state");
+        var current = document.getElementById("post-state");
+        if (state && current) current.replaceWith(state.content.cloneNode(true));
+        var card = holder.querySelector(".incoming");
+        box.innerHTML = "";
+        if (same(fields(form), saved)) {
+          // Nothing typed since the last save: the editor simply shows the new version.
+          if (!same(version, saved)) {
+            take(version);
+            var note = document.createElement("p");
+            note.className = "notice incoming-note";
+            note.textContent = "The assistant changed this post; the editor shows the saved version.";
+            box.appendChild(note);
+          }
+          return;
+        }
+        if (!card) { saved = version; return; }  // the saved version is what the form holds already
+        box.appendChild(card);
+        card.querySelector("[data-incoming=take]").addEventListener("click", function () {
+          take(version);
+          box.innerHTML = "";
+        });
+        card.querySelector("[data-incoming=keep]").addEventListener("click", function () {
+          saved = version;  // the saved version is known now; the form still differs, so leaving asks
+          box.innerHTML = "";
+        });
+      };
+      request.send(new FormData(form));
+    }
+
+    document.body.addEventListener("chat:effects", function (event) {
+      var effects = (event.detail && event.detail.effects) || [];
+      var ours = effects.some(function (effect) {
+        return String(effect.type || "").indexOf("post.") === 0 && String(effect.id) === postId;
+      });
+      if (ours) incoming();
     });
   });
 })();

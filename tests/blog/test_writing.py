@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from blog.views import PREVIEW_MAX_CHARS
-from tests.blog.conftest import browser
+from tests.blog.conftest import browser, make_post
 from tests.blog.test_views import tags_of
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +55,114 @@ def test_the_editor_says_what_saving_will_do(team):
     html = client.get(f"/blogs/notes/posts/{live.pk}/edit/").content.decode()
     assert "This post is live" in html and f'href="/read/notes/{live.slug}/"' in html
     assert "Creating saves a private draft" in client.get("/blogs/notes/posts/new/").content.decode()
+
+
+# The assistant beside the editor --------------------------------------------------------------------------------
+
+
+def test_the_editor_has_the_assistant_in_chats_about_that_post(team, consent):
+    from blog.chat import start_session
+
+    post = make_post(team.blog, "Open post")
+    on_blog_page = start_session(team.editor, team.blog)
+    about_post = start_session(team.editor, team.blog, post)
+    html = browser(team.editor).get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert 'id="assistant"' in html and f'hx-post="/chat/{about_post.pk}/send"' in html
+    assert f"?chat={on_blog_page.pk}" not in html  # the blog page's chats stay on the blog page
+    assert f'action="/blogs/notes/posts/{post.pk}/chats/new/"' in html
+    blog_page = browser(team.editor).get("/blogs/notes/").content.decode()
+    assert f'hx-post="/chat/{on_blog_page.pk}/send"' in blog_page and str(about_post.pk) not in blog_page
+
+
+def test_without_a_chat_yet_the_editors_form_starts_one_about_the_post(team, script):
+    from agent.models import Session
+
+    script([[{"kind": "text", "text": "Hello."}, {"kind": "done", "stop_reason": "end_turn"}]])
+    post = make_post(team.blog, "Open post")
+    client = browser(team.editor)
+    html = client.get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert f'hx-post="/blogs/notes/posts/{post.pk}/chats/send"' in html and not Session.objects.exists()
+    assert client.post(f"/blogs/notes/posts/{post.pk}/chats/send", {"text": "tighten it"}).status_code == 200
+    (chat,) = Session.objects.all()
+    assert (chat.blog_link.blog, chat.blog_link.post) == (team.blog, post)
+    assert f"(post_id {post.pk}) open in the editor" in chat.system_prompt
+
+
+def test_a_new_chat_beside_the_editor_returns_to_the_editor(team):
+    from agent.models import Session
+
+    post = make_post(team.blog, "Open post")
+    response = browser(team.editor).post(f"/blogs/notes/posts/{post.pk}/chats/new/")
+    (chat,) = Session.objects.all()
+    assert response["Location"] == f"/blogs/notes/posts/{post.pk}/edit/?chat={chat.pk}"
+    assert chat.blog_link.post == post
+
+
+@pytest.mark.parametrize("role", ["viewer", "outsider"])
+def test_no_post_chats_for_those_who_may_not_summon(team, other_team, role):
+    from agent.models import Session
+
+    post = make_post(team.blog, "Open post")
+    for url in (f"/blogs/notes/posts/{post.pk}/chats/new/", f"/blogs/notes/posts/{post.pk}/chats/send"):
+        assert browser(team.user(role)).post(url, {"text": "hi"}).status_code == 404
+    theirs = make_post(other_team.blog, "Not yours")
+    assert browser(team.editor).post(f"/blogs/notes/posts/{theirs.pk}/chats/new/").status_code == 404
+    assert not Session.objects.exists()
+
+
+def test_the_api_opens_a_chat_about_a_post_of_that_blog_only(team, other_team):
+    import json
+
+    post, theirs = make_post(team.blog, "Mine"), make_post(other_team.blog, "Theirs")
+    client = browser(team.editor)
+
+    def create(body):
+        return client.post("/api/agent/sessions", json.dumps(body), content_type="application/json")
+
+    assert create({"blog": "notes", "post": post.pk}).status_code == 201
+    assert create({"blog": "notes", "post": theirs.pk}).status_code == 404
+    assert create({"blog": "notes", "post": "1"}).status_code == 400
+
+
+def test_incoming_shows_the_saved_version_against_the_form(team):
+    post = make_post(team.blog, "Saved title", "line one\nline two")
+    url = f"/blogs/notes/posts/{post.pk}/incoming/"
+    html = browser(team.owner).post(url, {"title": "My title", "body": "line one\r\nmy line"}).content.decode()
+    assert '<script id="incoming-saved" type="application/json">' in html
+    assert '"title": "Saved title"' in html and '"body": "line one\\nline two"' in html
+    assert "This post changed while you were editing" in html
+    assert "−</span>My title</p>" in html and "+</span>Saved title</p>" in html
+    assert '<span class="diff-line removed"><span class="sign">−</span>my line</span>' in html
+    assert '<span class="diff-line added"><span class="sign">+</span>line two</span>' in html
+    assert 'id="post-state"' in html  # the state line again, for the page to swap in
+    same = browser(team.owner).post(url, {"title": "Saved title", "body": "line one\r\nline two"}).content.decode()
+    assert "This post changed" not in same  # the same text with CRLF line ends is no change
+
+
+def test_incoming_escapes_and_is_for_members(team, other_team):
+    post = make_post(team.blog, "<script>alert(1)</script>", "<img src=x onerror=alert(2)>")
+    url = f"/blogs/notes/posts/{post.pk}/incoming/"
+    html = browser(team.viewer).post(url, {"title": "t", "body": "b"}).content.decode()
+    assert "<script>alert" not in html.replace('<script id="incoming-saved" type="application/json">', "")
+    assert "<img src=x" not in html
+    assert browser(other_team.owner).post(url, {"title": "t", "body": "b"}).status_code == 404
+    assert browser(team.owner).get(url).status_code == 405
+    assert browser(team.owner, csrf=True).post(url, {"title": "t"}).status_code == 403
+
+
+def test_the_demo_model_renames_the_open_post(team):
+    from blog.chat import start_session
+    from blog.demo import DemoBackend
+
+    post = make_post(team.blog, "Open post")
+    chat = start_session(team.owner, team.blog, post)
+    messages = [{"role": "user", "parts": [{"type": "text", "text": "rename this post to Evening light"}]}]
+    events = list(DemoBackend().stream(system=chat.system_prompt, messages=messages, tools=TOOLS, model="demo"))
+    (call,) = [e for e in events if e["kind"] == "tool_use"]
+    assert (call["name"], call["input"]) == ("update_post", {"post_id": post.pk, "title": "Evening light"})
+    events = list(DemoBackend().stream(system="A blog chat.", messages=messages, tools=TOOLS, model="demo"))
+    assert not [e for e in events if e["kind"] == "tool_use"]
+    assert "Open it in the editor" in "".join(e.get("text", "") for e in events)
+
+
+TOOLS = [{"name": "update_post", "description": "", "input_schema": {"type": "object"}}]

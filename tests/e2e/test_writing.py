@@ -72,3 +72,43 @@ def test_the_editor_previews_as_the_page_will_and_keeps_unsaved_work(demo_server
     expect(page).to_have_url(f"{base}/blogs/{BLOG}/")
     expect(page.locator("#post-list")).to_contain_text("Preview check")
     assert asked == ["beforeunload"]
+
+
+def test_the_assistant_beside_the_editor_changes_the_open_post_and_the_person_chooses(demo_server, page):
+    from tests.e2e.ui import chat_input, post_item, wait_turn_finished
+
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Editor chat check")
+    page.get_by_label("Body (markdown)").fill("First line.")
+    page.get_by_role("button", name="Create draft").click()
+    post_item(page, "Editor chat check").get_by_role("link", name="Edit", exact=True).click()
+    title, body = page.get_by_label("Title"), page.get_by_label("Body (markdown)")
+    expect(page.locator("#assistant")).to_be_visible()
+    expect(page.locator("#assistant .hint")).to_contain_text("Ask me about this post")
+
+    # Nothing typed: the assistant's change simply appears in the editor.
+    chat_input(page).fill("rename this post to Evening check")
+    chat_input(page).press("Enter")
+    expect(title).to_have_value("Evening check")
+    expect(page.locator(".incoming-note")).to_contain_text("The assistant changed this post")
+    wait_turn_finished(page)
+
+    # Typing in progress: the change is offered, never written over the person's words.
+    body.fill("First line.\nMy unsaved words.")
+    chat_input(page).fill("rename this post to Night check")
+    chat_input(page).press("Enter")
+    card = page.locator("#incoming .incoming")
+    expect(card).to_contain_text("This post changed while you were editing")
+    expect(card.locator(".diff-line.added").first).to_contain_text("Night check")
+    expect(title).to_have_value("Evening check")
+    expect(body).to_have_value("First line.\nMy unsaved words.")
+    wait_turn_finished(page)
+    card.get_by_role("button", name="Keep mine").click()
+    expect(card).to_have_count(0)
+    expect(body).to_have_value("First line.\nMy unsaved words.")
+
+    # Saving keeps the person's choice: their body, with the title they left in the form.
+    page.get_by_role("button", name="Save").click()
+    expect(post_item(page, "Evening check")).to_be_visible()
