@@ -112,3 +112,10 @@ def test_the_assistant_beside_the_editor_changes_the_open_post_and_the_person_ch
     # Saving keeps the person's choice: their body, with the title they left in the form.
     page.get_by_role("button", name="Save").click()
     expect(post_item(page, "Evening check")).to_be_visible()
+
+    # The history shows what each change did, as a readable diff.
+    post_item(page, "Evening check").get_by_role("link", name="History").click()
+    expect(page.locator(".revision")).to_have_count(4)  # created, renamed twice by the assistant, saved
+    page.get_by_role("button", name="Compare").click()  # the two latest versions, preselected
+    expect(page.locator(".diff-line.added")).to_contain_text(["Evening check", "My unsaved words."])
+    expect(page.locator(".diff-line.removed")).to_contain_text(["Night check"])
