@@ -62,7 +62,8 @@ class Reader:
         self.copies: dict[str, Copy] = {}  # turn stream key -> its copy
         self.channels: dict[str, str] = {}  # channel stream key -> last id read
         self.control_id: str | None = None  # None: read its last id on (re)connecting
-        self.wake_key = f"agent:wake:{uuid.uuid4().hex}"
+        self.token = uuid.uuid4().hex
+        self.wake_key = f"agent:wake:{self.token}"
         self.wake_id = "0-0"
         self.lock = threading.Lock()
         self.started = False
@@ -166,7 +167,8 @@ class Reader:
     def bus_connection(self) -> redis.Redis:
         from agent.events.redis import connect
 
-        return connect(self.bus.url, read_timeout=BLOCK_MS / 1000 + 5)
+        # Named, so an operator's CLIENT LIST shows each process's one reader.
+        return connect(self.bus.url, read_timeout=BLOCK_MS / 1000 + 5, name=f"agent-events-reader-{self.token}")
 
     def read_once(self, client: redis.Redis) -> None:
         if self.control_id is None:

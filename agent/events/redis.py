@@ -70,10 +70,10 @@ def dumps(payload: Any) -> str:
     return json.dumps(payload, separators=(",", ":"))
 
 
-def connect(url: str, *, read_timeout: float) -> redis.Redis:
+def connect(url: str, *, read_timeout: float, name: str | None = None) -> redis.Redis:
     """A client that fails fast: no retries (the bus has its own fallbacks), short connect timeout."""
     return redis.Redis.from_url(
-        url, socket_connect_timeout=1.0, socket_timeout=read_timeout, retry=Retry(NoBackoff(), 0)
+        url, socket_connect_timeout=1.0, socket_timeout=read_timeout, retry=Retry(NoBackoff(), 0), client_name=name
     )
 
 
@@ -180,6 +180,7 @@ class RedisBus(EventBus):
             )
 
     def recovered(self) -> None:
+        self.down_until = 0.0
         if self.warned:
             self.warned = False
             logger.info("Redis at %s answers again", self.safe_url)
