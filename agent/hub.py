@@ -1,8 +1,9 @@
 """In-process fan-out of a running turn's events to the streams that follow it.
 
 Tokens never touch the database; a follower in the same process reads them here. A
-follower in another process (another worker, another host) follows the turn from the
-transcript instead (see `agent.follow`).
+follower in another process (another worker, another host) follows the turn through the
+event bus (`agent.events`: a copy of this channel, filled from Redis) or, on the in-process
+bus, from the transcript (see `agent.follow`).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class TurnChannel:
         if self.sink is not None:
             self.sink.close()
         self.closed, self.closed_at = True, time.monotonic()
-        _closed.append((self.closed_at, self.turn_id))
+        if _channels.get(self.turn_id) is self:  # (a bus's copy of a turn elsewhere is not registered)
+            _closed.append((self.closed_at, self.turn_id))
         self._wake()
 
     def _wake(self) -> None:
