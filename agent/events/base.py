@@ -14,12 +14,13 @@ from collections import deque
 from typing import Any
 
 from agent import hub
+from agent.values import EventName
 
 
 class TurnSink:
     """Where a running turn's events go beyond its process. This one goes nowhere (one process)."""
 
-    def publish(self, index: int, name: str, payload: Any) -> None:
+    def publish(self, index: int, name: EventName, payload: Any) -> None:
         """Event `index` (0-based in the turn, its SSE id) was published."""
 
     def close(self) -> None:
@@ -75,6 +76,7 @@ class EventBus:
 
     def __init__(self, url: str = "") -> None:
         self.url = url
+        self.listeners = Listeners()
 
     def open_turn(self, turn_id: str) -> TurnSink:
         return TurnSink()
@@ -92,51 +94,51 @@ class EventBus:
         pass
 
     def publish(self, channel: str, message: Any) -> None:
-        local_fan_out(channel, message)
+        self.listeners.deliver(channel, message)
 
     def subscribe(self, channel: str) -> Subscription:
-        return local_subscribe(channel)
+        return self.listeners.add(channel)
 
     def unsubscribe(self, subscription: Subscription) -> None:
-        local_unsubscribe(subscription)
+        self.listeners.remove(subscription)
 
     def check(self) -> list[str]:
         return []
 
 
-# --- in-process listeners of named channels (the local bus, and the Redis bus's fan-out) ---------
-
-_listeners: dict[str, set[Subscription]] = {}
-_lock = threading.Lock()
+# --- in-process listeners of named channels (each bus has its own) -----------------------------
 
 
-def local_subscribe(channel: str) -> Subscription:
-    subscription = Subscription(channel)
-    with _lock:
-        _listeners.setdefault(channel, set()).add(subscription)
-    return subscription
+class Listeners:
+    """The subscriptions of this process, by channel name."""
 
+    def __init__(self) -> None:
+        self.by_channel: dict[str, set[Subscription]] = {}
+        self.lock = threading.Lock()
 
-def local_unsubscribe(subscription: Subscription) -> None:
-    with _lock:
-        listeners = _listeners.get(subscription.channel)
-        if listeners is not None:
-            listeners.discard(subscription)
-            if not listeners:
-                del _listeners[subscription.channel]
+    def add(self, channel: str) -> Subscription:
+        subscription = Subscription(channel)
+        with self.lock:
+            self.by_channel.setdefault(channel, set()).add(subscription)
+        return subscription
 
+    def remove(self, subscription: Subscription) -> None:
+        with self.lock:
+            listeners = self.by_channel.get(subscription.channel)
+            if listeners is not None:
+                listeners.discard(subscription)
+                if not listeners:
+                    del self.by_channel[subscription.channel]
 
-def local_fan_out(channel: str, message: Any) -> None:
-    for subscription in tuple(_listeners.get(channel, ())):
-        subscription.deliver(message)
+    def deliver(self, channel: str, message: Any) -> None:
+        for subscription in tuple(self.by_channel.get(channel, ())):
+            subscription.deliver(message)
 
+    def channels(self) -> list[str]:
+        return list(self.by_channel)
 
-def local_channels() -> list[str]:
-    return list(_listeners)
-
-
-def end_local_listeners() -> None:
-    """Every in-process listener ends (its stream closes and the browser connects again)."""
-    for listeners in list(_listeners.values()):
-        for subscription in tuple(listeners):
-            subscription.end()
+    def end_all(self) -> None:
+        """Every listener ends (its stream closes and its client connects again)."""
+        for listeners in list(self.by_channel.values()):
+            for subscription in tuple(listeners):
+                subscription.end()

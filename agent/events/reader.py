@@ -25,7 +25,6 @@ from typing import Any
 import redis
 
 from agent import hub
-from agent.events.base import end_local_listeners, local_fan_out
 from agent.runtime import gevent_patched
 from agent.values import TERMINAL
 
@@ -139,10 +138,8 @@ class Reader:
         self.wake()
 
     def unlisten(self, key: str) -> None:
-        from agent.events.base import local_channels
-
         with self.lock:
-            if key[len(CHANNEL_PREFIX) :] not in local_channels():
+            if key[len(CHANNEL_PREFIX) :] not in self.bus.listeners.channels():
                 self.channels.pop(key, None)
 
     # --- the reading greenlet -------------------------------------------------------------------
@@ -197,7 +194,7 @@ class Reader:
                     self.channels[key] = last_id
                     name = key[len(CHANNEL_PREFIX) :]
                     for _, fields in entries:
-                        local_fan_out(name, json.loads(fields[b"d"]))
+                        self.bus.listeners.deliver(name, json.loads(fields[b"d"]))
 
     def stops(self, entries: list) -> None:
         for _, fields in entries:
@@ -237,7 +234,7 @@ class Reader:
             self.copies.clear()
             self.channels.clear()
             self.control_id = None
-        end_local_listeners()
+        self.bus.listeners.end_all()
 
 
 def decode(value: bytes | str) -> str:

@@ -35,8 +35,9 @@ from redis.retry import Retry
 
 from agent import hub
 from agent.events import reader
-from agent.events.base import EventBus, TurnSink, local_fan_out, local_subscribe, local_unsubscribe
+from agent.events.base import EventBus, Subscription, TurnSink
 from agent.events.reader import CONTROL, spawn
+from agent.values import EventName
 
 logger = logging.getLogger("agent.events")
 
@@ -84,7 +85,7 @@ class RedisTurnSink(TurnSink):
         self.bus, self.key = bus, key
         self.lost = False  # a write failed: later events are not sent (followers use the database)
 
-    def publish(self, index: int, name: str, payload: Any) -> None:
+    def publish(self, index: int, name: EventName, payload: Any) -> None:
         if not self.lost:
             self.bus.writer.put((self, f"1-{index}", name, payload))
 
@@ -245,10 +246,10 @@ class RedisBus(EventBus):
             pipe.execute()
         except redis.RedisError as exc:
             self.failed("publishing on a channel", exc)
-            local_fan_out(channel, message)  # this process's listeners at least
+            self.listeners.deliver(channel, message)  # this process's listeners at least
 
-    def subscribe(self, channel: str):
-        subscription = local_subscribe(channel)
+    def subscribe(self, channel: str) -> Subscription:
+        subscription = self.listeners.add(channel)
         try:
             self.reader.listen(channel_key(channel))
         except redis.RedisError as exc:
@@ -256,6 +257,6 @@ class RedisBus(EventBus):
             subscription.end()  # the listener ends; its page connects again later
         return subscription
 
-    def unsubscribe(self, subscription) -> None:
-        local_unsubscribe(subscription)
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self.listeners.remove(subscription)
         self.reader.unlisten(channel_key(subscription.channel))
