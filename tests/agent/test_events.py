@@ -205,3 +205,28 @@ def test_redis_lost_mid_turn_the_follower_ends_with_one_terminal_from_the_databa
         assert isinstance(later.sink, type(turn.sink))
     finally:
         server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_that_ended_without_its_terminal_on_redis_ends_its_followers_from_the_database(buses, chat, settings):
+    """Its worker died mid-turn, say: the follower's next quiet spell finds the turn over in the database."""
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    Session.objects.filter(pk=chat.pk).update(turn=row, lease_until=timezone.now() + timedelta(minutes=5))
+    turn = running_turn(a, str(row.pk))
+    turn.publish("token", {"text": "half"})  # and then nothing: no terminal event, no `lost` mark
+    items: list = []
+    reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=0.2)))
+    reader.start()
+    for _ in range(200):
+        if items:
+            break
+        threading.Event().wait(0.05)
+    assert items[0] == (0, "token", {"text": "half"})
+    Turn.objects.filter(pk=row.pk).update(
+        status=Turn.ERROR, terminal_event="error", terminal_payload={"code": "chat_error", "message": "Sorry."}
+    )
+    reader.join(30)
+    assert [(i, name) for i, name, _ in items if name != "heartbeat"] == [(0, "token"), (None, "error")]
