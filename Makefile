@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DJANGO6_VENV := .venv-django6
 DJANGO6_STAMP := $(DJANGO6_VENV)/.installed
 
-.PHONY: run test test-django6 install chromium lint clean soak bench
+.PHONY: run test test-django6 install chromium redis lint clean soak bench
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,8 +28,14 @@ chromium:
 	elif [ "$$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	else $(VENV)/bin/playwright install chromium; fi
 
+# The tests of the Redis event bus start redis-servers of their own (never the one on 6379).
+redis:
+	@if command -v redis-server >/dev/null; then echo "redis-server: $$(command -v redis-server)"; \
+	elif [ "$$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
+	else echo "redis-server is missing: sudo apt-get install redis-server (the tests of the event bus need it)" >&2; exit 1; fi
+
 # Two runs: everything but tests/agent, then the engine's own tests with blog not installed (tests/agent/settings.py).
-test: $(STAMP) chromium
+test: $(STAMP) chromium redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -50,7 +56,7 @@ $(DJANGO6_STAMP): requirements.txt requirements-dev.txt
 	touch $@
 
 # The whole suite (lint aside: the same code as `make test`) on SQLite with the newest Django 6.x.
-test-django6: $(DJANGO6_STAMP) chromium
+test-django6: $(DJANGO6_STAMP) chromium redis
 	$(DJANGO6_VENV)/bin/pip install --quiet --upgrade "Django>=6,<7"
 	$(DJANGO6_VENV)/bin/python -c "import django, sys; print('Django', django.get_version(), 'on Python', sys.version.split()[0])"
 	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)

@@ -31,3 +31,21 @@ def agent_settings(app_configs=None, **kwargs):
             )
         )
     return errors
+
+
+@checks.register()
+def agent_events(app_configs=None, **kwargs):
+    """The event bus loads, and a Redis it names answers (a warning: streams fall back without it)."""
+    from agent.events import backend_path, get_bus
+
+    try:
+        bus = get_bus()
+    except Exception:  # an unknown class or a URL redis-py cannot read; the URL may hold a password
+        return [
+            checks.Error(
+                f"The event bus {backend_path()} cannot start with AGENT_EVENTS_URL as given "
+                "(expected redis://host:port/db).",
+                id="agent.E005",
+            )
+        ]
+    return [checks.Warning(sentence, id="agent.W002") for sentence in bus.check()]

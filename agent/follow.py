@@ -1,4 +1,5 @@
-"""Following a turn: from the in-process channel when it runs here, else from the transcript.
+"""Following a turn: from the in-process channel when it runs here, else through the event bus
+(a copy of its events, `agent.events`), else from the transcript.
 
 A follower never runs the model. It reads what the turn published, sends it, and waits again;
 a reader that stalls only stalls its own follower (the channel is an append-only list that the
@@ -15,9 +16,10 @@ from typing import Any
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from agent import hub
+from agent import events, hub
 from agent.models import Message, Part, Turn
 from agent.transcript import part_to_neutral, release_connection
+from agent.values import TERMINAL
 
 HEARTBEAT = ("heartbeat", None)
 HEARTBEAT_SECONDS = 15.0
@@ -55,6 +57,17 @@ def follow_batches(
         yield from _from_channel(channel, last_event_id, heartbeat)
         return
     turn.refresh_from_db()
+    if turn.finished and last_event_id is None:
+        yield [(None, *_terminal(turn))]
+        return
+    bus = events.get_bus()
+    copy = bus.follow_turn(str(turn.pk))  # the turn runs on another worker or host, on the bus
+    if copy is not None:
+        try:
+            yield from _from_copy(bus, copy, turn, last_event_id, heartbeat)
+        finally:
+            bus.release(copy)
+        return
     if turn.finished:
         yield [(None, *_terminal(turn))]
         return
@@ -86,6 +99,51 @@ def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat
         if channel.closed and seen >= channel.count():
             channel.delivered = True
             return
+
+
+def _from_copy(
+    bus: events.EventBus, copy: hub.TurnChannel, turn: Turn, last_event_id: int | None, heartbeat: float
+) -> Iterator[list[Item]]:
+    """Follow the bus's copy of a turn running elsewhere; end with exactly one terminal event.
+
+    The copy ends with the turn's terminal event. If the bus loses the turn (Redis went away), or
+    the turn ended without its terminal event reaching the bus (its worker died, or Redis came
+    back too late for it), the terminal event comes from the database.
+    """
+    seen = 0 if last_event_id is None else last_event_id + 1
+    ended = False
+    for batch in _from_channel(copy, last_event_id, heartbeat):
+        if len(batch) == 1 and batch[0][0] is None and not copy.closed:
+            # A quiet spell: is the turn still running somewhere?
+            now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
+            release_connection()
+            if now is None or now.status != Turn.RUNNING or _abandoned(now):
+                bus.catch_up(copy)  # its last events may be on their way: read them now
+                if copy.count() <= seen:
+                    yield [(None, *_terminal(now if now is not None and now.finished else None))]
+                    return
+                continue
+        seen = max(seen, max((i for i, _, _ in batch if i is not None), default=seen - 1) + 1)
+        ended = ended or any(name in TERMINAL for _, name, _ in batch)
+        yield batch
+    if copy.lost and not ended:  # the turn goes on without the bus; its end is in the database
+        yield from ([item] for item in _await_terminal(turn, heartbeat))
+
+
+def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
+    """Wait for the turn to end (heartbeats meanwhile) and give its terminal event from the database."""
+    waited = 0.0
+    while True:
+        now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
+        release_connection()
+        if now is None or now.status != Turn.RUNNING or _abandoned(now):
+            yield (None, *_terminal(now if now is not None and now.finished else None))
+            return
+        time.sleep(DB_POLL_SECONDS)
+        waited += DB_POLL_SECONDS
+        if waited >= heartbeat:
+            waited = 0.0
+            yield (None, *HEARTBEAT)
 
 
 def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:

@@ -1,8 +1,9 @@
 """In-process fan-out of a running turn's events to the streams that follow it.
 
 Tokens never touch the database; a follower in the same process reads them here. A
-follower in another process (another worker, another host) follows the turn from the
-transcript instead (see `agent.follow`).
+follower in another process (another worker, another host) follows the turn through the
+event bus (`agent.events`: a copy of this channel, filled from Redis) or, on the in-process
+bus, from the transcript (see `agent.follow`).
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ class TurnChannel:
         self.delivered = False  # a follower has read it to its end
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
+        self.lost = False  # a copy of a turn running elsewhere whose events stopped arriving (agent.events)
+        self.sink: Any = None  # where the running turn's events also go: the bus's `TurnSink`
         self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
     def publish(self, name: str, payload: Any) -> None:
+        if self.sink is not None:
+            self.sink.publish(len(self.names), name, payload)
         self.payloads.append(payload)
         self.names.append(name)  # last: a follower reads up to len(names)
         self._wake()
@@ -58,8 +63,11 @@ class TurnChannel:
         return list(zip(self.names[seen:end], self.payloads[seen:end], strict=True))
 
     def close(self) -> None:
+        if self.sink is not None:
+            self.sink.close()
         self.closed, self.closed_at = True, time.monotonic()
-        _closed.append((self.closed_at, self.turn_id))
+        if _channels.get(self.turn_id) is self:  # (a bus's copy of a turn elsewhere is not registered)
+            _closed.append((self.closed_at, self.turn_id))
         self._wake()
 
     def _wake(self) -> None:

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection, connections
 from django.utils import timezone
 
-from agent import approvals, hub, logcontext, sql, watch
+from agent import approvals, events, hub, logcontext, sql, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
@@ -80,6 +80,7 @@ def start(run: Run) -> None:
     Its channel opens first, so a stream that arrives a moment later finds it.
     """
     channel = hub.open_channel(str(run.turn.pk))
+    channel.sink = events.get_bus().open_turn(str(run.turn.pk))  # its events reach other workers too
     mode = settings.AGENT_TURN_EXECUTOR
     if mode == "inline":
         execute(run)
@@ -207,4 +208,6 @@ def request_stop(session: Session) -> bool:
     channel = hub.get_channel(str(turn.pk))
     if channel is not None:
         channel.stop = True
+    else:  # it runs on another worker or host: tell it now (the flag above is the record)
+        events.get_bus().request_stop(str(turn.pk))
     return True

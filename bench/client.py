@@ -2,7 +2,9 @@
 
 For each manifest row: connect, `POST /api/agent/sessions/<id>/messages` (session cookie + CSRF
 header), read the 202, then `GET <stream_url>` on the same keep-alive connection and read the SSE
-stream to `done`. Starts are spread evenly over `--ramp` seconds; the whole run stops by itself
+stream to `done`. With `--follow-port P` the stream is read from another server instead (a new
+connection to port P): the turn runs on one server and its stream follows it on the other
+(`bench/cross.py`). Starts are spread evenly over `--ramp` seconds; the whole run stops by itself
 at `--deadline` seconds (unfinished streams count as errors). Prints one JSON object.
 
     python -m bench.client --port 8000 --manifest m.json --tokens 200 --delay-ms 50
@@ -42,6 +44,8 @@ class Stream(asyncio.Protocol):
         "tokens",
         "finished",
         "sent_get",
+        "url",
+        "drops",
     )
 
     def __init__(self, row: dict, run: Run) -> None:
@@ -59,10 +63,15 @@ class Stream(asyncio.Protocol):
         self.t_last = 0.0
         self.tokens = 0
         self.finished = False
+        self.url = b""
+        self.drops = 0  # connections closed on purpose (the POST's, when the stream is read elsewhere)
 
     # --- transport callbacks
     def connection_made(self, transport) -> None:
         self.transport = transport
+        if self.phase == "get_head":  # the stream's own connection, to the other server
+            self._get()
+            return
         body = json.dumps({"text": "Write me something."}).encode()
         r = self.run
         self.transport.write(
@@ -79,6 +88,9 @@ class Stream(asyncio.Protocol):
         )
 
     def connection_lost(self, exc) -> None:
+        if self.drops:
+            self.drops -= 1
+            return
         if not self.finished:
             self.fail("closed_early" if self.phase != "post_head" else "closed_before_202")
 
@@ -115,12 +127,20 @@ class Stream(asyncio.Protocol):
                 return
         if self.phase == "post_body" and len(self.buf) >= self.body_left:
             body, self.buf = self.buf[: self.body_left], self.buf[self.body_left :]
-            url = json.loads(body)["stream_url"] + self.run.query
+            self.url = (json.loads(body)["stream_url"] + self.run.query).encode()
             self.phase = "get_head"
-            self.transport.write(
-                b"GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nCookie: %s\r\n\r\n"
-                % (url.encode(), self.run.host, self.row["cookie"].encode())
-            )
+            if self.run.follow_port:
+                self.drops += 1
+                self.transport.close()
+                asyncio.ensure_future(self.run.reconnect(self))
+            else:
+                self._get()
+
+    def _get(self) -> None:
+        self.transport.write(
+            b"GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nCookie: %s\r\n\r\n"
+            % (self.url, self.run.host, self.row["cookie"].encode())
+        )
 
     # --- body: de-chunk, then split SSE events
     def _body(self, data: bytes) -> None:
@@ -197,8 +217,10 @@ class Stream(asyncio.Protocol):
 
 
 class Run:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, follow_port: int = 0) -> None:
         self.query = ""
+        self.host_name = host
+        self.follow_port = follow_port
         self.host = f"{host}:{port}".encode()
         self.gaps = array("d")
         self.ttft: list[float] = []
@@ -211,6 +233,12 @@ class Run:
         self.t_end = 0.0
         self.all_done = asyncio.get_event_loop().create_future()
         self.expected = 0
+
+    async def reconnect(self, s: Stream) -> None:
+        try:
+            await asyncio.get_running_loop().create_connection(lambda: s, self.host_name, self.follow_port)
+        except OSError as exc:
+            s.fail(f"connect_{type(exc).__name__}")
 
     def record(self, s: Stream, error: str | None) -> None:
         self.tokens += s.tokens
@@ -230,7 +258,7 @@ class Run:
 async def main_async(args) -> dict:
     rows = json.load(open(args.manifest))[args.skip :][: args.n or None]
     loop = asyncio.get_running_loop()
-    run = Run(args.host, args.port)
+    run = Run(args.host, args.port, args.follow_port)
     run.query = args.query
     run.expected = len(rows)
     streams: list[Stream] = []
@@ -319,6 +347,7 @@ def main() -> None:
     ap.add_argument("--ramp", type=float, default=2.0)
     ap.add_argument("--deadline", type=float, default=60.0)
     ap.add_argument("--query", default="", help="appended to each stream URL, e.g. ?flavour=html")
+    ap.add_argument("--follow-port", type=int, default=0, help="read each stream from this server instead")
     args = ap.parse_args()
     if args.host not in ("127.0.0.1", "localhost"):
         sys.exit("bench.client talks to 127.0.0.1 only")

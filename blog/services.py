@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from blog import grants
+from blog import grants, live
 from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
 
@@ -75,6 +75,7 @@ def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "") -> Post
             blog=blog, author=actor.user, title=title, body=body or "", slug=unique_slug(blog, title)
         )
         _revise(post, blog, "create", None, actor)
+        live.announce(blog, {"type": "post.created", "id": post.pk})
     return post
 
 
@@ -91,6 +92,7 @@ def post_update(*, post: Post, actor: Actor, title: str | None = None, body: str
     with transaction.atomic():
         post.save()
         _revise(post, post.blog, "update", before, actor)
+        live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post
 
 
@@ -102,6 +104,7 @@ def post_publish(*, post: Post, actor: Actor) -> Post:
     with transaction.atomic():
         post.save()
         _revise(post, post.blog, "publish", before, actor)
+        live.announce(post.blog, {"type": "post.published", "id": post.pk})
     return post
 
 
@@ -113,6 +116,7 @@ def post_unpublish(*, post: Post, actor: Actor) -> Post:
     with transaction.atomic():
         post.save()
         _revise(post, post.blog, "unpublish", before, actor)
+        live.announce(post.blog, {"type": "post.unpublished", "id": post.pk})
     return post
 
 
@@ -131,6 +135,7 @@ def post_delete(*, post: Post, actor: Actor) -> int:
             chat_session=actor.chat_session,
         )
         post.delete()
+        live.announce(blog, {"type": "post.deleted", "id": pk})
     return pk
 
 
@@ -145,6 +150,7 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     with transaction.atomic():
         post.save()
         _revise(post, post.blog, "revert", before, actor)
+        live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post
 
 

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from blog import chat_panel, reading, team_views, views
+from blog import chat_panel, live, reading, team_views, views
 
 app_name = "blog"
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("blogs/<slug:slug>/", views.blog_detail, name="detail"),
+    path("blogs/<slug:slug>/events/", live.blog_events, name="events"),
     path("blogs/<slug:slug>/posts/", views.post_list, name="post_list"),
     path("blogs/<slug:slug>/posts/new/", views.post_new, name="post_new"),
     path("blogs/<slug:slug>/posts/preview/", views.post_preview, name="post_preview"),

@@ -120,7 +120,7 @@ def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     require_scope(actor, READ)
     post = _post(blog, pk)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
-    saved = {"title": post.title, "body": post.body}
+    saved = {"title": post.title, "body": post.body, "status": post.status}
     context = {
         "blog": blog,
         "post": post,

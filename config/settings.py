@@ -230,6 +230,11 @@ AGENT_ADMISSION_LAG_MS = env_float("AGENT_ADMISSION_LAG_MS", 20.0)
 AGENT_ADMISSION_MAX_WAIT_SECONDS = env_float("AGENT_ADMISSION_MAX_WAIT_SECONDS", 60.0)
 # The views whose POSTs start a turn (URL names): admission holds these back, nothing else.
 ADMISSION_GATED_VIEWS = ["agent:messages", "agent:approval", "chat:send", "chat:approval"]
+# The turn-event bus (agent/events): unset = in-process (one worker); redis://host:port/db = Redis
+# carries each turn's events, Stop and the blogs' effects across workers and hosts.
+AGENT_EVENTS_URL = os.environ.get("AGENT_EVENTS_URL", "").strip()
+AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus" if AGENT_EVENTS_URL else "agent.events.local.LocalBus"
+AGENT_EVENTS_MAX_LEN = env_int("AGENT_EVENTS_MAX_LEN", 50_000)  # entries kept per turn's Stream
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
 try:
     AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")

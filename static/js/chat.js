@@ -1,5 +1,7 @@
 // The chat panel's small behaviours: Enter sends, the form rests while a turn runs,
-// effects become DOM events that fragments listen for (hx-trigger="chat:effects from:body").
+// effects become DOM events that fragments listen for (hx-trigger="chat:effects from:body"):
+// those of the chat's own stream and those of the blog's channel (blog/live.py), which the page
+// listens to with sse-swap="effects".
 (function () {
   "use strict";
 

@@ -17,6 +17,7 @@
     var form = document.querySelector("form[data-guard-unsaved]");
     if (!form) return;
     var saved = fields(form);  // what the server has, as far as this page knows
+    var seen = { title: saved.title, body: saved.body, status: form.dataset.postStatus };  // the latest taken in or offered
     var submitting = false;
 
     form.addEventListener("submit", function () { submitting = true; });
@@ -52,6 +53,9 @@
         var holder = document.createElement("div");
         holder.innerHTML = request.responseText;
         var version = JSON.parse(holder.querySelector("#incoming-saved").textContent);
+        // One change can be announced twice (the chat's stream and the blog's channel): once is enough.
+        if (same(version, seen) && version.status === seen.status) return;
+        seen = version;
         var state = holder.querySelector("#incoming-state");
         var current = document.getElementById("post-state");
         if (state && current) current.replaceWith(state.content.cloneNode(true));

@@ -119,3 +119,30 @@ def test_the_assistant_beside_the_editor_changes_the_open_post_and_the_person_ch
     page.get_by_role("button", name="Compare").click()  # the two latest versions, preselected
     expect(page.locator(".diff-line.added")).to_contain_text(["Evening check", "My unsaved words."])
     expect(page.locator(".diff-line.removed")).to_contain_text(["Night check"])
+
+
+def test_a_change_made_in_another_tab_reaches_the_open_editor(demo_server, context):
+    from tests.e2e.ui import post_item
+
+    base = demo_server.url
+    editor, other = context.new_page(), context.new_page()
+    login(editor, base, "alice")
+    editor.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    editor.get_by_label("Title").fill("Two tabs check")
+    editor.get_by_role("button", name="Create draft").click()
+    with editor.expect_response(lambda response: response.url.endswith(f"/blogs/{BLOG}/events/")):
+        post_item(editor, "Two tabs check").get_by_role("link", name="Edit", exact=True).click()  # listening now
+    edit_url = editor.url
+    editor.get_by_label("Body (markdown)").fill("Typed in the first tab, not saved.")
+
+    other.goto(edit_url)
+    other.get_by_label("Title").fill("Two tabs check, renamed")
+    other.get_by_role("button", name="Save").click()
+    expect(other).to_have_url(f"{base}/blogs/{BLOG}/")
+
+    card = editor.locator("#incoming .incoming")
+    expect(card).to_contain_text("This post changed while you were editing")
+    expect(editor.get_by_label("Body (markdown)")).to_have_value("Typed in the first tab, not saved.")
+    card.get_by_role("button", name="Use the saved version").click()
+    expect(editor.get_by_label("Title")).to_have_value("Two tabs check, renamed")
+    expect(editor.get_by_label("Body (markdown)")).to_have_value("")

@@ -1,0 +1,232 @@
+"""The Redis event bus against a real `redis-server` of the test's own (docs/engine.md, "The event bus").
+
+Two `RedisBus` instances stand for two processes: each has its own writer, reader and wake-up
+stream; the turn's own in-process channel is never registered in the hub here, so a follower can
+only hear it through Redis.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import redis
+from django.utils import timezone
+
+from agent import events, hub
+from agent.events.local import LocalBus
+from agent.events.redis import RedisBus, turn_key
+from agent.follow import follow
+from agent.models import Session, Turn
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def buses(redis_server) -> tuple[RedisBus, RedisBus]:
+    return RedisBus(redis_server.url), RedisBus(redis_server.url)
+
+
+def running_turn(bus: RedisBus, turn_id: str | None = None) -> hub.TurnChannel:
+    """A turn's own channel as `turns.start` makes it, kept out of the hub (it runs 'elsewhere')."""
+    turn_id = turn_id or str(uuid.uuid4())
+    channel = hub.TurnChannel(turn_id)
+    channel.sink = bus.open_turn(turn_id)
+    return channel
+
+
+def read_copy(copy: hub.TurnChannel, timeout: float = 10.0) -> list[tuple[str, object]]:
+    seen, got = 0, []
+    while not (copy.closed and seen >= copy.count()):
+        assert copy.wait(seen, timeout), f"nothing arrived after {got}"
+        new = copy.since(seen)
+        got += new
+        seen += len(new)
+    return got
+
+
+def test_a_follower_in_another_process_gets_every_event_in_order_each_its_own(buses):
+    a, b = buses
+    turn = running_turn(a)
+    turn.publish("token", {"text": "first"})
+    copy = b.follow_turn(turn.turn_id)
+    assert copy is not None
+    assert copy.wait(0, 10.0)  # the first token arrived before the turn went on
+    assert copy.since(0) == [("token", {"text": "first"})]
+    for i in range(200):
+        turn.publish("token", {"text": f"t{i}"})
+    turn.publish("done", {"message_id": 1, "stop_reason": "end_turn", "usage": {}})
+    turn.close()
+    got = read_copy(copy)
+    assert got == [("token", {"text": "first"}), *[("token", {"text": f"t{i}"}) for i in range(200)]] + [
+        ("done", {"message_id": 1, "stop_reason": "end_turn", "usage": {}})
+    ]
+    b.release(copy)
+    client = redis.Redis.from_url(a.url)
+    assert 0 < client.ttl(turn_key(turn.turn_id)) <= 600  # it goes away after the turn ended
+    ids = [entry_id.decode() for entry_id, _ in client.xrange(turn_key(turn.turn_id))]
+    assert ids == ["0-1", *[f"1-{n}" for n in range(202)]]  # SSE id n is entry 1-n
+
+
+@pytest.mark.django_db(transaction=True)
+def test_last_event_id_resumes_on_another_process_without_gap_or_duplicate(buses, chat, settings):
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url  # the follower's process reads through `events.get_bus()`
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    turn = running_turn(a, str(row.pk))
+    for i in range(6):
+        turn.publish("token", {"text": str(i)})
+    items: list = []
+    reader = threading.Thread(target=lambda: items.extend(follow(row, last_event_id=2, heartbeat=30)))
+    reader.start()
+    for i in range(6, 9):
+        turn.publish("token", {"text": str(i)})
+    turn.publish("done", {"message_id": None, "stop_reason": "end_turn", "usage": {}})
+    turn.close()
+    reader.join(20)
+    assert [(i, name, p.get("text")) for i, name, p in items] == [
+        *[(n, "token", str(n)) for n in range(3, 9)],
+        (9, "done", None),
+    ]
+
+
+def test_one_reader_connection_per_process_whatever_it_follows(buses):
+    a, b = buses
+    turns = [running_turn(a) for _ in range(5)]
+    for turn in turns:
+        turn.publish("token", {"text": "x"})
+    copies = [b.follow_turn(turn.turn_id) for turn in turns]
+    for turn in turns:
+        turn.publish("token", {"text": "y"})
+    for copy in copies:
+        assert copy.wait(1, 10.0)
+    client = redis.Redis.from_url(a.url)
+    names = {f"agent-events-reader-{bus.reader.token}" for bus in (a, b)}
+    readers = [c for c in client.client_list() if c["name"] in names]
+    assert len(readers) == 2  # a's (it hears Stop requests) and b's, which follows five streams
+    assert {c["cmd"] for c in readers} == {"xread"}
+    for turn, copy in zip(turns, copies, strict=True):
+        turn.close()
+        b.release(copy)
+
+
+def test_stop_reaches_the_process_running_the_turn(buses):
+    a, b = buses
+    turn_id = str(uuid.uuid4())
+    channel = hub.open_channel(turn_id)  # registered in a's process, as `turns.start` does
+    channel.sink = a.open_turn(turn_id)
+    try:
+        b.request_stop(turn_id)
+        assert channel.wait(0, 0.0) is False
+        for _ in range(200):  # the reader sets the flag as the Stop arrives
+            if channel.stop:
+                break
+            threading.Event().wait(0.05)
+        assert channel.stop
+    finally:
+        channel.close()
+
+
+def test_named_channels_reach_listeners_in_every_process(buses):
+    a, b = buses
+    name = f"blog:{uuid.uuid4().hex[:6]}"
+    heard_b = b.subscribe(name)
+    heard_a = a.subscribe(name)
+    a.publish(name, [{"type": "post.created", "id": 1}])
+    assert heard_b.wait(10.0) == [[{"type": "post.created", "id": 1}]]
+    assert heard_a.wait(10.0) == [[{"type": "post.created", "id": 1}]]
+    b.unsubscribe(heard_b)
+    a.unsubscribe(heard_a)
+
+
+def test_the_local_bus_keeps_channels_in_process():
+    bus = LocalBus()
+    heard = bus.subscribe("blog:1")
+    bus.publish("blog:1", ["x"])
+    assert heard.wait(1.0) == [["x"]]
+    bus.unsubscribe(heard)
+    assert bus.follow_turn("any") is None  # streams on other workers follow the transcript
+
+
+def test_without_a_url_the_bus_is_in_process(settings):
+    settings.AGENT_EVENTS_URL = ""
+    settings.AGENT_EVENTS_BACKEND = ""
+    assert isinstance(events.get_bus(), LocalBus)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redis_lost_mid_turn_the_follower_ends_with_one_terminal_from_the_database(chat, settings, tmp_path):
+    server = RedisServer().start()
+    try:
+        settings.AGENT_EVENTS_URL = server.url
+        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+        a = RedisBus(server.url)
+        row = Turn.objects.create(session=chat)
+        Session.objects.filter(pk=chat.pk).update(turn=row, lease_until=timezone.now() + timedelta(minutes=5))
+        turn = running_turn(a, str(row.pk))
+        turn.publish("token", {"text": "before"})
+        items: list = []
+        reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=30)))
+        reader.start()
+        for _ in range(200):
+            if items:
+                break
+            threading.Event().wait(0.05)
+        server.kill()
+        turn.publish("token", {"text": "after"})  # the turn goes on; Redis is gone
+        Turn.objects.filter(pk=row.pk).update(
+            status=Turn.DONE,
+            terminal_event="done",
+            terminal_payload={"message_id": 7, "stop_reason": "end_turn", "usage": {}},
+        )
+        turn.close()
+        reader.join(30)
+        assert not reader.is_alive()
+        assert [name for _, name, _ in items if name != "heartbeat"] == ["token", "done"]
+        assert items[-1] == (None, "done", {"message_id": 7, "stop_reason": "end_turn", "usage": {}})
+        assert a.check()  # manage.py check would say Redis does not answer
+        server.start()  # back: new turns use it again (once the process's reader has reconnected)
+        for _ in range(600):
+            later = running_turn(a)
+            later.close()
+            if isinstance(later.sink, type(turn.sink)):
+                break
+            threading.Event().wait(0.05)
+        assert isinstance(later.sink, type(turn.sink))
+    finally:
+        server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_that_ended_without_its_terminal_on_redis_ends_its_followers_from_the_database(buses, chat, settings):
+    """Its worker died mid-turn, say: the follower's next quiet spell finds the turn over in the database."""
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    Session.objects.filter(pk=chat.pk).update(turn=row, lease_until=timezone.now() + timedelta(minutes=5))
+    turn = running_turn(a, str(row.pk))
+    turn.publish("token", {"text": "half"})  # and then nothing: no terminal event, no `lost` mark
+    items: list = []
+    reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=0.2)))
+    reader.start()
+    for _ in range(200):
+        if items:
+            break
+        threading.Event().wait(0.05)
+    assert items[0] == (0, "token", {"text": "half"})
+    Turn.objects.filter(pk=row.pk).update(
+        status=Turn.ERROR, terminal_event="error", terminal_payload={"code": "chat_error", "message": "Sorry."}
+    )
+    reader.join(30)
+    assert [(i, name) for i, name, _ in items if name != "heartbeat"] == [(0, "token"), (None, "error")]

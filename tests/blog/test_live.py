@@ -1,0 +1,69 @@
+"""The blog's live channel: every change to a post reaches every open page of the blog (blog/live.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from blog import services
+from blog.grants import Actor
+from blog.models import Seat
+from tests.blog.conftest import ALL, browser, make_post
+
+pytestmark = pytest.mark.django_db
+
+
+def open_stream(client, slug: str):
+    response = client.get(f"/blogs/{slug}/events/")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/event-stream"
+    chunks = iter(response.streaming_content)
+    assert next(chunks) == b": keep-alive\n\n"  # listening from here on
+    return response, chunks
+
+
+def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks):
+    response, chunks = open_stream(browser(team.viewer), team.blog.slug)
+    actor = Actor(team.editor, frozenset(ALL))
+    with django_capture_on_commit_callbacks(execute=True):
+        post = services.post_create(blog=team.blog, actor=actor, title="Fresh")
+    assert next(chunks) == f'event: effects\ndata: [{{"type":"post.created","id":{post.pk}}}]\n\n'.encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_publish(post=post, actor=actor)
+    assert next(chunks) == f'event: effects\ndata: [{{"type":"post.published","id":{post.pk}}}]\n\n'.encode()
+    response.close()
+
+
+def test_another_blogs_changes_are_not_heard(team, other_team, django_capture_on_commit_callbacks):
+    response, chunks = open_stream(browser(team.owner), team.blog.slug)
+    theirs = make_post(other_team.blog, "Theirs")
+    ours = make_post(team.blog, "Ours")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_update(post=theirs, actor=Actor(other_team.owner, frozenset(ALL)), body="x")
+        services.post_update(post=ours, actor=Actor(team.owner, frozenset(ALL)), body="y")
+    assert next(chunks) == f'event: effects\ndata: [{{"type":"post.updated","id":{ours.pk}}}]\n\n'.encode()
+    response.close()
+
+
+def test_only_members_may_listen(team, other_team, client):
+    assert browser(team.outsider).get(f"/blogs/{team.blog.slug}/events/").status_code == 404
+    assert browser(other_team.owner).get(f"/blogs/{team.blog.slug}/events/").status_code == 404
+    assert browser(team.owner).get("/blogs/no-such-blog/events/").status_code == 404
+    anonymous = client.get(f"/blogs/{team.blog.slug}/events/")
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+
+
+def test_a_member_removed_while_listening_hears_no_more(team, monkeypatch):
+    from blog import live
+
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.01)
+    response, chunks = open_stream(browser(team.viewer), team.blog.slug)
+    assert next(chunks) == b": keep-alive\n\n"  # still a member: a heartbeat
+    Seat.objects.filter(blog=team.blog, user=team.viewer).delete()
+    assert list(chunks) == []  # the stream ends
+    response.close()
+
+
+def test_the_blog_page_listens_on_its_channel(team):
+    page = browser(team.viewer).get(f"/blogs/{team.blog.slug}/").content.decode()
+    assert f'sse-connect="/blogs/{team.blog.slug}/events/"' in page
+    assert 'sse-swap="effects"' in page
