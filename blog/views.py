@@ -154,7 +154,7 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
     post = _post(blog, pk)
-    revisions = PostRevision.objects.filter(post=post).select_related("user")
+    revisions = PostRevision.objects.filter(post=post).select_related("user", "consent")
     may_revert = seat.role in (Seat.OWNER, Seat.EDITOR)
     return render(
         request,

@@ -9,5 +9,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/agent/", include("agent.urls")),
     path("chat/", include("agent.chat_urls")),
+    path("", include("connectors.urls")),
     path("", include("blog.urls")),
 ]
