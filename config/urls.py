@@ -10,5 +10,6 @@ urlpatterns = [
     path("api/agent/", include("agent.urls")),
     path("chat/", include("agent.chat_urls")),
     path("", include("connectors.urls")),
+    path("", include("connectors.oauth_urls")),  # the namespace django-oauth-toolkit reverses: oauth2_provider
     path("", include("blog.urls")),
 ]

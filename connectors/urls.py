@@ -1,12 +1,12 @@
-"""The connectors' routes: `/mcp`, and the OAuth endpoints in django-oauth-toolkit's namespace."""
+"""The connectors' routes: `/mcp` and a connected client's grant (the OAuth ones are in `oauth_urls`)."""
 
-from django.urls import include, path
+from django.urls import path
 
-from connectors import views
+from connectors import clients, views
 
 app_name = "connectors"
 
 urlpatterns = [
     path("mcp", views.mcp, name="mcp"),
-    path("", include("connectors.oauth_urls")),
+    path("blogs/<slug:slug>/clients/<str:client>/", clients.client_grant, name="client"),
 ]

@@ -25,3 +25,19 @@ def test_owner_connects_and_creates_a_post(team):
     out = conn.call("create_post", {"title": "Hello"})
     assert out["result"]["isError"] is False, out
     assert out["result"]["structuredContent"]["title"] == "Hello"
+
+
+def test_clients_screen_narrows_and_revokes(team):
+    from django.test import Client
+
+    conn = connect(team.owner, team.blog.slug, ALL)
+    browser = Client()
+    browser.force_login(team.owner)
+    page = browser.get(f"/blogs/{team.blog.slug}/clients/")
+    assert b"Test Client" in page.content
+    browser.post(f"/blogs/{team.blog.slug}/clients/{conn.client_id}/", {"scopes": ["posts:read"], "action": "save"})
+    assert conn.tool_names() == ["get_post", "list_posts"]
+    refused = conn.call("create_post", {"title": "x"})
+    assert refused["result"]["isError"] is True
+    browser.post(f"/blogs/{team.blog.slug}/clients/{conn.client_id}/", {"action": "revoke"})
+    assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
