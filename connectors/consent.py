@@ -76,16 +76,20 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
         except OAuthToolkitError as error:
             return self._refuse(request, error)
         application = get_application_model().objects.get(client_id=credentials["client_id"])
-        resources = request.GET.getlist("resource")
-        if resources != [resource_url(request)]:
-            error = CustomOAuth2Error(
-                error="invalid_target",
-                description=f"This server issues tokens only for resource={resource_url(request)}.",
-                state=credentials.get("state"),
-                redirect_uri=credentials["redirect_uri"],
+        if request.GET.get("code_challenge_method") != "S256":
+            # Refused here, before the person is asked, not only when the code is made.
+            return self._refuse_request(
+                request, credentials, "invalid_request", "PKCE with code_challenge_method S256 is required."
             )
-            return self._refuse(request, OAuthToolkitError(error=error, redirect_uri=credentials["redirect_uri"]))
+        if request.GET.getlist("resource") != [resource_url(request)]:
+            description = f"This server issues tokens only for resource={resource_url(request)}."
+            return self._refuse_request(request, credentials, "invalid_target", description)
         return application, requested, credentials
+
+    def _refuse_request(self, request: HttpRequest, credentials: dict[str, Any], code: str, description: str):
+        uri = credentials["redirect_uri"]
+        error = CustomOAuth2Error(error=code, description=description, state=credentials.get("state"))
+        return self._refuse(request, OAuthToolkitError(error=error, redirect_uri=uri))
 
     def _create(self, request, application, scopes: str, credentials: dict[str, Any], *, allow: bool) -> HttpResponse:
         try:

@@ -45,8 +45,13 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
         raise RpcError(types.INVALID_REQUEST, "Invalid request: batches are not supported.", status=400)
     if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0":
         raise RpcError(types.INVALID_REQUEST, "Invalid request: expected one JSON-RPC 2.0 object.", status=400)
+    # Which kind it is follows from its keys, so a request with a bad id is never taken for a notification.
+    if "method" in raw:
+        model: type[BaseModel] = types.JSONRPCRequest if "id" in raw else types.JSONRPCNotification
+    else:
+        model = types.JSONRPCError if "error" in raw else types.JSONRPCResponse
     try:
-        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+        message = model.model_validate(raw, by_name=False)
     except ValidationError:
         raise RpcError(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC request.", status=400) from None
     if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
