@@ -186,3 +186,15 @@ def test_calls_are_rate_limited_per_client(team, settings):
     assert error["message"].startswith("Too many calls: this client may make 2 tool calls a minute.")
     assert other.call("list_posts")["result"]["isError"] is False  # another client has its own allowance
     assert McpCall.objects.filter(client_id=conn.client_id).count() == 2
+
+
+def test_admins_read_the_audit_in_django_admin(team, admin_client):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    conn.call("create_post", {"title": "Audited <b>"})
+    page = admin_client.get("/admin/connectors/mcpcall/")
+    assert page.status_code == 200
+    assert b"create_post" in page.content and b"Test Client" in page.content
+    call = McpCall.objects.get()
+    detail = admin_client.get(f"/admin/connectors/mcpcall/{call.pk}/change/")
+    assert detail.status_code == 200 and b"Audited &lt;b&gt;" in detail.content
+    assert admin_client.post(f"/admin/connectors/mcpcall/{call.pk}/delete/").status_code == 403
