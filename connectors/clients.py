@@ -67,6 +67,18 @@ def revoke_tokens(user: Any, blog: Blog, client: str) -> int:
     return revoked
 
 
+def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
+    """A member left the blog: revoke their connected clients' grants and tokens there."""
+    consents = Consent.objects.filter(user_id=instance.user_id, blog_id=instance.blog_id).exclude(
+        client=grants.ASSISTANT
+    )
+    for consent in consents.filter(revoked_at__isnull=True):
+        consent.revoked_at, consent.scopes = timezone.now(), []
+        consent.save()
+    for client in consents.values_list("client", flat=True):
+        revoke_tokens(instance.user, instance.blog, client)
+
+
 @require_POST
 @login_required
 def client_grant(request: HttpRequest, slug: str, client: str) -> HttpResponse:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
 
 from blog.models import Consent, Post, PostRevision, Seat
 from connectors.models import McpCall
-from tests.connectors.conftest import ALL, connect
+from tests.connectors.conftest import ALL, authorize_query, connect, pkce
 
 pytestmark = pytest.mark.django_db
 EVERY_TOOL = ["create_post", "delete_post", "get_post", "list_posts", "publish_post", "unpublish_post", "update_post"]
@@ -79,9 +80,9 @@ def test_the_seat_caps_the_client_live(team):
     assert conn.tool_names() == EVERY_TOOL
     Seat.objects.filter(user=team.editor, blog=team.blog).update(role=Seat.AUTHOR)
     assert conn.tool_names() == ["create_post", "get_post", "list_posts", "update_post"]
-    Seat.objects.filter(user=team.editor, blog=team.blog).delete()
-    assert conn.tool_names() == []
-    assert conn.call("list_posts")["result"]["isError"] is True
+    Seat.objects.filter(user=team.editor, blog=team.blog).update(role=Seat.VIEWER)
+    assert conn.tool_names() == ["get_post", "list_posts"]
+    assert conn.call("create_post", {"title": "x"})["result"]["isError"] is True
 
 
 def test_a_viewer_connects_read_only(team):
@@ -198,3 +199,26 @@ def test_admins_read_the_audit_in_django_admin(team, admin_client):
     detail = admin_client.get(f"/admin/connectors/mcpcall/{call.pk}/change/")
     assert detail.status_code == 200 and b"Audited &lt;b&gt;" in detail.content
     assert admin_client.post(f"/admin/connectors/mcpcall/{call.pk}/delete/").status_code == 403
+
+
+def test_leaving_the_blog_ends_the_clients_grant_and_tokens(team):
+    from oauth2_provider.models import get_access_token_model
+
+    conn = connect(team.editor, team.blog.slug, ALL)
+    Seat.objects.get(user=team.editor, blog=team.blog).delete()
+    assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    assert Consent.objects.get(client=conn.client_id).revoked_at is not None
+    assert not get_access_token_model().objects.filter(user=team.editor).exists()
+
+
+def test_browser_writes_need_the_csrf_token(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(team.owner)
+    response = browser.post(f"/blogs/{team.blog.slug}/clients/{conn.client_id}/", {"action": "revoke"})
+    assert response.status_code == 403
+    assert Consent.objects.get(client=conn.client_id).revoked_at is None
+    url = "/oauth/authorize/?" + urlencode(authorize_query(conn.client_id, pkce()[1]))
+    assert (
+        browser.post(url, {"blog": team.blog.slug, "allow": ["posts:read"], "decision": "approve"}).status_code == 403
+    )
