@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from datetime import timedelta
 
 from django.conf import settings
@@ -16,8 +17,14 @@ WINDOW = timedelta(minutes=15)
 
 
 def attempted_username(request) -> str:
-    """The username a sign-in attempt names, as failures are counted under it."""
-    return (request.POST.get("username") or "").strip().lower()[:150]
+    """The username a sign-in attempt names, as failures are counted under it.
+
+    Normalised as Django's `UsernameField` normalises it before authenticating (NFKC), so `ｄａｖｅ`
+    and `𝐝ave`, which sign in as `dave`, count as `dave`; then case-folded, so case never opens a
+    fresh counter either.
+    """
+    typed = request.POST.get("username") or ""
+    return unicodedata.normalize("NFKC", typed).strip().casefold()[:150]
 
 
 def seconds_locked(username: str) -> int:

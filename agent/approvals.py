@@ -4,49 +4,80 @@ The loop records an Approval for each call named in AGENT_CONFIRM_TOOLS and paus
 A person approves or rejects (one conditional UPDATE, so it works across workers); once every
 call of that model response is decided, a new turn settles them — approved calls run under
 the grant as it stands *then*, the others answer the model with an error result — and goes on.
+
+An approval is bound to what its call acts on: the tool's `version` is recorded when the person is
+asked and read again, in the same transaction as the run, when the approved call would run; if it
+differs (someone changed the post in between), nothing is applied and the model is told so.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from agent.models import Approval, Message, Session
 from agent.state import Run
-from agent.tools import describe, run_tool
+from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
+
+logger = logging.getLogger("agent.approvals")
 
 REJECTED = "The user rejected this action. Do not retry it unless they ask again."
 NOT_APPROVED = "The user did not approve this action (it expired or they moved on). Ask again if it is still needed."
+CHANGED = (
+    "What this action acts on changed after the user was asked to approve it, so nothing was applied. "
+    "Read it again and ask the user again if it is still wanted."
+)
+MAX_DETAIL = 20_000
 
 
-def needs_approval(name: str) -> bool:
-    return name in settings.AGENT_CONFIRM_TOOLS
+def needs_approval(name: str, session: Any = None, input: dict[str, Any] | None = None) -> bool:
+    """Whether a call waits for a person: its tool is in AGENT_CONFIRM_TOOLS, or (given the session
+    and input) the tool's `confirm_as` names one that is. With the setting empty, nothing waits."""
+    confirm = settings.AGENT_CONFIRM_TOOLS
+    if name in confirm:
+        return True
+    if session is None or not confirm:
+        return False
+    as_name = confirm_name(session, name, input if isinstance(input, dict) else {})
+    return as_name is None or as_name in confirm  # a hook that fails lets a person decide
 
 
 def create(run: Run, message: Message, tool_uses: list[dict[str, Any]]) -> list[Approval]:
-    session, turn = run.session, run.turn
+    session = run.session
     # Flagged first: a crash between the two leaves a flag with nothing open, which costs one query later.
     Session.objects.filter(pk=session.pk).update(awaiting_people=True)
     session.awaiting_people, run.approvals_settled = True, False
     expires = timezone.now() + timedelta(seconds=settings.AGENT_APPROVAL_TTL_SECONDS)
-    return [
-        Approval.objects.create(
-            session=session,
-            turn=turn,
-            message=message,
-            tool_use_id=tu["id"],
-            tool_name=tu["name"],
-            tool_input=tu.get("input") or {},
-            description=describe(session, tu["name"], tu.get("input") or {})[:300],
-            expires_at=expires,
-        )
-        for tu in tool_uses
-    ]
+    return [_record(run, message, tu, expires) for tu in tool_uses]
+
+
+def _record(run: Run, message: Message, tool_use: dict[str, Any], expires: Any) -> Approval:
+    name, input = tool_use["name"], tool_use.get("input") or {}
+    said = description_of(run.session, name, input)
+    try:
+        version = version_of(run.session, name, input)
+    except Exception:
+        logger.exception("version failed for tool %s", name)
+        version = {"unreadable": True}  # never matches a value read later: approving it applies nothing
+    return Approval.objects.create(
+        session=run.session,
+        turn=run.turn,
+        message=message,
+        tool_use_id=tool_use["id"],
+        tool_name=name,
+        tool_input=input,
+        description=said.text[:300],
+        detail=said.detail[:MAX_DETAIL],
+        version=version,
+        expires_at=expires,
+    )
 
 
 def as_event(approvals: list[Approval]) -> tuple[str, dict[str, Any]]:
@@ -54,7 +85,13 @@ def as_event(approvals: list[Approval]) -> tuple[str, dict[str, Any]]:
         "confirm",
         {
             "approvals": [
-                {"id": str(a.pk), "name": a.tool_name, "input": a.tool_input, "description": a.description}
+                {
+                    "id": str(a.pk),
+                    "name": a.tool_name,
+                    "input": a.tool_input,
+                    "description": a.description,
+                    "detail": a.detail,
+                }
                 for a in approvals
             ]
         },
@@ -112,7 +149,7 @@ def settle(run: Run) -> list[tuple[str, Any]]:
         tool_use = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
         ran: list[dict[str, Any]] = []
         if approval.status == Approval.APPROVED:
-            outcome = run_tool(session, tool_use)
+            outcome = _run_approved(session, approval, tool_use)
             result, status, ran = outcome.result, outcome.status, outcome.effects
             effects += ran
         else:
@@ -142,6 +179,23 @@ def settle(run: Run) -> list[tuple[str, Any]]:
     if effects:
         events.append(("effects", effects))
     return events
+
+
+def _run_approved(session: Session, approval: Approval, tool_use: dict[str, Any]) -> ToolOutcome:
+    """Run an approved call, unless what it acts on changed since the person was asked (then an
+    error result, nothing applied). The check and the run share one transaction, so a tool's
+    `version` may lock what it reads until the call has run."""
+    if approval.version is None:
+        return run_tool(session, tool_use)
+    with transaction.atomic():
+        try:
+            unchanged = version_of(session, approval.tool_name, approval.tool_input) == approval.version
+        except Exception:
+            logger.exception("version failed for tool %s", approval.tool_name)
+            unchanged = False
+        if not unchanged:
+            return ToolOutcome({"error": CHANGED}, "error", [])
+        return run_tool(session, tool_use)
 
 
 def _settled(run: Run) -> None:

@@ -150,6 +150,19 @@ def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], stat
 def approvals_for(turn: Turn) -> list[dict[str, Any]]:
     """The calls of a paused turn still waiting for a person."""
     return [
-        {"id": a.pk, "description": a.description or a.tool_name, "name": a.tool_name}
+        {
+            "id": a.pk,
+            "description": a.description or a.tool_name,
+            "name": a.tool_name,
+            "detail_lines": detail_lines(a.detail),
+        }
         for a in Approval.objects.filter(turn=turn, status=Approval.PENDING, resolved=False).order_by("created_at")
     ]
+
+
+DIFF_KINDS = {"+": "add", "-": "del"}
+
+
+def detail_lines(detail: str) -> list[dict[str, str]]:
+    """An approval's detail as lines, each marked by its first character: added, removed or kept."""
+    return [{"kind": DIFF_KINDS.get(line[:1], "ctx"), "text": line} for line in detail.splitlines()]

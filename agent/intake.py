@@ -1,8 +1,11 @@
-"""Accepting a user's message: the checks both the JSON API and the chat panel make, in one place."""
+"""Accepting a user's message or a new chat: the checks the JSON API and the chat panel make, in one place."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 
 from agent import signals, turns
 from agent.api import message_text, take_rate_slot
@@ -25,6 +28,33 @@ class Refused(Exception):
         return {} if self.retry_after_seconds is None else {"retry_after_seconds": self.retry_after_seconds}
 
 
+RATE_LIMITED = "You're sending messages too quickly. Please wait a moment."
+
+
+def rate_slot(user: Any) -> None:
+    """Take one slot of AGENT_MESSAGES_PER_MINUTE, or raise Refused 429 rate_limited."""
+    wait = take_rate_slot(user)
+    if wait is not None:
+        raise Refused(429, "rate_limited", RATE_LIMITED, wait)
+
+
+def open_session(user: Any, data: dict[str, Any]) -> Session:
+    """A new session through the domain's policy; or raise Refused.
+
+    Opening one takes a slot of the message rate limit, as a message does, so sessions cannot be
+    created without bound either. The slot is taken first: a refused request counts too.
+    """
+    rate_slot(user)
+    try:
+        return get_policy().create(user, data)
+    except PermissionDenied:
+        raise Refused(403, "forbidden", "You may not use the assistant here.") from None
+    except Http404:
+        raise Refused(404, "not_found", "That doesn't exist or isn't yours.") from None
+    except ValueError as exc:
+        raise Refused(400, "bad_request", str(exc)) from None
+
+
 def accept(session: Session, user: Any, raw_text: Any) -> tuple[Run, Message]:
     """Validate, authorise, rate-limit and store the message, then start its turn; or raise Refused."""
     text = message_text({"text": raw_text})
@@ -32,9 +62,7 @@ def accept(session: Session, user: Any, raw_text: Any) -> tuple[Run, Message]:
         raise Refused(400, "bad_message", "Write a message of up to 20,000 characters.")
     if not get_policy().may_use(session):
         raise Refused(403, "forbidden", "You may not use the assistant here.")
-    wait = take_rate_slot(user)
-    if wait is not None:
-        raise Refused(429, "rate_limited", "You're sending messages too quickly. Please wait a moment.", wait)
+    rate_slot(user)
     try:
         run, message = turns.begin(session, text)
     except TurnInProgress:

@@ -185,7 +185,7 @@ def _call_index(session: Session) -> int:
 def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
     """Calls of a confirm-listed tool that could run wait for a person; the rest answer at once."""
     return (
-        approvals.needs_approval(tool_use["name"])
+        approvals.needs_approval(tool_use["name"], session, tool_use.get("input"))
         and not tool_use.get("input_error")
         and is_available(session, tool_use["name"])
     )

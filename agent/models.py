@@ -184,6 +184,10 @@ class Approval(models.Model):
     tool_name = models.CharField(max_length=64)
     tool_input = models.JSONField(default=dict)
     description = models.CharField(max_length=300, blank=True)
+    # What will change, as plain text (a diff), shown escaped; and the state the call acts on when the
+    # person was asked (the tool's `version`): a different state when it would run voids the approval.
+    detail = models.TextField(blank=True, default="")
+    version = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default=PENDING)
     resolved = models.BooleanField(default=False)  # its tool_result is in the transcript
     created_at = models.DateTimeField(auto_now_add=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 
 from agent.runtime import gevent_patched
 
@@ -21,7 +24,20 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 Handler = Callable[..., Any]
 Available = Callable[[Any, str], bool]
-Describe = Callable[[Any, str, dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Description:
+    """What a person approving a call reads: one line, and what will change (plain text, a diff's
+    lines starting with "+", "-" or " "), shown escaped."""
+
+    text: str
+    detail: str = ""
+
+
+Describe = Callable[[Any, str, dict[str, Any]], "str | Description"]
+ConfirmAs = Callable[[Any, str, dict[str, Any]], str]
+Version = Callable[[Any, str, dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -34,6 +50,8 @@ class Tool:
     available: Available | None = None
     validator: Any = field(default=None, compare=False, repr=False)
     describe: Describe | None = None
+    confirm_as: ConfirmAs | None = None
+    version: Version | None = None
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
@@ -50,11 +68,18 @@ def register(
     purposes: tuple[str, ...] = ("chat",),
     available: Available | None = None,
     describe: Describe | None = None,
+    confirm_as: ConfirmAs | None = None,
+    version: Version | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register `handler(session, **input)` under `name`.
 
     `available(session, name)` gates both offer and run; `describe(session, name, input)` says
-    in plain words what a call would do (shown when a person must approve it).
+    in plain words what a call would do (shown when a person must approve it): a str, or a
+    `Description` that also shows what will change. `confirm_as(session, name, input)` names the
+    tool a call is confirmed as (AGENT_CONFIRM_TOOLS), when one call of a tool is riskier than
+    another (an edit of live content is a publish). `version(session, name, input)` is a JSON value
+    naming the state the call acts on: an approval records it when the person is asked, and a
+    different value when the call would run voids the approval.
     """
     if not TOOL_NAME.match(name):
         raise ValueError(f"Tool name {name!r} must match [a-zA-Z0-9_-]{{1,64}}.")
@@ -63,7 +88,16 @@ def register(
 
     def deco(fn: Handler) -> Handler:
         REGISTRY[name] = Tool(
-            name, fn, description, schema, tuple(purposes), available, jsonschema.Draft202012Validator(schema), describe
+            name,
+            fn,
+            description,
+            schema,
+            tuple(purposes),
+            available,
+            jsonschema.Draft202012Validator(schema),
+            describe,
+            confirm_as,
+            version,
         )
         return fn
 
@@ -118,14 +152,47 @@ def is_available(session: Any, name: str) -> bool:
 
 def describe(session: Any, name: str, input: dict[str, Any]) -> str:
     """Plain words for a call: the tool's own `describe`, else its name and input."""
+    return description_of(session, name, input).text
+
+
+def description_of(session: Any, name: str, input: dict[str, Any]) -> Description:
+    """What a person approving the call is shown: the tool's own `describe`, else its name and input."""
     tool = REGISTRY.get(name)
     if tool is not None and tool.describe is not None:
         try:
-            return tool.describe(session, name, input)
+            said = tool.describe(session, name, input)
+            return said if isinstance(said, Description) else Description(str(said))
         except Exception:
             logger.exception("describe failed for tool %s", name)
     args = ", ".join(f"{k}={v!r}" for k, v in input.items())
-    return f"Run {name}({args})"
+    return Description(f"Run {name}({args})")
+
+
+def confirm_name(session: Any, name: str, input: dict[str, Any]) -> str | None:
+    """The tool name this call is confirmed as: its `confirm_as`, else its own name; None when the
+    hook fails (the caller then lets a person decide)."""
+    tool = REGISTRY.get(name)
+    if tool is None or tool.confirm_as is None:
+        return name
+    try:
+        return tool.confirm_as(session, name, input)
+    except Exception:
+        logger.exception("confirm_as failed for tool %s", name)
+        return None
+
+
+def version_of(session: Any, name: str, input: dict[str, Any]) -> Any:
+    """The state this call acts on, as JSON (`version`), or None when the tool names none.
+
+    Read inside a transaction, so a hook may lock what it reads (`select_for_update`): called within
+    an outer one, the lock holds until that transaction ends. Raises what the hook raises.
+    """
+    tool = REGISTRY.get(name)
+    if tool is None or tool.version is None:
+        return None
+    with transaction.atomic():
+        value = tool.version(session, name, input)
+    return None if value is None else json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
 def as_object(value: Any) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -78,13 +77,9 @@ def create_session(request: HttpRequest) -> HttpResponse:
     if body is None:
         return error(400, "bad_request", "Send a JSON object.")
     try:
-        session = get_policy().create(request.user, body)
-    except PermissionDenied:
-        return error(403, "forbidden", "You may not use the assistant here.")
-    except Http404:
-        return error(404, "not_found", "That doesn't exist or isn't yours.")
-    except ValueError as exc:
-        return error(400, "bad_request", str(exc))
+        session = intake.open_session(request.user, body)
+    except intake.Refused as exc:
+        return error(exc.status, exc.code, exc.message, **exc.extra)
     return JsonResponse({"id": str(session.pk)}, status=201)
 
 

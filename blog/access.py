@@ -20,3 +20,12 @@ SCOPE_LABELS = {
     PUBLISH: "Publish and unpublish posts",
     DELETE: "Delete posts",
 }
+
+#: One plain word per scope, for sentences a person reads ("can read, draft, publish, delete");
+#: the scope names themselves stay in the API, the admin and the OAuth screens.
+SCOPE_WORDS = {READ: "read", WRITE: "draft", PUBLISH: "publish", DELETE: "delete"}
+
+
+def plain_scopes(scopes) -> str:
+    """Scopes as the words a person reads, in a fixed order: "read, draft, publish" ("" for none)."""
+    return ", ".join(SCOPE_WORDS[scope] for scope in ALL_SCOPES if scope in scopes)

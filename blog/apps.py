@@ -6,6 +6,11 @@ class BlogConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete
+
         from blog.chat import register_tools
+        from blog.grants import drop_grants_with_seat
+        from blog.models import Seat
 
         register_tools()
+        post_delete.connect(drop_grants_with_seat, sender=Seat, dispatch_uid="blog.drop_grants_with_seat")

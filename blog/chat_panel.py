@@ -1,17 +1,25 @@
-"""The assistant panel on a blog page: the latest chat resumes, earlier ones are listed, a new one starts."""
+"""The assistant panel on a blog page: the latest chat resumes, earlier ones are listed, a new one starts.
+
+Showing the page writes nothing: with no chat yet, the panel's form posts to `first_message`, which
+creates the chat with its first message; "New chat" is an explicit POST. Both count under the
+message rate limit.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from agent import budget, display
+from agent import budget, display, intake
+from agent.api import message_text
 from agent.models import Session
+from agent.views import stream_url
 from blog import grants
 from blog.chat import start_session
 from blog.models import Blog, Seat
@@ -27,9 +35,6 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
     sessions = list(blog_sessions(request.user, blog)[:20])
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
     current = current or (sessions[0] if sessions else None)
-    if current is None:  # the first visit opens an empty chat, so the form is ready to use
-        current = start_session(request.user, blog)
-        sessions = [current]
     items, running = display.conversation(current) if current else ([], None)
     meter = budget.meter(request.user)
     grant = grants.assistant(request.user, blog)
@@ -45,12 +50,58 @@ def panel_context(request: HttpRequest, blog: Blog, seat: Seat, chat_id: str | N
     }
 
 
-@require_POST
-@login_required
-def new_chat(request: HttpRequest, slug: str) -> HttpResponse:
+def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
+    """The blog, for a member who may summon the assistant on it; else 404."""
     blog = Blog.objects.filter(slug=slug).first()
     seat = grants.seat_of(request.user, blog) if blog else None
     if seat is None or not grants.may_summon(seat):
         raise Http404("No such blog.")
-    session = start_session(request.user, blog)
+    return blog
+
+
+def _refusal(exc: intake.Refused) -> str:
+    return exc.message + (f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else "")
+
+
+@require_POST
+@login_required
+def new_chat(request: HttpRequest, slug: str) -> HttpResponse:
+    blog = _summoner_blog(request, slug)
+    try:
+        session = intake.open_session(request.user, {"blog": blog.slug})
+    except intake.Refused as exc:
+        messages.error(request, _refusal(exc))
+        return redirect("blog:detail", slug=blog.slug)
     return redirect(f"{reverse('blog:detail', args=[blog.slug])}?chat={session.pk}")
+
+
+@require_POST
+@login_required
+def first_message(request: HttpRequest, slug: str) -> HttpResponse:
+    """The panel's first message when there is no chat yet: the chat is created with it.
+
+    Answers like `chat:send`, plus the chat form again (out of band) pointing at the new chat. The
+    message takes the rate slot; a refused message leaves no chat behind.
+    """
+    blog = _summoner_blog(request, slug)
+    text = request.POST.get("text")
+    if message_text({"text": text}) is None:
+        return _notice(request, "Write a message of up to 20,000 characters.")
+    session = start_session(request.user, blog)
+    try:
+        run, _ = intake.accept(session, request.user, text)
+    except intake.Refused as exc:
+        session.delete()
+        return _notice(request, _refusal(exc))
+    context = {
+        "blog": blog,
+        "chat": session,
+        "text": text,
+        "turn": run.turn,
+        "stream_url": stream_url(session, run.turn),
+    }
+    return render(request, "blog/_first_sent.html", context)
+
+
+def _notice(request: HttpRequest, message: str) -> HttpResponse:
+    return render(request, "agent/_notice.html", {"message": message})

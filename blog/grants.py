@@ -11,6 +11,10 @@ is their OAuth client id.
 
 `allows(actor, operation)` is the one yes-or-no: the operation catalogue asks it before running an
 operation, and the assistant's tools ask it before offering or running one.
+
+A grant lives only as long as the seat it was given from: removing a member (on the members screen,
+in the admin, or with the blog) deletes their Consents on that blog, so adding them again starts
+with nothing granted (`drop_grants_with_seat`).
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from blog.access import ROLE_SCOPES
-from blog.models import Blog, Consent, Seat
+from blog.access import PUBLISH, ROLE_SCOPES
+from blog.models import Blog, Consent, Post, Seat
 
 if TYPE_CHECKING:
     from blog.operations import Operation
@@ -48,6 +52,12 @@ class Actor:
 def allows(actor: Actor, operation: Operation) -> bool:
     """Whether `actor` may run `operation`: the scope it needs is one of the actor's."""
     return operation.scope in actor.scopes
+
+
+def may_change(actor: Actor, post: Post) -> bool:
+    """Whether `actor` may change `post`'s title or body: a published post is live content, so
+    changing it is a publish-level act (it needs the publish scope as well as the write scope)."""
+    return post.status != Post.PUBLISHED or PUBLISH in actor.scopes
 
 
 def seat_of(user: Any, blog: Blog) -> Seat | None:
@@ -130,3 +140,9 @@ def note_use(actor: Actor) -> None:
         return
     Consent.objects.filter(pk=consent.pk).update(last_used_at=now)
     consent.last_used_at = now
+
+
+def drop_grants_with_seat(sender: Any, instance: Seat, **kwargs: Any) -> None:
+    """`post_delete` of a Seat (connected in `BlogConfig.ready`): the member's Consents on that blog
+    go with it, whoever removed the seat, in the same transaction as the delete."""
+    Consent.objects.filter(user_id=instance.user_id, blog_id=instance.blog_id).delete()

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from blog import grants
 from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
 
@@ -35,13 +36,17 @@ def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, act
     )
 
 
+#: Slugs a post cannot have: their public address is taken by the blog's own pages (its feed).
+RESERVED_SLUGS = frozenset({"feed"})
+
+
 def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
     base = slugify(title)[:200] or "post"
     slug, n = base, 2
     taken = Post.objects.filter(blog=blog)
     if exclude:
         taken = taken.exclude(pk=exclude)
-    while taken.filter(slug=slug).exists():
+    while slug in RESERVED_SLUGS or taken.filter(slug=slug).exists():
         slug, n = f"{base}-{n}", n + 1
     return slug
 
@@ -55,6 +60,14 @@ def _clean_title(title: str) -> str:
     return title
 
 
+def check_may_change(post: Post, actor: Actor) -> None:
+    """Refuse a change to a published post's title or body without the publish scope (live content)."""
+    if not grants.may_change(actor, post):
+        raise OperationError(
+            f"“{post.title}” is published: changing it needs the right to publish, which isn't granted.", "denied"
+        )
+
+
 def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "") -> Post:
     title = _clean_title(title)
     with transaction.atomic():
@@ -66,6 +79,7 @@ def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "") -> Post
 
 
 def post_update(*, post: Post, actor: Actor, title: str | None = None, body: str | None = None) -> Post:
+    check_may_change(post, actor)
     before = post.snapshot()
     if title is not None:
         title = _clean_title(title)
@@ -124,6 +138,7 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     """Restore the title and body a revision recorded before its change."""
     if revision.post_id != post.pk or not revision.before:
         raise OperationError("That revision can't be restored.")
+    check_may_change(post, actor)
     before = post.snapshot()
     post.title, post.body = revision.before["title"], revision.before["body"]
     post.slug = unique_slug(post.blog, post.title, exclude=post.pk)

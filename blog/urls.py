@@ -1,6 +1,6 @@
 from django.urls import path
 
-from blog import chat_panel, team_views, views
+from blog import chat_panel, reading, team_views, views
 
 app_name = "blog"
 
@@ -9,15 +9,19 @@ urlpatterns = [
     path("blogs/<slug:slug>/", views.blog_detail, name="detail"),
     path("blogs/<slug:slug>/posts/", views.post_list, name="post_list"),
     path("blogs/<slug:slug>/posts/new/", views.post_new, name="post_new"),
+    path("blogs/<slug:slug>/posts/preview/", views.post_preview, name="post_preview"),
     path("blogs/<slug:slug>/posts/<int:pk>/edit/", views.post_edit, name="post_edit"),
     path("blogs/<slug:slug>/posts/<int:pk>/publish/", views.post_publish, name="post_publish"),
     path("blogs/<slug:slug>/posts/<int:pk>/unpublish/", views.post_unpublish, name="post_unpublish"),
     path("blogs/<slug:slug>/posts/<int:pk>/delete/", views.post_delete, name="post_delete"),
     path("blogs/<slug:slug>/posts/<int:pk>/history/", views.post_history, name="history"),
+    path("blogs/<slug:slug>/posts/<int:pk>/history/compare/", views.post_compare, name="compare"),
     path("blogs/<slug:slug>/posts/<int:pk>/revert/<int:rev>/", views.post_revert, name="revert"),
     path("blogs/<slug:slug>/members/", team_views.members, name="members"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),
-    path("read/<slug:slug>/", views.public_index, name="public_index"),
-    path("read/<slug:slug>/<slug:post_slug>/", views.public_post, name="public_post"),
+    path("blogs/<slug:slug>/chats/send", chat_panel.first_message, name="first_message"),
+    path("read/<slug:slug>/", reading.public_index, name="public_index"),
+    path("read/<slug:slug>/feed/", reading.BlogFeed(), name="feed"),
+    path("read/<slug:slug>/<slug:post_slug>/", reading.public_post, name="public_post"),
 ]

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from agent.markdown import render_markdown
-from blog import grants, services
+from blog import diffs, grants, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -36,10 +36,12 @@ def _post(blog: Blog, pk: int) -> Post:
 
 
 @require_GET
-@login_required
 def home(request: HttpRequest) -> HttpResponse:
+    """Your blogs, signed in; a visitor gets the front page of public reading."""
+    if not request.user.is_authenticated:
+        return reading.front_page(request)
     seats = Seat.objects.filter(user=request.user).select_related("blog").order_by("blog__title")
-    return render(request, "blog/home.html", {"seats": seats})
+    return render(request, "blog/home.html", {"seats": seats, "blogs": reading.public_blogs()})
 
 
 @require_GET
@@ -85,6 +87,8 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     post = _post(blog, pk)
+    if not grants.may_change(actor, post):
+        raise Http404("Not found.")  # a published post is changed only with the publish scope (README)
     error = None
     if request.method == "POST":
         try:
@@ -101,6 +105,22 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "blog/post_form.html",
         {"blog": blog, "post": post, "error": error, "data": request.POST or {"title": post.title, "body": post.body}},
     )
+
+
+#: The longest body the preview renders (the form itself takes any length the model field does).
+PREVIEW_MAX_CHARS = 200_000
+
+
+@require_POST
+@login_required
+def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
+    """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page."""
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, WRITE)
+    body = request.POST.get("body", "")
+    if len(body) > PREVIEW_MAX_CHARS:
+        return render(request, "blog/_preview.html", {"too_long": True})
+    return render(request, "blog/_preview.html", {"body_html": render_markdown(body)})
 
 
 def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
@@ -154,13 +174,51 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
     post = _post(blog, pk)
-    revisions = PostRevision.objects.filter(post=post).select_related("user", "consent")
+    revisions = list(PostRevision.objects.filter(post=post).select_related("user", "consent"))
+    # Each revision's change is its own before → after; the oldest first for numbering versions.
+    for number, revision in enumerate(reversed(revisions), start=1):
+        revision.version = number
     may_revert = seat.role in (Seat.OWNER, Seat.EDITOR)
     return render(
         request,
         "blog/post_history.html",
         {"blog": blog, "post": post, "revisions": revisions, "may_revert": may_revert},
     )
+
+
+@require_GET
+@login_required
+def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Two versions of a post side by side as a readable diff: `?change=<revision>` shows what one
+    revision changed; `?from=<revision>&to=<revision>` compares the versions two revisions left."""
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, READ)
+    post = _post(blog, pk)
+    revisions = PostRevision.objects.filter(post=post).select_related("user")
+
+    def revision(name: str) -> PostRevision:
+        raw = request.GET.get(name, "")
+        if not raw.isascii() or not raw.isdigit():
+            raise Http404("No such revision.")
+        return get_object_or_404(revisions, pk=int(raw))
+
+    if "change" in request.GET:
+        change = revision("change")
+        old, new, older, newer = change.before, change.after, None, change
+    else:
+        older, newer = revision("from"), revision("to")
+        if (older.created_at, older.pk) > (newer.created_at, newer.pk):
+            older, newer = newer, older
+        old, new, change = older.after, newer.after, None
+    context = {
+        "blog": blog,
+        "post": post,
+        "change": change,
+        "older": older,
+        "newer": newer,
+        "diff": diffs.version_diff(old, new),
+    }
+    return render(request, "blog/post_compare.html", context)
 
 
 @require_POST
@@ -177,20 +235,3 @@ def post_revert(request: HttpRequest, slug: str, pk: int, rev: int) -> HttpRespo
     except OperationError as exc:
         messages.error(request, exc.public_message)
     return redirect("blog:history", slug=blog.slug, pk=post.pk)
-
-
-@require_GET
-def public_index(request: HttpRequest, slug: str) -> HttpResponse:
-    blog = get_object_or_404(Blog, slug=slug)
-    posts = Post.objects.filter(blog=blog, status=Post.PUBLISHED).order_by("-published_at")
-    return render(request, "blog/public_index.html", {"blog": blog, "posts": posts})
-
-
-@require_GET
-def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
-    post = get_object_or_404(
-        Post.objects.select_related("blog", "author"), blog__slug=slug, slug=post_slug, status=Post.PUBLISHED
-    )
-    return render(
-        request, "blog/public_post.html", {"blog": post.blog, "post": post, "body_html": render_markdown(post.body)}
-    )

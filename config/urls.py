@@ -1,12 +1,25 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.contrib.sitemaps.views import sitemap
 from django.urls import include, path
 
 from accounts.views import ThrottledLoginView
+from blog.reading import SITEMAPS
+
+# django.contrib.auth.urls without its password reset pages: no mail is set up to send a reset
+# link, so they would only offer a form that cannot work (and an unthrottled one). A forgotten
+# password is reset by an admin (`/admin/`, or `manage.py changepassword`).
+accounts = [
+    path("login/", ThrottledLoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include(accounts)),
+    path("sitemap.xml", sitemap, {"sitemaps": SITEMAPS}, name="sitemap"),
     path("api/agent/", include("agent.urls")),
     path("chat/", include("agent.chat_urls")),
     path("", include("connectors.urls")),

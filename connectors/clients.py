@@ -48,19 +48,18 @@ def rows(user: Any, blog: Blog, seat: Seat) -> list[dict[str, Any]]:
     return found
 
 
-def revoke_tokens(user: Any, blog: Blog, client: str) -> int:
-    """Revoke the client's access and refresh tokens for this user on this blog; how many were live."""
+def revoke_tokens(user: Any, blog: Blog, client: str | None = None) -> int:
+    """Revoke a client's (or, with None, every client's) tokens for this user on this blog; how many."""
     revoked = 0
+    mine = {"user": user} if client is None else {"user": user, "application__client_id": client}
     refresh_tokens = (
-        get_refresh_token_model()
-        .objects.filter(user=user, application__client_id=client, revoked__isnull=True)
-        .select_related("access_token")
+        get_refresh_token_model().objects.filter(**mine, revoked__isnull=True).select_related("access_token")
     )
     for token in refresh_tokens:
         if token.access_token is None or blog_of_scopes(token.access_token.scope) == blog.pk:
             token.revoke()  # revokes its access token too
             revoked += 1
-    for token in get_access_token_model().objects.filter(user=user, application__client_id=client):
+    for token in get_access_token_model().objects.filter(**mine):
         if blog_of_scopes(token.scope) == blog.pk:
             token.revoke()
             revoked += 1
@@ -68,15 +67,11 @@ def revoke_tokens(user: Any, blog: Blog, client: str) -> int:
 
 
 def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
-    """A member left the blog: revoke their connected clients' grants and tokens there."""
-    consents = Consent.objects.filter(user_id=instance.user_id, blog_id=instance.blog_id).exclude(
-        client=grants.ASSISTANT
-    )
-    for consent in consents.filter(revoked_at__isnull=True):
-        consent.revoked_at, consent.scopes = timezone.now(), []
-        consent.save()
-    for client in consents.values_list("client", flat=True):
-        revoke_tokens(instance.user, instance.blog, client)
+    """A member is leaving the blog: their connected clients' tokens there stop working now.
+
+    (`pre_delete`: the blog then deletes their Consents there, which alone already refuses every call.)
+    """
+    revoke_tokens(instance.user, instance.blog)
 
 
 @require_POST

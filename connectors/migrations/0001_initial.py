@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('blog', '0002_consent_client_name'),
+        ('blog', '0003_consent_client_name'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

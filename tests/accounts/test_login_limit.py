@@ -109,3 +109,29 @@ def test_the_admin_sign_in_still_works_and_counts_only_failures(django_user_mode
     assert admin_attempt(client, "root", "root-pass-123").status_code == 302
     assert not FailedLogin.objects.exists()
     assert client.get("/admin/agent/session/").status_code == 200
+
+
+@pytest.mark.parametrize("variant", ["ｄａｖｅ", "𝐝ave", "𝐝𝐚𝐯𝐞"])
+def test_unicode_variants_of_a_username_share_one_counter(django_user_model, settings, variant):
+    """Django's UsernameField NFKC-normalises before authenticating: `ｄａｖｅ` signs in as `dave`."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_user("dave", password="daves-pass-123")
+    client = Client()
+    assert attempt(client, variant, "daves-pass-123").status_code == 302  # the variant really is dave
+    client = Client()
+    for name in ("dave", "ｄａｖｅ", " 𝐃ave "):
+        assert attempt(client, name, "wrong").status_code == 200
+    assert set(FailedLogin.objects.values_list("username", flat=True)) == {"dave"}
+    assert attempt(client, variant, "daves-pass-123").status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_unicode_variants_share_the_counter_on_the_admin_sign_in(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_superuser("root", password="root-pass-123")
+    client = Client()
+    for name in ("ｒｏｏｔ", "𝐫oot", "root"):
+        assert admin_attempt(client, name, "wrong").status_code == 200
+    assert admin_attempt(client, "𝐫𝐨𝐨𝐭", "root-pass-123").status_code == 429
+    assert admin_attempt(client, "root", "root-pass-123").status_code == 429
+    assert "_auth_user_id" not in client.session

@@ -7,10 +7,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agent.approvals import CHANGED
 from agent.backends import get_backend
 from agent.models import Approval, Message, Part, Turn
 from agent.state import Run
-from agent.tools import register, unregister
+from agent.tools import Description, register, unregister
 from tests.agent.test_api_turns import assert_transcript_valid
 
 pytestmark = pytest.mark.django_db
@@ -280,3 +281,85 @@ def test_sessions_with_open_approvals_before_the_flag_existed_are_flagged_by_the
     migration = importlib.import_module("agent.migrations.0006_session_awaiting_people")
     migration.flag_open_approvals(apps, None)
     assert Session.objects.get(pk=chat.pk).awaiting_people
+
+
+# A call can be confirmed under another tool's name, and an approval is bound to what it acts on ----------------
+
+
+@pytest.fixture
+def guarded(settings):
+    """`edit` waits for a person only on a "live" thing (it is then confirmed as `publish`), shows what
+    will change, and is bound to the thing's version at the time it asked."""
+    settings.AGENT_CONFIRM_TOOLS = ["publish"]
+    thing = {"version": 1, "ran": []}
+
+    @register(
+        "edit",
+        description="Edit a thing",
+        input_schema={"type": "object", "properties": {"x": {"type": "integer"}, "live": {"type": "boolean"}}},
+        describe=lambda session, name, data: Description(f"Change thing {data.get('x')}", "- old\n+ <b>new</b>\n same"),
+        confirm_as=lambda session, name, data: "publish" if data.get("live") else name,
+        version=lambda session, name, data: {"version": thing["version"]},
+    )
+    def edit(session, x=0, live=False):
+        thing["ran"].append(x)
+        return {"edited": x}
+
+    yield thing
+    unregister("edit")
+
+
+def test_a_call_confirmed_as_another_tool_waits_only_when_its_hook_says_so(api, chat, script, guarded):
+    script([[call("edit", "e1", {"x": 1}), call("edit", "e2", {"x": 2, "live": True}), TOOL_STOP]])
+    events = api.turn(chat, "edit both")
+    assert [n for n, _ in events] == ["tool_use", "tool_use", "tool_result", "confirm"]
+    assert guarded["ran"] == [1]
+    [pending] = events[-1][1]["approvals"]
+    assert (pending["name"], pending["input"], pending["description"]) == (
+        "edit",
+        {"x": 2, "live": True},
+        "Change thing 2",
+    )
+    assert pending["detail"] == "- old\n+ <b>new</b>\n same"
+    assert Approval.objects.get().version == {"version": 1}
+
+
+def test_an_approval_runs_the_call_while_what_it_acts_on_is_unchanged(api, chat, script, guarded):
+    script([[call("edit", "e1", {"x": 5, "live": True}), TOOL_STOP], [{"kind": "text", "text": "Changed."}, DONE]])
+    approval_id = api.turn(chat, "edit")[-1][1]["approvals"][0]["id"]
+    resumed = api.events(decide(api, chat, approval_id, True).json()["stream_url"])
+    assert resumed[0][1] == {"id": "e1", "name": "edit", "status": "ok", "result": {"edited": 5}}
+    assert guarded["ran"] == [5]
+
+
+def test_a_change_between_the_prompt_and_the_approval_voids_it(api, chat, script, guarded):
+    script([[call("edit", "e1", {"x": 5, "live": True}), TOOL_STOP], [{"kind": "text", "text": "It changed."}, DONE]])
+    approval_id = api.turn(chat, "edit")[-1][1]["approvals"][0]["id"]
+    guarded["version"] = 2  # someone changed the thing after the person was asked
+    resumed = api.events(decide(api, chat, approval_id, True).json()["stream_url"])
+    assert resumed[0][1] == {
+        "id": "e1",
+        "name": "edit",
+        "status": "error",
+        "result": {"error": CHANGED},
+    }
+    assert guarded["ran"] == []
+    assert get_backend().requests[-1]["messages"][-1]["parts"][0]["result"] == {"error": CHANGED}
+    assert_transcript_valid(chat)
+
+
+def test_with_no_confirm_tools_a_confirm_as_hook_waits_for_nothing(api, chat, script, guarded, settings):
+    settings.AGENT_CONFIRM_TOOLS = []
+    script([[call("edit", "e1", {"x": 4, "live": True}), TOOL_STOP], [DONE]])
+    assert "confirm" not in [n for n, _ in api.turn(chat, "edit")]
+    assert guarded["ran"] == [4]
+
+
+def test_html_flavour_shows_what_will_change_escaped(api, chat, script, guarded):
+    script([[call("edit", "e1", {"x": 2, "live": True}), TOOL_STOP]])
+    url = api.send(chat, "edit").json()["stream_url"]
+    body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    assert "Change thing 2" in body
+    assert '<span class="diff-del">- old</span>' in body
+    assert '<span class="diff-add">+ &lt;b&gt;new&lt;/b&gt;</span>' in body
+    assert "<b>new</b>" not in body

@@ -70,6 +70,25 @@ def test_the_policys_refusals_become_api_errors(api, user, other_user, body, sta
     assert not Session.objects.exists()
 
 
+def test_opening_sessions_counts_under_the_message_rate_limit(api, notebook, script, settings):
+    """A new session takes a slot of AGENT_MESSAGES_PER_MINUTE, as a message does: past it, the same 429."""
+    settings.AGENT_MESSAGES_PER_MINUTE = 3
+    script([[{"kind": "text", "text": "ok"}, DONE]])
+    first = api.post("/api/agent/sessions", {"notebook": "ideas"})
+    assert api.post("/api/agent/sessions", {"notebook": "ideas"}).status_code == 201
+    assert api.send(Session.objects.get(pk=first.json()["id"]), "hello").status_code == 202
+    refused = api.post("/api/agent/sessions", {"notebook": "ideas"})
+    assert refused.status_code == 429
+    body = refused.json()
+    assert body["error"] == {
+        "code": "rate_limited",
+        "message": "You're sending messages too quickly. Please wait a moment.",
+    }
+    assert 1 <= body["retry_after_seconds"] <= 60
+    assert Session.objects.count() == 2
+    assert api.send(Session.objects.get(pk=first.json()["id"]), "again").status_code == 429
+
+
 def test_the_policys_own_words_explain_a_bad_request(api):
     response = api.post("/api/agent/sessions", {})
     assert response.json()["error"]["message"] == 'Name the notebook: {"notebook": "<name>"}.'

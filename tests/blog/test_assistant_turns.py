@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from agent.approvals import CHANGED
 from agent.backends import get_backend
 from agent.models import Message, Session, Turn
 from agent.tools import register, unregister
@@ -644,3 +645,134 @@ def test_summon_permission_withdrawn_between_confirm_and_approval(team, script, 
     draft.refresh_from_db()
     assert draft.status == "draft"
     assert PostRevision.objects.count() == 0
+
+
+# Changing a published post is a publish-level act: it waits for approval, shows the diff, and is bound ----------
+
+
+def update_awaiting_approval(team, script, user, live, change):
+    api = ApiClient(user)
+    session = open_chat(api, "notes")
+    script([[tool("update_post", {"post_id": live.pk, **change}, "u1"), DONE_TOOLS], say("Done.")])
+    events = api.turn(session, "fix the live post")
+    assert names(events) == ["tool_use", "confirm"]
+    [pending] = events[1][1]["approvals"]
+    return api, session, pending
+
+
+def test_updating_a_published_post_waits_for_approval_and_shows_the_change(team, script, approvals_on):
+    set_consent(team.owner, team.blog, ALL)
+    live = make_post(team.blog, "Live post", "First line.\nSecond line.", published=True)
+    api, session, pending = update_awaiting_approval(
+        team, script, team.owner, live, {"title": "Live <post>", "body": "First line.\nA <script>x</script> line."}
+    )
+    assert pending["description"] == "Change the published post “Live post”"
+    assert pending["detail"].splitlines() == [
+        "Title:",
+        "- Live post",
+        "+ Live <post>",
+        "Body:",
+        "  First line.",
+        "- Second line.",
+        "+ A <script>x</script> line.",
+    ]
+    live.refresh_from_db()
+    assert (live.title, live.body) == ("Live post", "First line.\nSecond line.")  # nothing applied yet
+    events = api.events(approve(api, session, pending["id"]).json()["stream_url"])
+    assert names(events) == ["tool_result", "effects", "token", "done"]
+    live.refresh_from_db()
+    assert (live.title, live.body, live.status) == (
+        "Live <post>",
+        "First line.\nA <script>x</script> line.",
+        "published",
+    )
+
+
+def test_the_approval_card_shows_the_diff_escaped(team, script, approvals_on):
+    from tests.blog.conftest import browser
+
+    set_consent(team.owner, team.blog, ALL)
+    live = make_post(team.blog, "Live post", "Old body", published=True)
+    api, session, pending = update_awaiting_approval(
+        team, script, team.owner, live, {"body": "<img src=x onerror=alert(1)>"}
+    )
+    page = browser(team.owner).get(f"/blogs/notes/?chat={session.pk}").content.decode()
+    assert "Change the published post “Live post”" in page
+    assert '<span class="diff-del">- Old body</span>' in page
+    assert '<span class="diff-add">+ &lt;img src=x onerror=alert(1)&gt;</span>' in page
+    assert "<img src=x" not in page
+
+
+def test_a_change_to_the_post_after_the_prompt_voids_the_approval(team, script, approvals_on):
+    from tests.blog.conftest import browser
+
+    set_consent(team.owner, team.blog, ALL)
+    live = make_post(team.blog, "Live post", "Old body", published=True)
+    api, session, pending = update_awaiting_approval(team, script, team.owner, live, {"body": "Assistant's body"})
+    browser(team.editor).post(f"/blogs/notes/posts/{live.pk}/edit/", {"title": "Live post", "body": "Editor's body"})
+    events = api.events(approve(api, session, pending["id"]).json()["stream_url"])
+    assert events[0] == (
+        "tool_result",
+        {"id": "u1", "name": "update_post", "status": "error", "result": {"error": CHANGED}},
+    )
+    assert "effects" not in names(events)
+    live.refresh_from_db()
+    assert live.body == "Editor's body"
+    assert get_backend().requests[-1]["messages"][-1]["parts"][0]["result"] == {"error": CHANGED}
+
+
+def test_a_change_after_a_publish_prompt_voids_it_too(team, script, approvals_on):
+    """ "Publish 'X'" is approved for the X the person saw: an edit in between voids it."""
+    from tests.blog.conftest import browser
+
+    set_consent(team.owner, team.blog, ALL)
+    api, session, draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    browser(team.author).post(f"/blogs/notes/posts/{draft.pk}/edit/", {"title": "A draft", "body": "Swapped in"})
+    events = api.events(approve(api, session, approval_id).json()["stream_url"])
+    assert events[0][1]["result"] == {"error": CHANGED}
+    draft.refresh_from_db()
+    assert draft.status == "draft"
+
+
+def test_updating_a_draft_runs_at_once(team, script, approvals_on):
+    set_consent(team.owner, team.blog, ALL)
+    draft = make_post(team.blog, "A draft")
+    api = ApiClient(team.owner)
+    session = open_chat(api, "notes")
+    script([[tool("update_post", {"post_id": draft.pk, "body": "Better"}, "u1"), DONE_TOOLS], say("Done.")])
+    assert names(api.turn(session, "fix the draft")) == ["tool_use", "tool_result", "effects", "token", "done"]
+    draft.refresh_from_db()
+    assert draft.body == "Better"
+
+
+def test_without_the_publish_scope_a_live_update_is_refused_at_once_not_queued(team, script, approvals_on):
+    set_consent(team.author, team.blog, ALL)  # capped by the author's seat: read and write
+    live = make_post(team.blog, "Live post", "Old body", published=True)
+    api = ApiClient(team.author)
+    session = open_chat(api, "notes")
+    script([[tool("update_post", {"post_id": live.pk, "body": "Defaced"}, "u1"), DONE_TOOLS], say("Can't.")])
+    events = api.turn(session, "change it")
+    assert names(events) == ["tool_use", "tool_result", "token", "done"]
+    assert events[1][1]["result"] == {
+        "error": "“Live post” is published: changing it needs the right to publish, which isn't granted."
+    }
+    live.refresh_from_db()
+    assert live.body == "Old body"
+
+
+def test_a_long_bodys_diff_keeps_two_lines_around_each_change(team):
+    from blog.chat import change_detail
+
+    post = make_post(team.blog, "Long", "\n".join(f"line {i}" for i in range(20)), published=True)
+    new_body = post.body.replace("line 10", "LINE 10")
+    assert change_detail(post, "Long", new_body).splitlines() == [
+        "Body:",
+        "  …",
+        "  line 8",
+        "  line 9",
+        "- line 10",
+        "+ LINE 10",
+        "  line 11",
+        "  line 12",
+        "  …",
+    ]

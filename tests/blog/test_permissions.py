@@ -445,6 +445,30 @@ def test_blank_title_and_empty_update_are_refused(team):
     assert state(team.blog) == before
 
 
+@pytest.mark.parametrize(
+    "who,scopes",
+    [("author", ALL), ("editor", [READ, WRITE]), ("owner", [READ, WRITE, DELETE])],
+)
+def test_changing_a_published_post_needs_the_publish_scope(team, who, scopes):
+    """Live content is a publish-level act for people and the assistant alike (services.post_update)."""
+    set_consent(team.user(who), team.blog, scopes)
+    live = make_post(team.blog, "Live post", published=True)
+    draft = make_post(team.blog, "A draft")
+    before = state(team.blog)
+    for actor in (grants.assistant(team.user(who), team.blog), grants.person(team.author, team.blog)):
+        with pytest.raises(OperationError) as exc:
+            perform_json("update_post", actor, team.blog, {"post_id": live.pk, "body": "Defaced"})
+        assert (exc.value.code, exc.value.public_message) == (
+            "denied",
+            "“Live post” is published: changing it needs the right to publish, which isn't granted.",
+        )
+    assert state(team.blog) == before
+    out, _ = perform_json(
+        "update_post", grants.assistant(team.user(who), team.blog), team.blog, {"post_id": draft.pk, "body": "ok"}
+    )
+    assert out["id"] == draft.pk  # drafts stay a posts:write matter
+
+
 def test_publishing_twice_is_a_conflict(team):
     set_consent(team.owner, team.blog, ALL)
     live = make_post(team.blog, "Live post", published=True)

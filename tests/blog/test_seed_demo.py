@@ -65,12 +65,15 @@ def test_seed_demo_creates_the_contract_data():
     published = posts.get(status="published")
     assert published.published_at is not None
     assert posts.get(status="draft").published_at is None
+    for post in posts:  # each with its first revision, so its history starts where the post did
+        (first,) = post.revisions.all()
+        assert (first.action, first.before, first.after, first.user) == ("create", None, post.snapshot(), alice)
 
 
 def test_seed_demo_is_idempotent():
     seed()
     first = counts()
-    assert first == {"users": 4, "blogs": 1, "seats": 3, "consents": 1, "posts": 2, "revisions": 0}
+    assert first == {"users": 4, "blogs": 1, "seats": 3, "consents": 1, "posts": 2, "revisions": 2}
     seed()
     assert counts() == first
 

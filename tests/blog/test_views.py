@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 import pytest
 
 from agent.models import Session
+from blog import grants
 from blog.chat import tool_available
 from blog.models import Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, set_consent
@@ -64,7 +65,8 @@ def test_pages_need_login(team):
     response = browser().get("/blogs/notes/")
     assert response.status_code == 302
     assert response["Location"] == "/accounts/login/?next=/blogs/notes/"
-    assert browser().get("/").status_code == 302
+    front = browser().get("/")  # a visitor gets the front page of public reading, not a redirect
+    assert front.status_code == 200 and 'href="/accounts/login/"' in front.content.decode()
 
 
 def test_blog_page_is_404_for_non_members(team, other_team):
@@ -190,6 +192,32 @@ def test_edit_post(team):
         "New title",
         "New body",
     )
+
+
+def test_an_author_cannot_change_a_published_post(team):
+    """Live content is a publish-level act: without posts:publish the edit of a published post is refused."""
+    live = make_post(team.blog, "Live post", "Live body", published=True)
+    client = browser(team.author)
+    before = everything()
+    assert client.get(f"/blogs/notes/posts/{live.pk}/edit/").status_code == 404
+    assert client.post(f"/blogs/notes/posts/{live.pk}/edit/", {"title": "Defaced", "body": "x"}).status_code == 404
+    assert everything() == before
+    public = browser().get("/read/notes/live-post/").content.decode()
+    assert "<p>Live body</p>" in public and "Defaced" not in public
+    html = client.get("/blogs/notes/").content.decode()
+    assert f"/posts/{live.pk}/edit/" not in html  # no Edit link for a post they may not change
+    draft = make_post(team.blog, "A draft")
+    assert f"/posts/{draft.pk}/edit/" in client.get("/blogs/notes/").content.decode()
+
+
+def test_an_editor_changes_a_published_post(team):
+    live = make_post(team.blog, "Live post", "Live body", published=True)
+    client = browser(team.editor)
+    assert f"/posts/{live.pk}/edit/" in client.get("/blogs/notes/").content.decode()
+    response = client.post(f"/blogs/notes/posts/{live.pk}/edit/", {"title": "Live post", "body": "Corrected"})
+    assert response.status_code == 302
+    live.refresh_from_db()
+    assert (live.status, live.body) == ("published", "Corrected")
 
 
 def test_edit_other_blogs_post_is_404(team, other_team):
@@ -369,13 +397,66 @@ def test_revert_with_another_posts_revision_is_404(team):
 # The assistant panel ----------------------------------------------------------------------------------------------
 
 
+def test_opening_the_blog_page_writes_nothing(team):
+    """A GET never creates a chat: the form is ready, and the first message creates the chat."""
+    set_consent(team.editor, team.blog, [READ])
+    client = browser(team.editor)
+    before = everything()
+    html = client.get("/blogs/notes/").content.decode()
+    assert everything() == before and not Session.objects.exists()
+    assert 'hx-post="/blogs/notes/chats/send"' in html and '<textarea id="chat-text" name="text"' in html
+    assert '<p class="grant">Can read ·' in html
+
+
+def test_the_first_message_creates_the_chat_and_points_the_form_at_it(team, script):
+    script([[{"kind": "text", "text": "Hello."}, {"kind": "done", "stop_reason": "end_turn"}]])
+    client = browser(team.editor)
+    response = client.post("/blogs/notes/chats/send", {"text": "hi there"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    [chat] = Session.objects.filter(user=team.editor)
+    assert chat.blog_link.blog == team.blog
+    assert list(chat.messages.filter(role="user").values_list("position", flat=True)) == [0]
+    html = response.content.decode()
+    assert "sse-connect" in html and "hi there" in html
+    tags = dict((a.get("id"), a) for _, a in tags_of(html) if a.get("id"))
+    assert tags["chat-form"]["hx-swap-oob"] == "true"
+    assert tags["chat-form"]["hx-post"] == f"/chat/{chat.pk}/send"
+    assert tags["chat-stop"]["hx-post"] == f"/chat/{chat.pk}/stop"
+    assert f'hx-post="/chat/{chat.pk}/send"' in client.get("/blogs/notes/").content.decode()  # resumed
+
+
+@pytest.mark.parametrize("text", ["", "   ", "x" * 20_001])
+def test_a_bad_first_message_creates_no_chat(team, text):
+    response = browser(team.editor).post("/blogs/notes/chats/send", {"text": text})
+    assert response.status_code == 200 and "up to 20,000 characters" in response.content.decode()
+    assert not Session.objects.exists()
+
+
+def test_a_rate_limited_first_message_creates_no_chat(team, settings, script):
+    script([[{"kind": "text", "text": "ok"}, {"kind": "done", "stop_reason": "end_turn"}]])
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    client = browser(team.editor)
+    assert "sse-connect" in client.post("/blogs/notes/chats/send", {"text": "one"}).content.decode()
+    refused = client.post("/blogs/notes/chats/send", {"text": "two"}).content.decode()
+    assert "too quickly" in refused and "sse-connect" not in refused
+    assert Session.objects.count() == 1
+
+
+@pytest.mark.parametrize("role", ["viewer", "outsider"])
+def test_the_first_message_is_refused_to_those_who_may_not_summon(team, role):
+    assert browser(team.user(role)).post("/blogs/notes/chats/send", {"text": "hi"}).status_code == 404
+    Seat.objects.filter(user=team.author).update(may_use_assistant=False)
+    assert browser(team.author).post("/blogs/notes/chats/send", {"text": "hi"}).status_code == 404
+    assert not Session.objects.exists()
+
+
 def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
     set_consent(team.editor, team.blog, [READ])
     client = browser(team.editor)
+    first = blog_chat(team.editor, team.blog)
     html = client.get("/blogs/notes/").content.decode()
-    [first] = Session.objects.filter(user=team.editor)
     assert f'hx-post="/chat/{first.pk}/send"' in html
-    assert "Can: posts:read" in html
+    assert '<p class="grant">Can read ·' in html  # the grant in plain words, not scope names
     client.get("/blogs/notes/")
     assert Session.objects.filter(user=team.editor).count() == 1  # a reload resumes, it does not start anew
     response = client.post("/blogs/notes/chats/new/")
@@ -383,6 +464,16 @@ def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
     assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={second.pk}"
     assert f'hx-post="/chat/{second.pk}/send"' in client.get("/blogs/notes/").content.decode()
     assert f'hx-post="/chat/{first.pk}/send"' in client.get(f"/blogs/notes/?chat={first.pk}").content.decode()
+
+
+def test_new_chat_counts_under_the_message_rate_limit(team, settings):
+    settings.AGENT_MESSAGES_PER_MINUTE = 2
+    client = browser(team.editor)
+    for _ in range(2):
+        assert client.post("/blogs/notes/chats/new/").status_code == 302
+    response = client.post("/blogs/notes/chats/new/", follow=True)
+    assert Session.objects.count() == 2
+    assert "You&#x27;re sending messages too quickly." in response.content.decode()
 
 
 def test_someone_elses_chat_id_is_ignored(team):
@@ -459,6 +550,28 @@ def test_owner_changes_role_and_allows_the_assistant(team):
     assert (seat.role, seat.may_use_assistant) == ("author", False)
 
 
+def test_removing_a_member_drops_their_grants_so_re_adding_restores_nothing(team, django_user_model):
+    set_consent(team.editor, team.blog, ALL)
+    Consent.objects.create(user=team.editor, blog=team.blog, client="some-app", scopes=[READ])
+    kept = set_consent(team.author, team.blog, [READ])  # another member's grant stays
+    client = browser(team.owner)
+    client.post("/blogs/notes/members/", {"action": "remove", "seat": team.seat("editor").pk})
+    assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
+    client.post("/blogs/notes/members/", {"action": "add", "username": "editor", "role": "editor"})
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=True)
+    assert grants.assistant(team.editor, team.blog).scopes == frozenset()
+    assert Consent.objects.filter(pk=kept.pk).exists()
+
+
+def test_a_seat_deleted_in_the_admin_drops_its_grants_too(team, django_user_model):
+    set_consent(team.editor, team.blog, ALL)
+    admin = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    seat = team.seat("editor")
+    response = browser(admin).post(f"/admin/blog/seat/{seat.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
+
+
 def test_viewer_cannot_be_allowed_the_assistant(team):
     seat = team.seat("editor")
     browser(team.owner).post(
@@ -510,13 +623,15 @@ def test_clients_screen_shows_only_my_own_grant(team):
         PUBLISH: (False, True),
         DELETE: (False, True),
     }
-    assert '<span id="effective-scopes">posts:read</span>' in html
+    assert '<span id="effective-scopes">can read</span>' in html
+    assert "posts:" not in re.sub(r"<input[^>]*>", "", html)  # scope names only in the form's values
     html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
     assert checkboxes(html) == {s: (False, False) for s in ALL}
     assert '<span id="effective-scopes">nothing</span>' in html
     assert "Not granted yet." in html
     html = browser(team.owner).get("/blogs/notes/clients/").content.decode()
     assert checkboxes(html) == {s: (True, False) for s in ALL}
+    assert '<span id="effective-scopes">can read, draft, publish, delete</span>' in html
 
 
 def test_clients_screen_for_viewer(team):
@@ -712,6 +827,7 @@ def state_changing_posts(team):
         ("/blogs/notes/clients/", {"action": "save", "scopes": list(ALL)}),
         ("/blogs/notes/clients/", {"action": "revoke"}),
         ("/blogs/notes/chats/new/", {}),
+        ("/blogs/notes/chats/send", {"text": "forged first message"}),
         (f"/chat/{session.pk}/send", {"text": "forged message"}),
         (f"/chat/{session.pk}/stop", {}),
     ]

@@ -296,3 +296,33 @@ def test_phone_width(demo_server, page, context_options):
     expect(replies(page).last).to_contain_text(LONG_TITLE)
     _assert_fits_phone(page)
     assert f"/blogs/{BLOG}/" in page.url
+
+
+def test_the_first_message_of_a_first_visit_creates_the_chat(server_factory, page):
+    """Showing the blog page creates no chat; the first message does, and the form then belongs to it
+    (Stop and the next message reach the new chat, and a reload resumes it)."""
+    server = server_factory(
+        "first-visit",
+        AGENT_BACKEND="demo",
+        AGENT_DEMO_DELAY_MS="40",
+        AGENT_BUDGET_TOKENS_PER_MINUTE="0",
+        AGENT_BUDGET_TOKENS_PER_HOUR="0",
+    )
+    base = server.url
+    login(page, base, "alice")
+    open_blog(page, base)
+    expect(page.locator("#assistant .history")).to_have_count(0)  # no earlier chats: none was made
+    expect(chat_input(page)).to_be_enabled()
+
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    page.locator("#chat-stop").click()
+    wait_turn_finished(page)
+    expect(replies(page).last.locator(".note")).to_have_text("Stopped.")
+
+    reply = ask(page, "list my posts")
+    expect(reply).to_contain_text("Here are your posts")
+    page.reload()
+    expect(user_messages(page)).to_have_count(2)  # both messages went to the one chat the first created
+    expect(page.locator("#assistant .history")).to_have_count(0)
+    assert page.js_errors == []

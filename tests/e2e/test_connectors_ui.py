@@ -123,12 +123,12 @@ def test_the_clients_screen_with_two_clients(server, page):
     }
     expect(card["Claude desktop"]).to_have_count(1)
     expect(card["Cursor"]).to_have_count(1)
-    expect(card["Cursor"].locator(".effective-scopes")).to_have_text("posts:read, posts:write")
+    expect(card["Cursor"].locator(".effective-scopes")).to_have_text("can read, draft")
     expect(page.locator("#assistant-grant")).to_be_visible()  # the built-in assistant beside them
 
     card["Cursor"].locator('input[value="posts:write"]').uncheck()
     card["Cursor"].get_by_role("button", name="Save").click()
-    expect(card["Cursor"].locator(".effective-scopes")).to_have_text("posts:read")
+    expect(card["Cursor"].locator(".effective-scopes")).to_have_text("can read")
     assert sorted(t["name"] for t in tools(base, cursor).json()["result"]["tools"]) == ["get_post", "list_posts"]
 
     card["Claude desktop"].get_by_role("button", name="Revoke").click()

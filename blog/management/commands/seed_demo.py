@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from blog.access import ROLE_SCOPES
-from blog.models import Blog, Consent, Post, Seat
+from blog.models import Blog, Consent, Post, PostRevision, Seat
 
 PASSWORD = "demo-pass-1234"
 USERS = [
@@ -40,14 +40,14 @@ class Command(BaseCommand):
                 user=people["alice"], blog=blog, client="", defaults={"scopes": sorted(ROLE_SCOPES[Seat.OWNER])}
             )
             if created:
-                Post.objects.create(
+                self._post(
                     blog=blog,
                     author=people["alice"],
                     title="Notes from the river",
                     slug="notes-from-the-river",
                     body="The heron was back this morning.\n\n*More soon.*",
                 )
-                Post.objects.create(
+                self._post(
                     blog=blog,
                     author=people["alice"],
                     title="Welcome to Field Notes",
@@ -59,6 +59,14 @@ class Command(BaseCommand):
         self.stdout.write(
             "Demo logins (password demo-pass-1234): alice (owner), bob (editor), carol (viewer), admin (staff)"
         )
+
+    def _post(self, **fields):
+        """A demo post with its first revision, as if its author had written it on the site."""
+        post = Post.objects.create(**fields)
+        PostRevision.objects.create(
+            post=post, blog=post.blog, action="create", before=None, after=post.snapshot(), user=post.author
+        )
+        return post
 
     def _user(self, User, name):
         user = User.objects.filter(username=name).first()

@@ -1,0 +1,163 @@
+"""Public reading: the front page for visitors, each blog's index, its posts, its Atom feed, the sitemap.
+
+Only published posts are ever shown here; a draft, or a blog with nothing published, does not exist
+for a reader (404, from the site's own 404 page). Post bodies go through the same markdown renderer
+and sanitiser as everywhere else (`agent.markdown.render_markdown`), in pages and in the feed alike.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from django.contrib.sitemaps import Sitemap
+from django.contrib.syndication.views import Feed
+from django.core.paginator import Paginator
+from django.db.models import Count, Max, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.feedgenerator import Atom1Feed
+from django.utils.html import strip_tags
+from django.utils.text import Truncator
+from django.views.decorators.http import require_GET
+
+from agent.markdown import render_markdown
+from blog.models import Blog, Post
+
+#: Posts per page of a blog's public index.
+PER_PAGE = 10
+#: Words of a post's body in an excerpt (index, description, Open Graph).
+EXCERPT_WORDS = 40
+
+
+def published(blog: Blog | None = None):
+    """Published posts, newest first (of one blog, when given)."""
+    posts = Post.objects.filter(status=Post.PUBLISHED).select_related("blog", "author").order_by("-published_at", "-pk")
+    return posts.filter(blog=blog) if blog is not None else posts
+
+
+def excerpt(post: Post, words: int = EXCERPT_WORDS) -> str:
+    """The post's opening words as plain text (markdown rendered and sanitised, then its text kept)."""
+    text = html.unescape(strip_tags(render_markdown(post.body)))
+    return Truncator(" ".join(text.split())).words(words, truncate="…")
+
+
+def public_blogs():
+    """Blogs with at least one published post, the most recently published first."""
+    return (
+        Blog.objects.annotate(
+            published_count=Count("posts", filter=Q(posts__status=Post.PUBLISHED)),
+            last_published=Max("posts__published_at", filter=Q(posts__status=Post.PUBLISHED)),
+        )
+        .filter(published_count__gt=0)
+        .order_by("-last_published", "title")
+    )
+
+
+def front_page(request: HttpRequest) -> HttpResponse:
+    """What a visitor sees at `/`: the blogs there are to read, and a way to sign in."""
+    return render(request, "blog/front_page.html", {"blogs": public_blogs()})
+
+
+def _readable_blog(slug: str) -> Blog:
+    """The blog, if it has anything published; else 404 (an empty or unknown blog is not public)."""
+    return get_object_or_404(Blog.objects.filter(posts__status=Post.PUBLISHED).distinct(), slug=slug)
+
+
+@require_GET
+def public_index(request: HttpRequest, slug: str) -> HttpResponse:
+    blog = _readable_blog(slug)
+    page = Paginator(published(blog), PER_PAGE).get_page(request.GET.get("page"))
+    entries = [{"post": post, "excerpt": excerpt(post)} for post in page]
+    return render(request, "blog/public_index.html", {"blog": blog, "page": page, "entries": entries})
+
+
+@require_GET
+def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
+    post = get_object_or_404(published(), blog__slug=slug, slug=post_slug)
+    context = {
+        "blog": post.blog,
+        "post": post,
+        "body_html": render_markdown(post.body),
+        "description": excerpt(post, 30),
+        "canonical": request.build_absolute_uri(post_url(post)),
+    }
+    return render(request, "blog/public_post.html", context)
+
+
+def post_url(post: Post) -> str:
+    return reverse("blog:public_post", args=[post.blog.slug, post.slug])
+
+
+class BlogFeed(Feed):
+    """A blog's published posts as Atom (`/read/<slug>/feed/`), newest first, bodies as sanitised HTML."""
+
+    feed_type = Atom1Feed
+    limit = 20
+
+    def get_object(self, request: HttpRequest, slug: str) -> Blog:
+        return _readable_blog(slug)
+
+    def title(self, blog: Blog) -> str:
+        return blog.title
+
+    def link(self, blog: Blog) -> str:
+        return reverse("blog:public_index", args=[blog.slug])
+
+    def subtitle(self, blog: Blog) -> str:
+        return f"Posts published on {blog.title}"
+
+    def items(self, blog: Blog):
+        return published(blog)[: self.limit]
+
+    def item_title(self, post: Post) -> str:
+        return post.title
+
+    def item_description(self, post: Post) -> str:
+        return render_markdown(post.body)
+
+    def item_link(self, post: Post) -> str:
+        return post_url(post)
+
+    def item_author_name(self, post: Post) -> str | None:
+        return post.author.get_username() if post.author else None
+
+    def item_pubdate(self, post: Post) -> Any:
+        return post.published_at
+
+    def item_updateddate(self, post: Post) -> Any:
+        return post.updated_at
+
+
+class PostSitemap(Sitemap):
+    """Every published post's public page."""
+
+    changefreq = "weekly"
+
+    def items(self):
+        return published()
+
+    def location(self, post: Post) -> str:
+        return post_url(post)
+
+    def lastmod(self, post: Post) -> Any:
+        return post.updated_at
+
+
+class BlogSitemap(Sitemap):
+    """Each public blog's index."""
+
+    changefreq = "daily"
+
+    def items(self):
+        return public_blogs()
+
+    def location(self, blog: Blog) -> str:
+        return reverse("blog:public_index", args=[blog.slug])
+
+    def lastmod(self, blog: Blog) -> Any:
+        return blog.last_published
+
+
+SITEMAPS = {"blogs": BlogSitemap, "posts": PostSitemap}

@@ -1,0 +1,215 @@
+"""Public reading: the front page, a blog's index, post pages, the Atom feed, the sitemap, 404s."""
+
+from __future__ import annotations
+
+import importlib
+from datetime import timedelta
+from xml.etree import ElementTree
+
+import pytest
+from django.apps import apps
+from django.utils import timezone
+
+from blog.models import Post, PostRevision
+from blog.services import unique_slug
+from tests.blog.conftest import browser, make_post
+from tests.blog.test_views import tags_of
+
+pytestmark = pytest.mark.django_db
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+HOSTILE = "Hi <script>alert(1)</script> [click](javascript:alert(2)) <img src=x onerror=alert(3)>"
+
+
+def publish_many(blog, n: int, **extra) -> list[Post]:
+    """`n` published posts, the first the oldest, an hour apart."""
+    start = timezone.now() - timedelta(days=2)
+    posts = []
+    for i in range(n):
+        post = make_post(blog, f"Post {i}", f"Words of post {i}. " * 30, published=True, **extra)
+        Post.objects.filter(pk=post.pk).update(published_at=start + timedelta(hours=i))
+        posts.append(post)
+    return posts
+
+
+def meta(html: str) -> dict[str, str]:
+    """`<meta name|property=… content=…>` and `<link rel=… href=…>` of a page, by name."""
+    found = {}
+    for tag, attrs in tags_of(html):
+        if tag == "meta" and ("name" in attrs or "property" in attrs):
+            found[attrs.get("name") or attrs["property"]] = attrs.get("content")
+        elif tag == "link" and attrs.get("rel") in ("canonical", "alternate"):
+            found[f"link:{attrs['rel']}"] = attrs["href"]
+    return found
+
+
+def test_a_visitor_front_page_lists_blogs_with_something_published(team, other_team):
+    make_post(team.blog, "Live", published=True)
+    make_post(other_team.blog, "Only a draft")
+    html = browser().get("/").content.decode()
+    assert 'href="/read/notes/"' in html and "1 post" in html
+    assert "/read/elsewhere/" not in html  # nothing published: not a public blog
+    assert 'href="/accounts/login/"' in html
+    signed_in = browser(team.viewer).get("/").content.decode()
+    assert "Your blogs" in signed_in and 'href="/read/notes/"' in signed_in
+
+
+def test_public_index_shows_date_author_excerpt_and_pages(team):
+    posts = publish_many(team.blog, 12)
+    make_post(team.blog, "Secret draft")
+    html = browser().get("/read/notes/").content.decode()
+    assert "Secret draft" not in html
+    titles = [p.title for p in posts]
+    newest_first = list(reversed(titles))
+    shown = [t for t in newest_first if f">{t}</a>" in html]
+    assert shown == newest_first[:10]
+    assert "owner ·" in html and "Words of post 11." in html and "…" in html  # author, excerpt, cut short
+    assert '<time datetime="' in html
+    assert 'rel="next" href="?page=2"' in html
+    page2 = browser().get("/read/notes/?page=2").content.decode()
+    assert [t for t in newest_first if f">{t}</a>" in page2] == newest_first[10:]
+    assert meta(html)["link:alternate"] == "/read/notes/feed/"
+    assert browser().get("/read/notes/?page=999").status_code == 200  # the last page, not an error
+
+
+def test_post_page_has_title_description_canonical_and_open_graph(team):
+    post = make_post(team.blog, "River notes", "The **heron** was back.\n\nMore soon.", published=True)
+    html = browser().get(f"/read/notes/{post.slug}/").content.decode()
+    assert "<title>River notes · Notes · Field Desk</title>" in html
+    tags = meta(html)
+    assert tags["description"] == tags["og:description"] == "The heron was back. More soon."
+    assert tags["link:canonical"] == tags["og:url"] == f"http://testserver/read/notes/{post.slug}/"
+    assert (tags["og:type"], tags["og:title"], tags["og:site_name"]) == ("article", "River notes", "Notes")
+    assert tags["link:alternate"] == "/read/notes/feed/"
+
+
+def test_drafts_and_empty_blogs_are_not_found_with_the_sites_own_404(team):
+    draft = make_post(team.blog, "Draft")
+    for url in ("/read/notes/", f"/read/notes/{draft.slug}/", "/read/notes/feed/", "/read/nope/"):
+        response = browser().get(url)
+        assert response.status_code == 404, url
+        html = response.content.decode()
+        assert "Nothing here" in html and 'class="topbar"' in html  # the site's page, not Django's plain one
+
+
+def test_atom_feed_lists_published_posts_with_sanitised_bodies(team):
+    publish_many(team.blog, 3)
+    hostile = make_post(team.blog, "Hostile <b>title</b>", HOSTILE, published=True)
+    make_post(team.blog, "Secret draft")
+    response = browser().get("/read/notes/feed/")
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/atom+xml")
+    feed = ElementTree.fromstring(response.content)
+    assert feed.tag == f"{ATOM}feed" and feed.find(f"{ATOM}title").text == "Notes"
+    entries = feed.findall(f"{ATOM}entry")
+    titles = [e.find(f"{ATOM}title").text for e in entries]
+    assert titles == ["Hostile <b>title</b>", "Post 2", "Post 1", "Post 0"]  # newest first, no draft
+    first = entries[0]
+    assert first.find(f"{ATOM}link").get("href") == f"http://testserver/read/notes/{hostile.slug}/"
+    assert first.find(f"{ATOM}author/{ATOM}name").text == "owner"
+    summary = first.find(f"{ATOM}summary")
+    assert summary.get("type") == "html"
+    tags = tags_of(summary.text)  # the entry's HTML, as a feed reader would parse it: inert
+    assert [tag for tag, _ in tags] == ["p"]
+    assert not any(
+        name.startswith("on") or "javascript:" in (value or "") for _, a in tags for name, value in a.items()
+    )
+    assert "&lt;script&gt;" in summary.text
+
+
+def test_sitemap_lists_public_pages_only(team, other_team):
+    live = make_post(team.blog, "Live", published=True)
+    draft = make_post(team.blog, "Draft")
+    make_post(other_team.blog, "Elsewhere draft")
+    response = browser().get("/sitemap.xml")
+    assert response.status_code == 200
+    locations = {loc.text for loc in ElementTree.fromstring(response.content).iter(f"{SITEMAP}loc")}
+    assert locations == {"http://testserver/read/notes/", f"http://testserver/read/notes/{live.slug}/"}
+    assert not any(draft.slug in loc for loc in locations)
+
+
+def test_a_post_cannot_take_the_feeds_address(team):
+    assert unique_slug(team.blog, "Feed") == "feed-2"
+
+
+# History ----------------------------------------------------------------------------------------------------------
+
+
+def edit(team, post, title, body):
+    response = browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": title, "body": body})
+    assert response.status_code in (200, 302)
+
+
+def test_what_one_revision_changed(team):
+    browser(team.owner).post("/blogs/notes/posts/new/", {"title": "Walk", "body": "one\ntwo\nthree"})
+    post = Post.objects.get()
+    edit(team, post, "Long walk", "one\n2\nthree\nfour")
+    update = PostRevision.objects.get(action="update")
+    html = browser(team.viewer).get(f"/blogs/notes/posts/{post.pk}/history/compare/?change={update.pk}").content
+    html = html.decode()
+    assert "What changed: update by owner" in html
+    assert '<p class="diff-line removed"><span class="sign" aria-label="removed">−</span>Walk</p>' in html
+    assert '<p class="diff-line added"><span class="sign" aria-label="added">+</span>Long walk</p>' in html
+    sign = {"removed": "−", "added": "+", "same": " "}
+    for kind, text in (("removed", "two"), ("added", "2"), ("added", "four"), ("same", "one"), ("same", "three")):
+        assert f'<span class="diff-line {kind}"><span class="sign">{sign[kind]}</span>{text}</span>' in html
+
+
+def test_any_two_versions_compare_either_way_round(team):
+    browser(team.owner).post("/blogs/notes/posts/new/", {"title": "V1", "body": "alpha"})
+    post = Post.objects.get()
+    edit(team, post, "V2", "beta")
+    edit(team, post, "V3", "gamma")
+    created, *_, last = PostRevision.objects.order_by("created_at", "pk")
+    history = browser(team.owner).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    assert "Version 1" in history and "Version 3" in history and 'name="from"' in history
+    for a, b in ((created, last), (last, created)):
+        url = f"/blogs/notes/posts/{post.pk}/history/compare/?from={a.pk}&to={b.pk}"
+        html = browser(team.owner).get(url).content.decode()
+        assert "−</span>V1</p>" in html and "+</span>V3</p>" in html  # older → newer whichever way asked
+        assert "</span>alpha</span>" in html and "</span>gamma</span>" in html and "beta" not in html
+
+
+def test_a_diff_shows_hostile_text_as_text(team):
+    browser(team.owner).post("/blogs/notes/posts/new/", {"title": "Plain", "body": "fine"})
+    post = Post.objects.get()
+    edit(team, post, "<script>alert(1)</script>", HOSTILE)
+    update = PostRevision.objects.get(action="update")
+    html = browser(team.owner).get(f"/blogs/notes/posts/{post.pk}/history/compare/?change={update.pk}").content
+    html = html.decode()
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(3)&gt;" in html
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["change=abc", "change=²", "from=1", "", "change=999999"],
+)
+def test_compare_refuses_what_is_not_a_revision_of_this_post(team, query):
+    post = make_post(team.blog, "A")
+    other = make_post(team.blog, "B")
+    edit(team, other, "B2", "x")
+    assert browser(team.owner).get(f"/blogs/notes/posts/{post.pk}/history/compare/?{query}").status_code == 404
+    rev = PostRevision.objects.get(post=other)
+    url = f"/blogs/notes/posts/{post.pk}/history/compare/?change={rev.pk}"
+    assert browser(team.owner).get(url).status_code == 404  # another post's revision
+
+
+def test_compare_is_404_for_non_members(team, other_team):
+    browser(team.owner).post("/blogs/notes/posts/new/", {"title": "Mine", "body": "b"})
+    post, rev = Post.objects.get(), PostRevision.objects.get()
+    url = f"/blogs/notes/posts/{post.pk}/history/compare/?change={rev.pk}"
+    assert browser(other_team.owner).get(url).status_code == 404
+    assert browser().get(url).status_code == 302  # sign in first
+
+
+def test_posts_made_before_history_get_a_first_revision(team):
+    post = make_post(team.blog, "Old post", "From before.", published=True)
+    make_post(team.blog, "Has history")
+    kept = PostRevision.objects.create(post=Post.objects.get(title="Has history"), blog=team.blog, action="create")
+    migration = importlib.import_module("blog.migrations.0002_first_revisions")
+    migration.first_revisions(apps, None)
+    (first,) = PostRevision.objects.filter(post=post)
+    assert (first.action, first.before, first.after, first.user) == ("create", None, post.snapshot(), team.owner)
+    assert first.created_at == post.created_at
+    assert list(PostRevision.objects.exclude(post=post)) == [kept]  # posts with history are left alone
