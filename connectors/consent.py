@@ -52,10 +52,10 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
         checked = self._checked(request)
         if isinstance(checked, HttpResponse):
             return checked
-        application, requested, credentials = checked
+        application, _requested, credentials = checked
         credentials["resource"] = [resource_url(request)]
         if request.POST.get("decision") != "approve":
-            return self._create(request, application, "", credentials, allow=False)
+            return self._deny(request, credentials)
         seat = Seat.objects.filter(user=request.user, blog__slug=request.POST.get("blog", "")).first()
         # (not named "scope": oauthlib reads its own parameters from the same body)
         wanted = set(request.POST.getlist("allow"))
@@ -63,11 +63,16 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
             # Only a tampered form gets here: the page offers nothing else.
             message = "Choose a blog and at least one thing to allow, within your role there."
             return render(request, "connectors/oauth_error.html", {"message": message}, status=400)
+        scopes = " ".join([blog_scope(seat.blog.pk), *sorted(wanted)])
+        try:
+            uri, _headers, _body, _status = self.create_authorization_response(request, scopes, credentials, True)
+        except OAuthToolkitError as error:
+            return self._refuse(request, error)
+        # The code is made: what it stands for is this client's Consent from now on.
         consent, _ = Consent.objects.get_or_create(user=request.user, blog=seat.blog, client=application.client_id)
         consent.client_name, consent.scopes, consent.revoked_at = application.name, sorted(wanted), None
         consent.save()
-        scopes = " ".join([blog_scope(seat.blog.pk), *sorted(wanted)])
-        return self._create(request, application, scopes, credentials, allow=True)
+        return OAuth2ResponseRedirect(uri, application.get_allowed_schemes())
 
     def _checked(self, request: HttpRequest) -> tuple[Any, list[str], dict[str, Any]] | HttpResponse:
         """The validated authorization request, or the response that refuses it."""
@@ -91,12 +96,13 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
         error = CustomOAuth2Error(error=code, description=description, state=credentials.get("state"))
         return self._refuse(request, OAuthToolkitError(error=error, redirect_uri=uri))
 
-    def _create(self, request, application, scopes: str, credentials: dict[str, Any], *, allow: bool) -> HttpResponse:
+    def _deny(self, request: HttpRequest, credentials: dict[str, Any]) -> HttpResponse:
+        """Back to the client with `access_denied` (and its state)."""
         try:
-            uri, _headers, _body, _status = self.create_authorization_response(request, scopes, credentials, allow)
+            self.create_authorization_response(request, "", credentials, False)
         except OAuthToolkitError as error:
             return self._refuse(request, error)
-        return OAuth2ResponseRedirect(uri, application.get_allowed_schemes())
+        raise AssertionError("a denied authorization always raises")  # pragma: no cover
 
     def _refuse(self, request: HttpRequest, error: OAuthToolkitError) -> HttpResponse:
         """Back to the client with the error when its redirect URI is known to be its own; else a page."""
