@@ -6,6 +6,9 @@ live seat, and nothing at all unless they may summon the assistant there (owners
 members when the owner allows it, viewers never). The assistant's scopes are read afresh for every
 tool call, so narrowing or revoking a grant, or a seat, bites on the next call.
 
+Connected clients (MCP, `connectors/`) are capped the same way by their own Consent, whose `client`
+is their OAuth client id.
+
 `allows(actor, operation)` is the one yes-or-no: the operation catalogue asks it before running an
 operation, and the assistant's tools ask it before offering or running one.
 
@@ -95,6 +98,33 @@ def assistant(user: Any, blog: Blog, chat_session: Any = None) -> Actor:
     """The assistant's Actor for this user on this blog, read now from the seat and the Consent."""
     seat, consent = seat_of(user, blog), assistant_consent(user, blog)
     return Actor(user, assistant_scopes(seat, consent), consent, chat_session, via_assistant=True)
+
+
+def client_consent(user: Any, blog: Blog, client: str) -> Consent | None:
+    """The user's live Consent for a connected client (an OAuth client id) on the blog, if any."""
+    if not client or not getattr(user, "is_authenticated", False):
+        return None
+    try:
+        return Consent.objects.get(user=user, blog=blog, client=client, revoked_at__isnull=True)
+    except Consent.DoesNotExist:
+        return None
+
+
+def client_scopes(seat: Seat | None, consent: Consent | None) -> frozenset[str]:
+    """A connected client's effective scopes: its Consent's scopes within the seat's.
+
+    Unlike the built-in assistant a client is not gated by "may use the assistant": the person
+    brought it themselves, so a viewer may connect a read-only one.
+    """
+    if seat is None or consent is None:
+        return frozenset()
+    return frozenset(consent.scopes) & ROLE_SCOPES[seat.role]
+
+
+def connected_client(user: Any, blog: Blog, client: str) -> Actor:
+    """A connected client's Actor for this user on this blog, read now from the seat and its Consent."""
+    seat, consent = seat_of(user, blog), client_consent(user, blog, client)
+    return Actor(user, client_scopes(seat, consent), consent, via_assistant=True)
 
 
 def person(user: Any, blog: Blog) -> Actor:

@@ -86,7 +86,10 @@ class PostRevision(models.Model):
     @property
     def actor_label(self) -> str:
         who = self.user.username if self.user else "someone"
-        return f"the assistant for {who}" if self.via_assistant else who
+        if not self.via_assistant:
+            return who
+        client = self.consent.client_name if self.consent and self.consent.client else ""
+        return f"{client or 'the assistant'} for {who}"
 
 
 class ChatLink(models.Model):
@@ -104,6 +107,8 @@ class Consent(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents")
     blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="consents")
     client = models.CharField(max_length=100, blank=True)
+    # A connected client's name as the person saw it when they approved it (blank for the assistant).
+    client_name = models.CharField(max_length=200, blank=True)
     scopes = models.JSONField(default=list)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -203,7 +203,7 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
     post = _post(blog, pk)
-    revisions = list(PostRevision.objects.filter(post=post).select_related("user"))
+    revisions = list(PostRevision.objects.filter(post=post).select_related("user", "consent"))
     # Each revision's change is its own before → after; the oldest first for numbering versions.
     for number, revision in enumerate(reversed(revisions), start=1):
         revision.version = number

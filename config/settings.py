@@ -63,6 +63,8 @@ INSTALLED_APPS = [
     "accounts",
     "agent",
     "blog",
+    "oauth2_provider",  # django-oauth-toolkit: the authorization server for connectors
+    "connectors",  # /mcp and the OAuth glue around it
 ]
 
 MIDDLEWARE = [
@@ -259,3 +261,50 @@ AGENT_APPROVAL_TTL_SECONDS = env_int("AGENT_APPROVAL_TTL_SECONDS", 900)
 # Bounded context: what is sent stays under this estimate; older messages become a summary.
 AGENT_CONTEXT_MAX_TOKENS = env_int("AGENT_CONTEXT_MAX_TOKENS", 60000)
 AGENT_CONTEXT_KEEP_MESSAGES = env_int("AGENT_CONTEXT_KEEP_MESSAGES", 20)
+
+# --- Connectors: /mcp (Model Context Protocol) and its OAuth 2.1 authorization server ----------
+MCP_CALLS_PER_MINUTE = env_int("MCP_CALLS_PER_MINUTE", 60)  # per connected client (OAuth client id); 0 = off
+MCP_MAX_REQUEST_BYTES = env_int("MCP_MAX_REQUEST_BYTES", 262_144)  # one JSON-RPC message; larger ones get 413
+OAUTH2_PROVIDER = {
+    # The scopes a client may ask for are the blog operations' own (CONTRACT §6); what it gets is
+    # decided on the consent page and the Clients screen (connectors/oauth.py, blog/grants.py).
+    "SCOPES": {
+        "posts:read": "Read posts and drafts",
+        "posts:write": "Create and edit drafts",
+        "posts:publish": "Publish and unpublish posts",
+        "posts:delete": "Delete posts",
+    },
+    "DEFAULT_SCOPES": ["posts:read"],
+    "OAUTH2_VALIDATOR_CLASS": "connectors.oauth.ConnectorValidator",
+    "PKCE_REQUIRED": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("MCP_ACCESS_TOKEN_SECONDS", 3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("MCP_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600),
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Loopback http redirect URIs are what native MCP clients use (RFC 8252); the registration
+    # endpoint accepts http only for loopback hosts and https otherwise (connectors/registration.py).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["https", "http"],
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # RFC 9700: no implicit or password grant, S256 only, tokens only in the header, the RFC 9207
+    # `iss` on every authorization response, tokens hashed at rest.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    # Advertised in the RFC 8414 metadata: our own registration endpoint (DOT's is not mounted).
+    "DCR_ENABLED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none"],
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "Field Desk blog operations (MCP)",
+}
+# W008 flags "http" among the redirect schemes. It stays because native clients receive the code
+# on a loopback http URI (RFC 8252 §7.3, the MCP authorization spec); registration admits http
+# for 127.0.0.1, [::1] and localhost only, and redirect URIs match exactly.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]

@@ -22,5 +22,7 @@ urlpatterns = [
     path("sitemap.xml", sitemap, {"sitemaps": SITEMAPS}, name="sitemap"),
     path("api/agent/", include("agent.urls")),
     path("chat/", include("agent.chat_urls")),
+    path("", include("connectors.urls")),
+    path("", include("connectors.oauth_urls")),  # the namespace django-oauth-toolkit reverses: oauth2_provider
     path("", include("blog.urls")),
 ]

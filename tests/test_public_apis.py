@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ("config", "accounts", "agent", "blog")
+SHIPPED = ("config", "accounts", "agent", "blog", "connectors")
 PROJECT = {*SHIPPED, "tests", "bench", "manage"}
 
 DOCUMENTED_PRIVATE_NAMES = {

@@ -7,7 +7,9 @@ its tools and supplies the session policy instead.
 
 from tests.settings import *  # noqa: F403
 
-INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "blog"] + ["tests.agent.testapp"]  # noqa: F405
+# (and without what is built on the blog: the connectors and their OAuth server)
+WITHOUT = ("blog", "connectors", "oauth2_provider")
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in WITHOUT] + ["tests.agent.testapp"]  # noqa: F405
 ROOT_URLCONF = "tests.agent.urls"
 AGENT_SESSION_POLICY = "tests.agent.testapp.policy.NotebookPolicy"
 AGENT_BACKEND = "fake"

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('blog', '0002_first_revisions'),
+        ('blog', '0003_consent_client_name'),
     ]
 
     operations = [

@@ -1,0 +1,97 @@
+"""Connected clients on the Clients screen: what each may do for you on this blog, narrowed or revoked here.
+
+Each member sees and edits only their own grants. Revoking clears the grant and revokes the client's
+tokens for this blog, so its next call is refused with 401; narrowing bites on its next call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+from blog import grants
+from blog.access import ALL_SCOPES, ROLE_SCOPES, SCOPE_LABELS
+from blog.models import Blog, Consent, Seat
+from blog.views import membership
+from connectors.models import McpCall
+from connectors.oauth import blog_of_scopes
+
+RECENT_ACTIONS = 5
+
+
+def rows(user: Any, blog: Blog, seat: Seat) -> list[dict[str, Any]]:
+    """The person's live client grants on the blog, newest first, with what each may do now."""
+    mine = ROLE_SCOPES[seat.role]
+    consents = Consent.objects.filter(user=user, blog=blog, revoked_at__isnull=True).exclude(client=grants.ASSISTANT)
+    found = []
+    for consent in consents.order_by("-created_at"):
+        granted = set(consent.scopes)
+        recent = McpCall.objects.filter(blog=blog, user=user, client_id=consent.client)[:RECENT_ACTIONS]
+        found.append(
+            {
+                "consent": consent,
+                "scopes": [
+                    {"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine}
+                    for s in ALL_SCOPES
+                ],
+                "effective": sorted(grants.client_scopes(seat, consent)),
+                "recent": list(recent),
+            }
+        )
+    return found
+
+
+def revoke_tokens(user: Any, blog: Blog, client: str | None = None) -> int:
+    """Revoke a client's (or, with None, every client's) tokens for this user on this blog; how many."""
+    revoked = 0
+    mine = {"user": user} if client is None else {"user": user, "application__client_id": client}
+    refresh_tokens = (
+        get_refresh_token_model().objects.filter(**mine, revoked__isnull=True).select_related("access_token")
+    )
+    for token in refresh_tokens:
+        if token.access_token is None or blog_of_scopes(token.access_token.scope) == blog.pk:
+            token.revoke()  # revokes its access token too
+            revoked += 1
+    for token in get_access_token_model().objects.filter(**mine):
+        if blog_of_scopes(token.scope) == blog.pk:
+            token.revoke()
+            revoked += 1
+    return revoked
+
+
+def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
+    """A member is leaving the blog: their connected clients' tokens there stop working now.
+
+    (`pre_delete`: the blog then deletes their Consents there, which alone already refuses every call.)
+    """
+    revoke_tokens(instance.user, instance.blog)
+
+
+@require_POST
+@login_required
+def client_grant(request: HttpRequest, slug: str, client: str) -> HttpResponse:
+    """Save or revoke one connected client's grant: your own only, never beyond your seat."""
+    blog, seat, _actor = membership(request, slug)
+    consent = Consent.objects.filter(user=request.user, blog=blog, client=client, revoked_at__isnull=True).first()
+    if consent is None or not client:
+        raise Http404("No such client.")
+    wanted = set(request.POST.getlist("scopes"))
+    if request.POST.get("action") == "revoke" or not wanted:
+        consent.revoked_at, consent.scopes = timezone.now(), []
+        consent.save()
+        revoke_tokens(request.user, blog, client)
+        messages.success(request, f"{consent.client_name} can no longer act for you on this blog.")
+    elif not wanted <= ROLE_SCOPES[seat.role]:
+        messages.error(request, "You can only grant what you can do yourself.")
+    else:
+        consent.scopes = sorted(wanted)
+        consent.save()
+        messages.success(request, f"Saved what {consent.client_name} may do for you.")
+    return redirect("blog:clients", slug=blog.slug)

@@ -1,0 +1,53 @@
+"""The OAuth 2.1 glue around django-oauth-toolkit: what this server's tokens mean and how they are checked.
+
+A token is for one resource, this site's `/mcp` (RFC 8707), and one blog: the consent page adds the
+scope `blog:<id>` to what the person approved. What the token may *do* is not in the token: every
+call reads the client's Consent on that blog and the person's live seat (`blog.grants`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import HttpRequest
+from django.urls import reverse
+from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauth2_provider.scopes import get_scopes_backend
+
+BLOG_SCOPE = re.compile(r"blog:([1-9][0-9]{0,18})")
+
+
+def resource_url(request: HttpRequest) -> str:
+    """The one resource this server issues tokens for: the absolute URL of `/mcp` (RFC 8707, RFC 9728)."""
+    return request.build_absolute_uri(reverse("connectors:mcp"))
+
+
+def resource_metadata_url(request: HttpRequest) -> str:
+    """Where a client reads the protected-resource metadata of `/mcp` (RFC 9728 §3.1, path form)."""
+    return request.build_absolute_uri(reverse("oauth2_provider:oauth-resource-metadata-path"))
+
+
+def blog_scope(blog_id: int) -> str:
+    return f"blog:{blog_id}"
+
+
+def blog_of_scopes(scopes: list[str] | str) -> int | None:
+    """The blog a token is bound to, from its scopes (exactly one `blog:<id>`), else None."""
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    found = [int(m.group(1)) for s in scopes if (m := BLOG_SCOPE.fullmatch(s))]
+    return found[0] if len(found) == 1 else None
+
+
+class ConnectorValidator(OAuth2Validator):
+    """django-oauth-toolkit's validator with this server's stricter rules."""
+
+    def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs):
+        # Exact string comparison with a registered URI (RFC 9700 §2.1, the MCP authorization spec):
+        # no loopback port latitude, so a code can only ever go where the client registered.
+        return redirect_uri in request.client.redirect_uris.split()
+
+    def validate_scopes(self, client_id, scopes, client, request, *args, **kwargs):
+        # The blog operations' scopes, plus the one `blog:<id>` binding the consent page adds.
+        known = get_scopes_backend().get_all_scopes()
+        return all(scope in known or BLOG_SCOPE.fullmatch(scope) for scope in scopes)

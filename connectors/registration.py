@@ -1,0 +1,125 @@
+"""Dynamic client registration (RFC 7591): a client connects without anyone setting it up by hand.
+
+django-oauth-toolkit ships a registration view too, but it registers confidential clients by default,
+admits every grant type it knows and issues RFC 7592 management tokens; MCP clients need none of
+that. This endpoint registers exactly one kind of client: a public one (no secret) using the
+authorization code grant with PKCE, with exact redirect URIs that are https, or http on a loopback
+host (RFC 8252 §7.3), and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from oauth2_provider.models import get_application_model
+
+log = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+MAX_BODY_BYTES = 16_384
+MAX_REDIRECT_URIS = 5
+MAX_URI_LENGTH = 2000
+GRANT_TYPES = ["authorization_code", "refresh_token"]
+
+
+class InvalidMetadata(Exception):
+    """Client metadata this server will not register; the message is safe to return."""
+
+
+def redirect_uri_problem(uri: Any) -> str | None:
+    """Why `uri` cannot be a redirect URI here, or None when it can."""
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH or uri != uri.strip():
+        return "each redirect URI must be a non-empty string"
+    if any(c.isspace() for c in uri):
+        return "a redirect URI may not contain whitespace"
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError:
+        return f"{uri!r} is not a valid URI"
+    if parts.fragment or "#" in uri:
+        return "a redirect URI may not have a fragment"
+    if parts.username is not None or parts.password is not None:
+        return "a redirect URI may not carry user information"
+    if not parts.hostname:
+        return f"{uri!r} is not an absolute URI with a host"
+    if parts.scheme == "https":
+        return None
+    if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
+        return None
+    return "redirect URIs must use https, or http on a loopback host (127.0.0.1, [::1], localhost)"
+
+
+def clean_metadata(data: Any) -> dict[str, Any]:
+    """The application fields for valid client metadata; raises InvalidMetadata otherwise."""
+    if not isinstance(data, dict):
+        raise InvalidMetadata("The body must be a JSON object.")
+    uris = data.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or len(uris) > MAX_REDIRECT_URIS:
+        raise InvalidMetadata(f"redirect_uris must list between 1 and {MAX_REDIRECT_URIS} URIs.")
+    for uri in uris:
+        if problem := redirect_uri_problem(uri):
+            raise InvalidMetadata(f"Invalid redirect URI: {problem}.")
+    grant_types = data.get("grant_types", ["authorization_code"])
+    if not isinstance(grant_types, list) or "authorization_code" not in grant_types:
+        raise InvalidMetadata("grant_types must include authorization_code.")
+    if set(grant_types) - set(GRANT_TYPES):
+        raise InvalidMetadata("Only the authorization_code and refresh_token grants are offered.")
+    response_types = data.get("response_types", ["code"])
+    if response_types != ["code"]:
+        raise InvalidMetadata('response_types must be ["code"].')
+    if data.get("token_endpoint_auth_method", "none") not in ("none", None):
+        raise InvalidMetadata('Only public clients are registered: token_endpoint_auth_method must be "none".')
+    name = data.get("client_name") or "Unnamed client"
+    if not isinstance(name, str):
+        raise InvalidMetadata("client_name must be a string.")
+    return {"name": " ".join(name.split())[:200] or "Unnamed client", "redirect_uris": list(dict.fromkeys(uris))}
+
+
+def _error(description: str, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": "invalid_client_metadata", "error_description": description}, status=status)
+
+
+@csrf_exempt  # an OAuth endpoint called by programs, without cookies (RFC 7591)
+@require_POST
+def register(request: HttpRequest) -> JsonResponse:
+    if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
+        return _error("The registration request is too large.", 413)
+    try:
+        fields = clean_metadata(json.loads(request.body or b"null"))
+    except (ValueError, UnicodeDecodeError):
+        return _error("The body must be JSON client metadata.")
+    except InvalidMetadata as exc:
+        return _error(str(exc))
+    Application = get_application_model()
+    app = Application(
+        name=fields["name"],
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris=" ".join(fields["redirect_uris"]),
+        skip_authorization=False,
+        algorithm=Application.NO_ALGORITHM,
+    )
+    try:
+        app.full_clean(exclude=["client_secret", "user"])
+    except ValidationError as exc:
+        return _error(" ".join(exc.messages)[:300])
+    app.save()
+    log.info("connectors: registered client %s (%s)", app.client_id, app.name)
+    body = {
+        "client_id": app.client_id,
+        "client_id_issued_at": int(app.created.timestamp()),
+        "client_name": app.name,
+        "redirect_uris": fields["redirect_uris"],
+        "grant_types": GRANT_TYPES,
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    }
+    return JsonResponse(body, status=201, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django import template
+
+from connectors import clients
+
+register = template.Library()
+
+
+@register.inclusion_tag("connectors/_clients.html", takes_context=True)
+def connected_clients(context, blog, seat):
+    """The Clients screen's rows for connected (OAuth) clients of the signed-in person."""
+    request = context["request"]
+    return {"blog": blog, "rows": clients.rows(request.user, blog, seat), "csrf_token": context.get("csrf_token")}

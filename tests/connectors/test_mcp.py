@@ -1,0 +1,224 @@
+"""`/mcp` through HTTP: the protocol, the catalogue capped per client, the audit, the limits, bad input."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+import pytest
+from django.test import Client
+
+from blog.models import Consent, Post, PostRevision, Seat
+from connectors.models import McpCall
+from tests.connectors.conftest import ALL, authorize_query, connect, pkce
+
+pytestmark = pytest.mark.django_db
+EVERY_TOOL = ["create_post", "delete_post", "get_post", "list_posts", "publish_post", "unpublish_post", "update_post"]
+
+
+def test_initialize_negotiates_a_version_and_offers_tools(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    for asked, agreed in [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"), ("1999-01-01", "2025-11-25")]:
+        result = conn.rpc(
+            "initialize", {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        )["result"]
+        assert result["protocolVersion"] == agreed
+        assert result["capabilities"] == {"tools": {"listChanged": False}}
+        assert result["serverInfo"]["name"] == "field-desk"
+    assert conn.rpc("ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_the_catalogue_is_the_assistants(team):
+    from blog.operations import OPERATIONS
+
+    conn = connect(team.owner, team.blog.slug, ALL)
+    tools = conn.rpc("tools/list")["result"]["tools"]
+    assert [t["name"] for t in tools] == EVERY_TOOL
+    for tool in tools:
+        op = OPERATIONS[tool["name"]]
+        assert (tool["description"], tool["inputSchema"]) == (op.description, op.input_schema)
+
+
+def test_calls_go_through_the_one_write_path_and_are_audited(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    result = conn.call("create_post", {"title": "Via MCP", "body": "Hi"})["result"]
+    post = Post.objects.get(blog=team.blog, title="Via MCP")
+    assert result["isError"] is False
+    assert result["structuredContent"]["id"] == post.pk
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    listed = conn.call("list_posts")["result"]["structuredContent"]
+    assert [p["title"] for p in listed["items"]] == ["Via MCP"]  # a list comes back wrapped like the assistant's
+    revision = PostRevision.objects.get(post=post)
+    consent = Consent.objects.get(client=conn.client_id)
+    assert (revision.user, revision.consent, revision.via_assistant) == (team.owner, consent, True)
+    assert revision.actor_label == "Test Client for owner"
+    call = McpCall.objects.filter(tool="create_post").get()
+    assert (call.user, call.blog, call.client_id, call.client_name) == (
+        team.owner,
+        team.blog,
+        conn.client_id,
+        "Test Client",
+    )
+    assert (call.input, call.status) == ({"title": "Via MCP", "body": "Hi"}, "ok")
+    assert Consent.objects.get(pk=consent.pk).last_used_at is not None
+
+
+def test_a_call_beyond_the_grant_is_refused_clearly(team):
+    conn = connect(team.editor, team.blog.slug, ["posts:read", "posts:write"])
+    assert conn.tool_names() == ["create_post", "get_post", "list_posts", "update_post"]
+    post = Post.objects.create(blog=team.blog, title="Draft", slug="draft")
+    result = conn.call("publish_post", {"post_id": post.pk})["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"] == {
+        "error": "Not allowed: publish_post needs the posts:publish permission, which isn't granted."
+    }
+    assert McpCall.objects.get(tool="publish_post").status == "denied"
+
+
+def test_the_seat_caps_the_client_live(team):
+    conn = connect(team.editor, team.blog.slug, ALL)
+    assert conn.tool_names() == EVERY_TOOL
+    Seat.objects.filter(user=team.editor, blog=team.blog).update(role=Seat.AUTHOR)
+    assert conn.tool_names() == ["create_post", "get_post", "list_posts", "update_post"]
+    Seat.objects.filter(user=team.editor, blog=team.blog).update(role=Seat.VIEWER)
+    assert conn.tool_names() == ["get_post", "list_posts"]
+    assert conn.call("create_post", {"title": "x"})["result"]["isError"] is True
+
+
+def test_a_viewer_connects_read_only(team):
+    conn = connect(team.viewer, team.blog.slug, ["posts:read"])
+    assert conn.tool_names() == ["get_post", "list_posts"]
+    assert conn.call("create_post", {"title": "Nope"})["result"]["isError"] is True
+    assert not Post.objects.exists()
+
+
+def test_a_token_for_one_blog_cannot_touch_another(team, other_team, django_user_model):
+    Seat.objects.create(blog=other_team.blog, user=team.owner, role=Seat.OWNER)
+    secret = Post.objects.create(blog=other_team.blog, title="Elsewhere only", slug="elsewhere-only")
+    conn = connect(team.owner, team.blog.slug, ALL)
+    assert conn.call("list_posts")["result"]["structuredContent"] == {"items": []}
+    result = conn.call("get_post", {"post_id": secret.pk})["result"]
+    assert result["structuredContent"] == {"error": f"There is no post with id {secret.pk} on this blog."}
+    assert conn.call("delete_post", {"post_id": secret.pk})["result"]["isError"] is True
+    assert Post.objects.filter(pk=secret.pk).exists()
+
+
+def test_bad_arguments_are_tool_errors_the_model_can_read(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    result = conn.call("create_post", {"title": 7})["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"].startswith("Invalid input at title")
+    assert McpCall.objects.get().status == "invalid"
+
+
+@pytest.mark.parametrize(
+    "raw, status, code",
+    [
+        (b"{not json", 400, -32700),
+        (b"[]", 400, -32600),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', 400, -32600),
+        (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', 400, -32600),
+        (b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}', 400, -32600),
+        (b'"hello"', 400, -32600),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "resources/list"}', 200, -32601),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}', 200, -32602),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "rm_rf"}}', 200, -32602),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_posts", "arguments": []}}',
+            200,
+            -32602,
+        ),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 5}}', 200, -32602),
+    ],
+)
+def test_malformed_json_rpc_gets_a_clear_error_never_a_traceback(team, raw, status, code):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    response = conn.mcp(None, raw=raw)
+    assert response.status_code == status
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["error"]["code"] == code
+    assert "Traceback" not in body["error"]["message"] and "pydantic" not in response.content.decode()
+
+
+def test_notifications_and_responses_are_accepted_silently(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    for message in (
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 3, "result": {}},
+    ):
+        response = conn.mcp(message)
+        assert (response.status_code, response.content) == (202, b"")
+
+
+def test_oversize_requests_are_refused(team, settings):
+    settings.MCP_MAX_REQUEST_BYTES = 1000
+    conn = connect(team.owner, team.blog.slug, ALL)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "create_post", "arguments": {"title": "x", "body": "y" * 2000}},
+    }
+    response = conn.mcp(body)
+    assert response.status_code == 413 and response.json()["error"]["code"] == -32600
+    assert not Post.objects.exists()
+
+
+def test_get_is_not_a_stream_here_and_other_origins_are_refused(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    assert Client().get("/mcp", HTTP_AUTHORIZATION=f"Bearer {conn.access_token}").status_code == 405
+    assert (
+        conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "ping"}, HTTP_ORIGIN="https://evil.example").status_code == 403
+    )
+    assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "ping"}, HTTP_ORIGIN="http://testserver").status_code == 200
+    bad_version = conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "ping"}, HTTP_MCP_PROTOCOL_VERSION="1999-01-01")
+    assert bad_version.status_code == 400
+
+
+def test_calls_are_rate_limited_per_client(team, settings):
+    settings.MCP_CALLS_PER_MINUTE = 2
+    conn = connect(team.owner, team.blog.slug, ALL)
+    other = connect(team.owner, team.blog.slug, ALL)
+    assert conn.call("list_posts")["result"]["isError"] is False
+    assert conn.call("list_posts")["result"]["isError"] is False
+    response = conn.mcp({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "list_posts"}})
+    assert response.status_code == 429 and int(response["Retry-After"]) >= 1
+    error = response.json()["error"]
+    assert error["code"] == -32000 and error["data"]["code"] == "rate_limited"
+    assert error["message"].startswith("Too many calls: this client may make 2 tool calls a minute.")
+    assert other.call("list_posts")["result"]["isError"] is False  # another client has its own allowance
+    assert McpCall.objects.filter(client_id=conn.client_id).count() == 2
+
+
+def test_admins_read_the_audit_in_django_admin(team, admin_client):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    conn.call("create_post", {"title": "Audited <b>"})
+    page = admin_client.get("/admin/connectors/mcpcall/")
+    assert page.status_code == 200
+    assert b"create_post" in page.content and b"Test Client" in page.content
+    call = McpCall.objects.get()
+    detail = admin_client.get(f"/admin/connectors/mcpcall/{call.pk}/change/")
+    assert detail.status_code == 200 and b"Audited &lt;b&gt;" in detail.content
+    assert admin_client.post(f"/admin/connectors/mcpcall/{call.pk}/delete/").status_code == 403
+
+
+def test_leaving_the_blog_ends_the_clients_grant_and_tokens(team):
+    from oauth2_provider.models import get_access_token_model
+
+    conn = connect(team.editor, team.blog.slug, ALL)
+    Seat.objects.get(user=team.editor, blog=team.blog).delete()
+    assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    assert not Consent.objects.filter(client=conn.client_id).exists()  # (the blog drops a leaver's grants)
+    assert not get_access_token_model().objects.filter(user=team.editor).exists()
+
+
+def test_browser_writes_need_the_csrf_token(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(team.owner)
+    response = browser.post(f"/blogs/{team.blog.slug}/clients/{conn.client_id}/", {"action": "revoke"})
+    assert response.status_code == 403
+    assert Consent.objects.get(client=conn.client_id).revoked_at is None
+    url = "/oauth/authorize/?" + urlencode(authorize_query(conn.client_id, pkce()[1]))
+    assert (
+        browser.post(url, {"blog": team.blog.slug, "allow": ["posts:read"], "decision": "approve"}).status_code == 403
+    )

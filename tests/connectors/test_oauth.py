@@ -1,0 +1,266 @@
+"""The authorization server through HTTP: registration, the consent page, tokens, and what each refuses."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from urllib.parse import urlencode
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model
+
+from blog.models import Consent
+from tests.connectors.conftest import (
+    ALL,
+    REDIRECT,
+    RESOURCE,
+    approve,
+    authorize_query,
+    connect,
+    exchange,
+    pkce,
+    redirect_params,
+    register,
+)
+
+pytestmark = pytest.mark.django_db
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+def test_metadata_documents_agree():
+    prm = Client().get("/.well-known/oauth-protected-resource/mcp").json()
+    assert prm["resource"] == RESOURCE
+    assert prm["authorization_servers"] == ["http://testserver"]
+    assert prm["scopes_supported"] == ALL
+    assert Client().get("/.well-known/oauth-protected-resource").json()["resource"] == RESOURCE
+    asm = Client().get("/.well-known/oauth-authorization-server").json()
+    assert asm["issuer"] == "http://testserver"
+    assert asm["authorization_endpoint"] == "http://testserver/oauth/authorize/"
+    assert asm["token_endpoint"] == "http://testserver/oauth/token/"
+    assert asm["registration_endpoint"] == "http://testserver/oauth/register/"
+    assert asm["revocation_endpoint"] == "http://testserver/oauth/revoke/"
+    assert asm["code_challenge_methods_supported"] == ["S256"]
+    assert asm["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert asm["response_types_supported"] == ["code"]
+    assert asm["authorization_response_iss_parameter_supported"] is True
+
+
+def test_a_call_without_a_token_is_told_where_to_authorise():
+    response = Client().post("/mcp", data=json.dumps(INIT), content_type="application/json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == (
+        'Bearer resource_metadata="http://testserver/.well-known/oauth-protected-resource/mcp"'
+    )
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://example.com/callback",  # plain http off loopback
+        "ftp://127.0.0.1/cb",
+        "javascript:alert(1)",
+        "https://example.com/cb#frag",
+        "https://user:pw@example.com/cb",
+        "/relative/cb",
+        "https://example.com/a b",
+        "",
+    ],
+)
+def test_registration_refuses_bad_redirect_uris(uri):
+    response = Client().post(
+        "/oauth/register/", data=json.dumps({"redirect_uris": [uri]}), content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"redirect_uris": [REDIRECT], "grant_types": ["implicit"]},
+        {"redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "password"]},
+        {"redirect_uris": [REDIRECT], "response_types": ["token"]},
+        {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"},
+        {"redirect_uris": []},
+        ["not", "an", "object"],
+    ],
+)
+def test_registration_admits_only_public_code_clients(metadata):
+    response = Client().post("/oauth/register/", data=json.dumps(metadata), content_type="application/json")
+    assert response.status_code == 400
+
+
+def test_registration_answers_rfc7591():
+    response = Client().post(
+        "/oauth/register/",
+        data=json.dumps({"client_name": "Claude", "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"]}),
+        content_type="application/json",
+    )
+    body = response.json()
+    assert response.status_code == 201
+    assert body["token_endpoint_auth_method"] == "none"
+    assert body["grant_types"] == ["authorization_code", "refresh_token"]
+    assert body["redirect_uris"] == ["https://claude.ai/api/mcp/auth_callback"]
+    assert "client_secret" not in body
+
+
+def test_the_consent_page_offers_only_the_role_and_names_the_client(team):
+    client_id = register(name="Cursor <b>")
+    browser = Client()
+    browser.force_login(team.author)
+    page = browser.get("/oauth/authorize/?" + urlencode(authorize_query(client_id, pkce()[1])))
+    html = page.content.decode()
+    assert "Cursor &lt;b&gt;" in html and "<b>" not in html.split("Cursor", 1)[1][:5]
+    assert "127.0.0.1:5999" in html
+    assert 'value="posts:publish" disabled' in html and 'value="posts:write" checked' in html
+    assert "form-action 'self' http://127.0.0.1:5999" in page["Content-Security-Policy"]
+
+
+def test_signed_out_people_sign_in_first(team):
+    url = "/oauth/authorize/?" + urlencode(authorize_query(register(), pkce()[1]))
+    response = Client().get(url)
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
+
+
+def test_approve_creates_the_clients_consent_and_a_code(team):
+    client_id = register(name="Claude")
+    params, verifier = approve(team.editor, client_id, team.blog.slug, ["posts:read", "posts:write"])
+    assert params["state"] == "st-123" and params["iss"] == "http://testserver"
+    consent = Consent.objects.get(user=team.editor, blog=team.blog, client=client_id)
+    assert (consent.scopes, consent.client_name) == (["posts:read", "posts:write"], "Claude")
+    token = exchange(client_id, params["code"], verifier).json()
+    assert token["scope"].split() == [f"blog:{team.blog.pk}", "posts:read", "posts:write"]
+
+
+def test_deny_returns_access_denied(team):
+    client_id = register()
+    browser = Client()
+    browser.force_login(team.owner)
+    url = "/oauth/authorize/?" + urlencode(authorize_query(client_id, pkce()[1]))
+    params = redirect_params(browser.post(url, {"decision": "deny"}))
+    assert params["error"] == "access_denied" and params["state"] == "st-123"
+    assert not Consent.objects.filter(client=client_id).exists()
+
+
+def test_a_tampered_form_cannot_grant_beyond_the_role_or_another_blog(team, other_team):
+    client_id = register()
+    browser = Client()
+    browser.force_login(team.viewer)
+    url = "/oauth/authorize/?" + urlencode(authorize_query(client_id, pkce()[1]))
+    assert (
+        browser.post(url, {"blog": team.blog.slug, "allow": ["posts:write"], "decision": "approve"}).status_code == 400
+    )
+    assert (
+        browser.post(url, {"blog": other_team.blog.slug, "allow": ["posts:read"], "decision": "approve"}).status_code
+        == 400
+    )
+    assert not Consent.objects.filter(client=client_id).exists()
+
+
+def test_an_unregistered_redirect_uri_is_never_redirected_to(team):
+    client_id = register()
+    browser = Client()
+    browser.force_login(team.owner)
+    for uri in ["http://127.0.0.1:6000/callback", "http://127.0.0.1:5999/callback/", "https://evil.example/cb"]:
+        response = browser.get(
+            "/oauth/authorize/?" + urlencode(authorize_query(client_id, pkce()[1], redirect_uri=uri))
+        )
+        assert response.status_code == 400, uri
+        assert "Location" not in response
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        ({"code_challenge": None, "code_challenge_method": None}, "invalid_request"),
+        ({"code_challenge_method": "plain"}, "invalid_request"),
+        ({"resource": None}, "invalid_target"),
+        ({"resource": "http://testserver/elsewhere"}, "invalid_target"),
+        ({"response_type": "token"}, "unauthorized_client"),
+    ],
+)
+def test_bad_authorization_requests_go_back_with_an_error(team, change, error):
+    client_id = register()
+    browser = Client()
+    browser.force_login(team.owner)
+    query = authorize_query(client_id, pkce()[1], **change)
+    response = browser.get("/oauth/authorize/?" + urlencode(query))
+    assert redirect_params(response)["error"] == error
+
+
+def test_a_code_works_once_with_its_verifier(team):
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    assert exchange(client_id, params["code"], "x" * 50).json()["error"] == "invalid_grant"
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    assert exchange(client_id, params["code"], verifier).status_code == 200
+    replay = exchange(client_id, params["code"], verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+
+
+def test_the_token_request_cannot_change_the_resource(team):
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    response = exchange(client_id, params["code"], verifier, resource="http://testserver/other")
+    # (django-oauth-toolkit sends this JSON error labelled text/html)
+    assert response.status_code == 400 and json.loads(response.content)["error"] == "invalid_target"
+
+
+def test_password_and_client_credentials_grants_are_refused(team):
+    client_id = register()
+    for data in (
+        {"grant_type": "password", "username": "owner", "password": "pw-blog-12345", "client_id": client_id},
+        {"grant_type": "client_credentials", "client_id": client_id},
+    ):
+        response = Client().post("/oauth/token/", data)
+        assert response.status_code in (400, 401) and "access_token" not in response.json()
+
+
+def test_refresh_rotates_and_a_replayed_refresh_token_ends_the_family(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    fresh = Client().post(
+        "/oauth/token/",
+        {"grant_type": "refresh_token", "refresh_token": conn.refresh_token, "client_id": conn.client_id},
+    )
+    assert fresh.status_code == 200
+    new = fresh.json()
+    assert new["scope"] == conn.token_body["scope"]
+    assert conn.mcp(INIT, token=new["access_token"]).status_code == 200
+    replay = Client().post(
+        "/oauth/token/",
+        {"grant_type": "refresh_token", "refresh_token": conn.refresh_token, "client_id": conn.client_id},
+    )
+    assert replay.status_code == 400
+    assert conn.mcp(INIT, token=new["access_token"]).status_code == 401
+
+
+def test_revoked_and_expired_tokens_are_refused(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    assert conn.mcp(INIT).status_code == 200
+    get_access_token_model().objects.update(expires=timezone.now() - timedelta(seconds=1))
+    expired = conn.mcp(INIT)
+    assert expired.status_code == 401 and 'error="invalid_token"' in expired["WWW-Authenticate"]
+    conn = connect(team.owner, team.blog.slug, ALL)
+    Client().post("/oauth/revoke/", {"token": conn.access_token, "client_id": conn.client_id})
+    assert conn.mcp(INIT).status_code == 401
+
+
+def test_a_token_for_another_resource_or_none_is_refused(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    tokens = get_access_token_model().objects
+    tokens.update(resource=["http://testserver/other"])
+    assert conn.mcp(INIT).status_code == 401
+    tokens.update(resource=[])  # an unrestricted token is no token for /mcp
+    assert conn.mcp(INIT).status_code == 401
+    tokens.update(resource=[RESOURCE])
+    assert conn.mcp(INIT).status_code == 200
+
+
+def test_tokens_travel_only_in_the_header(team):
+    conn = connect(team.owner, team.blog.slug, ALL)
+    response = Client().post(
+        f"/mcp?access_token={conn.access_token}", data=json.dumps(INIT), content_type="application/json"
+    )
+    assert response.status_code == 401
