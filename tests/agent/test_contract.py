@@ -9,6 +9,7 @@ scenario lives in `RetryContract`, which the fake does not inherit.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -50,6 +51,21 @@ def reasoning(value: str, signature: str) -> dict[str, Any]:
 
 def tool_use(id: str, name: str, input: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "tool_use", "id": id, "name": name, "input": input}
+
+
+def signed_tool_use(id: str, name: str, input: dict[str, Any], thought_signature: str) -> dict[str, Any]:
+    """A tool call with state the provider needs back (Gemini's thought signature; ignored by
+    providers that have no such thing)."""
+    return {**tool_use(id, name, input), "thought_signature": thought_signature}
+
+
+def redacted(data: bytes) -> dict[str, Any]:
+    """Reasoning the provider encrypted: kept and sent back, never shown."""
+    return {"kind": "redacted", "data": data}
+
+
+REDACTED = b"\x00opaque-thinking\xff"
+REDACTED_B64 = base64.b64encode(REDACTED).decode()
 
 
 def bad_tool_use(id: str, name: str, raw_arguments: str) -> dict[str, Any]:
@@ -185,6 +201,16 @@ class BackendContract:
 
     def assert_results_sent(self, request: Any, results: list[tuple[str, dict[str, Any], str]]) -> None:
         """`request` ends with the tool results (tool_use_id, result, status) where this provider wants them."""
+        raise NotImplementedError
+
+    other_model = ""  # another model of this backend, for the chat that changes model
+
+    def assert_state_sent(self, request: Any) -> None:
+        """`request`'s last assistant message carries back the state of `STATEFUL_CALL` as this provider wants it."""
+        raise NotImplementedError
+
+    def assert_no_state_sent(self, request: Any) -> None:
+        """No provider state in `request` (the chat went on with another model)."""
         raise NotImplementedError
 
     # ---- scenarios
@@ -326,6 +352,35 @@ class BackendContract:
         assert (failed.stop_reason, parts_of(failed)) == ("error", [])
         assert len(self.requests()) == 1  # not retried although AGENT_RETRIES is 2
 
+    def test_reasoning_state_goes_back_to_the_model_that_made_it(self, chat, adds):
+        self.serve([STATEFUL_CALL, [text("It is 5."), done()]])
+        events = list(run_agent(chat))
+        assert names(events) == ["reasoning", "tool_use", "tool_result", "token", "done"]
+        assert joined(events, "reasoning") == "Two plus three."
+        assert REDACTED_B64 not in repr(events) and repr(REDACTED) not in repr(events)
+        assert_transcript_valid(chat)
+        first, second = self.requests()
+        self.assert_state_sent(second)
+
+    def test_reasoning_state_is_left_out_for_another_model(self, chat, adds, settings):
+        self.serve([STATEFUL_CALL, [text("It is 5."), done()], [text("7."), done()]])
+        list(run_agent(chat))
+        settings.AGENT_MODEL = self.other_model
+        ask(chat, "And 3 + 4?")
+        events = list(run_agent(chat))
+        assert names(events) == ["token", "done"]
+        self.assert_no_state_sent(self.requests()[-1])
+        (first, *_) = assistants(chat)
+        assert first.parts.filter(provider_data__isnull=False).exists()  # still kept for that model
+
+
+STATEFUL_CALL = [
+    reasoning("Two plus three.", "sig-R2d2"),
+    redacted(REDACTED),
+    signed_tool_use("call_1", "add", {"a": 2, "b": 3}, "ts-Gm1"),
+    done("tool_use"),
+]
+
 
 class RetryContract:
     """Adapters that retry a failure before any output (the fake replays; it never retries)."""
@@ -348,6 +403,11 @@ class RetryContract:
 def fake_event(event: dict[str, Any]) -> dict[str, Any]:
     if "fail" in event:
         return {"kind": "error", "retryable": event["fail"] == "retryable", "message": f"scripted {PROVIDER_DETAIL}"}
+    if event.get("kind") == "redacted":
+        return {"kind": "reasoning", "text": "", "provider_data": {"redacted": REDACTED_B64}}
+    if "thought_signature" in event:
+        event = {k: v for k, v in event.items() if k != "thought_signature"}
+        return {**event, "provider_data": {"thought_signature": "ts-Gm1"}}
     if "raw_arguments" in event:  # the fake carries the adapters' verdict instead of the raw text
         event = {k: v for k, v in event.items() if k != "raw_arguments"}
         return {**event, "input": {}, "input_error": "Expecting property name enclosed in double quotes"}
@@ -356,6 +416,7 @@ def fake_event(event: dict[str, Any]) -> dict[str, Any]:
 
 class TestFakeContract(BackendContract):
     backend = "fake"
+    other_model = "fake-other"
 
     def start(self, settings, monkeypatch) -> None:
         self.settings = settings
@@ -367,6 +428,27 @@ class TestFakeContract(BackendContract):
 
     def requests(self):
         return get_backend().requests
+
+    def assert_state_sent(self, request):
+        assert request["messages"][-2]["parts"] == [
+            {"type": "reasoning", "text": "Two plus three.", "signature": "sig-R2d2"},
+            {"type": "reasoning", "text": "", "provider_data": {"redacted": REDACTED_B64}},
+            {
+                "type": "tool_use",
+                "id": "call_1",
+                "name": "add",
+                "input": {"a": 2, "b": 3},
+                "provider_data": {"thought_signature": "ts-Gm1"},
+            },
+        ]
+
+    def assert_no_state_sent(self, request):
+        assert request["model"] == self.other_model
+        assert request["messages"][1]["parts"] == [
+            {"type": "reasoning", "text": "Two plus three."},
+            {"type": "reasoning", "text": ""},
+            {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}},
+        ]
 
     def assert_results_sent(self, request, results):
         assert request["messages"][-1] == {
@@ -466,9 +548,16 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
                 chunks.append(openai_chunk({"content": event["text"]}))
             case "reasoning":  # DeepSeek-style; chat/completions has no signature
                 chunks.append(openai_chunk({"reasoning_content": event["text"]}))
+            case "redacted":  # OpenRouter's encrypted reasoning, in two pieces
+                data = base64.b64encode(event["data"]).decode()
+                for piece in halves(data):
+                    detail = {"type": "reasoning.encrypted", "data": piece, "format": "anthropic-claude-v1", "index": 0}
+                    chunks.append(openai_chunk({"content": "", "reasoning_details": [detail]}))
             case "tool_use":
                 start = {"index": tool_index, "id": event["id"], "type": "function"}
                 start["function"] = {"name": event["name"], "arguments": ""}
+                if "thought_signature" in event:  # Gemini's OpenAI-compatible endpoint
+                    start["extra_content"] = {"google": {"thought_signature": event["thought_signature"]}}
                 chunks.append(openai_chunk({"tool_calls": [start]}))
                 for piece in halves(arguments_of(event)):
                     chunks.append(
@@ -483,6 +572,7 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
 
 class TestOpenAIContract(RetryContract, BackendContract):
     backend = "openai"
+    other_model = "gpt-4.1-mini"
     supports_signature = False
     reports_cache_write = False
 
@@ -511,6 +601,22 @@ class TestOpenAIContract(RetryContract, BackendContract):
         ]
         calls = request["messages"][-len(results) - 1]["tool_calls"]
         assert [call["id"] for call in calls] == [id for id, _, _ in results]
+
+    def assert_state_sent(self, request):
+        assistant = request["messages"][-2]
+        assert assistant["reasoning_content"] == "Two plus three."  # DeepSeek, within the tool loop
+        assert assistant["reasoning_details"] == [  # OpenRouter, joined from its pieces
+            {"type": "reasoning.encrypted", "data": REDACTED_B64, "format": "anthropic-claude-v1", "index": 0}
+        ]
+        (call,) = assistant["tool_calls"]
+        assert call["extra_content"] == {"google": {"thought_signature": "ts-Gm1"}}  # Gemini
+
+    def assert_no_state_sent(self, request):
+        assert request["model"] == self.other_model
+        for message in request["messages"]:
+            assert not {"reasoning_content", "reasoning_details"} & message.keys()
+            assert all("extra_content" not in call for call in message.get("tool_calls", []))
+        assert REDACTED_B64 not in json.dumps(request)
 
 
 # --------------------------------------------------------------------------- Bedrock ConverseStream frames
@@ -568,6 +674,10 @@ class _BedrockFrames:
                 self.delta({"reasoningContent": {"text": event["text"]}})
                 self.delta({"reasoningContent": {"signature": event["signature"]}})
                 self.close()
+            case "redacted":  # bytes in boto3, base64 in the frame's JSON
+                self.block("redacted")
+                self.delta({"reasoningContent": {"redactedContent": base64.b64encode(event["data"]).decode()}})
+                self.close()
             case "tool_use":
                 self.block("tool_use")
                 start = {"toolUse": {"toolUseId": event["id"], "name": event["name"]}}
@@ -603,6 +713,7 @@ def bedrock_response(call: list[dict[str, Any]]) -> dict[str, Any]:
 
 class TestBedrockContract(RetryContract, BackendContract):
     backend = "bedrock"
+    other_model = "anthropic.claude-3-7-sonnet-20250219-v1:0"
 
     def start(self, settings, monkeypatch) -> None:
         self.server = BedrockStubServer().start()
@@ -629,7 +740,7 @@ class TestBedrockContract(RetryContract, BackendContract):
         self.server.add(*[bedrock_response(call) for call in calls])
 
     def requests(self):
-        assert {request["model"] for request in self.server.requests} <= {BEDROCK_MODEL}
+        assert {request["model"] for request in self.server.requests} <= {BEDROCK_MODEL, self.other_model}
         return [request["body"] for request in self.server.requests]
 
     def assert_results_sent(self, request, results):
@@ -643,3 +754,15 @@ class TestBedrockContract(RetryContract, BackendContract):
         }
         uses = [block["toolUse"]["toolUseId"] for block in request["messages"][-2]["content"] if "toolUse" in block]
         assert uses == [id for id, _, _ in results]
+
+    def assert_state_sent(self, request):
+        assert request["messages"][-2]["content"] == [
+            {"reasoningContent": {"reasoningText": {"text": "Two plus three.", "signature": "sig-R2d2"}}},
+            {"reasoningContent": {"redactedContent": REDACTED_B64}},  # (boto3 sends the bytes as base64)
+            {"toolUse": {"toolUseId": "call_1", "name": "add", "input": {"a": 2, "b": 3}}},
+        ]
+
+    def assert_no_state_sent(self, request):
+        assert request["messages"][1]["content"] == [
+            {"toolUse": {"toolUseId": "call_1", "name": "add", "input": {"a": 2, "b": 3}}}
+        ]

@@ -23,6 +23,7 @@ How `build_request` translates:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from typing import Any
@@ -71,7 +72,7 @@ def build_request(
     inference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments for `converse_stream`."""
-    wire = wire_messages(messages)
+    wire = wire_messages(messages, result_status=takes_result_status(model))
     request: dict[str, Any] = {"modelId": model, "messages": wire}
     if system and system.strip():
         request["system"] = [{"text": system}]
@@ -82,13 +83,15 @@ def build_request(
     return request
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Neutral messages → Bedrock messages: alternating roles, no empty blocks, results first."""
+def wire_messages(messages: list[dict[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:
+    """Neutral messages → Bedrock messages: alternating roles, no empty blocks, results first;
+    `result_status`: whether tool results carry `status` (`takes_result_status`)."""
     names = _DocumentNames()
     merged: list[dict[str, Any]] = []
     for message in messages:
         role = _wire_role(message.get("role"))
-        blocks = [b for part in message.get("parts") or [] if (b := _part_block(part, names)) is not None]
+        parts = message.get("parts") or []
+        blocks = [b for part in parts if (b := _part_block(part, names, result_status)) is not None]
         if not blocks:
             continue
         if merged and merged[-1]["role"] == role:
@@ -113,7 +116,7 @@ def _wire_role(role: Any) -> str:
             raise BackendError(f"Bedrock cannot send a message with role {role!r}.", retryable=False)
 
 
-def _part_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any] | None:
+def _part_block(part: dict[str, Any], names: _DocumentNames, with_status: bool = True) -> dict[str, Any] | None:
     """One neutral part → one Bedrock content block (None: nothing to send)."""
     match part.get("type"):
         case "text":
@@ -131,7 +134,7 @@ def _part_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any] |
                 }
             }
         case "tool_result":
-            return _tool_result_block(part)
+            return _tool_result_block(part, with_status)
         case "image":
             return _image_block(part)
         case "document":
@@ -141,13 +144,22 @@ def _part_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any] |
 
 
 def _reasoning_block(part: dict[str, Any]) -> dict[str, Any] | None:
+    redacted = (part.get("provider_data") or {}).get("redacted")
+    if isinstance(redacted, str) and redacted:
+        return {"reasoningContent": {"redactedContent": base64.b64decode(redacted)}}
     signature = part.get("signature")
     if not signature:
         return None
     return {"reasoningContent": {"reasoningText": {"text": part.get("text") or "", "signature": signature}}}
 
 
-def _tool_result_block(part: dict[str, Any]) -> dict[str, Any]:
+def takes_result_status(model: str) -> bool:
+    """Whether the model accepts `toolResult.status` (Bedrock: Anthropic Claude models only; others
+    answer a ValidationException). Without it an error result still says `{"error": ...}`."""
+    return "anthropic." in model or model.startswith("anthropic") or ".claude" in model
+
+
+def _tool_result_block(part: dict[str, Any], with_status: bool = True) -> dict[str, Any]:
     is_error = part.get("status") == "error"
     result = part.get("result")
     if isinstance(result, list):
@@ -156,13 +168,10 @@ def _tool_result_block(part: dict[str, Any]) -> dict[str, Any]:
         result = {"value": result}
     if is_error and not result:
         result = {"error": "The tool call failed."}
-    return {
-        "toolResult": {
-            "toolUseId": wire_tool_use_id(part.get("tool_use_id")),
-            "content": [{"json": result or {}}],
-            "status": "error" if is_error else "success",
-        }
-    }
+    block = {"toolUseId": wire_tool_use_id(part.get("tool_use_id")), "content": [{"json": result or {}}]}
+    if with_status:
+        block["status"] = "error" if is_error else "success"
+    return {"toolResult": block}
 
 
 def _image_block(part: dict[str, Any]) -> dict[str, Any]:

@@ -264,9 +264,10 @@ def test_reasoning_with_signature(server):
         ("guardrail_intervened", "content_filtered"),
         ("content_filtered", "content_filtered"),
         ("model_context_window_exceeded", "max_tokens"),
-        ("malformed_model_output", "end_turn"),
+        ("malformed_model_output", "incomplete"),  # never a silent end_turn (CONTRACT §8)
+        ("malformed_tool_use", "incomplete"),
         ("tool_use", "end_turn"),  # a tool_use stop without any tool call: nothing to run
-        ("something_new", "end_turn"),
+        ("something_new", "incomplete"),
     ],
 )
 def test_stop_reason_mapping(server, wire, neutral):
@@ -702,6 +703,63 @@ def test_error_result_keeps_its_own_content():
     part = {"type": "tool_result", "tool_use_id": "t1", "result": {"error": "No such post."}, "status": "error"}
     (message,) = wire_messages([{"role": "tool", "parts": [part]}])
     assert message["content"][0]["toolResult"]["content"] == [{"json": {"error": "No such post."}}]
+
+
+TOOL_ROUND = [
+    {"role": "user", "parts": [{"type": "text", "text": "Delete post 9"}]},
+    {"role": "assistant", "parts": [{"type": "tool_use", "id": "t1", "name": "delete_post", "input": {"id": 9}}]},
+    {
+        "role": "tool",
+        "parts": [{"type": "tool_result", "tool_use_id": "t1", "result": {"error": "No."}, "status": "error"}],
+    },
+]
+ANSWER = stream_of(START, text("Sorry."), stop_block(0), stop("end_turn"), metadata(inputTokens=5, outputTokens=2))
+
+
+@pytest.mark.parametrize(
+    ("model", "status"),
+    [
+        (MODEL, {"status": "error"}),
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", {"status": "error"}),
+        ("amazon.nova-pro-v1:0", {}),  # would answer a ValidationException for `status`
+        ("meta.llama3-3-70b-instruct-v1:0", {}),
+    ],
+)
+def test_tool_result_status_only_to_models_that_take_it(server, model, status):
+    server.add(ANSWER)
+    list(make_backend(server.url).stream(system="", messages=TOOL_ROUND, tools=[], model=model))
+    (result,) = server.requests[0]["body"]["messages"][-1]["content"]
+    assert result == {"toolResult": {"toolUseId": "t1", "content": [{"json": {"error": "No."}}], **status}}
+
+
+def test_redacted_reasoning_is_kept_as_provider_state_and_sent_back_as_bytes(server):
+    secret = b"\x00\x01encrypted\xfe"
+    wire = base64.b64encode(secret).decode()
+    server.add(
+        stream_of(
+            START,
+            reasoning(0, redactedContent=base64.b64encode(secret[:4]).decode()),  # boto3 yields each as bytes
+            reasoning(0, redactedContent=base64.b64encode(secret[4:]).decode()),
+            stop_block(0),
+            text("Hi", 1),
+            stop_block(1),
+            stop("end_turn"),
+            metadata(inputTokens=3, outputTokens=1),
+        ),
+        ANSWER,
+    )
+    backend = make_backend(server.url)
+    events = run(backend)
+    assert events[0] == {"kind": "reasoning", "text": "", "provider_data": {"redacted": wire}}
+
+    history = [
+        *USER_HI,
+        {"role": "assistant", "parts": [{"type": "reasoning", "text": "", "provider_data": {"redacted": wire}}]},
+        {"role": "user", "parts": [{"type": "text", "text": "Again"}]},
+    ]
+    run(backend, messages=history)
+    sent = server.requests[1]["body"]["messages"][1]["content"]
+    assert sent == [{"reasoningContent": {"redactedContent": wire}}]  # boto3 sends the bytes as base64
 
 
 def test_unknown_part_type_raises():

@@ -279,8 +279,10 @@ def test_reasoning_content_deepseek_style(server, backend):
     )
     server.script(Reply(body=body))
     events = run(backend)
-    assert [e["kind"] for e in events] == ["reasoning", "reasoning", "text", "done"]
+    assert [e["kind"] for e in events] == ["reasoning", "reasoning", "text", "reasoning", "done"]
     assert text_of(events, "reasoning") == "Hmm, a greeting."
+    # DeepSeek wants its reasoning back within a tool loop: the last reasoning event says where it goes.
+    assert events[3] == {"kind": "reasoning", "text": "", "provider_data": {"field": "reasoning_content"}}
     assert text_of(events) == "Hello there!"
     assert events[-1]["usage"] == {**ZERO, "input_tokens": 4, "output_tokens": 20, "cache_read_tokens": 2}
 
@@ -314,7 +316,7 @@ def test_refusal_is_shown_as_text(server, backend):
     server.script(Reply(body=body))
     events = run(backend)
     assert text_of(events) == "I'm sorry, I can't help with that."
-    assert events[-1]["stop_reason"] == "end_turn"
+    assert events[-1]["stop_reason"] == "refusal"  # (CONTRACT §8) not a normal end_turn
 
 
 def test_crlf_events_without_done_and_cumulative_usage_perplexity_style(server, backend):
@@ -737,3 +739,86 @@ def test_reasoning_models_get_max_completion_tokens():
             assert ({"max_tokens", "max_completion_tokens"} - {key}).isdisjoint(body)
     finally:
         backend.close()
+
+
+# ------------------------------------------------------------------------------- provider state
+
+
+def test_gemini_thought_signature_on_the_first_of_parallel_calls_goes_back_on_that_call(server, backend):
+    signed = {"extra_content": {"google": {"thought_signature": "CtEBAdHtim9"}}}
+    first = {**tool_delta(0, "function-call-1", "get_weather", '{"city":"Paris"}')["tool_calls"][0], **signed}
+    second = tool_delta(1, "function-call-2", "get_weather", '{"city":"Rome"}')["tool_calls"][0]
+    server.script(Reply(body=sse(chunk({"role": "assistant", "tool_calls": [first, second]}), chunk({}, "tool_calls"))))
+    calls = kinds(run(backend, tools=TOOLS), "tool_use")
+    assert [c.get("provider_data") for c in calls] == [signed, None]
+
+    history = [
+        *USER,
+        {"role": "assistant", "parts": [{"type": "tool_use", **{k: c[k] for k in c if k != "kind"}} for c in calls]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_use_id": c["id"], "result": {"t": 20}, "status": "ok"} for c in calls
+            ],
+        },
+    ]
+    server.script(Reply(body=sse(chunk({"content": "Warm."}), chunk({}, "stop"))))
+    run(backend, messages=history, tools=TOOLS)
+    sent = server.requests[1].body["messages"][2]["tool_calls"]
+    assert sent[0]["extra_content"] == signed["extra_content"]
+    assert "extra_content" not in sent[1]
+
+
+def test_deepseek_reasoning_content_goes_back_only_within_the_current_turn(server, backend):
+    def assistant(reasoning: str, call_id: str) -> dict:
+        state = {"provider_data": {"field": "reasoning_content"}}
+        return {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": reasoning, **state},
+                {"type": "tool_use", "id": call_id, "name": "get_weather", "input": {}},
+            ],
+        }
+
+    def result(call_id: str) -> dict:
+        return {
+            "role": "tool",
+            "parts": [{"type": "tool_result", "tool_use_id": call_id, "result": {}, "status": "ok"}],
+        }
+
+    history = [*USER, assistant("Earlier.", "c1"), result("c1"), *USER, assistant("Now.", "c2"), result("c2")]
+    server.script(Reply(body=sse(chunk({"content": "Ok."}), chunk({}, "stop"))))
+    run(backend, messages=history, tools=TOOLS)
+    sent = [m for m in server.requests[0].body["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in sent] == [None, "Now."]
+
+
+def test_openrouter_reasoning_details_are_joined_per_index_with_their_signature(server, backend):
+    pieces = [
+        [{"type": "reasoning.text", "text": "", "signature": "", "format": "anthropic-claude-v1", "index": 0}],
+        [{"type": "reasoning.text", "text": "Two and ", "format": "anthropic-claude-v1", "index": 0}],
+        [{"type": "reasoning.text", "text": "two.", "format": "anthropic-claude-v1", "index": 0}],
+        [{"type": "reasoning.text", "signature": "EtOBCkgI==", "format": "anthropic-claude-v1", "index": 0}],
+    ]
+    deltas = [{"content": "", "reasoning": p[0].get("text") or None, "reasoning_details": p} for p in pieces]
+    server.script(Reply(body=sse(*[chunk(d) for d in deltas], chunk({"content": "4"}), chunk({}, "stop"))))
+    events = run(backend)
+    assert text_of(events, "reasoning") == "Two and two."
+    state = [e for e in events if e.get("provider_data")]
+    assert state == [
+        {
+            "kind": "reasoning",
+            "text": "",
+            "provider_data": {
+                "reasoning_details": [
+                    {
+                        "type": "reasoning.text",
+                        "text": "Two and two.",
+                        "signature": "EtOBCkgI==",
+                        "format": "anthropic-claude-v1",
+                        "index": 0,
+                    }
+                ]
+            },
+        }
+    ]
