@@ -385,6 +385,27 @@ STATEFUL_CALL = [
 class RetryContract:
     """Adapters that retry a failure before any output (the fake replays; it never retries)."""
 
+    overflow_dialects: tuple[str, ...] = ()  # this provider's ways of saying the context is too long
+
+    def test_context_too_long_summarises_and_retries(self, chat, settings):
+        settings.AGENT_CONTEXT_KEEP_MESSAGES = 2
+        for dialect in self.overflow_dialects:
+            first = len(self.requests())
+            self.serve([[text("5."), done()]])
+            list(run_agent(chat))
+            ask(chat, f"And now ({dialect})?")
+            self.serve([[fail(f"context:{dialect}")], [text("They asked sums."), done()], [text("Sure."), done()]])
+            events = list(run_agent(chat))
+            assert names(events) == ["token", "done"], dialect
+            assert joined(events, "token") == "Sure."
+            overflowed, summary, retried = self.requests()[first + 1 :]
+            assert len(self.request_text(retried)) < len(self.request_text(overflowed))
+            assert "They asked sums." in self.request_text(retried)  # the summary, in the system prompt
+        assert chat.summaries.count() == len(self.overflow_dialects)
+
+    def request_text(self, request: Any) -> str:
+        return json.dumps(request)
+
     def test_retryable_failure_before_output_then_success(self, chat):
         self.serve([[fail("retryable")], [text("Back again."), done()]])
         events = list(run_agent(chat))
@@ -496,6 +517,49 @@ OPENAI_HTTP_ERRORS = {
             }
         ),
     ),
+    "context:openai": Reply(
+        status=400,
+        body=json.dumps(
+            {
+                "error": {
+                    "message": "This model's maximum context length is 128000 tokens. However, your messages "
+                    "resulted in 130512 tokens. Please reduce the length of the messages.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            }
+        ),
+    ),
+    "context:llamacpp": Reply(
+        status=400,
+        body=json.dumps(
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 4410,
+                    "n_ctx": 4096,
+                }
+            }
+        ),
+    ),
+    "context:gemini": Reply(
+        status=400,
+        body=json.dumps(
+            [
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "The input token count (1100230) exceeds the maximum number of tokens "
+                        "allowed (1048576).",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                }
+            ]
+        ),
+    ),
 }
 
 
@@ -573,6 +637,7 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
 class TestOpenAIContract(RetryContract, BackendContract):
     backend = "openai"
     other_model = "gpt-4.1-mini"
+    overflow_dialects = ("openai", "llamacpp", "gemini")
     supports_signature = False
     reports_cache_write = False
 
@@ -629,6 +694,16 @@ BEDROCK_HTTP_ERRORS = {
         "message": f"Too many requests. {PROVIDER_DETAIL}",
     },
     "fatal": {"status": 400, "error_type": "ValidationException", "message": f"Malformed input. {PROVIDER_DETAIL}"},
+    "context:claude": {
+        "status": 400,
+        "error_type": "ValidationException",
+        "message": "prompt is too long: 210317 tokens > 200000 maximum",
+    },
+    "context:bedrock": {
+        "status": 400,
+        "error_type": "ValidationException",
+        "message": "Input is too long for requested model.",
+    },
 }
 BEDROCK_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
@@ -714,6 +789,7 @@ def bedrock_response(call: list[dict[str, Any]]) -> dict[str, Any]:
 class TestBedrockContract(RetryContract, BackendContract):
     backend = "bedrock"
     other_model = "anthropic.claude-3-7-sonnet-20250219-v1:0"
+    overflow_dialects = ("claude", "bedrock")
 
     def start(self, settings, monkeypatch) -> None:
         self.server = BedrockStubServer().start()

@@ -312,6 +312,33 @@ def translate(events: Iterable[SSEEvent], *, secret: str = "") -> Iterator[Event
     yield from turn.finish()
 
 
+def completion_events(body: bytes, *, secret: str = "") -> Iterator[Event]:
+    """A whole JSON answer where a stream was expected, as the same events: a server that ignores
+    `stream: true` (a whole completion), or an error sent with HTTP 200 (raised at once, never
+    retried into "the stream ended")."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise BackendError(f"The model server sent malformed JSON: {body[:200]!r}", retryable=True) from None
+    if isinstance(payload, list) or (isinstance(payload, dict) and "error" in payload):
+        raise payload_error(payload, secret)
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list):
+        raise BackendError("The model server answered JSON that is neither a completion nor an error.", retryable=False)
+    turn = _Turn(secret)
+    turn.done_marker = True  # the body is all there is
+    as_chunk = {
+        **payload,
+        "choices": [
+            {"index": c.get("index"), "delta": c.get("message"), "finish_reason": c.get("finish_reason")}
+            for c in choices
+            if isinstance(c, dict)
+        ],
+    }
+    yield from turn.apply(as_chunk)
+    yield from turn.finish()
+
+
 def parse_stream(chunks: Iterable[bytes], *, secret: str = "") -> Iterator[Event]:
     """Raw response body bytes (any chunking) -> neutral events."""
     return translate(iter_sse(chunks), secret=secret)
