@@ -32,6 +32,7 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
         "model_id",
         "stop_reason",
         "tokens",
+        "reasoning",
         "cost_usd",
         "tools_offered",
         "created_at",
@@ -144,6 +145,7 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "output_tokens",
         "cache_read_tokens",
         "cache_write_tokens",
+        "reasoning",
         "cost_usd",
         "created_at",
     ]

@@ -82,6 +82,9 @@ class Message(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     tools_offered = models.JSONField(null=True, blank=True)
+    # The thinking asked of the model for this call (`AGENT_REASONING`: a level or a token budget;
+    # blank when off). A model without reasoning settings is asked nothing whatever this says.
+    reasoning = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

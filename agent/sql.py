@@ -185,6 +185,7 @@ MESSAGE_FIELDS = (
     "cache_write_tokens",
     "cost_usd",
     "tools_offered",
+    "reasoning",
     "created_at",
 )
 PART_FIELDS = (

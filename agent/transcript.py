@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agent import sql
+from agent.backends.reasoning import configured as reasoning_setting
 from agent.models import Message, Part, Session, Spend
 from agent.state import Run
 
@@ -188,6 +189,7 @@ def persist_assistant(
         cache_write_tokens=usage.get("cache_write_tokens", 0),
         cost_usd=cost_usd,
         tools_offered=tools_offered,
+        reasoning=str(reasoning_setting() or ""),
         also=also,
     )
 

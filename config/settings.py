@@ -211,6 +211,11 @@ AGENT_MODEL = os.environ.get("AGENT_MODEL", "").strip()
 AGENT_MAX_TOOL_CYCLES = env_int("AGENT_MAX_TOOL_CYCLES", 8)
 AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 4096)
 AGENT_MODEL_REASONING = env_bool("AGENT_MODEL_REASONING", False)
+AGENT_REASONING = os.environ.get("AGENT_REASONING", "off").strip().lower() or "off"
+if AGENT_REASONING not in ("off", "low", "medium", "high") and not AGENT_REASONING.isdigit():
+    raise ImproperlyConfigured(
+        f"AGENT_REASONING must be off, low, medium, high or a number of tokens; got {AGENT_REASONING!r}."
+    )
 AGENT_BUDGET_TOKENS_PER_MINUTE = env_int("AGENT_BUDGET_TOKENS_PER_MINUTE", 20000)
 AGENT_BUDGET_TOKENS_PER_HOUR = env_int("AGENT_BUDGET_TOKENS_PER_HOUR", 200000)
 AGENT_BUDGET_USD_PER_MONTH = env_float("AGENT_BUDGET_USD_PER_MONTH", 5.0)

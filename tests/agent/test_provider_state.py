@@ -110,3 +110,15 @@ def test_the_admin_shows_cache_tokens_and_where_state_goes_never_its_bytes(chat,
     page = client.get(f"/admin/agent/message/{message.pk}/change/").content.decode()
     assert "bedrock / anthropic.claude-x: redacted" in page
     assert SECRET_BYTES not in page
+
+
+def test_each_call_records_the_thinking_asked_of_it(api, chat, script, settings):
+    settings.AGENT_REASONING = "high"
+    script([[{"kind": "text", "text": "Hm."}, DONE], [{"kind": "text", "text": "Ok."}, DONE]])
+    api.turn(chat, "Hi")
+    settings.AGENT_REASONING = "off"
+    api.turn(chat, "Again")
+    assert list(Message.objects.filter(session=chat, role="assistant").values_list("reasoning", flat=True)) == [
+        "high",
+        "",
+    ]

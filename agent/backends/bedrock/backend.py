@@ -21,6 +21,7 @@ from agent.backends.base import Backend, BackendError, Event
 from agent.backends.bedrock.errors import _map_api_errors
 from agent.backends.bedrock.request import build_request
 from agent.backends.bedrock.translate import _Translator
+from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.retry import stream_with_retries
 
 CONNECT_TIMEOUT_SECONDS = 10
@@ -55,7 +56,14 @@ class BedrockBackend(Backend):
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> Iterator[Event]:
-        request = build_request(system=system, messages=messages, tools=tools, model=model, inference=inference)
+        request = build_request(
+            system=system,
+            messages=messages,
+            tools=tools,
+            model=model,
+            inference=inference,
+            reasoning=reasoning_setting(),
+        )
         yield from stream_with_retries(
             lambda: self._stream_once(request), retries=self.retries, sleep=self._sleep, label="bedrock"
         )

@@ -28,12 +28,14 @@ import hashlib
 import re
 from typing import Any
 
+from agent.backends.reasoning import Reasoning
 from agent.exceptions import BackendError
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
 TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
 _TOOL_USE_ID_RE = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
 PLACEHOLDER_TEXT = "…"
+DEFAULT_MAX_TOKENS = 4096  # (the loop always sends one; a direct caller may not)
 
 IMAGE_FORMATS = {
     "image/png": "png",
@@ -70,17 +72,39 @@ def build_request(
     tools: list[dict[str, Any]],
     model: str,
     inference: dict[str, Any] | None = None,
+    reasoning: Reasoning | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments for `converse_stream`."""
+    """The keyword arguments for `converse_stream`; `reasoning` (`AGENT_REASONING`) turns Claude's
+    extended thinking on where the model has it."""
     wire = wire_messages(messages, result_status=takes_result_status(model))
     request: dict[str, Any] = {"modelId": model, "messages": wire}
     if system and system.strip():
         request["system"] = [{"text": system}]
-    if config := _inference_config(inference or {}):
+    config = _inference_config(inference or {})
+    if reasoning is not None and (thinking := _thinking(model, reasoning, config)):
+        request["additionalModelRequestFields"] = {"thinking": thinking}
+        config.pop("temperature", None)  # thinking takes neither (Bedrock answers a ValidationException)
+        config.pop("topP", None)
+    if config:
         request["inferenceConfig"] = config
     if tool_config := _tool_config(tools or [], wire):
         request["toolConfig"] = tool_config
     return request
+
+
+_THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")
+
+
+def _thinking(model: str, reasoning: Reasoning, config: dict[str, Any]) -> dict[str, Any] | None:
+    """Claude's `thinking` request, its budget below `maxTokens`; None for a model without extended
+    thinking (Claude before 3.7, Nova, Llama …) or a `maxTokens` too small to think in."""
+    if not _THINKING_MODELS.search(model):
+        return None
+    budget = reasoning.budget_below(int(config.get("maxTokens") or DEFAULT_MAX_TOKENS))
+    if budget is None:
+        return None
+    config.setdefault("maxTokens", DEFAULT_MAX_TOKENS)
+    return {"type": "enabled", "budget_tokens": budget}
 
 
 def wire_messages(messages: list[dict[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:

@@ -17,6 +17,8 @@ from agent.backends.openai.errors import _enforce_deadlines, _map_api_errors, st
 from agent.backends.openai.sse import SSEEvent, iter_sse
 from agent.backends.openai.translate import completion_events, translate
 from agent.backends.openai.wire import to_wire_messages, to_wire_tools
+from agent.backends.reasoning import Reasoning
+from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.retry import stream_with_retries
 from agent.backends.watchdog import Watchdog
 from agent.exceptions import BackendError
@@ -111,10 +113,25 @@ class OpenAIBackend(Backend):
         body[limit_key] = int(inference.get("max_tokens") or self.max_tokens)
         if tools:
             body["tools"] = to_wire_tools(tools)
-        for key in ("temperature", "top_p", "stop"):
+        # Reasoning models take no sampling settings (OpenAI answers 400 for a temperature).
+        for key in ("stop",) if reasoning else ("temperature", "top_p", "stop"):
             if inference.get(key) is not None:
                 body[key] = inference[key]
+        if (thinking := reasoning_setting()) is not None:
+            self._ask_to_think(body, thinking, reasoning_model=reasoning)
         return body
+
+    def _ask_to_think(self, body: dict[str, Any], thinking: Reasoning, *, reasoning_model: bool) -> None:
+        """`AGENT_REASONING` in each server's words: OpenRouter's `reasoning` (an effort or a token
+        budget), DeepSeek's `thinking` switch, and `reasoning_effort` for reasoning models (OpenAI,
+        Azure, Gemini's compatible endpoint). Other models are sent nothing: they would refuse it."""
+        host = urlsplit(self.base_url).netloc.lower()
+        if host.endswith("openrouter.ai"):
+            body["reasoning"] = {"max_tokens": thinking.budget} if thinking.budget else {"effort": thinking.effort}
+        elif host.endswith("deepseek.com"):
+            body["thinking"] = {"type": "enabled"}
+        elif reasoning_model:
+            body["reasoning_effort"] = thinking.effort
 
     def stream(
         self,

@@ -839,3 +839,14 @@ def test_any_split_of_the_frame_bytes_yields_the_same_events(server, pieces, arg
         {"kind": "tool_use", "id": "tooluse_p", "name": "get_post", "input": arguments},
         {"kind": "done", "stop_reason": "tool_use", "usage": usage(4, 2)},
     ]
+
+
+def test_agent_reasoning_turns_claude_thinking_on_over_the_wire(server, settings):
+    settings.AGENT_REASONING = "low"
+    server.add(ANSWER)
+    model = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    inference = {"max_tokens": 4096, "temperature": 0.5}
+    list(make_backend(server.url).stream(system="s", messages=USER_HI, tools=[], model=model, inference=inference))
+    body = server.requests[0]["body"]
+    assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 2048}}
+    assert body["inferenceConfig"] == {"maxTokens": 4096}
