@@ -211,6 +211,7 @@ AGENT_MODEL = os.environ.get("AGENT_MODEL", "").strip()
 AGENT_MAX_TOOL_CYCLES = env_int("AGENT_MAX_TOOL_CYCLES", 8)
 AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 4096)
 AGENT_MODEL_REASONING = env_bool("AGENT_MODEL_REASONING", False)
+AGENT_PROMPT_CACHING = env_bool("AGENT_PROMPT_CACHING", True)  # Bedrock cachePoint, Anthropic cache_control
 AGENT_REASONING = os.environ.get("AGENT_REASONING", "off").strip().lower() or "off"
 if AGENT_REASONING not in ("off", "low", "medium", "high") and not AGENT_REASONING.isdigit():
     raise ImproperlyConfigured(

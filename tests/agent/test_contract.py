@@ -824,8 +824,11 @@ class TestBedrockContract(RetryContract, BackendContract):
         assert request["messages"][-1] == {
             "role": "user",
             "content": [
-                {"toolResult": {"toolUseId": id, "content": [{"json": result}], "status": statuses[status]}}
-                for id, result, status in results
+                *[
+                    {"toolResult": {"toolUseId": id, "content": [{"json": result}], "status": statuses[status]}}
+                    for id, result, status in results
+                ],
+                {"cachePoint": {"type": "default"}},  # Claude 3.5 Haiku caches the prompt up to here
             ],
         }
         uses = [block["toolUse"]["toolUseId"] for block in request["messages"][-2]["content"] if "toolUse" in block]

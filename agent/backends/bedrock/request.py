@@ -73,9 +73,10 @@ def build_request(
     model: str,
     inference: dict[str, Any] | None = None,
     reasoning: Reasoning | None = None,
+    cache: bool = False,
 ) -> dict[str, Any]:
     """The keyword arguments for `converse_stream`; `reasoning` (`AGENT_REASONING`) turns Claude's
-    extended thinking on where the model has it."""
+    extended thinking on where the model has it; `cache` adds prompt-cache points (`caches_prompts`)."""
     wire = wire_messages(messages, result_status=takes_result_status(model))
     request: dict[str, Any] = {"modelId": model, "messages": wire}
     if system and system.strip():
@@ -89,7 +90,30 @@ def build_request(
         request["inferenceConfig"] = config
     if tool_config := _tool_config(tools or [], wire):
         request["toolConfig"] = tool_config
+    if cache:
+        _add_cache_points(request, model)
     return request
+
+
+CACHE_POINT = {"cachePoint": {"type": "default"}}
+_CACHING_CLAUDE = re.compile(r"claude-(3-7-|3-5-haiku|(sonnet|opus|haiku)-[4-9])")
+
+
+def caches_prompts(model: str) -> bool:
+    """Whether the model family takes Bedrock `cachePoint` blocks (Claude 3.5 Haiku, 3.7 and 4.x; Nova)."""
+    return bool(_CACHING_CLAUDE.search(model)) or "amazon.nova-" in model
+
+
+def _add_cache_points(request: dict[str, Any], model: str) -> None:
+    """A cache point after the system prompt, the tools (Claude only: Nova caches no tools) and the
+    last message: each call then reads the prefix the previous one wrote (the transcript only grows,
+    so what was the last message is still there, unchanged, in the next call)."""
+    if request.get("system"):
+        request["system"].append(dict(CACHE_POINT))
+    if "toolConfig" in request and "amazon.nova-" not in model:
+        request["toolConfig"]["tools"].append(dict(CACHE_POINT))
+    if request["messages"]:
+        request["messages"][-1]["content"].append(dict(CACHE_POINT))
 
 
 _THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")

@@ -98,7 +98,14 @@ def sleeps():
 
 
 def make_backend(url: str, sleeps: list | None = None, **options) -> BedrockBackend:
-    options = {"region": "us-east-1", "retries": 0, "first_event_timeout": 5, "event_timeout": 5, **options}
+    options = {
+        "region": "us-east-1",
+        "retries": 0,
+        "first_event_timeout": 5,
+        "event_timeout": 5,
+        "prompt_caching": False,  # (on by default; its own tests turn it on)
+        **options,
+    }
     return BedrockBackend(endpoint_url=url, sleep=(sleeps.append if sleeps is not None else time.sleep), **options)
 
 
@@ -850,3 +857,37 @@ def test_agent_reasoning_turns_claude_thinking_on_over_the_wire(server, settings
     body = server.requests[0]["body"]
     assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 2048}}
     assert body["inferenceConfig"] == {"maxTokens": 4096}
+
+
+CACHE = {"cachePoint": {"type": "default"}}
+SPEC = [{"name": "list_posts", "description": "List posts.", "input_schema": {"type": "object"}}]
+
+
+@pytest.mark.parametrize(
+    ("model", "system", "tools", "last"),
+    [
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", True, True, True),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", True, True, True),
+        ("amazon.nova-pro-v1:0", True, False, True),  # Nova caches no tools
+        ("meta.llama3-3-70b-instruct-v1:0", False, False, False),  # no prompt caching
+        ("anthropic.claude-3-5-sonnet-20241022-v2:0", False, False, False),
+    ],
+)
+def test_prompt_cache_points_for_the_families_that_take_them(server, model, system, tools, last):
+    server.add(
+        stream_of(
+            START,
+            text("ok"),
+            stop_block(0),
+            stop("end_turn"),
+            metadata(inputTokens=12, outputTokens=1, cacheReadInputTokens=3000, cacheWriteInputTokens=200),
+        )
+    )
+    backend = make_backend(server.url, prompt_caching=True)
+    events = list(backend.stream(system="Be brief.", messages=TOOL_ROUND, tools=SPEC, model=model))
+    assert events[-1]["usage"] == usage(12, 1, 3000, 200)
+    body = server.requests[0]["body"]
+    assert (body["system"][-1] == CACHE) is system
+    assert (body["toolConfig"]["tools"][-1] == CACHE) is tools
+    assert (body["messages"][-1]["content"][-1] == CACHE) is last
+    assert json.dumps(body).count("cachePoint") == system + tools + last  # (Claude takes at most 4)
