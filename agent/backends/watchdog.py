@@ -10,9 +10,11 @@ reports `fired` (the limit that was missed) as its timeout.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 class Watchdog:
@@ -57,3 +59,22 @@ class Watchdog:
             self._cut()
         except OSError:
             pass  # already closed: the reader is done with it
+
+
+def each_expecting(events: Iterator[Any], watchdog: Watchdog, between: float) -> Iterator[Any]:
+    """Pass SSE events on; each data event (not a keep-alive comment) gives the next `between` seconds."""
+    for item in events:
+        if not item.comment:
+            watchdog.expect(between)
+        yield item
+
+
+def cut_response(response: Any) -> None:
+    """Shut an httpx response's socket down, so that a read blocked on it returns (the watchdog's cut).
+    httpx documents the `network_stream` response extension and its `get_extra_info("socket")`."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
+    else:
+        response.close()

@@ -21,6 +21,7 @@ from agent.models import Message, Session
 from agent.state import Run
 from agent.tools import register, unregister
 from agent.transcript import add_message, build_neutral_messages
+from tests.agent.backends.anthropic_server import ScriptedAnthropicServer, error_body, events, message_start
 from tests.agent.backends.bedrock_server import BedrockStubServer
 from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
 
@@ -162,6 +163,7 @@ class BackendContract:
 
     backend: str | None = None
     supports_signature = True  # the provider streams a reasoning signature back
+    content_filter_stop = "content_filtered"  # how the provider's withheld answer is reported
     reports_cache_write = True  # the provider reports cache-write tokens
 
     @pytest.fixture(autouse=True)
@@ -296,8 +298,9 @@ class BackendContract:
         self.serve([[done("content_filtered")]])
         events = list(run_agent(chat))
         (message,) = assistants(chat)
-        assert events == [("done", {"message_id": message.pk, "stop_reason": "content_filtered", "usage": USAGE})]
-        assert message.stop_reason == "content_filtered"
+        stop = self.content_filter_stop
+        assert events == [("done", {"message_id": message.pk, "stop_reason": stop, "usage": USAGE})]
+        assert message.stop_reason == stop
 
     def test_usage_with_cache_tokens(self, chat):
         self.serve(
@@ -844,4 +847,137 @@ class TestBedrockContract(RetryContract, BackendContract):
     def assert_no_state_sent(self, request):
         assert request["messages"][1]["content"] == [
             {"toolUse": {"toolUseId": "call_1", "name": "add", "input": {"a": 2, "b": 3}}}
+        ]
+
+
+# --------------------------------------------------------------------------- Anthropic Messages SSE
+
+ANTHROPIC_STOP = {"content_filtered": "refusal"}  # (the API's word for an answer it withholds)
+ANTHROPIC_HTTP_ERRORS = {
+    "retryable": Reply(
+        status=529, headers={"retry-after": "1"}, body=error_body("overloaded_error", f"Overloaded {PROVIDER_DETAIL}")
+    ),
+    "fatal": Reply(status=400, body=error_body("invalid_request_error", f"messages: bad {PROVIDER_DETAIL}")),
+    "context:anthropic": Reply(
+        status=400, body=error_body("invalid_request_error", "prompt is too long: 210417 tokens > 200000 maximum")
+    ),
+}
+
+
+class _AnthropicEvents:
+    """Neutral events → the Messages API's streamed events, a content block per kind of content."""
+
+    def __init__(self) -> None:
+        self.payloads: list[dict[str, Any]] = []
+        self.index = -1
+        self.open: str | None = None
+
+    def start(self, kind: str, block: dict[str, Any]) -> None:
+        self.close()
+        self.index, self.open = self.index + 1, kind
+        self.payloads.append({"type": "content_block_start", "index": self.index, "content_block": block})
+
+    def delta(self, delta: dict[str, Any]) -> None:
+        self.payloads.append({"type": "content_block_delta", "index": self.index, "delta": delta})
+
+    def close(self) -> None:
+        if self.open is not None:
+            self.payloads.append({"type": "content_block_stop", "index": self.index})
+            self.open = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        match event["kind"]:
+            case "text":
+                if self.open != "text":
+                    self.start("text", {"type": "text", "text": ""})
+                self.delta({"type": "text_delta", "text": event["text"]})
+            case "reasoning":
+                self.start("thinking", {"type": "thinking", "thinking": "", "signature": ""})
+                self.delta({"type": "thinking_delta", "thinking": event["text"]})
+                self.delta({"type": "signature_delta", "signature": event["signature"]})
+                self.close()
+            case "redacted":
+                self.start("redacted", {"type": "redacted_thinking", "data": base64.b64encode(event["data"]).decode()})
+                self.close()
+            case "tool_use":
+                self.start("tool_use", {"type": "tool_use", "id": event["id"], "name": event["name"], "input": {}})
+                for piece in ["", *halves(arguments_of(event))]:
+                    self.delta({"type": "input_json_delta", "partial_json": piece})
+                self.close()
+            case "done":
+                self.close()
+                reason = ANTHROPIC_STOP.get(event["stop_reason"], event["stop_reason"])
+                delta = {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None}}
+                self.payloads += [
+                    {**delta, "usage": {"output_tokens": event["usage"]["output_tokens"]}},
+                    {"type": "message_stop"},
+                ]
+
+
+def anthropic_reply(call: list[dict[str, Any]]) -> Reply:
+    if "fail" in call[0]:
+        return ANTHROPIC_HTTP_ERRORS[call[0]["fail"]]
+    done_usage = next((e["usage"] for e in call if e.get("kind") == "done"), USAGE)
+    start = message_start(
+        done_usage["input_tokens"],
+        cache_read=done_usage["cache_read_tokens"],
+        cache_write=done_usage["cache_write_tokens"],
+    )
+    stream = _AnthropicEvents()
+    stream.payloads.append(start)
+    for event in call:
+        if "fail" in event:
+            error = {"type": "error", "error": {"type": "overloaded_error", "message": f"Overloaded {PROVIDER_DETAIL}"}}
+            stream.payloads.append(error)
+            break
+        stream.add(event)
+    return Reply(body=events(*stream.payloads))
+
+
+class TestAnthropicContract(RetryContract, BackendContract):
+    backend = "anthropic"
+    other_model = "claude-sonnet-4-5"
+    overflow_dialects = ("anthropic",)
+    content_filter_stop = "refusal"
+
+    def start(self, settings, monkeypatch) -> None:
+        self.server = ScriptedAnthropicServer().start()
+        settings.ANTHROPIC_BASE_URL = self.server.url
+        settings.ANTHROPIC_API_KEY = "sk-ant-contract-0000"
+        settings.AGENT_MODEL = "claude-haiku-4-5"
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def close_backend(self) -> None:
+        get_backend().close()
+
+    def serve(self, calls):
+        self.server.script(*[anthropic_reply(call) for call in calls])
+
+    def requests(self):
+        return [request.body for request in self.server.requests]
+
+    def assert_results_sent(self, request, results):
+        blocks = [
+            {"type": "tool_result", "tool_use_id": id, "content": json.dumps(result)}
+            | ({"is_error": True} if status == "error" else {})
+            for id, result, status in results
+        ]
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}  # the prompt is cached up to here
+        assert request["messages"][-1] == {"role": "user", "content": blocks}
+        uses = [block["id"] for block in request["messages"][-2]["content"] if block["type"] == "tool_use"]
+        assert uses == [id for id, _, _ in results]
+
+    def assert_state_sent(self, request):
+        assert request["messages"][-2]["content"] == [
+            {"type": "thinking", "thinking": "Two plus three.", "signature": "sig-R2d2"},
+            {"type": "redacted_thinking", "data": REDACTED_B64},
+            {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}},
+        ]
+
+    def assert_no_state_sent(self, request):
+        assert request["model"] == self.other_model
+        assert request["messages"][1]["content"] == [
+            {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}}
         ]

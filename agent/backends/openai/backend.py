@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,13 +13,13 @@ from django.conf import settings
 
 from agent.backends.base import Backend, Event, setting
 from agent.backends.openai.errors import _enforce_deadlines, _map_api_errors, status_error
-from agent.backends.openai.sse import SSEEvent, iter_sse
+from agent.backends.openai.sse import iter_sse
 from agent.backends.openai.translate import completion_events, translate
 from agent.backends.openai.wire import to_wire_messages, to_wire_tools
 from agent.backends.reasoning import Reasoning
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.retry import stream_with_retries
-from agent.backends.watchdog import Watchdog
+from agent.backends.watchdog import Watchdog, cut_response, each_expecting
 from agent.exceptions import BackendError
 
 REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
@@ -29,24 +28,6 @@ REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 def _reasoning_model(model: str) -> bool:
     name = model.rsplit("/", 1)[-1]
     return name.startswith(REASONING_MODEL_PREFIXES)
-
-
-def _each_expecting(events: Iterator[SSEEvent], watchdog: Watchdog, between: float) -> Iterator[SSEEvent]:
-    """Pass the events on; each data event (not a keep-alive comment) gives the next `between` seconds."""
-    for item in events:
-        if not item.comment:
-            watchdog.expect(between)
-        yield item
-
-
-def _cut(response: httpx.Response) -> None:
-    """Shut the response's socket down, so that a read blocked on it returns (the watchdog's cut)."""
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if sock is not None:
-        sock.shutdown(socket.SHUT_RDWR)
-    else:
-        response.close()
 
 
 class OpenAIBackend(Backend):
@@ -161,7 +142,7 @@ class OpenAIBackend(Backend):
                 if response.status_code >= 300:
                     response.read()
                     raise status_error(response, self.api_key)
-                watchdog = Watchdog(lambda: _cut(response), clock=self._clock)
+                watchdog = Watchdog(lambda: cut_response(response), clock=self._clock)
                 first_left = max(self.first_event_timeout - (self._clock() - started), 0.0)
                 watchdog.expect(first_left, limit=self.first_event_timeout)
                 try:
@@ -191,7 +172,7 @@ class OpenAIBackend(Backend):
             between=self.event_timeout,
             clock=self._clock,
         )
-        yield from translate(_each_expecting(events, watchdog, self.event_timeout), secret=self.api_key)
+        yield from translate(each_expecting(events, watchdog, self.event_timeout), secret=self.api_key)
 
     def check(self) -> list[str]:
         problems = []

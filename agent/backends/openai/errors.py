@@ -28,6 +28,7 @@ CONTEXT_MARKERS = (
     "input token count",  # Gemini: "The input token count (…) exceeds the maximum number of tokens allowed"
     "exceeds the maximum number of tokens",
     "prompt is too long",  # Anthropic-style: "prompt is too long: 210000 tokens > 200000 maximum"
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit: …"
 )
 MAX_MESSAGE_CHARS = 600
 
