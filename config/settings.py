@@ -205,7 +205,7 @@ LOGGING = {
 
 # --- The agent engine -------------------------------------------------------
 AGENT_BACKEND = os.environ.get("AGENT_BACKEND", "demo").strip() or "demo"
-# Backends beyond the engine's own (fake, openai, bedrock): the blog's offline demo model.
+# Backends beyond the engine's own (fake, openai, bedrock, anthropic): the blog's offline demo model.
 AGENT_BACKEND_CLASSES = {"demo": "blog.demo.DemoBackend"}
 AGENT_MODEL = os.environ.get("AGENT_MODEL", "").strip()
 AGENT_MAX_TOOL_CYCLES = env_int("AGENT_MAX_TOOL_CYCLES", 8)
@@ -250,6 +250,7 @@ AWS_REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"
 AGENT_FIRST_EVENT_TIMEOUT_SECONDS = env_float("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0)
 AGENT_EVENT_TIMEOUT_SECONDS = env_float("AGENT_EVENT_TIMEOUT_SECONDS", 60.0)
 AGENT_RETRIES = env_int("AGENT_RETRIES", 2)
+AGENT_MAX_RETRY_WAIT_SECONDS = env_float("AGENT_MAX_RETRY_WAIT_SECONDS", 30.0)
 
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 
