@@ -78,6 +78,11 @@ def done(stop_reason: str = "end_turn", **usage: int) -> dict[str, Any]:
     return {"kind": "done", "stop_reason": stop_reason, "usage": {**USAGE, **usage}}
 
 
+def stall(seconds: float) -> dict[str, Any]:
+    """The server goes quiet this long here (first in a call: before anything at all)."""
+    return {"stall": seconds}
+
+
 def fail(kind: str) -> dict[str, Any]:
     """`retryable` or `fatal`; first in a call it fails before output, later it cuts the stream there."""
     return {"fail": kind}
@@ -377,6 +382,32 @@ class BackendContract:
         assert first.parts.filter(provider_data__isnull=False).exists()  # still kept for that model
 
 
+PNG = b"\x89PNG\r\n\x1a\n a one-pixel dot"
+
+
+class ImageContract:
+    """An image the user attached reaches the model in the provider's own shape."""
+
+    def assert_image_sent(self, request: Any, data: bytes) -> None:
+        raise NotImplementedError
+
+    def test_an_image_reaches_the_model(self, chat, settings):
+        from django.core.files.base import ContentFile
+        from django.core.files.storage import default_storage
+
+        settings.MEDIA_ROOT = str(self.tmp_path / "media")
+        ref = default_storage.save("chat/dot.png", ContentFile(PNG))
+        parts = [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image", "media_type": "image/png", "media_ref": ref},
+        ]
+        add_message(Run(chat), Message.USER, parts)
+        self.serve([[text("A dot."), done()]])
+        events = list(run_agent(chat))
+        assert joined(events, "token") == "A dot."
+        self.assert_image_sent(self.requests()[0], PNG)
+
+
 STATEFUL_CALL = [
     reasoning("Two plus three.", "sig-R2d2"),
     redacted(REDACTED),
@@ -409,6 +440,24 @@ class RetryContract:
     def request_text(self, request: Any) -> str:
         return json.dumps(request)
 
+    def test_a_late_first_event_is_retried(self, chat, settings):
+        settings.AGENT_FIRST_EVENT_TIMEOUT_SECONDS = 0.5
+        self.serve([[stall(1.5), text("Late."), done()], [text("On time."), done()]])
+        events = list(run_agent(chat))
+        assert names(events) == ["token", "done"]
+        assert joined(events, "token") == "On time."
+        assert len(self.requests()) == 2
+
+    def test_a_stall_between_events_ends_the_call_keeping_what_came(self, chat, settings):
+        settings.AGENT_FIRST_EVENT_TIMEOUT_SECONDS = 0.5
+        settings.AGENT_EVENT_TIMEOUT_SECONDS = 0.5
+        self.serve([[text("Partial "), stall(3), text("never"), done()]])
+        events = list(run_agent(chat))
+        assert events == [("token", {"text": "Partial "}), PROVIDER_ERROR]
+        (message,) = assistants(chat)
+        assert (message.stop_reason, parts_of(message)) == ("error", [("text", "Partial ")])
+        assert len(self.requests()) == 1  # output had started: not retried
+
     def test_retryable_failure_before_output_then_success(self, chat):
         self.serve([[fail("retryable")], [text("Back again."), done()]])
         events = list(run_agent(chat))
@@ -438,7 +487,7 @@ def fake_event(event: dict[str, Any]) -> dict[str, Any]:
     return dict(event)
 
 
-class TestFakeContract(BackendContract):
+class TestFakeContract(ImageContract, BackendContract):
     backend = "fake"
     other_model = "fake-other"
 
@@ -465,6 +514,9 @@ class TestFakeContract(BackendContract):
                 "provider_data": {"thought_signature": "ts-Gm1"},
             },
         ]
+
+    def assert_image_sent(self, request, data):
+        assert {"type": "image", "media_type": "image/png", "data": data} in request["messages"][-1]["parts"]
 
     def assert_no_state_sent(self, request):
         assert request["model"] == self.other_model
@@ -606,10 +658,14 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
         return OPENAI_HTTP_ERRORS[call[0]["fail"]]
     chunks: list[Any] = [openai_chunk({"role": "assistant", "content": "", "refusal": None})]
     tool_index = 0
-    for event in call:
+    pauses: dict[int, float] = {}
+    for position, event in enumerate(call):
         if "fail" in event:
             error = {"message": f"The server had an error. {PROVIDER_DETAIL}", "type": "server_error", "code": None}
-            return Reply(body=sse(*chunks, {"error": error}, done=False))
+            return Reply(body=sse(*chunks, {"error": error}, done=False), pause_before=pauses)
+        if "stall" in event:
+            pauses[0 if position == 0 else len(chunks)] = event["stall"]
+            continue
         match event["kind"]:
             case "text":
                 chunks.append(openai_chunk({"content": event["text"]}))
@@ -634,10 +690,10 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
             case "done":
                 chunks.append(openai_chunk({}, OPENAI_FINISH[event["stop_reason"]]))
                 chunks.append(openai_usage_chunk(event["usage"]))
-    return Reply(body=sse(*chunks))
+    return Reply(body=sse(*chunks), pause_before=pauses)
 
 
-class TestOpenAIContract(RetryContract, BackendContract):
+class TestOpenAIContract(ImageContract, RetryContract, BackendContract):
     backend = "openai"
     other_model = "gpt-4.1-mini"
     overflow_dialects = ("openai", "llamacpp", "gemini")
@@ -678,6 +734,10 @@ class TestOpenAIContract(RetryContract, BackendContract):
         ]
         (call,) = assistant["tool_calls"]
         assert call["extra_content"] == {"google": {"thought_signature": "ts-Gm1"}}  # Gemini
+
+    def assert_image_sent(self, request, data):
+        url = f"data:image/png;base64,{base64.b64encode(data).decode()}"
+        assert {"type": "image_url", "image_url": {"url": url}} in request["messages"][-1]["content"]
 
     def assert_no_state_sent(self, request):
         assert request["model"] == self.other_model
@@ -776,6 +836,9 @@ def bedrock_response(call: list[dict[str, Any]]) -> dict[str, Any]:
         return BEDROCK_HTTP_ERRORS[call[0]["fail"]]
     frames = _BedrockFrames()
     for event in call:
+        if "stall" in event:
+            frames.events.append({"sleep": event["stall"]})
+            continue
         if "fail" in event:
             frames.events.append(
                 {
@@ -789,7 +852,7 @@ def bedrock_response(call: list[dict[str, Any]]) -> dict[str, Any]:
     return {"events": frames.events}
 
 
-class TestBedrockContract(RetryContract, BackendContract):
+class TestBedrockContract(ImageContract, RetryContract, BackendContract):
     backend = "bedrock"
     other_model = "anthropic.claude-3-7-sonnet-20250219-v1:0"
     overflow_dialects = ("claude", "bedrock")
@@ -843,6 +906,10 @@ class TestBedrockContract(RetryContract, BackendContract):
             {"reasoningContent": {"redactedContent": REDACTED_B64}},  # (boto3 sends the bytes as base64)
             {"toolUse": {"toolUseId": "call_1", "name": "add", "input": {"a": 2, "b": 3}}},
         ]
+
+    def assert_image_sent(self, request, data):
+        image = {"image": {"format": "png", "source": {"bytes": base64.b64encode(data).decode()}}}
+        assert image in request["messages"][-1]["content"]  # (boto3 sends the bytes as base64)
 
     def assert_no_state_sent(self, request):
         assert request["messages"][1]["content"] == [
@@ -925,16 +992,20 @@ def anthropic_reply(call: list[dict[str, Any]]) -> Reply:
     )
     stream = _AnthropicEvents()
     stream.payloads.append(start)
-    for event in call:
+    pauses: dict[int, float] = {}
+    for position, event in enumerate(call):
         if "fail" in event:
             error = {"type": "error", "error": {"type": "overloaded_error", "message": f"Overloaded {PROVIDER_DETAIL}"}}
             stream.payloads.append(error)
             break
+        if "stall" in event:
+            pauses[0 if position == 0 else len(stream.payloads)] = event["stall"]
+            continue
         stream.add(event)
-    return Reply(body=events(*stream.payloads))
+    return Reply(body=events(*stream.payloads), pause_before=pauses)
 
 
-class TestAnthropicContract(RetryContract, BackendContract):
+class TestAnthropicContract(ImageContract, RetryContract, BackendContract):
     backend = "anthropic"
     other_model = "claude-sonnet-4-5"
     overflow_dialects = ("anthropic",)
@@ -975,6 +1046,11 @@ class TestAnthropicContract(RetryContract, BackendContract):
             {"type": "redacted_thinking", "data": REDACTED_B64},
             {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}},
         ]
+
+    def assert_image_sent(self, request, data):
+        source = {"type": "base64", "media_type": "image/png", "data": base64.b64encode(data).decode()}
+        (image,) = [block for block in request["messages"][-1]["content"] if block["type"] == "image"]
+        assert image == {"type": "image", "source": source, "cache_control": {"type": "ephemeral"}}  # (last block)
 
     def assert_no_state_sent(self, request):
         assert request["model"] == self.other_model
