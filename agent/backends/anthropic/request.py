@@ -54,6 +54,8 @@ def build_body(
     if tools:
         body["tools"] = [_tool(tool) for tool in tools]
     thinking = _thinking(model, reasoning, max_tokens) if reasoning is not None else None
+    if thinking and not can_think_now(body["messages"]):
+        thinking = None
     if thinking:
         body["thinking"] = thinking
     for neutral, wire in (("temperature", "temperature"), ("top_p", "top_p")):
@@ -65,6 +67,17 @@ def build_body(
     if cache:
         _mark_cache(body)
     return body
+
+
+def can_think_now(messages: list[dict[str, Any]]) -> bool:
+    """Claude refuses thinking when the tool loop in progress began without it: the last assistant
+    message, if it called tools, must start with a thinking block (it may have none because thinking
+    was off then, or its state was left out: it came from another model). Then this call goes
+    without thinking."""
+    last = next((m for m in reversed(messages) if m["role"] == "assistant"), None)
+    if last is None or all(block["type"] != "tool_use" for block in last["content"]):
+        return True
+    return last["content"][0]["type"] in ("thinking", "redacted_thinking")
 
 
 def _thinking(model: str, reasoning: Reasoning, max_tokens: int) -> dict[str, Any] | None:

@@ -82,7 +82,7 @@ def build_request(
     if system and system.strip():
         request["system"] = [{"text": system}]
     config = _inference_config(inference or {})
-    if reasoning is not None and (thinking := _thinking(model, reasoning, config)):
+    if reasoning is not None and can_think_now(wire) and (thinking := _thinking(model, reasoning, config)):
         request["additionalModelRequestFields"] = {"thinking": thinking}
         config.pop("temperature", None)  # thinking takes neither (Bedrock answers a ValidationException)
         config.pop("topP", None)
@@ -114,6 +114,17 @@ def _add_cache_points(request: dict[str, Any], model: str) -> None:
         request["toolConfig"]["tools"].append(dict(CACHE_POINT))
     if request["messages"]:
         request["messages"][-1]["content"].append(dict(CACHE_POINT))
+
+
+def can_think_now(wire: list[dict[str, Any]]) -> bool:
+    """Claude refuses thinking when the tool loop in progress began without it: the last assistant
+    message, if it called tools, must start with a reasoning block (it may have none because
+    thinking was off then, or its state was left out: it came from another model). Then this call
+    goes without thinking."""
+    last = next((m for m in reversed(wire) if m["role"] == "assistant"), None)
+    if last is None or all("toolUse" not in block for block in last["content"]):
+        return True
+    return "reasoningContent" in last["content"][0]
 
 
 _THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")

@@ -127,3 +127,35 @@ def test_bedrock_without_thinking(model, reasoning, inference):
     request = bedrock(model, reasoning, **inference)
     assert "additionalModelRequestFields" not in request
     assert request["inferenceConfig"]["temperature"] == 0.3
+
+
+def _loop_without_thinking(first_part: dict | None = None) -> list[dict]:
+    parts = [{"type": "tool_use", "id": "t1", "name": "list_posts", "input": {}}]
+    return [
+        *USER,
+        {"role": "assistant", "parts": [*([first_part] if first_part else []), *parts]},
+        {"role": "tool", "parts": [{"type": "tool_result", "tool_use_id": "t1", "result": {}, "status": "ok"}]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first_part", "thinks"),
+    [
+        (None, False),  # the loop began without thinking (or its state went to another model)
+        ({"type": "reasoning", "text": "Hm.", "signature": "sig"}, True),
+        ({"type": "reasoning", "text": "", "provider_data": {"redacted": "AAAA"}}, True),
+    ],
+)
+def test_claude_thinks_only_where_the_tool_loop_allows(first_part, thinks):
+    from agent.backends.anthropic import build_body
+
+    messages = _loop_without_thinking(first_part)
+    model = "anthropic.claude-sonnet-4-20250514-v1:0"
+    bedrock_request = build_request(
+        system="", messages=messages, tools=[], model=model, inference={"max_tokens": 8000}, reasoning=Reasoning("low")
+    )
+    assert ("additionalModelRequestFields" in bedrock_request) is thinks
+    body = build_body(
+        system="", messages=messages, tools=[], model="claude-sonnet-4-5", max_tokens=8000, reasoning=Reasoning("low")
+    )
+    assert ("thinking" in body) is thinks
