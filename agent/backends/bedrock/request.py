@@ -19,6 +19,10 @@ How `build_request` translates:
   is not available, so offering the name costs nothing.
 * tool-use ids that Bedrock's pattern would reject (ids from another provider) are replaced by a
   stable hash, the same on the `toolUse` and its `toolResult`.
+* redacted reasoning (provider state `{"redacted": <base64>}`) goes back as `redactedContent`
+  bytes; `toolResult.status` is sent only to Claude models (`takes_result_status`).
+* with `AGENT_REASONING` on, Claude 3.7 and 4.x get `additionalModelRequestFields.thinking`;
+  with prompt caching, the families that cache get `cachePoint` blocks (`caches_prompts`).
 """
 
 from __future__ import annotations
