@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
+from agent.transcript import is_redacted
 
 
 class ReadOnlyMixin:
@@ -31,6 +32,7 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
         "model_id",
         "stop_reason",
         "tokens",
+        "reasoning",
         "cost_usd",
         "tools_offered",
         "created_at",
@@ -65,7 +67,18 @@ def _part_text(part: Part) -> str:
         return f"{part.tool_status}: {part.tool_result} [{part.tool_use_id}]"
     if part.type in ("image", "document"):
         return f"{part.media_type} {part.media_ref}"
+    if is_redacted(part):
+        return "(redacted thinking)"
     return part.text[:2000]
+
+
+def provider_state(part: Part) -> str:
+    """Which backend and model the part's provider state goes back to, and what it holds (its keys
+    only: the values are the provider's, opaque, and redacted reasoning is never shown)."""
+    if part.provider_data is None and not part.signature:
+        return ""
+    keys = sorted(part.provider_data or {}) + (["signature"] if part.signature else [])
+    return f"{part.provider_backend or '?'} / {part.provider_model or '?'}: {', '.join(keys)}"
 
 
 @admin.register(Session)
@@ -108,11 +121,15 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
         "tool_result",
         "tool_status",
         "effects",
-        "signature",
+        "state",
         "media_type",
         "media_ref",
     ]
     readonly_fields = fields
+
+    @admin.display(description="provider state")
+    def state(self, part: Part) -> str:
+        return provider_state(part)
 
 
 @admin.register(Message)
@@ -126,6 +143,9 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "stop_reason",
         "input_tokens",
         "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning",
         "cost_usd",
         "created_at",
     ]

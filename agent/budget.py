@@ -43,10 +43,20 @@ PRICES: dict[str, dict[str, float]] = {
     "anthropic.claude-3-7-sonnet-20250219-v1:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
     "anthropic.claude-sonnet-4-20250514-v1:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
     "anthropic.claude-opus-4-20250514-v1:0": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "anthropic.claude-sonnet-4-5-20250929-v1:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "anthropic.claude-haiku-4-5-20251001-v1:0": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
+    "anthropic.claude-opus-4-1-20250805-v1:0": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
     "amazon.nova-micro-v1:0": {"input": 0.035, "output": 0.14, "cache_read": 0.00875, "cache_write": 0.0},
     "amazon.nova-lite-v1:0": {"input": 0.06, "output": 0.24, "cache_read": 0.015, "cache_write": 0.0},
     "amazon.nova-pro-v1:0": {"input": 0.8, "output": 3.2, "cache_read": 0.2, "cache_write": 0.0},
     "meta.llama3-3-70b-instruct-v1:0": {"input": 0.72, "output": 0.72, "cache_read": 0.72, "cache_write": 0.0},
+    # Anthropic Messages API (cache writes: the 5-minute kind, 1.25 × input)
+    "claude-sonnet-4-5": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-sonnet-4-5-20250929": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-sonnet-4-20250514": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
+    "claude-haiku-4-5-20251001": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
+    "claude-opus-4-1-20250805": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
     # Our own backends: real prices so the dollar caps can be exercised offline.
     "fake": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25},
     "demo": {"input": 0.1, "output": 0.2, "cache_read": 0.01, "cache_write": 0.125},
@@ -72,13 +82,20 @@ def price_for(model: str) -> tuple[dict[str, float], bool]:
     return dearest, False
 
 
+# A price without its cache figures (an `AGENT_PRICES` entry that names only input and output):
+# cache reads cost what input costs and cache writes 1.25 times that (the dearest providers' terms),
+# never nothing, so cached tokens cannot slip past the dollar caps.
+CACHE_WRITE_FACTOR = 1.25
+
+
 def cost_of(model: str, usage: dict[str, int]) -> Decimal:
     p, _ = price_for(model)
+    input_price = p.get("input", 0)
     dollars = (
-        usage.get("input_tokens", 0) * p.get("input", 0)
+        usage.get("input_tokens", 0) * input_price
         + usage.get("output_tokens", 0) * p.get("output", 0)
-        + usage.get("cache_read_tokens", 0) * p.get("cache_read", 0)
-        + usage.get("cache_write_tokens", 0) * p.get("cache_write", 0)
+        + usage.get("cache_read_tokens", 0) * p.get("cache_read", input_price)
+        + usage.get("cache_write_tokens", 0) * p.get("cache_write", input_price * CACHE_WRITE_FACTOR)
     ) / 1_000_000
     return Decimal(str(round(dollars, 6)))
 

@@ -44,7 +44,7 @@ def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *
     loaded (`transcript.add_message`), so the second call of a tool round trip needs no query.
     """
     if run.history is None:
-        load(run)
+        load(run, (backend.name, model))
     session, summary, pairs = run.session, run.summary, run.history
     system = _system(session, summary)
     limit = settings.AGENT_CONTEXT_MAX_TOKENS
@@ -59,10 +59,12 @@ def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *
     return Context(system, [m for _, m in pairs])
 
 
-def load(run: Run) -> None:
-    """Read what the next call is built from: the latest summary and the messages after it."""
+def load(run: Run, origin: tuple[str, str] | None = None) -> None:
+    """Read what the next call is built from: the latest summary and the messages after it, with
+    the provider state only of the backend and model `origin` (a run keeps to one of each)."""
     run.summary = sql.latest_summary(run.session)
-    run.history = read_after(run.session, -1 if run.summary is None else run.summary.up_to_position)
+    after = -1 if run.summary is None else run.summary.up_to_position
+    run.history = read_after(run.session, after, origin=origin)
 
 
 def _system(session: Session, summary: ContextSummary | None) -> str:

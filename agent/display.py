@@ -9,7 +9,15 @@ from typing import Any
 from agent.markdown import render_markdown
 from agent.models import Approval, Message, Part, Session, Turn
 from agent.tools import REGISTRY
+from agent.transcript import is_redacted
 
+REDACTED_THINKING = "Redacted thinking (the provider keeps it encrypted)."
+# What people are told when an answer did not end normally.
+STOP_NOTES = {
+    "stopped": "Stopped.",
+    "max_tokens": "The answer was cut off (it reached its length limit).",
+    "incomplete": "The answer may be incomplete: the model stopped without finishing normally.",
+}
 TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running", "waiting": "awaiting your OK"}
 
 
@@ -97,13 +105,15 @@ def turn_blocks(messages: list[Message], statuses: dict[str, str]) -> list[dict[
         for part in message.parts.all():
             if part.type == "reasoning" and part.text:
                 blocks.append({"kind": "reasoning", "text": part.text})
+            elif is_redacted(part):  # kept for the provider; people see only that it was there
+                blocks.append({"kind": "reasoning", "text": REDACTED_THINKING})
             elif part.type == "text" and part.text:
                 blocks.append({"kind": "text", "html": render_markdown(part.text)})
             elif part.type == "tool_use":
                 status = statuses.get(part.tool_use_id, "error")
                 blocks.append({"kind": "chip", **chip(part.tool_use_id, part.tool_name, part.tool_input, status)})
-        if message.stop_reason == "stopped":
-            blocks.append({"kind": "note", "text": "Stopped."})
+        if note := STOP_NOTES.get(message.stop_reason):
+            blocks.append({"kind": "note", "text": note})
     return blocks
 
 

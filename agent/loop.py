@@ -221,7 +221,7 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error") if k in ev}
+            tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error", "provider_data") if k in ev}
             tool_use["id"] = str(tool_use["id"])
             call.tool_uses.append(tool_use)
             yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
@@ -248,12 +248,20 @@ def clean_text(value: Any) -> Any:
 
 
 def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:
-    if call.reasoning and not call.reasoning[-1].get("signature"):
-        call.reasoning[-1]["text"] += ev.get("text", "")
+    """Reasoning pieces join the open block; a signature or provider state closes it (redacted
+    reasoning is a block of its own)."""
+    state = ev.get("provider_data")
+    last = call.reasoning[-1] if call.reasoning else None
+    if last and not last.get("signature") and not last.get("provider_data") and "redacted" not in (state or {}):
+        last["text"] += ev.get("text", "")
         if ev.get("signature"):
-            call.reasoning[-1]["signature"] = ev["signature"]
+            last["signature"] = ev["signature"]
+        if state:
+            last["provider_data"] = state
     else:
         call.reasoning.append({"text": ev.get("text", ""), "signature": ev.get("signature", "")})
+        if state:
+            call.reasoning[-1]["provider_data"] = state
 
 
 def _persist(

@@ -82,6 +82,9 @@ class Message(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     tools_offered = models.JSONField(null=True, blank=True)
+    # The thinking asked of the model for this call (`AGENT_REASONING`: a level or a token budget;
+    # blank when off). A model without reasoning settings is asked nothing whatever this says.
+    reasoning = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -119,6 +122,13 @@ class Part(models.Model):
     media_type = models.CharField(max_length=100, blank=True)
     media_ref = models.CharField(max_length=500, blank=True)
     signature = models.TextField(blank=True)
+    # Opaque state the provider needs back with this part (Gemini's thought signature on a tool
+    # call, DeepSeek's reasoning_content, OpenRouter's reasoning_details, redacted reasoning), kept
+    # as the adapter gave it, and which backend and model made it (and its signature): both go back
+    # only to that backend and model (`transcript.part_for_model`).
+    provider_data = models.JSONField(null=True, blank=True)
+    provider_backend = models.CharField(max_length=20, blank=True)
+    provider_model = models.CharField(max_length=200, blank=True)
     # A tool_result's page effects (what changed, for live refreshes). Never shown to the model;
     # kept so a stream served from the transcript (another worker) replays them too.
     effects = models.JSONField(default=list, blank=True)

@@ -185,6 +185,7 @@ MESSAGE_FIELDS = (
     "cache_write_tokens",
     "cost_usd",
     "tools_offered",
+    "reasoning",
     "created_at",
 )
 PART_FIELDS = (
@@ -200,6 +201,9 @@ PART_FIELDS = (
     "media_type",
     "media_ref",
     "signature",
+    "provider_data",
+    "provider_backend",
+    "provider_model",
     "effects",
 )
 
@@ -213,7 +217,7 @@ def insert_message(message: Message, parts: list[Part]) -> None:
 
 
 READ_PART_FIELDS = tuple(name for name in PART_FIELDS if name not in ("message", "position", "effects"))
-_JSON = ("tool_input", "tool_result")
+_JSON = ("tool_input", "tool_result", "provider_data")
 
 
 @cache

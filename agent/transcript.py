@@ -11,19 +11,25 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agent import sql
+from agent.backends.reasoning import configured as reasoning_setting
 from agent.models import Message, Part, Session, Spend
 from agent.state import Run
+
+Origin = tuple[str, str]  # (backend name, model id) of a model call
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
 
-def build_neutral_messages(session: Session) -> list[dict[str, Any]]:
-    """The whole transcript in the neutral shape (docs/engine.md, "Backends"), oldest first. Messages without parts are skipped."""
-    return [message for _, message in read_after(session, -1)]
+def build_neutral_messages(session: Session, *, origin: Origin | None = None) -> list[dict[str, Any]]:
+    """The whole transcript in the neutral shape (docs/engine.md, "Backends"), oldest first. Messages
+    without parts are skipped. With an `origin` (backend name, model id) it is what that model is
+    sent: provider state made by another backend or model is left out (`part_for_model`)."""
+    return [message for _, message in read_after(session, -1, origin=origin)]
 
 
-def read_after(session: Session, after: int) -> list[tuple[int, dict[str, Any]]]:
-    """The messages after position `after` as (position, neutral message), in one query."""
+def read_after(session: Session, after: int, *, origin: Origin | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """The messages after position `after` as (position, neutral message) for a model call, in one
+    query; `origin` as in `build_neutral_messages`."""
     pairs: list[tuple[int, dict[str, Any]]] = []
     current: dict[str, Any] = {}
     last = None
@@ -31,11 +37,12 @@ def read_after(session: Session, after: int) -> list[tuple[int, dict[str, Any]]]
         if position != last:
             last, current = position, {"role": role, "parts": []}
             pairs.append((position, current))
-        current["parts"].append(part_to_neutral(part))
+        current["parts"].append(part_for_model(part, origin))
     return pairs
 
 
 def part_to_neutral(part: Part) -> dict[str, Any]:
+    """A part as people and API clients see it: no provider state; redacted reasoning says so."""
     match part.type:
         case "text":
             return {"type": "text", "text": part.text}
@@ -43,6 +50,8 @@ def part_to_neutral(part: Part) -> dict[str, Any]:
             d = {"type": "reasoning", "text": part.text}
             if part.signature:
                 d["signature"] = part.signature
+            if is_redacted(part):
+                d["redacted"] = True
             return d
         case "tool_use":
             return {"type": "tool_use", "id": part.tool_use_id, "name": part.tool_name, "input": part.tool_input or {}}
@@ -60,6 +69,25 @@ def part_to_neutral(part: Part) -> dict[str, Any]:
                 d["name"] = part.text or "document"
             return d
     raise ValueError(f"Unknown part type {part.type!r}")
+
+
+def is_redacted(part: Part) -> bool:
+    """Reasoning the provider encrypted: kept for the provider, shown to people as "redacted thinking"."""
+    return part.type == "reasoning" and isinstance(part.provider_data, dict) and "redacted" in part.provider_data
+
+
+def part_for_model(part: Part, origin: Origin | None = None) -> dict[str, Any]:
+    """A part as a model call is sent it. Its provider state (`provider_data`, a signature) goes
+    only to the backend and model that made it: with an `origin` (backend name, model id) that is
+    another, the state is left out; without one, all of it is kept. A signature stored before the
+    origin was recorded is kept (nothing says it came from elsewhere)."""
+    d = part_to_neutral(part)
+    d.pop("redacted", None)
+    if part.provider_backend and origin is not None and (part.provider_backend, part.provider_model) != origin:
+        d.pop("signature", None)
+    elif part.provider_data is not None:
+        d["provider_data"] = part.provider_data
+    return d
 
 
 def load_media(ref: str) -> bytes:
@@ -98,7 +126,7 @@ def add_message(
         raise
     run.next_position = position + 1
     if run.history is not None:  # the run's loaded transcript stays as a fresh read would find it
-        neutral = [part_to_neutral(row) for row in rows]
+        neutral = [part_for_model(row) for row in rows]  # (this run's own calls: their state is kept)
         if neutral:
             run.history.append((position, {"role": role, "parts": neutral}))
     return message
@@ -118,6 +146,10 @@ def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
         row.effects = list(p.get("effects") or [])
     else:
         row.media_type, row.media_ref, row.text = p.get("media_type", ""), p.get("media_ref", ""), p.get("name", "")
+    if kind in ("reasoning", "tool_use") and isinstance(p.get("provider_data"), dict):
+        row.provider_data = p["provider_data"]
+    if row.provider_data is not None or row.signature:  # which backend and model the state goes back to
+        row.provider_backend, row.provider_model = message.backend, message.model_id
     return row
 
 
@@ -136,11 +168,14 @@ def persist_assistant(
     also: Iterable[Spend] = (),
 ) -> Message:
     parts: list[dict[str, Any]] = [
-        {"type": "reasoning", "text": r["text"], "signature": r.get("signature", "")} for r in reasoning
+        {"type": "reasoning", "text": r["text"], "signature": r.get("signature", ""), **_state(r)} for r in reasoning
     ]
     if text:
         parts.append({"type": "text", "text": text})
-    parts += [{"type": "tool_use", "id": t["id"], "name": t["name"], "input": t.get("input") or {}} for t in tool_uses]
+    parts += [
+        {"type": "tool_use", "id": t["id"], "name": t["name"], "input": t.get("input") or {}, **_state(t)}
+        for t in tool_uses
+    ]
     return add_message(
         run,
         Message.ASSISTANT,
@@ -154,8 +189,14 @@ def persist_assistant(
         cache_write_tokens=usage.get("cache_write_tokens", 0),
         cost_usd=cost_usd,
         tools_offered=tools_offered,
+        reasoning=str(reasoning_setting() or ""),
         also=also,
     )
+
+
+def _state(event: dict[str, Any]) -> dict[str, Any]:
+    data = event.get("provider_data")
+    return {"provider_data": data} if isinstance(data, dict) and data else {}
 
 
 def persist_tool_results(run: Run, results: list[dict[str, Any]]) -> Message:

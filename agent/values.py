@@ -22,6 +22,7 @@ class ReasoningPart(TypedDict):
     type: Literal["reasoning"]
     text: str
     signature: NotRequired[str]
+    provider_data: NotRequired[dict[str, Any]]  # opaque; only from (and to) the backend and model that made it
 
 
 class ToolUsePart(TypedDict):
@@ -29,6 +30,7 @@ class ToolUsePart(TypedDict):
     id: str
     name: str
     input: dict[str, Any]
+    provider_data: NotRequired[dict[str, Any]]
 
 
 class ToolResultPart(TypedDict):
@@ -85,6 +87,9 @@ class ReasoningEvent(TypedDict):
     kind: Literal["reasoning"]
     text: str
     signature: NotRequired[str]
+    # State the provider needs back with this reasoning (stored, sent back to the same backend and
+    # model only); `{"redacted": ...}` is reasoning the provider encrypted.
+    provider_data: NotRequired[dict[str, Any]]
 
 
 class ToolUseEvent(TypedDict):
@@ -93,6 +98,7 @@ class ToolUseEvent(TypedDict):
     name: str
     input: dict[str, Any]
     input_error: NotRequired[str]  # the arguments did not parse: the runner answers an error result
+    provider_data: NotRequired[dict[str, Any]]  # state the provider needs back with this call
 
 
 class DoneEvent(TypedDict):

@@ -208,11 +208,18 @@ LOGGING = {
 
 # --- The agent engine -------------------------------------------------------
 AGENT_BACKEND = os.environ.get("AGENT_BACKEND", "demo").strip() or "demo"
-# Backends beyond the engine's own (fake, openai, bedrock): the blog's offline demo model.
+# Backends beyond the engine's own (fake, openai, bedrock, anthropic): the blog's offline demo model.
 AGENT_BACKEND_CLASSES = {"demo": "blog.demo.DemoBackend"}
 AGENT_MODEL = os.environ.get("AGENT_MODEL", "").strip()
 AGENT_MAX_TOOL_CYCLES = env_int("AGENT_MAX_TOOL_CYCLES", 8)
 AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 4096)
+AGENT_MODEL_REASONING = env_bool("AGENT_MODEL_REASONING", False)
+AGENT_PROMPT_CACHING = env_bool("AGENT_PROMPT_CACHING", True)  # Bedrock cachePoint, Anthropic cache_control
+AGENT_REASONING = os.environ.get("AGENT_REASONING", "off").strip().lower() or "off"
+if AGENT_REASONING not in ("off", "low", "medium", "high") and not AGENT_REASONING.isdigit():
+    raise ImproperlyConfigured(
+        f"AGENT_REASONING must be off, low, medium, high or a number of tokens; got {AGENT_REASONING!r}."
+    )
 AGENT_BUDGET_TOKENS_PER_MINUTE = env_int("AGENT_BUDGET_TOKENS_PER_MINUTE", 20000)
 AGENT_BUDGET_TOKENS_PER_HOUR = env_int("AGENT_BUDGET_TOKENS_PER_HOUR", 200000)
 AGENT_BUDGET_USD_PER_MONTH = env_float("AGENT_BUDGET_USD_PER_MONTH", 5.0)
@@ -245,10 +252,13 @@ except json.JSONDecodeError:
 
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 AWS_REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
 AGENT_FIRST_EVENT_TIMEOUT_SECONDS = env_float("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0)
 AGENT_EVENT_TIMEOUT_SECONDS = env_float("AGENT_EVENT_TIMEOUT_SECONDS", 60.0)
 AGENT_RETRIES = env_int("AGENT_RETRIES", 2)
+AGENT_MAX_RETRY_WAIT_SECONDS = env_float("AGENT_MAX_RETRY_WAIT_SECONDS", 30.0)
 
 CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 

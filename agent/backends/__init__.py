@@ -1,6 +1,6 @@
 """Backends chosen by name from settings at call time, the Django way.
 
-The engine ships `fake`, `openai` and `bedrock`. A project adds its own (or replaces one) with
+The engine ships `fake`, `openai`, `bedrock` and `anthropic`. A project adds its own (or replaces one) with
 `AGENT_BACKEND_CLASSES`, a dict of name to dotted path merged over these, e.g.
 `{"demo": "blog.demo.DemoBackend"}`.
 """
@@ -21,6 +21,7 @@ BACKENDS = {
     "fake": "agent.backends.fake.FakeBackend",
     "openai": "agent.backends.openai.OpenAIBackend",
     "bedrock": "agent.backends.bedrock.BedrockBackend",
+    "anthropic": "agent.backends.anthropic.AnthropicBackend",
 }
 
 

@@ -20,7 +20,9 @@ __all__ = [
     "zero_usage",
 ]
 
-STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered")
+# `refusal`: the provider refused to answer; `incomplete`: a stop the adapter does not understand,
+# or an answer cut off (CONTRACT §8): never reported as `end_turn`.
+STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered", "refusal", "incomplete")
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 Event = ModelEvent

@@ -13,14 +13,25 @@ from agent.exceptions import BackendError
 logger = logging.getLogger("agent.backends")
 
 MAX_BACKOFF_SECONDS = 20.0
+# The longest server-asked wait (Retry-After) a turn sits through before trying again; a server
+# that asks for longer gets no early retry: the call fails (retryable) and the person is told to
+# try again. `AGENT_MAX_RETRY_WAIT_SECONDS` overrides it.
+MAX_RETRY_WAIT_SECONDS = 30.0
 
 
 def backoff_seconds(attempt: int, retry_after: float | None = None, *, base: float = 0.5) -> float:
-    """Capped exponential backoff with full jitter; a server's Retry-After wins when it is longer."""
+    """Capped exponential backoff with full jitter; a server's Retry-After wins when it is longer
+    (`stream_with_retries` never retries when that is past its cap)."""
     delay = random.uniform(0, min(MAX_BACKOFF_SECONDS, base * (2**attempt)))
     if retry_after is not None:
-        delay = max(delay, min(retry_after, MAX_BACKOFF_SECONDS))
+        delay = max(delay, retry_after)
     return delay
+
+
+def max_retry_wait() -> float:
+    from django.conf import settings
+
+    return float(getattr(settings, "AGENT_MAX_RETRY_WAIT_SECONDS", MAX_RETRY_WAIT_SECONDS))
 
 
 def stream_with_retries(
@@ -41,6 +52,11 @@ def stream_with_retries(
             return
         except BackendError as exc:
             if started or not exc.retryable or attempt >= retries:
+                raise
+            if exc.retry_after is not None and exc.retry_after > max_retry_wait():
+                logger.warning(
+                    "%s: the server asks to wait %.0fs, longer than we wait: not retried", label, exc.retry_after
+                )
                 raise
             delay = backoff_seconds(attempt, exc.retry_after)
             logger.warning(

@@ -300,3 +300,15 @@ def test_the_estimate_counts_the_tools_as_their_json_whatever_was_remembered():
     other = {**catalogue[0], "strict": True}
     assert budget.estimate_tokens("sys", messages, [other, catalogue[1]]) == expected([other, catalogue[1]])
     assert budget.estimate_tokens("sys", messages, []) == expected([])
+
+
+def test_cache_tokens_are_priced_even_when_a_price_leaves_them_out(settings):
+    from decimal import Decimal
+
+    from agent import budget
+
+    settings.AGENT_PRICES = {"plain": {"input": 2.0, "output": 8.0}}
+    usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 1_000_000, "cache_write_tokens": 1_000_000}
+    assert budget.cost_of("plain", usage) == Decimal("4.5")  # read at input price, write at 1.25 × input
+    claude = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    assert budget.cost_of(claude, usage) == Decimal("4.05")  # its own cache prices: 0.30 + 3.75

@@ -9,6 +9,7 @@ scenario lives in `RetryContract`, which the fake does not inherit.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -20,6 +21,7 @@ from agent.models import Message, Session
 from agent.state import Run
 from agent.tools import register, unregister
 from agent.transcript import add_message, build_neutral_messages
+from tests.agent.backends.anthropic_server import ScriptedAnthropicServer, error_body, events, message_start
 from tests.agent.backends.bedrock_server import BedrockStubServer
 from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
 
@@ -52,6 +54,21 @@ def tool_use(id: str, name: str, input: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "tool_use", "id": id, "name": name, "input": input}
 
 
+def signed_tool_use(id: str, name: str, input: dict[str, Any], thought_signature: str) -> dict[str, Any]:
+    """A tool call with state the provider needs back (Gemini's thought signature; ignored by
+    providers that have no such thing)."""
+    return {**tool_use(id, name, input), "thought_signature": thought_signature}
+
+
+def redacted(data: bytes) -> dict[str, Any]:
+    """Reasoning the provider encrypted: kept and sent back, never shown."""
+    return {"kind": "redacted", "data": data}
+
+
+REDACTED = b"\x00opaque-thinking\xff"
+REDACTED_B64 = base64.b64encode(REDACTED).decode()
+
+
 def bad_tool_use(id: str, name: str, raw_arguments: str) -> dict[str, Any]:
     """A tool call whose arguments the provider sends as text that does not parse."""
     return {"kind": "tool_use", "id": id, "name": name, "input": {}, "raw_arguments": raw_arguments}
@@ -59,6 +76,11 @@ def bad_tool_use(id: str, name: str, raw_arguments: str) -> dict[str, Any]:
 
 def done(stop_reason: str = "end_turn", **usage: int) -> dict[str, Any]:
     return {"kind": "done", "stop_reason": stop_reason, "usage": {**USAGE, **usage}}
+
+
+def stall(seconds: float) -> dict[str, Any]:
+    """The server goes quiet this long here (first in a call: before anything at all)."""
+    return {"stall": seconds}
 
 
 def fail(kind: str) -> dict[str, Any]:
@@ -146,6 +168,7 @@ class BackendContract:
 
     backend: str | None = None
     supports_signature = True  # the provider streams a reasoning signature back
+    content_filter_stop = "content_filtered"  # how the provider's withheld answer is reported
     reports_cache_write = True  # the provider reports cache-write tokens
 
     @pytest.fixture(autouse=True)
@@ -185,6 +208,16 @@ class BackendContract:
 
     def assert_results_sent(self, request: Any, results: list[tuple[str, dict[str, Any], str]]) -> None:
         """`request` ends with the tool results (tool_use_id, result, status) where this provider wants them."""
+        raise NotImplementedError
+
+    other_model = ""  # another model of this backend, for the chat that changes model
+
+    def assert_state_sent(self, request: Any) -> None:
+        """`request`'s last assistant message carries back the state of `STATEFUL_CALL` as this provider wants it."""
+        raise NotImplementedError
+
+    def assert_no_state_sent(self, request: Any) -> None:
+        """No provider state in `request` (the chat went on with another model)."""
         raise NotImplementedError
 
     # ---- scenarios
@@ -270,8 +303,9 @@ class BackendContract:
         self.serve([[done("content_filtered")]])
         events = list(run_agent(chat))
         (message,) = assistants(chat)
-        assert events == [("done", {"message_id": message.pk, "stop_reason": "content_filtered", "usage": USAGE})]
-        assert message.stop_reason == "content_filtered"
+        stop = self.content_filter_stop
+        assert events == [("done", {"message_id": message.pk, "stop_reason": stop, "usage": USAGE})]
+        assert message.stop_reason == stop
 
     def test_usage_with_cache_tokens(self, chat):
         self.serve(
@@ -326,9 +360,103 @@ class BackendContract:
         assert (failed.stop_reason, parts_of(failed)) == ("error", [])
         assert len(self.requests()) == 1  # not retried although AGENT_RETRIES is 2
 
+    def test_reasoning_state_goes_back_to_the_model_that_made_it(self, chat, adds):
+        self.serve([STATEFUL_CALL, [text("It is 5."), done()]])
+        events = list(run_agent(chat))
+        assert names(events) == ["reasoning", "tool_use", "tool_result", "token", "done"]
+        assert joined(events, "reasoning") == "Two plus three."
+        assert REDACTED_B64 not in repr(events) and repr(REDACTED) not in repr(events)
+        assert_transcript_valid(chat)
+        first, second = self.requests()
+        self.assert_state_sent(second)
+
+    def test_reasoning_state_is_left_out_for_another_model(self, chat, adds, settings):
+        self.serve([STATEFUL_CALL, [text("It is 5."), done()], [text("7."), done()]])
+        list(run_agent(chat))
+        settings.AGENT_MODEL = self.other_model
+        ask(chat, "And 3 + 4?")
+        events = list(run_agent(chat))
+        assert names(events) == ["token", "done"]
+        self.assert_no_state_sent(self.requests()[-1])
+        (first, *_) = assistants(chat)
+        assert first.parts.filter(provider_data__isnull=False).exists()  # still kept for that model
+
+
+PNG = b"\x89PNG\r\n\x1a\n a one-pixel dot"
+
+
+class ImageContract:
+    """An image the user attached reaches the model in the provider's own shape."""
+
+    def assert_image_sent(self, request: Any, data: bytes) -> None:
+        raise NotImplementedError
+
+    def test_an_image_reaches_the_model(self, chat, settings):
+        from django.core.files.base import ContentFile
+        from django.core.files.storage import default_storage
+
+        settings.MEDIA_ROOT = str(self.tmp_path / "media")
+        ref = default_storage.save("chat/dot.png", ContentFile(PNG))
+        parts = [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image", "media_type": "image/png", "media_ref": ref},
+        ]
+        add_message(Run(chat), Message.USER, parts)
+        self.serve([[text("A dot."), done()]])
+        events = list(run_agent(chat))
+        assert joined(events, "token") == "A dot."
+        self.assert_image_sent(self.requests()[0], PNG)
+
+
+STATEFUL_CALL = [
+    reasoning("Two plus three.", "sig-R2d2"),
+    redacted(REDACTED),
+    signed_tool_use("call_1", "add", {"a": 2, "b": 3}, "ts-Gm1"),
+    done("tool_use"),
+]
+
 
 class RetryContract:
     """Adapters that retry a failure before any output (the fake replays; it never retries)."""
+
+    overflow_dialects: tuple[str, ...] = ()  # this provider's ways of saying the context is too long
+
+    def test_context_too_long_summarises_and_retries(self, chat, settings):
+        settings.AGENT_CONTEXT_KEEP_MESSAGES = 2
+        for dialect in self.overflow_dialects:
+            first = len(self.requests())
+            self.serve([[text("5."), done()]])
+            list(run_agent(chat))
+            ask(chat, f"And now ({dialect})?")
+            self.serve([[fail(f"context:{dialect}")], [text("They asked sums."), done()], [text("Sure."), done()]])
+            events = list(run_agent(chat))
+            assert names(events) == ["token", "done"], dialect
+            assert joined(events, "token") == "Sure."
+            overflowed, summary, retried = self.requests()[first + 1 :]
+            assert len(self.request_text(retried)) < len(self.request_text(overflowed))
+            assert "They asked sums." in self.request_text(retried)  # the summary, in the system prompt
+        assert chat.summaries.count() == len(self.overflow_dialects)
+
+    def request_text(self, request: Any) -> str:
+        return json.dumps(request)
+
+    def test_a_late_first_event_is_retried(self, chat, settings):
+        settings.AGENT_FIRST_EVENT_TIMEOUT_SECONDS = 0.5
+        self.serve([[stall(1.5), text("Late."), done()], [text("On time."), done()]])
+        events = list(run_agent(chat))
+        assert names(events) == ["token", "done"]
+        assert joined(events, "token") == "On time."
+        assert len(self.requests()) == 2
+
+    def test_a_stall_between_events_ends_the_call_keeping_what_came(self, chat, settings):
+        settings.AGENT_FIRST_EVENT_TIMEOUT_SECONDS = 0.5
+        settings.AGENT_EVENT_TIMEOUT_SECONDS = 0.5
+        self.serve([[text("Partial "), stall(3), text("never"), done()]])
+        events = list(run_agent(chat))
+        assert events == [("token", {"text": "Partial "}), PROVIDER_ERROR]
+        (message,) = assistants(chat)
+        assert (message.stop_reason, parts_of(message)) == ("error", [("text", "Partial ")])
+        assert len(self.requests()) == 1  # output had started: not retried
 
     def test_retryable_failure_before_output_then_success(self, chat):
         self.serve([[fail("retryable")], [text("Back again."), done()]])
@@ -348,14 +476,20 @@ class RetryContract:
 def fake_event(event: dict[str, Any]) -> dict[str, Any]:
     if "fail" in event:
         return {"kind": "error", "retryable": event["fail"] == "retryable", "message": f"scripted {PROVIDER_DETAIL}"}
+    if event.get("kind") == "redacted":
+        return {"kind": "reasoning", "text": "", "provider_data": {"redacted": REDACTED_B64}}
+    if "thought_signature" in event:
+        event = {k: v for k, v in event.items() if k != "thought_signature"}
+        return {**event, "provider_data": {"thought_signature": "ts-Gm1"}}
     if "raw_arguments" in event:  # the fake carries the adapters' verdict instead of the raw text
         event = {k: v for k, v in event.items() if k != "raw_arguments"}
         return {**event, "input": {}, "input_error": "Expecting property name enclosed in double quotes"}
     return dict(event)
 
 
-class TestFakeContract(BackendContract):
+class TestFakeContract(ImageContract, BackendContract):
     backend = "fake"
+    other_model = "fake-other"
 
     def start(self, settings, monkeypatch) -> None:
         self.settings = settings
@@ -367,6 +501,30 @@ class TestFakeContract(BackendContract):
 
     def requests(self):
         return get_backend().requests
+
+    def assert_state_sent(self, request):
+        assert request["messages"][-2]["parts"] == [
+            {"type": "reasoning", "text": "Two plus three.", "signature": "sig-R2d2"},
+            {"type": "reasoning", "text": "", "provider_data": {"redacted": REDACTED_B64}},
+            {
+                "type": "tool_use",
+                "id": "call_1",
+                "name": "add",
+                "input": {"a": 2, "b": 3},
+                "provider_data": {"thought_signature": "ts-Gm1"},
+            },
+        ]
+
+    def assert_image_sent(self, request, data):
+        assert {"type": "image", "media_type": "image/png", "data": data} in request["messages"][-1]["parts"]
+
+    def assert_no_state_sent(self, request):
+        assert request["model"] == self.other_model
+        assert request["messages"][1]["parts"] == [
+            {"type": "reasoning", "text": "Two plus three."},
+            {"type": "reasoning", "text": ""},
+            {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}},
+        ]
 
     def assert_results_sent(self, request, results):
         assert request["messages"][-1] == {
@@ -414,6 +572,49 @@ OPENAI_HTTP_ERRORS = {
             }
         ),
     ),
+    "context:openai": Reply(
+        status=400,
+        body=json.dumps(
+            {
+                "error": {
+                    "message": "This model's maximum context length is 128000 tokens. However, your messages "
+                    "resulted in 130512 tokens. Please reduce the length of the messages.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            }
+        ),
+    ),
+    "context:llamacpp": Reply(
+        status=400,
+        body=json.dumps(
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 4410,
+                    "n_ctx": 4096,
+                }
+            }
+        ),
+    ),
+    "context:gemini": Reply(
+        status=400,
+        body=json.dumps(
+            [
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "The input token count (1100230) exceeds the maximum number of tokens "
+                        "allowed (1048576).",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                }
+            ]
+        ),
+    ),
 }
 
 
@@ -457,18 +658,29 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
         return OPENAI_HTTP_ERRORS[call[0]["fail"]]
     chunks: list[Any] = [openai_chunk({"role": "assistant", "content": "", "refusal": None})]
     tool_index = 0
-    for event in call:
+    pauses: dict[int, float] = {}
+    for position, event in enumerate(call):
         if "fail" in event:
             error = {"message": f"The server had an error. {PROVIDER_DETAIL}", "type": "server_error", "code": None}
-            return Reply(body=sse(*chunks, {"error": error}, done=False))
+            return Reply(body=sse(*chunks, {"error": error}, done=False), pause_before=pauses)
+        if "stall" in event:
+            pauses[0 if position == 0 else len(chunks)] = event["stall"]
+            continue
         match event["kind"]:
             case "text":
                 chunks.append(openai_chunk({"content": event["text"]}))
             case "reasoning":  # DeepSeek-style; chat/completions has no signature
                 chunks.append(openai_chunk({"reasoning_content": event["text"]}))
+            case "redacted":  # OpenRouter's encrypted reasoning, in two pieces
+                data = base64.b64encode(event["data"]).decode()
+                for piece in halves(data):
+                    detail = {"type": "reasoning.encrypted", "data": piece, "format": "anthropic-claude-v1", "index": 0}
+                    chunks.append(openai_chunk({"content": "", "reasoning_details": [detail]}))
             case "tool_use":
                 start = {"index": tool_index, "id": event["id"], "type": "function"}
                 start["function"] = {"name": event["name"], "arguments": ""}
+                if "thought_signature" in event:  # Gemini's OpenAI-compatible endpoint
+                    start["extra_content"] = {"google": {"thought_signature": event["thought_signature"]}}
                 chunks.append(openai_chunk({"tool_calls": [start]}))
                 for piece in halves(arguments_of(event)):
                     chunks.append(
@@ -478,11 +690,13 @@ def openai_reply(call: list[dict[str, Any]]) -> Reply:
             case "done":
                 chunks.append(openai_chunk({}, OPENAI_FINISH[event["stop_reason"]]))
                 chunks.append(openai_usage_chunk(event["usage"]))
-    return Reply(body=sse(*chunks))
+    return Reply(body=sse(*chunks), pause_before=pauses)
 
 
-class TestOpenAIContract(RetryContract, BackendContract):
+class TestOpenAIContract(ImageContract, RetryContract, BackendContract):
     backend = "openai"
+    other_model = "gpt-4.1-mini"
+    overflow_dialects = ("openai", "llamacpp", "gemini")
     supports_signature = False
     reports_cache_write = False
 
@@ -512,6 +726,26 @@ class TestOpenAIContract(RetryContract, BackendContract):
         calls = request["messages"][-len(results) - 1]["tool_calls"]
         assert [call["id"] for call in calls] == [id for id, _, _ in results]
 
+    def assert_state_sent(self, request):
+        assistant = request["messages"][-2]
+        assert assistant["reasoning_content"] == "Two plus three."  # DeepSeek, within the tool loop
+        assert assistant["reasoning_details"] == [  # OpenRouter, joined from its pieces
+            {"type": "reasoning.encrypted", "data": REDACTED_B64, "format": "anthropic-claude-v1", "index": 0}
+        ]
+        (call,) = assistant["tool_calls"]
+        assert call["extra_content"] == {"google": {"thought_signature": "ts-Gm1"}}  # Gemini
+
+    def assert_image_sent(self, request, data):
+        url = f"data:image/png;base64,{base64.b64encode(data).decode()}"
+        assert {"type": "image_url", "image_url": {"url": url}} in request["messages"][-1]["content"]
+
+    def assert_no_state_sent(self, request):
+        assert request["model"] == self.other_model
+        for message in request["messages"]:
+            assert not {"reasoning_content", "reasoning_details"} & message.keys()
+            assert all("extra_content" not in call for call in message.get("tool_calls", []))
+        assert REDACTED_B64 not in json.dumps(request)
+
 
 # --------------------------------------------------------------------------- Bedrock ConverseStream frames
 
@@ -523,6 +757,16 @@ BEDROCK_HTTP_ERRORS = {
         "message": f"Too many requests. {PROVIDER_DETAIL}",
     },
     "fatal": {"status": 400, "error_type": "ValidationException", "message": f"Malformed input. {PROVIDER_DETAIL}"},
+    "context:claude": {
+        "status": 400,
+        "error_type": "ValidationException",
+        "message": "prompt is too long: 210317 tokens > 200000 maximum",
+    },
+    "context:bedrock": {
+        "status": 400,
+        "error_type": "ValidationException",
+        "message": "Input is too long for requested model.",
+    },
 }
 BEDROCK_MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
@@ -568,6 +812,10 @@ class _BedrockFrames:
                 self.delta({"reasoningContent": {"text": event["text"]}})
                 self.delta({"reasoningContent": {"signature": event["signature"]}})
                 self.close()
+            case "redacted":  # bytes in boto3, base64 in the frame's JSON
+                self.block("redacted")
+                self.delta({"reasoningContent": {"redactedContent": base64.b64encode(event["data"]).decode()}})
+                self.close()
             case "tool_use":
                 self.block("tool_use")
                 start = {"toolUse": {"toolUseId": event["id"], "name": event["name"]}}
@@ -588,6 +836,9 @@ def bedrock_response(call: list[dict[str, Any]]) -> dict[str, Any]:
         return BEDROCK_HTTP_ERRORS[call[0]["fail"]]
     frames = _BedrockFrames()
     for event in call:
+        if "stall" in event:
+            frames.events.append({"sleep": event["stall"]})
+            continue
         if "fail" in event:
             frames.events.append(
                 {
@@ -601,8 +852,10 @@ def bedrock_response(call: list[dict[str, Any]]) -> dict[str, Any]:
     return {"events": frames.events}
 
 
-class TestBedrockContract(RetryContract, BackendContract):
+class TestBedrockContract(ImageContract, RetryContract, BackendContract):
     backend = "bedrock"
+    other_model = "anthropic.claude-3-7-sonnet-20250219-v1:0"
+    overflow_dialects = ("claude", "bedrock")
 
     def start(self, settings, monkeypatch) -> None:
         self.server = BedrockStubServer().start()
@@ -629,7 +882,7 @@ class TestBedrockContract(RetryContract, BackendContract):
         self.server.add(*[bedrock_response(call) for call in calls])
 
     def requests(self):
-        assert {request["model"] for request in self.server.requests} <= {BEDROCK_MODEL}
+        assert {request["model"] for request in self.server.requests} <= {BEDROCK_MODEL, self.other_model}
         return [request["body"] for request in self.server.requests]
 
     def assert_results_sent(self, request, results):
@@ -637,9 +890,170 @@ class TestBedrockContract(RetryContract, BackendContract):
         assert request["messages"][-1] == {
             "role": "user",
             "content": [
-                {"toolResult": {"toolUseId": id, "content": [{"json": result}], "status": statuses[status]}}
-                for id, result, status in results
+                *[
+                    {"toolResult": {"toolUseId": id, "content": [{"json": result}], "status": statuses[status]}}
+                    for id, result, status in results
+                ],
+                {"cachePoint": {"type": "default"}},  # Claude 3.5 Haiku caches the prompt up to here
             ],
         }
         uses = [block["toolUse"]["toolUseId"] for block in request["messages"][-2]["content"] if "toolUse" in block]
         assert uses == [id for id, _, _ in results]
+
+    def assert_state_sent(self, request):
+        assert request["messages"][-2]["content"] == [
+            {"reasoningContent": {"reasoningText": {"text": "Two plus three.", "signature": "sig-R2d2"}}},
+            {"reasoningContent": {"redactedContent": REDACTED_B64}},  # (boto3 sends the bytes as base64)
+            {"toolUse": {"toolUseId": "call_1", "name": "add", "input": {"a": 2, "b": 3}}},
+        ]
+
+    def assert_image_sent(self, request, data):
+        image = {"image": {"format": "png", "source": {"bytes": base64.b64encode(data).decode()}}}
+        assert image in request["messages"][-1]["content"]  # (boto3 sends the bytes as base64)
+
+    def assert_no_state_sent(self, request):
+        assert request["messages"][1]["content"] == [
+            {"toolUse": {"toolUseId": "call_1", "name": "add", "input": {"a": 2, "b": 3}}}
+        ]
+
+
+# --------------------------------------------------------------------------- Anthropic Messages SSE
+
+ANTHROPIC_STOP = {"content_filtered": "refusal"}  # (the API's word for an answer it withholds)
+ANTHROPIC_HTTP_ERRORS = {
+    "retryable": Reply(
+        status=529, headers={"retry-after": "1"}, body=error_body("overloaded_error", f"Overloaded {PROVIDER_DETAIL}")
+    ),
+    "fatal": Reply(status=400, body=error_body("invalid_request_error", f"messages: bad {PROVIDER_DETAIL}")),
+    "context:anthropic": Reply(
+        status=400, body=error_body("invalid_request_error", "prompt is too long: 210417 tokens > 200000 maximum")
+    ),
+}
+
+
+class _AnthropicEvents:
+    """Neutral events → the Messages API's streamed events, a content block per kind of content."""
+
+    def __init__(self) -> None:
+        self.payloads: list[dict[str, Any]] = []
+        self.index = -1
+        self.open: str | None = None
+
+    def start(self, kind: str, block: dict[str, Any]) -> None:
+        self.close()
+        self.index, self.open = self.index + 1, kind
+        self.payloads.append({"type": "content_block_start", "index": self.index, "content_block": block})
+
+    def delta(self, delta: dict[str, Any]) -> None:
+        self.payloads.append({"type": "content_block_delta", "index": self.index, "delta": delta})
+
+    def close(self) -> None:
+        if self.open is not None:
+            self.payloads.append({"type": "content_block_stop", "index": self.index})
+            self.open = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        match event["kind"]:
+            case "text":
+                if self.open != "text":
+                    self.start("text", {"type": "text", "text": ""})
+                self.delta({"type": "text_delta", "text": event["text"]})
+            case "reasoning":
+                self.start("thinking", {"type": "thinking", "thinking": "", "signature": ""})
+                self.delta({"type": "thinking_delta", "thinking": event["text"]})
+                self.delta({"type": "signature_delta", "signature": event["signature"]})
+                self.close()
+            case "redacted":
+                self.start("redacted", {"type": "redacted_thinking", "data": base64.b64encode(event["data"]).decode()})
+                self.close()
+            case "tool_use":
+                self.start("tool_use", {"type": "tool_use", "id": event["id"], "name": event["name"], "input": {}})
+                for piece in ["", *halves(arguments_of(event))]:
+                    self.delta({"type": "input_json_delta", "partial_json": piece})
+                self.close()
+            case "done":
+                self.close()
+                reason = ANTHROPIC_STOP.get(event["stop_reason"], event["stop_reason"])
+                delta = {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None}}
+                self.payloads += [
+                    {**delta, "usage": {"output_tokens": event["usage"]["output_tokens"]}},
+                    {"type": "message_stop"},
+                ]
+
+
+def anthropic_reply(call: list[dict[str, Any]]) -> Reply:
+    if "fail" in call[0]:
+        return ANTHROPIC_HTTP_ERRORS[call[0]["fail"]]
+    done_usage = next((e["usage"] for e in call if e.get("kind") == "done"), USAGE)
+    start = message_start(
+        done_usage["input_tokens"],
+        cache_read=done_usage["cache_read_tokens"],
+        cache_write=done_usage["cache_write_tokens"],
+    )
+    stream = _AnthropicEvents()
+    stream.payloads.append(start)
+    pauses: dict[int, float] = {}
+    for position, event in enumerate(call):
+        if "fail" in event:
+            error = {"type": "error", "error": {"type": "overloaded_error", "message": f"Overloaded {PROVIDER_DETAIL}"}}
+            stream.payloads.append(error)
+            break
+        if "stall" in event:
+            pauses[0 if position == 0 else len(stream.payloads)] = event["stall"]
+            continue
+        stream.add(event)
+    return Reply(body=events(*stream.payloads), pause_before=pauses)
+
+
+class TestAnthropicContract(ImageContract, RetryContract, BackendContract):
+    backend = "anthropic"
+    other_model = "claude-sonnet-4-5"
+    overflow_dialects = ("anthropic",)
+    content_filter_stop = "refusal"
+
+    def start(self, settings, monkeypatch) -> None:
+        self.server = ScriptedAnthropicServer().start()
+        settings.ANTHROPIC_BASE_URL = self.server.url
+        settings.ANTHROPIC_API_KEY = "sk-ant-contract-0000"
+        settings.AGENT_MODEL = "claude-haiku-4-5"
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def close_backend(self) -> None:
+        get_backend().close()
+
+    def serve(self, calls):
+        self.server.script(*[anthropic_reply(call) for call in calls])
+
+    def requests(self):
+        return [request.body for request in self.server.requests]
+
+    def assert_results_sent(self, request, results):
+        blocks = [
+            {"type": "tool_result", "tool_use_id": id, "content": json.dumps(result)}
+            | ({"is_error": True} if status == "error" else {})
+            for id, result, status in results
+        ]
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}  # the prompt is cached up to here
+        assert request["messages"][-1] == {"role": "user", "content": blocks}
+        uses = [block["id"] for block in request["messages"][-2]["content"] if block["type"] == "tool_use"]
+        assert uses == [id for id, _, _ in results]
+
+    def assert_state_sent(self, request):
+        assert request["messages"][-2]["content"] == [
+            {"type": "thinking", "thinking": "Two plus three.", "signature": "sig-R2d2"},
+            {"type": "redacted_thinking", "data": REDACTED_B64},
+            {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}},
+        ]
+
+    def assert_image_sent(self, request, data):
+        source = {"type": "base64", "media_type": "image/png", "data": base64.b64encode(data).decode()}
+        (image,) = [block for block in request["messages"][-1]["content"] if block["type"] == "image"]
+        assert image == {"type": "image", "source": source, "cache_control": {"type": "ephemeral"}}  # (last block)
+
+    def assert_no_state_sent(self, request):
+        assert request["model"] == self.other_model
+        assert request["messages"][1]["content"] == [
+            {"type": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}}
+        ]

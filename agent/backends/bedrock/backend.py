@@ -17,10 +17,11 @@ from typing import Any
 
 from django.conf import settings
 
-from agent.backends.base import Backend, BackendError, Event
+from agent.backends.base import Backend, BackendError, Event, setting
 from agent.backends.bedrock.errors import _map_api_errors
-from agent.backends.bedrock.request import build_request
+from agent.backends.bedrock.request import build_request, caches_prompts
 from agent.backends.bedrock.translate import _Translator
+from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.retry import stream_with_retries
 
 CONNECT_TIMEOUT_SECONDS = 10
@@ -38,6 +39,7 @@ class BedrockBackend(Backend):
         first_event_timeout: float | None = None,
         event_timeout: float | None = None,
         retries: int | None = None,
+        prompt_caching: bool | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.region = region if region is not None else (getattr(settings, "AWS_REGION", "") or None)
@@ -45,6 +47,7 @@ class BedrockBackend(Backend):
         self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self._client: Any = None
         self._lock = threading.Lock()
+        self.prompt_caching = bool(setting(prompt_caching, "AGENT_PROMPT_CACHING", True))
 
     def stream(
         self,
@@ -55,7 +58,15 @@ class BedrockBackend(Backend):
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> Iterator[Event]:
-        request = build_request(system=system, messages=messages, tools=tools, model=model, inference=inference)
+        request = build_request(
+            system=system,
+            messages=messages,
+            tools=tools,
+            model=model,
+            inference=inference,
+            reasoning=reasoning_setting(),
+            cache=self.prompt_caching and caches_prompts(model),
+        )
         yield from stream_with_retries(
             lambda: self._stream_once(request), retries=self.retries, sleep=self._sleep, label="bedrock"
         )

@@ -19,20 +19,27 @@ How `build_request` translates:
   is not available, so offering the name costs nothing.
 * tool-use ids that Bedrock's pattern would reject (ids from another provider) are replaced by a
   stable hash, the same on the `toolUse` and its `toolResult`.
+* redacted reasoning (provider state `{"redacted": <base64>}`) goes back as `redactedContent`
+  bytes; `toolResult.status` is sent only to Claude models (`takes_result_status`).
+* with `AGENT_REASONING` on, Claude 3.7 and 4.x get `additionalModelRequestFields.thinking`;
+  with prompt caching, the families that cache get `cachePoint` blocks (`caches_prompts`).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from typing import Any
 
+from agent.backends.reasoning import Reasoning
 from agent.exceptions import BackendError
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
 TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
 _TOOL_USE_ID_RE = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")
 PLACEHOLDER_TEXT = "…"
+DEFAULT_MAX_TOKENS = 4096  # (the loop always sends one; a direct caller may not)
 
 IMAGE_FORMATS = {
     "image/png": "png",
@@ -69,26 +76,85 @@ def build_request(
     tools: list[dict[str, Any]],
     model: str,
     inference: dict[str, Any] | None = None,
+    reasoning: Reasoning | None = None,
+    cache: bool = False,
 ) -> dict[str, Any]:
-    """The keyword arguments for `converse_stream`."""
-    wire = wire_messages(messages)
+    """The keyword arguments for `converse_stream`; `reasoning` (`AGENT_REASONING`) turns Claude's
+    extended thinking on where the model has it; `cache` adds prompt-cache points (`caches_prompts`)."""
+    wire = wire_messages(messages, result_status=takes_result_status(model))
     request: dict[str, Any] = {"modelId": model, "messages": wire}
     if system and system.strip():
         request["system"] = [{"text": system}]
-    if config := _inference_config(inference or {}):
+    config = _inference_config(inference or {})
+    if reasoning is not None and can_think_now(wire) and (thinking := _thinking(model, reasoning, config)):
+        request["additionalModelRequestFields"] = {"thinking": thinking}
+        config.pop("temperature", None)  # thinking takes neither (Bedrock answers a ValidationException)
+        config.pop("topP", None)
+    if config:
         request["inferenceConfig"] = config
     if tool_config := _tool_config(tools or [], wire):
         request["toolConfig"] = tool_config
+    if cache:
+        _add_cache_points(request, model)
     return request
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Neutral messages → Bedrock messages: alternating roles, no empty blocks, results first."""
+CACHE_POINT = {"cachePoint": {"type": "default"}}
+_CACHING_CLAUDE = re.compile(r"claude-(3-7-|3-5-haiku|(sonnet|opus|haiku)-[4-9])")
+
+
+def caches_prompts(model: str) -> bool:
+    """Whether the model family takes Bedrock `cachePoint` blocks (Claude 3.5 Haiku, 3.7 and 4.x; Nova)."""
+    return bool(_CACHING_CLAUDE.search(model)) or "amazon.nova-" in model
+
+
+def _add_cache_points(request: dict[str, Any], model: str) -> None:
+    """A cache point after the system prompt, the tools (Claude only: Nova caches no tools) and the
+    last message: each call then reads the prefix the previous one wrote (the transcript only grows,
+    so what was the last message is still there, unchanged, in the next call)."""
+    if request.get("system"):
+        request["system"].append(dict(CACHE_POINT))
+    if "toolConfig" in request and "amazon.nova-" not in model:
+        request["toolConfig"]["tools"].append(dict(CACHE_POINT))
+    if request["messages"]:
+        request["messages"][-1]["content"].append(dict(CACHE_POINT))
+
+
+def can_think_now(wire: list[dict[str, Any]]) -> bool:
+    """Claude refuses thinking when the tool loop in progress began without it: the last assistant
+    message, if it called tools, must start with a reasoning block (it may have none because
+    thinking was off then, or its state was left out: it came from another model). Then this call
+    goes without thinking."""
+    last = next((m for m in reversed(wire) if m["role"] == "assistant"), None)
+    if last is None or all("toolUse" not in block for block in last["content"]):
+        return True
+    return "reasoningContent" in last["content"][0]
+
+
+_THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")
+
+
+def _thinking(model: str, reasoning: Reasoning, config: dict[str, Any]) -> dict[str, Any] | None:
+    """Claude's `thinking` request, its budget below `maxTokens`; None for a model without extended
+    thinking (Claude before 3.7, Nova, Llama …) or a `maxTokens` too small to think in."""
+    if not _THINKING_MODELS.search(model):
+        return None
+    budget = reasoning.budget_below(int(config.get("maxTokens") or DEFAULT_MAX_TOKENS))
+    if budget is None:
+        return None
+    config.setdefault("maxTokens", DEFAULT_MAX_TOKENS)
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def wire_messages(messages: list[dict[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:
+    """Neutral messages → Bedrock messages: alternating roles, no empty blocks, results first;
+    `result_status`: whether tool results carry `status` (`takes_result_status`)."""
     names = _DocumentNames()
     merged: list[dict[str, Any]] = []
     for message in messages:
         role = _wire_role(message.get("role"))
-        blocks = [b for part in message.get("parts") or [] if (b := _part_block(part, names)) is not None]
+        parts = message.get("parts") or []
+        blocks = [b for part in parts if (b := _part_block(part, names, result_status)) is not None]
         if not blocks:
             continue
         if merged and merged[-1]["role"] == role:
@@ -113,7 +179,7 @@ def _wire_role(role: Any) -> str:
             raise BackendError(f"Bedrock cannot send a message with role {role!r}.", retryable=False)
 
 
-def _part_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any] | None:
+def _part_block(part: dict[str, Any], names: _DocumentNames, with_status: bool = True) -> dict[str, Any] | None:
     """One neutral part → one Bedrock content block (None: nothing to send)."""
     match part.get("type"):
         case "text":
@@ -131,7 +197,7 @@ def _part_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any] |
                 }
             }
         case "tool_result":
-            return _tool_result_block(part)
+            return _tool_result_block(part, with_status)
         case "image":
             return _image_block(part)
         case "document":
@@ -141,13 +207,22 @@ def _part_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any] |
 
 
 def _reasoning_block(part: dict[str, Any]) -> dict[str, Any] | None:
+    redacted = (part.get("provider_data") or {}).get("redacted")
+    if isinstance(redacted, str) and redacted:
+        return {"reasoningContent": {"redactedContent": base64.b64decode(redacted)}}
     signature = part.get("signature")
     if not signature:
         return None
     return {"reasoningContent": {"reasoningText": {"text": part.get("text") or "", "signature": signature}}}
 
 
-def _tool_result_block(part: dict[str, Any]) -> dict[str, Any]:
+def takes_result_status(model: str) -> bool:
+    """Whether the model accepts `toolResult.status` (Bedrock: Anthropic Claude models only; others
+    answer a ValidationException). Without it an error result still says `{"error": ...}`."""
+    return "anthropic." in model or model.startswith("anthropic") or ".claude" in model
+
+
+def _tool_result_block(part: dict[str, Any], with_status: bool = True) -> dict[str, Any]:
     is_error = part.get("status") == "error"
     result = part.get("result")
     if isinstance(result, list):
@@ -156,13 +231,10 @@ def _tool_result_block(part: dict[str, Any]) -> dict[str, Any]:
         result = {"value": result}
     if is_error and not result:
         result = {"error": "The tool call failed."}
-    return {
-        "toolResult": {
-            "toolUseId": wire_tool_use_id(part.get("tool_use_id")),
-            "content": [{"json": result or {}}],
-            "status": "error" if is_error else "success",
-        }
-    }
+    block = {"toolUseId": wire_tool_use_id(part.get("tool_use_id")), "content": [{"json": result or {}}]}
+    if with_status:
+        block["status"] = "error" if is_error else "success"
+    return {"toolResult": block}
 
 
 def _image_block(part: dict[str, Any]) -> dict[str, Any]:

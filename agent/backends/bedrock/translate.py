@@ -2,21 +2,26 @@
 
 `_Translator`: text deltas → `text`; reasoning text deltas → `reasoning`; a
 reasoning block's signature (it may come in pieces) is gathered and emitted when its block stops as
-one `{"kind": "reasoning", "text": "", "signature": ...}` event; redacted reasoning is dropped (the
-contract has no place for it). Tool input pieces are gathered per block index and parsed once, at
-`contentBlockStop`. `metadata` (usage) arrives after `messageStop`, so the stream is read to its end
+one `{"kind": "reasoning", "text": "", "signature": ...}` event; redacted reasoning (bytes) is
+gathered the same way and emitted as `{"kind": "reasoning", "text": "", "provider_data":
+{"redacted": <base64>}}`, kept to be sent back. Tool input pieces are gathered per block index and
+parsed once, at `contentBlockStop`. `metadata` (usage) arrives after `messageStop`, so the stream is read to its end
 before the single `done`. A stream that ends without `messageStop` is a retryable BackendError.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 from agent.backends.base import Event, zero_usage
 from agent.backends.bedrock.errors import _STREAM_EXCEPTION_KEYS, _error_from_code
 from agent.exceptions import BackendError
+
+logger = logging.getLogger("agent.backends")
 
 STOP_REASON_MAP = {
     "end_turn": "end_turn",
@@ -27,6 +32,10 @@ STOP_REASON_MAP = {
     "content_filtered": "content_filtered",
     # The output was cut because the context window filled up: for the caller that is a truncation.
     "model_context_window_exceeded": "max_tokens",
+    # The model's output or tool call could not be read: the answer is not complete. Any stop
+    # reason not named here is `incomplete` too (CONTRACT §8), never a silent end_turn.
+    "malformed_model_output": "incomplete",
+    "malformed_tool_use": "incomplete",
 }
 
 
@@ -36,6 +45,7 @@ class _Translator:
     def __init__(self) -> None:
         self.tool_blocks: dict[int, dict[str, Any]] = {}
         self.signatures: dict[int, list[str]] = {}
+        self.redacted: dict[int, list[bytes]] = {}
         self.tool_used = False
         self.stop_reason: str | None = None
         self.usage = zero_usage()
@@ -81,16 +91,21 @@ class _Translator:
             yield {"kind": "reasoning", "text": reasoning_text}
         if signature := reasoning.get("signature"):
             self.signatures.setdefault(index, []).append(signature)
+        if redacted := reasoning.get("redactedContent"):
+            self.redacted.setdefault(index, []).append(_as_bytes(redacted))
 
     def _stop_block(self, index: int) -> Iterator[Event]:
         if (signature := self.signatures.pop(index, None)) is not None:
             yield {"kind": "reasoning", "text": "", "signature": "".join(signature)}
+        if (redacted := self.redacted.pop(index, None)) is not None:
+            data = base64.b64encode(b"".join(redacted)).decode("ascii")
+            yield {"kind": "reasoning", "text": "", "provider_data": {"redacted": data}}
         if (block := self.tool_blocks.pop(index, None)) is not None:
             self.tool_used = True
             yield _tool_use_event(block)
 
     def _message_stop(self, body: dict[str, Any]) -> Iterator[Event]:
-        for index in sorted(set(self.signatures) | set(self.tool_blocks)):
+        for index in sorted(set(self.signatures) | set(self.redacted) | set(self.tool_blocks)):
             yield from self._stop_block(index)
         self.stop_reason = str(body.get("stopReason") or "end_turn")
 
@@ -107,12 +122,16 @@ class _Translator:
     def done(self) -> Event:
         if self.stop_reason is None:
             raise BackendError("The Bedrock stream ended before the model finished its message.", retryable=True)
+        return {"kind": "done", "stop_reason": self._neutral_stop(), "usage": dict(self.usage)}
+
+    def _neutral_stop(self) -> str:
         if self.tool_used:
-            stop_reason = "tool_use"
-        else:
-            stop_reason = STOP_REASON_MAP.get(self.stop_reason, "end_turn")
-            stop_reason = "end_turn" if stop_reason == "tool_use" else stop_reason
-        return {"kind": "done", "stop_reason": stop_reason, "usage": dict(self.usage)}
+            return "tool_use"
+        stop_reason = STOP_REASON_MAP.get(str(self.stop_reason))
+        if stop_reason is None:
+            logger.warning("bedrock: unknown stopReason %r reported as incomplete", str(self.stop_reason)[:40])
+            return "incomplete"
+        return "end_turn" if stop_reason == "tool_use" else stop_reason  # (no tool block: nothing to run)
 
 
 def _tool_use_event(block: dict[str, Any]) -> Event:
@@ -130,3 +149,13 @@ def _tool_use_event(block: dict[str, Any]) -> Event:
     else:
         event["input_error"] = f"The tool input is a JSON {type(parsed).__name__}, not an object."
     return event
+
+
+def _as_bytes(value: Any) -> bytes:
+    """boto3 gives `redactedContent` as bytes; base64 text (a hand-made stream) is decoded."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except ValueError:
+        return str(value).encode()

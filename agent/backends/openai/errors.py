@@ -17,7 +17,19 @@ from agent.backends.openai.sse import SSEEvent
 from agent.exceptions import BackendError
 
 RETRYABLE_MARKERS = ("server_error", "overloaded", "rate_limit", "internal_error", "service_unavailable")
-CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context window")
+# Out of money or credits: a 429 that waiting cannot clear (OpenAI's `insufficient_quota`).
+QUOTA_MARKERS = ("insufficient_quota", "billing_hard_limit", "insufficient_credits")
+CONTEXT_MARKERS = (
+    "context_length_exceeded",  # OpenAI, vLLM, most compatible servers
+    "maximum context length",
+    "context window",
+    "exceeds the available context size",  # llama.cpp (type `exceed_context_size_error`)
+    "exceed_context_size",
+    "input token count",  # Gemini: "The input token count (…) exceeds the maximum number of tokens allowed"
+    "exceeds the maximum number of tokens",
+    "prompt is too long",  # Anthropic-style: "prompt is too long: 210000 tokens > 200000 maximum"
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit: …"
+)
 MAX_MESSAGE_CHARS = 600
 
 
@@ -39,11 +51,18 @@ def _scrub(text: str, secret: str) -> str:
 
 
 def _is_retryable(info: dict[str, Any]) -> bool:
+    if _is_quota(info):
+        return False
     numbers = [_as_int(info.get(key)) for key in ("code", "status", "status_code")]
     if any(n is not None and (n in (408, 409, 429) or n >= 500) for n in numbers):
         return True
     words = " ".join(str(info.get(key) or "") for key in ("code", "type", "status")).lower()
     return any(marker in words for marker in RETRYABLE_MARKERS)
+
+
+def _is_quota(info: dict[str, Any]) -> bool:
+    words = " ".join(str(info.get(key) or "") for key in ("code", "type", "status")).lower()
+    return any(marker in words for marker in QUOTA_MARKERS)
 
 
 def _is_context_overflow(info: dict[str, Any]) -> bool:
@@ -53,6 +72,8 @@ def _is_context_overflow(info: dict[str, Any]) -> bool:
 
 def payload_error(error: Any, secret: str = "", status: int | None = None) -> BackendError:
     """An `error` object (mid-stream chunk, `event: error` data, or an HTTP error body) -> BackendError."""
+    if isinstance(error, list) and error:  # Gemini's OpenAI-compatible endpoint: `[{"error": {...}}]`
+        error = error[0]
     if isinstance(error, dict) and "error" in error:
         error = error["error"]
     info: dict[str, Any] = error if isinstance(error, dict) else {"message": str(error)}
@@ -97,9 +118,18 @@ def status_error(response: httpx.Response, secret: str = "") -> BackendError:
     except (ValueError, RecursionError):
         payload = {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
     error = payload_error(payload, secret, status)
-    if status == 429 or status >= 500 or status in (408, 409):
+    if error.context_too_long and status != 429:  # (a rate limit may name token counts too)
+        return error
+    if (status == 429 or status >= 500 or status in (408, 409)) and not _quota_payload(payload):
         return BackendError(str(error), retryable=True, retry_after=_retry_after(response.headers))
-    return BackendError(str(error), retryable=False, context_too_long=error.context_too_long)
+    return BackendError(str(error), retryable=False)
+
+
+def _quota_payload(payload: Any) -> bool:
+    if isinstance(payload, list) and payload:
+        payload = payload[0]
+    info = payload.get("error", payload) if isinstance(payload, dict) else None
+    return isinstance(info, dict) and _is_quota(info)
 
 
 @contextmanager

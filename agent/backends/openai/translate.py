@@ -25,7 +25,21 @@ STOP_REASON_MAP = {
     "function_call": "tool_use",
     "length": "max_tokens",
     "content_filter": "content_filtered",
+    # words some compatible servers use for the same finishes
+    "eos": "end_turn",
+    "end_turn": "end_turn",
+    "stop_sequence": "stop_sequence",
+    "max_tokens": "max_tokens",
+    "model_length": "max_tokens",
+    "safety": "content_filtered",
+    "recitation": "content_filtered",
+    "prohibited_content": "content_filtered",
+    "refusal": "refusal",
 }
+# A finish that says the answer failed: an error (retried when nothing was streamed yet).
+ERROR_FINISHES = frozenset({"error"})
+# Any other word (DeepSeek's `insufficient_system_resource`, vLLM's `abort`, …) is `incomplete`:
+# a cut-off answer must never look complete (CONTRACT §8).
 
 
 def _count(value: Any) -> int:
@@ -46,6 +60,7 @@ class _Call:
     id: str | None
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    extra_content: dict[str, Any] = field(default_factory=dict)  # Gemini's thought signature rides here
 
     def has_complete_arguments(self) -> bool:
         text = "".join(self.arguments).strip()
@@ -80,6 +95,8 @@ class _ToolCalls:
             call.arguments.append(arguments)
         elif isinstance(arguments, dict):
             call.arguments.append(json.dumps(arguments))
+        if isinstance(delta.get("extra_content"), dict):
+            call.extra_content.update(delta["extra_content"])
 
     def _target(self, index: int | None, call_id: str | None) -> _Call:
         if index is not None:
@@ -129,7 +146,30 @@ def _tool_event(call: _Call, fallback_id: str) -> Event:
         error = error or "the tool call has no function name"
     if error:
         event["input_error"] = error
+    if call.extra_content:
+        event["provider_data"] = {"extra_content": call.extra_content}
     return event
+
+
+class _ReasoningDetails:
+    """OpenRouter's `reasoning_details` pieces, merged per `index` as they stream: text pieces are
+    joined, every other field keeps its last non-empty value. Sent back whole on the next request."""
+
+    JOINED = ("text", "summary", "data")
+
+    def __init__(self) -> None:
+        self.items: dict[Any, dict[str, Any]] = {}
+
+    def add(self, pieces: Any) -> None:
+        for piece in pieces if isinstance(pieces, list) else ():
+            if not isinstance(piece, dict):
+                continue
+            item = self.items.setdefault(piece.get("index", len(self.items)), {})
+            for key, value in piece.items():
+                if key in self.JOINED and isinstance(value, str):
+                    item[key] = item.get(key, "") + value
+                elif value not in (None, "") or key not in item:
+                    item[key] = value
 
 
 def usage_from_wire(raw: Any) -> dict[str, int]:
@@ -156,6 +196,9 @@ class _Turn:
         self.usage: Any = None
         self.response_id = ""
         self.done_marker = False
+        self.reasoning_field: str | None = None  # where this server streamed its reasoning
+        self.refused = False  # the answer came as a `refusal`
+        self.details = _ReasoningDetails()
 
     def apply(self, chunk: Any) -> Iterator[Event]:
         if not isinstance(chunk, dict):
@@ -188,10 +231,13 @@ class _Turn:
             return
         for key in ("reasoning_content", "reasoning"):  # DeepSeek/vLLM, then OpenRouter/Groq/Ollama
             if isinstance(delta.get(key), str) and delta[key]:
+                self.reasoning_field = self.reasoning_field or key
                 yield {"kind": "reasoning", "text": delta[key]}
                 break
+        self.details.add(delta.get("reasoning_details"))
         for key in ("content", "refusal"):  # a refusal is shown to the user as text
             if isinstance(delta.get(key), str) and delta[key]:
+                self.refused = self.refused or key == "refusal"
                 yield {"kind": "text", "text": delta[key]}
         if isinstance(delta.get("tool_calls"), list):
             for tool_delta in delta["tool_calls"]:
@@ -200,14 +246,34 @@ class _Turn:
     def finish(self) -> Iterator[Event]:
         if self.finish_reason is None and not self.done_marker:
             raise BackendError("The model's stream ended before it finished its answer.", retryable=True)
+        if (self.finish_reason or "").lower() in ERROR_FINISHES:
+            raise BackendError("The model server ended the answer with finish_reason 'error'.", retryable=True)
+        if state := self._reasoning_state():
+            yield {"kind": "reasoning", "text": "", "provider_data": state}
         prefix = f"call_{self.response_id or 'openai'}"
         for position, call in enumerate(self.tools.calls):
             yield _tool_event(call, f"{prefix}_{position}")
+        yield {"kind": "done", "stop_reason": self._stop_reason(), "usage": usage_from_wire(self.usage)}
+
+    def _stop_reason(self) -> str:
         if self.tools.calls:
-            stop_reason = "tool_use"
-        else:
-            stop_reason = STOP_REASON_MAP.get(self.finish_reason or "stop", "end_turn")
-        yield {"kind": "done", "stop_reason": stop_reason, "usage": usage_from_wire(self.usage)}
+            return "tool_use"
+        finish = (self.finish_reason or "stop").lower()  # `[DONE]` without a finish_reason: a normal end
+        stop_reason = STOP_REASON_MAP.get(finish)
+        if stop_reason is None:
+            logger.warning("openai: unknown finish_reason %r reported as incomplete", finish[:40])
+            return "incomplete"
+        return "refusal" if self.refused and stop_reason == "end_turn" else stop_reason
+
+    def _reasoning_state(self) -> dict[str, Any]:
+        """What the server needs back with this answer's reasoning: DeepSeek takes its
+        `reasoning_content` back within a tool loop, OpenRouter its `reasoning_details`."""
+        state: dict[str, Any] = {}
+        if self.reasoning_field == "reasoning_content":
+            state["field"] = "reasoning_content"
+        if self.details.items:
+            state["reasoning_details"] = list(self.details.items.values())
+        return state
 
 
 def _load_chunk(data: str) -> Any:
@@ -243,6 +309,33 @@ def translate(events: Iterable[SSEEvent], *, secret: str = "") -> Iterator[Event
             turn.done_marker = True
             break
         yield from turn.apply(_load_chunk(data))
+    yield from turn.finish()
+
+
+def completion_events(body: bytes, *, secret: str = "") -> Iterator[Event]:
+    """A whole JSON answer where a stream was expected, as the same events: a server that ignores
+    `stream: true` (a whole completion), or an error sent with HTTP 200 (raised at once, never
+    retried into "the stream ended")."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        raise BackendError(f"The model server sent malformed JSON: {body[:200]!r}", retryable=True) from None
+    if isinstance(payload, list) or (isinstance(payload, dict) and "error" in payload):
+        raise payload_error(payload, secret)
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list):
+        raise BackendError("The model server answered JSON that is neither a completion nor an error.", retryable=False)
+    turn = _Turn(secret)
+    turn.done_marker = True  # the body is all there is
+    as_chunk = {
+        **payload,
+        "choices": [
+            {"index": c.get("index"), "delta": c.get("message"), "finish_reason": c.get("finish_reason")}
+            for c in choices
+            if isinstance(c, dict)
+        ],
+    }
+    yield from turn.apply(as_chunk)
     yield from turn.finish()
 
 

@@ -38,19 +38,26 @@ def _user_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "user", "content": wire}
 
 
-def _assistant_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _assistant_message(parts: list[dict[str, Any]], *, this_turn: bool) -> dict[str, Any]:
+    """One assistant message; the provider state of its parts goes back where the server wants it:
+    Gemini's `extra_content` on its tool call, OpenRouter's `reasoning_details` on the message, and
+    DeepSeek's `reasoning_content` within the current turn (`this_turn`: after the last user message;
+    DeepSeek ignores it for earlier turns). Reasoning without state is not sent back."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    reasoning: list[str] = []
+    details: list[Any] = []
     for part in parts:
         match part.get("type"):
             case "text":
                 texts.append(part.get("text", ""))
             case "reasoning":
-                pass  # past reasoning is not sent back to chat/completions
+                state = part.get("provider_data") or {}
+                if state.get("field") == "reasoning_content" and this_turn:
+                    reasoning.append(part.get("text", ""))
+                details.extend(state.get("reasoning_details") or [])
             case "tool_use":
-                arguments = json.dumps(part.get("input") or {}, ensure_ascii=False)
-                function = {"name": part["name"], "arguments": arguments}
-                calls.append({"id": part["id"], "type": "function", "function": function})
+                calls.append(_tool_call(part))
             case "image" | "document":
                 texts.append(f"[{part['type']} omitted]")  # assistant content is text-only on this API
             case other:
@@ -58,7 +65,20 @@ def _assistant_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or (None if calls else "")}
     if calls:
         message["tool_calls"] = calls
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    if details:
+        message["reasoning_details"] = details
     return message
+
+
+def _tool_call(part: dict[str, Any]) -> dict[str, Any]:
+    arguments = json.dumps(part.get("input") or {}, ensure_ascii=False)
+    call = {"id": part["id"], "type": "function", "function": {"name": part["name"], "arguments": arguments}}
+    extra = (part.get("provider_data") or {}).get("extra_content")
+    if isinstance(extra, dict):
+        call["extra_content"] = extra
+    return call
 
 
 def _tool_messages(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,13 +96,14 @@ def _tool_messages(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def to_wire_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Neutral history -> chat/completions `messages`, the system prompt first."""
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    for position, message in enumerate(messages):
         parts = message.get("parts") or []
         match message.get("role"):
             case "user":
                 wire.append(_user_message(parts))
             case "assistant":
-                wire.append(_assistant_message(parts))
+                wire.append(_assistant_message(parts, this_turn=position > last_user))
             case "tool":
                 wire.extend(_tool_messages(parts))
             case other:

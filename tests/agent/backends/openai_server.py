@@ -52,6 +52,7 @@ class Reply:
     delay: float = 0.0  # seconds to wait before each piece
     stall: float = 0.0  # seconds to wait after the last piece, before ending the body
     cut: bool = False  # close the connection without finishing the chunked body
+    pause_before: dict[int, float] = field(default_factory=dict)  # piece index -> seconds, instead of `delay`
 
     def pieces(self) -> list[bytes]:
         items = self.body if isinstance(self.body, list) else [self.body]
@@ -119,8 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for piece in reply.pieces():
-            if reply.delay and stopping.wait(reply.delay):
+        for index, piece in enumerate(reply.pieces()):
+            wait = reply.pause_before.get(index, reply.delay)
+            if wait and stopping.wait(wait):
                 return
             if piece:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))

@@ -98,7 +98,14 @@ def sleeps():
 
 
 def make_backend(url: str, sleeps: list | None = None, **options) -> BedrockBackend:
-    options = {"region": "us-east-1", "retries": 0, "first_event_timeout": 5, "event_timeout": 5, **options}
+    options = {
+        "region": "us-east-1",
+        "retries": 0,
+        "first_event_timeout": 5,
+        "event_timeout": 5,
+        "prompt_caching": False,  # (on by default; its own tests turn it on)
+        **options,
+    }
     return BedrockBackend(endpoint_url=url, sleep=(sleeps.append if sleeps is not None else time.sleep), **options)
 
 
@@ -264,9 +271,10 @@ def test_reasoning_with_signature(server):
         ("guardrail_intervened", "content_filtered"),
         ("content_filtered", "content_filtered"),
         ("model_context_window_exceeded", "max_tokens"),
-        ("malformed_model_output", "end_turn"),
+        ("malformed_model_output", "incomplete"),  # never a silent end_turn (CONTRACT §8)
+        ("malformed_tool_use", "incomplete"),
         ("tool_use", "end_turn"),  # a tool_use stop without any tool call: nothing to run
-        ("something_new", "end_turn"),
+        ("something_new", "incomplete"),
     ],
 )
 def test_stop_reason_mapping(server, wire, neutral):
@@ -704,6 +712,63 @@ def test_error_result_keeps_its_own_content():
     assert message["content"][0]["toolResult"]["content"] == [{"json": {"error": "No such post."}}]
 
 
+TOOL_ROUND = [
+    {"role": "user", "parts": [{"type": "text", "text": "Delete post 9"}]},
+    {"role": "assistant", "parts": [{"type": "tool_use", "id": "t1", "name": "delete_post", "input": {"id": 9}}]},
+    {
+        "role": "tool",
+        "parts": [{"type": "tool_result", "tool_use_id": "t1", "result": {"error": "No."}, "status": "error"}],
+    },
+]
+ANSWER = stream_of(START, text("Sorry."), stop_block(0), stop("end_turn"), metadata(inputTokens=5, outputTokens=2))
+
+
+@pytest.mark.parametrize(
+    ("model", "status"),
+    [
+        (MODEL, {"status": "error"}),
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", {"status": "error"}),
+        ("amazon.nova-pro-v1:0", {}),  # would answer a ValidationException for `status`
+        ("meta.llama3-3-70b-instruct-v1:0", {}),
+    ],
+)
+def test_tool_result_status_only_to_models_that_take_it(server, model, status):
+    server.add(ANSWER)
+    list(make_backend(server.url).stream(system="", messages=TOOL_ROUND, tools=[], model=model))
+    (result,) = server.requests[0]["body"]["messages"][-1]["content"]
+    assert result == {"toolResult": {"toolUseId": "t1", "content": [{"json": {"error": "No."}}], **status}}
+
+
+def test_redacted_reasoning_is_kept_as_provider_state_and_sent_back_as_bytes(server):
+    secret = b"\x00\x01encrypted\xfe"
+    wire = base64.b64encode(secret).decode()
+    server.add(
+        stream_of(
+            START,
+            reasoning(0, redactedContent=base64.b64encode(secret[:4]).decode()),  # boto3 yields each as bytes
+            reasoning(0, redactedContent=base64.b64encode(secret[4:]).decode()),
+            stop_block(0),
+            text("Hi", 1),
+            stop_block(1),
+            stop("end_turn"),
+            metadata(inputTokens=3, outputTokens=1),
+        ),
+        ANSWER,
+    )
+    backend = make_backend(server.url)
+    events = run(backend)
+    assert events[0] == {"kind": "reasoning", "text": "", "provider_data": {"redacted": wire}}
+
+    history = [
+        *USER_HI,
+        {"role": "assistant", "parts": [{"type": "reasoning", "text": "", "provider_data": {"redacted": wire}}]},
+        {"role": "user", "parts": [{"type": "text", "text": "Again"}]},
+    ]
+    run(backend, messages=history)
+    sent = server.requests[1]["body"]["messages"][1]["content"]
+    assert sent == [{"reasoningContent": {"redactedContent": wire}}]  # boto3 sends the bytes as base64
+
+
 def test_unknown_part_type_raises():
     with pytest.raises(BackendError):
         wire_messages([{"role": "user", "parts": [{"type": "audio", "data": b""}]}])
@@ -781,3 +846,48 @@ def test_any_split_of_the_frame_bytes_yields_the_same_events(server, pieces, arg
         {"kind": "tool_use", "id": "tooluse_p", "name": "get_post", "input": arguments},
         {"kind": "done", "stop_reason": "tool_use", "usage": usage(4, 2)},
     ]
+
+
+def test_agent_reasoning_turns_claude_thinking_on_over_the_wire(server, settings):
+    settings.AGENT_REASONING = "low"
+    server.add(ANSWER)
+    model = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    inference = {"max_tokens": 4096, "temperature": 0.5}
+    list(make_backend(server.url).stream(system="s", messages=USER_HI, tools=[], model=model, inference=inference))
+    body = server.requests[0]["body"]
+    assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 2048}}
+    assert body["inferenceConfig"] == {"maxTokens": 4096}
+
+
+CACHE = {"cachePoint": {"type": "default"}}
+SPEC = [{"name": "list_posts", "description": "List posts.", "input_schema": {"type": "object"}}]
+
+
+@pytest.mark.parametrize(
+    ("model", "system", "tools", "last"),
+    [
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", True, True, True),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", True, True, True),
+        ("amazon.nova-pro-v1:0", True, False, True),  # Nova caches no tools
+        ("meta.llama3-3-70b-instruct-v1:0", False, False, False),  # no prompt caching
+        ("anthropic.claude-3-5-sonnet-20241022-v2:0", False, False, False),
+    ],
+)
+def test_prompt_cache_points_for_the_families_that_take_them(server, model, system, tools, last):
+    server.add(
+        stream_of(
+            START,
+            text("ok"),
+            stop_block(0),
+            stop("end_turn"),
+            metadata(inputTokens=12, outputTokens=1, cacheReadInputTokens=3000, cacheWriteInputTokens=200),
+        )
+    )
+    backend = make_backend(server.url, prompt_caching=True)
+    events = list(backend.stream(system="Be brief.", messages=TOOL_ROUND, tools=SPEC, model=model))
+    assert events[-1]["usage"] == usage(12, 1, 3000, 200)
+    body = server.requests[0]["body"]
+    assert (body["system"][-1] == CACHE) is system
+    assert (body["toolConfig"]["tools"][-1] == CACHE) is tools
+    assert (body["messages"][-1]["content"][-1] == CACHE) is last
+    assert json.dumps(body).count("cachePoint") == system + tools + last  # (Claude takes at most 4)

@@ -279,8 +279,10 @@ def test_reasoning_content_deepseek_style(server, backend):
     )
     server.script(Reply(body=body))
     events = run(backend)
-    assert [e["kind"] for e in events] == ["reasoning", "reasoning", "text", "done"]
+    assert [e["kind"] for e in events] == ["reasoning", "reasoning", "text", "reasoning", "done"]
     assert text_of(events, "reasoning") == "Hmm, a greeting."
+    # DeepSeek wants its reasoning back within a tool loop: the last reasoning event says where it goes.
+    assert events[3] == {"kind": "reasoning", "text": "", "provider_data": {"field": "reasoning_content"}}
     assert text_of(events) == "Hello there!"
     assert events[-1]["usage"] == {**ZERO, "input_tokens": 4, "output_tokens": 20, "cache_read_tokens": 2}
 
@@ -314,7 +316,7 @@ def test_refusal_is_shown_as_text(server, backend):
     server.script(Reply(body=body))
     events = run(backend)
     assert text_of(events) == "I'm sorry, I can't help with that."
-    assert events[-1]["stop_reason"] == "end_turn"
+    assert events[-1]["stop_reason"] == "refusal"  # (CONTRACT §8) not a normal end_turn
 
 
 def test_crlf_events_without_done_and_cumulative_usage_perplexity_style(server, backend):
@@ -737,3 +739,249 @@ def test_reasoning_models_get_max_completion_tokens():
             assert ({"max_tokens", "max_completion_tokens"} - {key}).isdisjoint(body)
     finally:
         backend.close()
+
+
+# ------------------------------------------------------------------------------- provider state
+
+
+def test_gemini_thought_signature_on_the_first_of_parallel_calls_goes_back_on_that_call(server, backend):
+    signed = {"extra_content": {"google": {"thought_signature": "CtEBAdHtim9"}}}
+    first = {**tool_delta(0, "function-call-1", "get_weather", '{"city":"Paris"}')["tool_calls"][0], **signed}
+    second = tool_delta(1, "function-call-2", "get_weather", '{"city":"Rome"}')["tool_calls"][0]
+    server.script(Reply(body=sse(chunk({"role": "assistant", "tool_calls": [first, second]}), chunk({}, "tool_calls"))))
+    calls = kinds(run(backend, tools=TOOLS), "tool_use")
+    assert [c.get("provider_data") for c in calls] == [signed, None]
+
+    history = [
+        *USER,
+        {"role": "assistant", "parts": [{"type": "tool_use", **{k: c[k] for k in c if k != "kind"}} for c in calls]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_use_id": c["id"], "result": {"t": 20}, "status": "ok"} for c in calls
+            ],
+        },
+    ]
+    server.script(Reply(body=sse(chunk({"content": "Warm."}), chunk({}, "stop"))))
+    run(backend, messages=history, tools=TOOLS)
+    sent = server.requests[1].body["messages"][2]["tool_calls"]
+    assert sent[0]["extra_content"] == signed["extra_content"]
+    assert "extra_content" not in sent[1]
+
+
+def test_deepseek_reasoning_content_goes_back_only_within_the_current_turn(server, backend):
+    def assistant(reasoning: str, call_id: str) -> dict:
+        state = {"provider_data": {"field": "reasoning_content"}}
+        return {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": reasoning, **state},
+                {"type": "tool_use", "id": call_id, "name": "get_weather", "input": {}},
+            ],
+        }
+
+    def result(call_id: str) -> dict:
+        return {
+            "role": "tool",
+            "parts": [{"type": "tool_result", "tool_use_id": call_id, "result": {}, "status": "ok"}],
+        }
+
+    history = [*USER, assistant("Earlier.", "c1"), result("c1"), *USER, assistant("Now.", "c2"), result("c2")]
+    server.script(Reply(body=sse(chunk({"content": "Ok."}), chunk({}, "stop"))))
+    run(backend, messages=history, tools=TOOLS)
+    sent = [m for m in server.requests[0].body["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in sent] == [None, "Now."]
+
+
+def test_openrouter_reasoning_details_are_joined_per_index_with_their_signature(server, backend):
+    pieces = [
+        [{"type": "reasoning.text", "text": "", "signature": "", "format": "anthropic-claude-v1", "index": 0}],
+        [{"type": "reasoning.text", "text": "Two and ", "format": "anthropic-claude-v1", "index": 0}],
+        [{"type": "reasoning.text", "text": "two.", "format": "anthropic-claude-v1", "index": 0}],
+        [{"type": "reasoning.text", "signature": "EtOBCkgI==", "format": "anthropic-claude-v1", "index": 0}],
+    ]
+    deltas = [{"content": "", "reasoning": p[0].get("text") or None, "reasoning_details": p} for p in pieces]
+    server.script(Reply(body=sse(*[chunk(d) for d in deltas], chunk({"content": "4"}), chunk({}, "stop"))))
+    events = run(backend)
+    assert text_of(events, "reasoning") == "Two and two."
+    state = [e for e in events if e.get("provider_data")]
+    assert state == [
+        {
+            "kind": "reasoning",
+            "text": "",
+            "provider_data": {
+                "reasoning_details": [
+                    {
+                        "type": "reasoning.text",
+                        "text": "Two and two.",
+                        "signature": "EtOBCkgI==",
+                        "format": "anthropic-claude-v1",
+                        "index": 0,
+                    }
+                ]
+            },
+        }
+    ]
+
+
+# ------------------------------------------------------------------------------- every finish classified
+
+
+@pytest.mark.parametrize("finish", ["insufficient_system_resource", "abort", "something_new"])
+def test_a_finish_reason_not_understood_is_incomplete_never_end_turn(server, backend, finish):
+    server.script(Reply(body=sse(chunk({"content": "The answer is"}), chunk({}, finish))))
+    events = run(backend)
+    assert events[-1]["stop_reason"] == "incomplete"
+
+
+def test_a_lone_finish_reason_error_before_output_is_retried(server, backend, sleeps):
+    server.script(
+        Reply(body=sse(chunk({"role": "assistant", "content": ""}), chunk({}, "error"))),
+        Reply(body=sse(chunk({"content": "ok"}), chunk({}, "stop"))),
+    )
+    assert text_of(run(backend)) == "ok"
+    assert len(server.requests) == 2
+
+
+def test_a_lone_finish_reason_error_after_output_is_an_error_not_end_turn(server, backend, sleeps):
+    server.script(Reply(body=sse(chunk({"content": "Half an ans"}), chunk({}, "error"))))
+    events, exc = collect_until_error(backend)
+    assert events == [{"kind": "text", "text": "Half an ans"}]
+    assert exc.retryable and len(server.requests) == 1
+
+
+def test_http_200_with_a_whole_json_completion(server, backend):
+    completion = {
+        "id": "chatcmpl-whole",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "Checking.",
+                    "reasoning_content": "Weather needs the tool.",
+                    "tool_calls": [
+                        {"id": "call_w1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 9},
+    }
+    server.script(Reply(body=json.dumps(completion), headers={"Content-Type": "application/json"}))
+    events = run(backend, tools=TOOLS)
+    assert events == [
+        {"kind": "reasoning", "text": "Weather needs the tool."},
+        {"kind": "text", "text": "Checking."},
+        {"kind": "reasoning", "text": "", "provider_data": {"field": "reasoning_content"}},
+        {"kind": "tool_use", "id": "call_w1", "name": "get_weather", "input": {}},
+        {"kind": "done", "stop_reason": "tool_use", "usage": {**ZERO, "input_tokens": 20, "output_tokens": 9}},
+    ]
+    assert len(server.requests) == 1
+
+
+def test_http_200_with_a_json_error_is_raised_at_once(server, backend, sleeps):
+    error = {"error": {"message": "Invalid model id", "type": "invalid_request_error", "code": 400}}
+    server.script(Reply(body=json.dumps(error), headers={"Content-Type": "application/json"}))
+    _, exc = collect_until_error(backend)
+    assert "Invalid model id" in str(exc) and "ended before" not in str(exc)
+    assert not exc.retryable
+    assert len(server.requests) == 1 and sleeps == []
+
+
+def test_429_insufficient_quota_is_not_retried(server, backend, sleeps):
+    error = {
+        "error": {
+            "message": "You exceeded your current quota.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
+    server.script(Reply(status=429, body=json.dumps(error)))
+    _, exc = collect_until_error(backend)
+    assert not exc.retryable
+    assert len(server.requests) == 1 and sleeps == []
+
+
+def test_a_retry_after_past_the_cap_is_not_retried_early(server, backend, sleeps, settings):
+    settings.AGENT_MAX_RETRY_WAIT_SECONDS = 30
+    limited = json.dumps({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}})
+    server.script(Reply(status=429, headers={"Retry-After": "60"}, body=limited))
+    _, exc = collect_until_error(backend)
+    assert exc.retryable and exc.retry_after == 60.0  # the person may try again; we do not, early
+    assert len(server.requests) == 1 and sleeps == []
+
+
+def test_a_retry_after_within_the_cap_is_waited_in_full(server, backend, sleeps, settings):
+    settings.AGENT_MAX_RETRY_WAIT_SECONDS = 30
+    limited = json.dumps({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}})
+    server.script(
+        Reply(status=429, headers={"Retry-After": "25"}, body=limited),
+        Reply(body=sse(chunk({"content": "ok"}), chunk({}, "stop"))),
+    )
+    assert text_of(run(backend)) == "ok"
+    assert sleeps == [25.0]  # not cut to a shorter backoff
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (  # llama.cpp server
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 9000,
+                    "n_ctx": 8192,
+                }
+            },
+        ),
+        (  # Gemini's OpenAI-compatible endpoint: a list
+            400,
+            [
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                }
+            ],
+        ),
+        (  # Anthropic-style, through a compatible gateway
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 210000 tokens > 200000 maximum",
+                },
+            },
+        ),
+    ],
+)
+def test_context_overflow_is_recognised_in_each_dialect(server, backend, sleeps, status, body):
+    server.script(Reply(status=status, body=json.dumps(body)))
+    _, exc = collect_until_error(backend)
+    assert exc.context_too_long and not exc.retryable
+    assert len(server.requests) == 1
+
+
+def test_a_reasoning_model_by_setting_gets_max_completion_tokens(server, make_backend, settings):
+    settings.AGENT_MODEL_REASONING = True
+    server.script(Reply(body=sse(chunk({"content": "ok"}), chunk({}, "stop"))))
+    list(make_backend().stream(system="", messages=USER, tools=[], model="prod-chat", inference={"max_tokens": 50}))
+    body = server.requests[0].body
+    assert body["max_completion_tokens"] == 50 and "max_tokens" not in body
+
+
+def test_the_between_event_timeout_holds_when_the_first_event_timeout_is_longer(server, make_backend, sleeps):
+    server.script(Reply(body=sse(chunk({"content": "partial"}), done=False), stall=20))
+    backend = make_backend(first_event_timeout=30, event_timeout=0.3, retries=0)
+    events, exc = collect_until_error(backend)
+    assert events == [{"kind": "text", "text": "partial"}]
+    assert "no event for 0.3 seconds" in str(exc) and exc.retryable

@@ -1,0 +1,218 @@
+"""Neutral messages and tools → the Anthropic Messages API request (`POST /v1/messages`).
+
+* roles: `user` → user, `assistant` → assistant, `tool` → user (its results become `tool_result`
+  blocks). Consecutive messages of one role are merged (the API wants user and assistant to
+  alternate), tool results first in their user message; empty text is never sent; a history that
+  starts with the assistant gets a user "…" first.
+* reasoning goes back only as the provider made it: signed thinking as `thinking` blocks,
+  redacted thinking as `redacted_thinking`; reasoning without either (another provider's, or
+  stripped because the chat moved to another model) is left out.
+* `cache_control` marks the system prompt, the last tool and the last message's last block when
+  prompt caching is on (three of the API's four breakpoints); `thinking` is asked for when
+  `AGENT_REASONING` is on and the model has extended thinking, its budget below `max_tokens`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from typing import Any
+
+from agent.backends.reasoning import Reasoning
+from agent.exceptions import BackendError
+
+PLACEHOLDER_TEXT = "…"
+CACHE_CONTROL = {"type": "ephemeral"}
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_TOOL_ID_RE = re.compile(r"[a-zA-Z0-9_-]{1,200}")
+_THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")
+
+
+def build_body(
+    *,
+    system: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    model: str,
+    max_tokens: int,
+    inference: dict[str, Any] | None = None,
+    reasoning: Reasoning | None = None,
+    cache: bool = False,
+) -> dict[str, Any]:
+    """The JSON body of one streamed Messages call."""
+    inference = inference or {}
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": wire_messages(messages),
+        "stream": True,
+    }
+    if system and system.strip():
+        body["system"] = [{"type": "text", "text": system}]
+    if tools:
+        body["tools"] = [_tool(tool) for tool in tools]
+    thinking = _thinking(model, reasoning, max_tokens) if reasoning is not None else None
+    if thinking and not can_think_now(body["messages"]):
+        thinking = None
+    if thinking:
+        body["thinking"] = thinking
+    for neutral, wire in (("temperature", "temperature"), ("top_p", "top_p")):
+        if inference.get(neutral) is not None and not thinking:  # thinking takes no sampling changes
+            body[wire] = inference[neutral]
+    stop = inference.get("stop")
+    if stop:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else [s for s in stop if s]
+    if cache:
+        _mark_cache(body)
+    return body
+
+
+def can_think_now(messages: list[dict[str, Any]]) -> bool:
+    """Claude refuses thinking when the tool loop in progress began without it: the last assistant
+    message, if it called tools, must start with a thinking block (it may have none because thinking
+    was off then, or its state was left out: it came from another model). Then this call goes
+    without thinking."""
+    last = next((m for m in reversed(messages) if m["role"] == "assistant"), None)
+    if last is None or all(block["type"] != "tool_use" for block in last["content"]):
+        return True
+    return last["content"][0]["type"] in ("thinking", "redacted_thinking")
+
+
+def _thinking(model: str, reasoning: Reasoning, max_tokens: int) -> dict[str, Any] | None:
+    if not _THINKING_MODELS.search(model):
+        return None
+    budget = reasoning.budget_below(max_tokens)
+    return {"type": "enabled", "budget_tokens": budget} if budget else None
+
+
+def _mark_cache(body: dict[str, Any]) -> None:
+    if body.get("system"):
+        body["system"][-1]["cache_control"] = dict(CACHE_CONTROL)
+    if body.get("tools"):
+        body["tools"][-1]["cache_control"] = dict(CACHE_CONTROL)
+    if body["messages"] and body["messages"][-1]["content"]:
+        last = body["messages"][-1]["content"][-1]
+        if last.get("type") not in ("thinking", "redacted_thinking"):  # (these take no cache_control)
+            last["cache_control"] = dict(CACHE_CONTROL)
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    spec = {"name": tool["name"], "input_schema": tool.get("input_schema") or {"type": "object", "properties": {}}}
+    if tool.get("description"):
+        spec["description"] = tool["description"]
+    return spec
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        role = _role(message.get("role"))
+        blocks = [b for part in message.get("parts") or [] if (b := _block(part)) is not None]
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == role:
+            merged[-1]["content"].extend(blocks)
+        else:
+            merged.append({"role": role, "content": blocks})
+    for message in merged:
+        if message["role"] == "user":
+            message["content"].sort(key=lambda block: block["type"] != "tool_result")
+    if merged and merged[0]["role"] == "assistant":
+        merged.insert(0, {"role": "user", "content": [{"type": "text", "text": PLACEHOLDER_TEXT}]})
+    return merged
+
+
+def _role(role: Any) -> str:
+    match role:
+        case "user" | "tool":
+            return "user"
+        case "assistant":
+            return "assistant"
+        case _:
+            raise BackendError(f"The Anthropic API cannot take a message with role {role!r}.", retryable=False)
+
+
+def _block(part: dict[str, Any]) -> dict[str, Any] | None:
+    match part.get("type"):
+        case "text":
+            text = part.get("text") or ""
+            return {"type": "text", "text": text} if text.strip() else None
+        case "reasoning":
+            return _reasoning(part)
+        case "tool_use":
+            tool_input = part.get("input")
+            return {
+                "type": "tool_use",
+                "id": tool_use_id(part.get("id")),
+                "name": part.get("name") or "",
+                "input": tool_input if isinstance(tool_input, dict) else {},
+            }
+        case "tool_result":
+            return _tool_result(part)
+        case "image":
+            return _image(part)
+        case "document":
+            return _document(part)
+        case other:
+            raise BackendError(f"The Anthropic API cannot take a message part of type {other!r}.", retryable=False)
+
+
+def _reasoning(part: dict[str, Any]) -> dict[str, Any] | None:
+    redacted = (part.get("provider_data") or {}).get("redacted")
+    if isinstance(redacted, str) and redacted:
+        return {"type": "redacted_thinking", "data": redacted}
+    if part.get("signature"):
+        return {"type": "thinking", "thinking": part.get("text") or "", "signature": part["signature"]}
+    return None
+
+
+def _tool_result(part: dict[str, Any]) -> dict[str, Any]:
+    result = part.get("result")
+    if isinstance(result, list):
+        result = {"items": result}
+    is_error = part.get("status") == "error"
+    if is_error and not result:
+        result = {"error": "The tool call failed."}
+    block = {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id(part.get("tool_use_id")),
+        "content": json.dumps(result if result is not None else {}, ensure_ascii=False, default=str),
+    }
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def _b64(data: Any) -> str:
+    return data if isinstance(data, str) else base64.b64encode(bytes(data or b"")).decode("ascii")
+
+
+def _image(part: dict[str, Any]) -> dict[str, Any]:
+    media_type = str(part.get("media_type") or "").lower()
+    if media_type == "image/jpg":
+        media_type = "image/jpeg"
+    if media_type not in IMAGE_TYPES:
+        raise BackendError(f"The Anthropic API cannot take images of type {media_type!r}.", retryable=False)
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": _b64(part.get("data"))}}
+
+
+def _document(part: dict[str, Any]) -> dict[str, Any]:
+    media_type = str(part.get("media_type") or "").lower().split(";")[0].strip()
+    name = str(part.get("name") or "document")
+    if media_type == "application/pdf":
+        source = {"type": "base64", "media_type": media_type, "data": _b64(part.get("data"))}
+    elif media_type in ("text/plain", "text/markdown", "text/csv", "text/html"):
+        data = part.get("data") or b""
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:  # the model is told what was attached rather than the request failing
+        return {"type": "text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
+    return {"type": "document", "source": source, "title": name[:200]}
+
+
+def tool_use_id(value: Any) -> str:
+    """Tool-use ids as the API accepts them (`[a-zA-Z0-9_-]+`); another provider's get a stable hash."""
+    text = str(value or "")
+    return text if _TOOL_ID_RE.fullmatch(text) else "toolu_" + hashlib.sha256(text.encode()).hexdigest()[:32]

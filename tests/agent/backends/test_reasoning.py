@@ -1,0 +1,161 @@
+"""Thinking on demand (`AGENT_REASONING`) in each provider's words, seen in the requests sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.backends.bedrock import build_request
+from agent.backends.openai import OpenAIBackend
+from agent.backends.reasoning import Reasoning, parse
+from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
+
+USER = [{"role": "user", "parts": [{"type": "text", "text": "Think."}]}]
+SAMPLING = {"max_tokens": 8000, "temperature": 0.3, "top_p": 0.9}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("off", None),
+        ("", None),
+        ("low", Reasoning(level="low")),
+        ("HIGH", Reasoning(level="high")),
+        ("3000", Reasoning(budget=3000)),
+    ],
+)
+def test_the_setting(value, expected):
+    assert parse(value) == expected
+
+
+def test_a_bad_setting_is_one_clear_sentence():
+    with pytest.raises(ValueError) as info:
+        parse("lots")
+    assert info.value.args == ("AGENT_REASONING must be off, low, medium, high or a number of tokens; got 'lots'.",)
+
+
+def test_budgets_and_levels():
+    assert Reasoning(budget=1500).effort == "low"
+    assert Reasoning(budget=5000).effort == "medium"
+    assert Reasoning(budget=50000).effort == "high"
+    assert Reasoning(level="high").budget_below(4096) == 3072  # room left for the answer
+    assert Reasoning(budget=2000).budget_below(8000) == 2000
+    assert Reasoning(level="low").budget_below(1500) is None  # too small to think in
+
+
+@pytest.fixture
+def server():
+    srv = ScriptedOpenAIServer().start()
+    yield srv
+    srv.stop()
+
+
+def sent(server, model, **options):
+    backend = OpenAIBackend(base_url=server.url, api_key="k", retries=0, **options)
+    server.script(Reply(body=sse({"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]})))
+    try:
+        list(backend.stream(system="", messages=USER, tools=[], model=model, inference=SAMPLING))
+    finally:
+        backend.close()
+    return server.requests[-1].body
+
+
+def test_openai_reasoning_model_gets_reasoning_effort_and_no_temperature(server, settings):
+    settings.AGENT_REASONING = "high"
+    body = sent(server, "o4-mini")
+    assert body["reasoning_effort"] == "high"
+    assert body["max_completion_tokens"] == 8000
+    assert "temperature" not in body and "top_p" not in body
+
+
+def test_a_model_made_reasoning_by_setting_gets_it_too(server, settings):
+    settings.AGENT_REASONING = "3000"
+    settings.AGENT_MODEL_REASONING = True
+    body = sent(server, "prod-chat")
+    assert (body["reasoning_effort"], body["max_completion_tokens"]) == ("medium", 8000)
+
+
+def test_other_models_are_not_asked_and_off_sends_nothing(server, settings):
+    settings.AGENT_REASONING = "high"
+    body = sent(server, "llama3.1:8b")
+    assert "reasoning_effort" not in body and body["temperature"] == 0.3
+    settings.AGENT_REASONING = "off"
+    assert "reasoning_effort" not in sent(server, "o3")
+
+
+@pytest.mark.parametrize(
+    ("base_url", "reasoning", "expected"),
+    [
+        ("https://openrouter.ai/api/v1", "medium", {"reasoning": {"effort": "medium"}}),
+        ("https://openrouter.ai/api/v1", "6000", {"reasoning": {"max_tokens": 6000}}),
+        ("https://api.deepseek.com/v1", "high", {"thinking": {"type": "enabled"}}),
+    ],
+)
+def test_openrouter_and_deepseek_in_their_own_words(settings, base_url, reasoning, expected):
+    settings.AGENT_REASONING = reasoning
+    backend = OpenAIBackend(base_url=base_url, api_key="k")
+    try:
+        body = backend.request_body(system="", messages=USER, tools=[], model="any/model", inference=SAMPLING)
+    finally:
+        backend.close()
+    assert {key: body[key] for key in expected} == expected
+
+
+def bedrock(model, reasoning, **inference):
+    return build_request(
+        system="s", messages=USER, tools=[], model=model, inference={**SAMPLING, **inference}, reasoning=reasoning
+    )
+
+
+def test_bedrock_claude_thinking_with_a_budget_below_max_tokens():
+    request = bedrock("us.anthropic.claude-sonnet-4-20250514-v1:0", Reasoning(level="high"))
+    assert request["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 6976}}
+    assert request["inferenceConfig"] == {"maxTokens": 8000}  # no temperature or topP with thinking
+    request = bedrock("anthropic.claude-3-7-sonnet-20250219-v1:0", Reasoning(budget=2048))
+    assert request["additionalModelRequestFields"]["thinking"]["budget_tokens"] == 2048
+
+
+@pytest.mark.parametrize(
+    ("model", "reasoning", "inference"),
+    [
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", Reasoning(level="low"), {}),  # no extended thinking
+        ("amazon.nova-pro-v1:0", Reasoning(level="low"), {}),
+        ("anthropic.claude-sonnet-4-20250514-v1:0", Reasoning(level="low"), {"max_tokens": 1500}),  # too small
+        ("anthropic.claude-sonnet-4-20250514-v1:0", None, {}),  # off
+    ],
+)
+def test_bedrock_without_thinking(model, reasoning, inference):
+    request = bedrock(model, reasoning, **inference)
+    assert "additionalModelRequestFields" not in request
+    assert request["inferenceConfig"]["temperature"] == 0.3
+
+
+def _loop_without_thinking(first_part: dict | None = None) -> list[dict]:
+    parts = [{"type": "tool_use", "id": "t1", "name": "list_posts", "input": {}}]
+    return [
+        *USER,
+        {"role": "assistant", "parts": [*([first_part] if first_part else []), *parts]},
+        {"role": "tool", "parts": [{"type": "tool_result", "tool_use_id": "t1", "result": {}, "status": "ok"}]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first_part", "thinks"),
+    [
+        (None, False),  # the loop began without thinking (or its state went to another model)
+        ({"type": "reasoning", "text": "Hm.", "signature": "sig"}, True),
+        ({"type": "reasoning", "text": "", "provider_data": {"redacted": "AAAA"}}, True),
+    ],
+)
+def test_claude_thinks_only_where_the_tool_loop_allows(first_part, thinks):
+    from agent.backends.anthropic import build_body
+
+    messages = _loop_without_thinking(first_part)
+    model = "anthropic.claude-sonnet-4-20250514-v1:0"
+    bedrock_request = build_request(
+        system="", messages=messages, tools=[], model=model, inference={"max_tokens": 8000}, reasoning=Reasoning("low")
+    )
+    assert ("additionalModelRequestFields" in bedrock_request) is thinks
+    body = build_body(
+        system="", messages=messages, tools=[], model="claude-sonnet-4-5", max_tokens=8000, reasoning=Reasoning("low")
+    )
+    assert ("thinking" in body) is thinks
