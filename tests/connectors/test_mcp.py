@@ -222,3 +222,19 @@ def test_browser_writes_need_the_csrf_token(team):
     assert (
         browser.post(url, {"blog": team.blog.slug, "allow": ["posts:read"], "decision": "approve"}).status_code == 403
     )
+
+
+def test_a_change_through_mcp_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks):
+    """The MCP path writes through blog.services like every other, so the blog's live channel hears it."""
+    from agent import events
+    from blog.live import channel_name
+
+    conn = connect(team.owner, team.blog.slug, ALL)
+    listener = events.subscribe(channel_name(team.blog))
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            conn.call("create_post", {"title": "Heard", "body": "Hi"})
+        post = Post.objects.get(title="Heard")
+        assert listener.wait(0) == [[{"type": "post.created", "id": post.pk}]]
+    finally:
+        events.unsubscribe(listener)
