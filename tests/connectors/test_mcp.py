@@ -238,3 +238,13 @@ def test_a_change_through_mcp_reaches_the_blogs_open_pages(team, django_capture_
         assert listener.wait(0) == [[{"type": "post.created", "id": post.pk}]]
     finally:
         events.unsubscribe(listener)
+
+
+def test_history_names_a_connected_clients_changes_as_such(team):
+    from tests.blog.conftest import browser
+
+    conn = connect(team.owner, team.blog.slug, ALL)
+    conn.call("create_post", {"title": "By a client", "body": "Hi"})
+    post = Post.objects.get(title="By a client")
+    html = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/{post.pk}/history/").content.decode()
+    assert 'by Test Client for owner <span class="badge">connected client</span>' in html
