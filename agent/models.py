@@ -117,7 +117,10 @@ class Part(models.Model):
     tool_result = models.JSONField(null=True, blank=True)
     tool_status = models.CharField(max_length=10, blank=True)
     media_type = models.CharField(max_length=100, blank=True)
-    media_ref = models.CharField(max_length=500, blank=True)
+    media_ref = models.CharField(max_length=500, blank=True)  # the object's key in the default storage
+    # An attachment's facts, read from its bytes when it was accepted: size, and width and height
+    # (images) or pages (PDFs). The model is told them; the budget estimates from them.
+    media_meta = models.JSONField(null=True, blank=True)
     signature = models.TextField(blank=True)
     # A tool_result's page effects (what changed, for live refreshes). Never shown to the model;
     # kept so a stream served from the transcript (another worker) replays them too.

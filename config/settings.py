@@ -158,8 +158,34 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Attachments (and post covers) go through Django's default storage: files under MEDIA_ROOT, or an
+# S3-compatible bucket through django-storages when AGENT_MEDIA_STORAGE=s3 (README, "Attachments").
+# They are never served from MEDIA_URL: only views that check who asks serve them.
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
+AGENT_MEDIA_STORAGE = os.environ.get("AGENT_MEDIA_STORAGE", "filesystem").strip().lower() or "filesystem"
+if AGENT_MEDIA_STORAGE == "filesystem":
+    DEFAULT_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+elif AGENT_MEDIA_STORAGE == "s3":
+    if not os.environ.get("AGENT_MEDIA_S3_BUCKET"):
+        raise ImproperlyConfigured("AGENT_MEDIA_STORAGE=s3 needs AGENT_MEDIA_S3_BUCKET.")
+    _s3_options = {
+        "bucket_name": os.environ["AGENT_MEDIA_S3_BUCKET"],
+        "endpoint_url": os.environ.get("AGENT_MEDIA_S3_ENDPOINT_URL") or None,
+        "region_name": os.environ.get("AGENT_MEDIA_S3_REGION") or None,
+        "location": os.environ.get("AGENT_MEDIA_S3_PREFIX", "").strip("/"),
+        "addressing_style": os.environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE") or None,
+        "default_acl": None,  # private objects: every read goes through the app's checks
+        "querystring_auth": True,
+        "file_overwrite": False,
+    }
+    if os.environ.get("AGENT_MEDIA_S3_ACCESS_KEY_ID"):  # else boto3's credential chain
+        _s3_options["access_key"] = os.environ["AGENT_MEDIA_S3_ACCESS_KEY_ID"]
+        _s3_options["secret_key"] = os.environ.get("AGENT_MEDIA_S3_SECRET_ACCESS_KEY", "")
+    DEFAULT_STORAGE = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": _s3_options}
+else:
+    raise ImproperlyConfigured(f"AGENT_MEDIA_STORAGE must be filesystem or s3, got {AGENT_MEDIA_STORAGE!r}.")
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": DEFAULT_STORAGE,
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
@@ -201,6 +227,7 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         "httpx": {"level": "WARNING"},
         "botocore": {"level": "WARNING"},
+        "pypdf": {"level": "ERROR"},  # a malformed upload's parse warnings are not ours to report
     },
 }
 
@@ -250,6 +277,20 @@ AGENT_CONFIRM_TOOLS = [
     t.strip() for t in os.environ.get("AGENT_CONFIRM_TOOLS", "delete_post,publish_post").split(",") if t.strip()
 ]
 AGENT_APPROVAL_TTL_SECONDS = env_int("AGENT_APPROVAL_TTL_SECONDS", 900)
+
+# Attachments (README, "Attachments"): per file, per message (all files together), files per message,
+# and pixels per image (all frames of an animation together), checked before anything is decoded.
+AGENT_MAX_UPLOAD_MB = env_float("AGENT_MAX_UPLOAD_MB", 10.0)
+AGENT_MAX_UPLOAD_MB_PER_MESSAGE = env_float("AGENT_MAX_UPLOAD_MB_PER_MESSAGE", 20.0)
+AGENT_MAX_UPLOAD_FILES = env_int("AGENT_MAX_UPLOAD_FILES", 8)
+AGENT_MAX_IMAGE_PIXELS = env_int("AGENT_MAX_IMAGE_PIXELS", 25_000_000)
+# 0 = the model takes no images: a message with one is refused before any call.
+AGENT_MODEL_IMAGES = env_bool("AGENT_MODEL_IMAGES", True)
+FILE_UPLOAD_HANDLERS = [
+    "agent.upload_handler.UploadLimitHandler",  # refuses oversized bodies before they are buffered
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # Bounded context: what is sent stays under this estimate; older messages become a summary.
 AGENT_CONTEXT_MAX_TOKENS = env_int("AGENT_CONTEXT_MAX_TOKENS", 60000)

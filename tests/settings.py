@@ -11,4 +11,10 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 
 from config.settings import *  # noqa: E402,F403
 
+# Attachments land in a folder of this test process, never the project's media folder
+# (tests/conftest.py removes it at the end).
+import tempfile  # noqa: E402
+
+MEDIA_ROOT = tempfile.mkdtemp(prefix="test-media-")
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
