@@ -86,10 +86,14 @@ def first_message(request: HttpRequest, slug: str) -> HttpResponse:
     blog = _summoner_blog(request, slug)
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
-        return _notice(request, "Write a message of up to 20,000 characters.")
+        return _notice(request, intake.BAD_MESSAGE)
+    try:
+        files = intake.uploaded_files(request)
+    except intake.Refused as exc:
+        return _notice(request, _refusal(exc))
     session = start_session(request.user, blog)
     try:
-        run, _ = intake.accept(session, request.user, text)
+        run, message = intake.accept(session, request.user, text, files)
     except intake.Refused as exc:
         session.delete()
         return _notice(request, _refusal(exc))
@@ -97,6 +101,7 @@ def first_message(request: HttpRequest, slug: str) -> HttpResponse:
         "blog": blog,
         "chat": session,
         "text": text,
+        "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],
         "turn": run.turn,
         "stream_url": stream_url(session, run.turn),
     }
