@@ -141,6 +141,9 @@ def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
     return [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]], running
 
 
+BADGES = {"application/pdf": "PDF", "text/plain": "TXT", "text/markdown": "MD"}
+
+
 def attachment_items(parts: Any, session_id: Any) -> list[dict[str, Any]]:
     """A user message's attachments for its bubble: a thumbnail or a file chip each, with its link."""
     return [
@@ -149,6 +152,7 @@ def attachment_items(parts: Any, session_id: Any) -> list[dict[str, Any]]:
             "image": p.type == "image",
             "name": p.text or p.type,
             "media_type": p.media_type,
+            "badge": BADGES.get(p.media_type, "FILE"),
             "size": human_size((p.media_meta or {}).get("size", 0)),
             "width": (p.media_meta or {}).get("width"),
             "height": (p.media_meta or {}).get("height"),

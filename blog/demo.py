@@ -216,7 +216,7 @@ class DemoBackend(Backend):
             if a["media_type"].startswith("image/")
         ]
         if not images:
-            return "Attach a photo first (the 📎 button, or drop or paste it here), then ask me again.", []
+            return "Attach a photo first (the Attach button, or drop or paste it here), then ask me again.", []
         photo = images[-1]
         titled = re.search(r"\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", " ".join(text.split()), re.I)
         title = titled["t"].strip() if titled else title_from(photo["name"])

@@ -127,7 +127,7 @@
         var icon = document.createElement("span");
         icon.className = "file-icon";
         icon.setAttribute("aria-hidden", "true");
-        icon.textContent = "📄";
+        icon.textContent = (file.name.split(".").pop() || "file").slice(0, 4).toUpperCase();
         chip.appendChild(icon);
       }
       var name = document.createElement("span");
