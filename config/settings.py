@@ -162,30 +162,34 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # S3-compatible bucket through django-storages when AGENT_MEDIA_STORAGE=s3 (README, "Attachments").
 # They are never served from MEDIA_URL: only views that check who asks serve them.
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
-AGENT_MEDIA_STORAGE = os.environ.get("AGENT_MEDIA_STORAGE", "filesystem").strip().lower() or "filesystem"
-if AGENT_MEDIA_STORAGE == "filesystem":
-    DEFAULT_STORAGE = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
-elif AGENT_MEDIA_STORAGE == "s3":
-    if not os.environ.get("AGENT_MEDIA_S3_BUCKET"):
+
+
+def media_storage(environ: dict[str, str]) -> dict:
+    """The default storage's STORAGES entry from AGENT_MEDIA_STORAGE (and, for s3, AGENT_MEDIA_S3_*)."""
+    kind = environ.get("AGENT_MEDIA_STORAGE", "filesystem").strip().lower() or "filesystem"
+    if kind == "filesystem":
+        return {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    if kind != "s3":
+        raise ImproperlyConfigured(f"AGENT_MEDIA_STORAGE must be filesystem or s3, got {kind!r}.")
+    if not environ.get("AGENT_MEDIA_S3_BUCKET"):
         raise ImproperlyConfigured("AGENT_MEDIA_STORAGE=s3 needs AGENT_MEDIA_S3_BUCKET.")
-    _s3_options = {
-        "bucket_name": os.environ["AGENT_MEDIA_S3_BUCKET"],
-        "endpoint_url": os.environ.get("AGENT_MEDIA_S3_ENDPOINT_URL") or None,
-        "region_name": os.environ.get("AGENT_MEDIA_S3_REGION") or None,
-        "location": os.environ.get("AGENT_MEDIA_S3_PREFIX", "").strip("/"),
-        "addressing_style": os.environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE") or None,
+    options = {
+        "bucket_name": environ["AGENT_MEDIA_S3_BUCKET"],
+        "endpoint_url": environ.get("AGENT_MEDIA_S3_ENDPOINT_URL") or None,
+        "region_name": environ.get("AGENT_MEDIA_S3_REGION") or None,
+        "location": environ.get("AGENT_MEDIA_S3_PREFIX", "").strip("/"),
+        "addressing_style": environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE") or None,
         "default_acl": None,  # private objects: every read goes through the app's checks
-        "querystring_auth": True,
         "file_overwrite": False,
     }
-    if os.environ.get("AGENT_MEDIA_S3_ACCESS_KEY_ID"):  # else boto3's credential chain
-        _s3_options["access_key"] = os.environ["AGENT_MEDIA_S3_ACCESS_KEY_ID"]
-        _s3_options["secret_key"] = os.environ.get("AGENT_MEDIA_S3_SECRET_ACCESS_KEY", "")
-    DEFAULT_STORAGE = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": _s3_options}
-else:
-    raise ImproperlyConfigured(f"AGENT_MEDIA_STORAGE must be filesystem or s3, got {AGENT_MEDIA_STORAGE!r}.")
+    if environ.get("AGENT_MEDIA_S3_ACCESS_KEY_ID"):  # else boto3's credential chain
+        options["access_key"] = environ["AGENT_MEDIA_S3_ACCESS_KEY_ID"]
+        options["secret_key"] = environ.get("AGENT_MEDIA_S3_SECRET_ACCESS_KEY", "")
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+
+
 STORAGES = {
-    "default": DEFAULT_STORAGE,
+    "default": media_storage(os.environ),
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
