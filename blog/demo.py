@@ -18,6 +18,7 @@ from django.conf import settings
 from agent.attachments import is_note
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
+from agent.budget import estimate_tokens
 
 HELP = (
     "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
@@ -149,7 +150,7 @@ class DemoBackend(Backend):
         for i, (name, args) in enumerate(calls):
             self._pause()
             yield {"kind": "tool_use", "id": self._call_id(i), "name": name, "input": args}
-        in_tokens = sum(len(str(m["parts"])) for m in messages) // 4 + len(system) // 4
+        in_tokens = estimate_tokens(system, messages, [])  # (attachments by their size, not their bytes' repr)
         yield {
             "kind": "done",
             "stop_reason": "tool_use" if calls else "end_turn",
