@@ -13,6 +13,7 @@ from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
 from agent.policy import get_policy
+from agent.runtime import gevent_patched
 from agent.state import Run
 from agent.upload_handler import refusal_of
 from agent.uploads import Upload, UploadRefused, check_all
@@ -75,10 +76,20 @@ def uploaded_files(request: HttpRequest) -> list[tuple[str, bytes]]:
     return out
 
 
+def off_the_loop(fn: Any, *args: Any) -> Any:
+    """`fn(*args)` in gevent's thread pool under gevent (Pillow decodes and encodes without the GIL),
+    so checking a large image never stalls the worker's other streams; else inline."""
+    if gevent_patched():
+        import gevent
+
+        return gevent.get_hub().threadpool.apply(fn, args)
+    return fn(*args)
+
+
 def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
     """The checked attachments (nothing stored yet); or raise Refused with the first problem."""
     try:
-        uploads = check_all(files)
+        uploads = off_the_loop(check_all, files)
     except UploadRefused as exc:
         raise Refused(exc.status, exc.code, exc.message) from None
     if not settings.AGENT_MODEL_IMAGES and any(u.kind == "image" for u in uploads):

@@ -84,13 +84,13 @@ def first_message(request: HttpRequest, slug: str) -> HttpResponse:
     message takes the rate slot; a refused message leaves no chat behind.
     """
     blog = _summoner_blog(request, slug)
+    try:
+        files = intake.uploaded_files(request)  # (first: a body stopped as it arrived has no text either)
+    except intake.Refused as exc:
+        return _notice(request, _refusal(exc))
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
         return _notice(request, intake.BAD_MESSAGE)
-    try:
-        files = intake.uploaded_files(request)
-    except intake.Refused as exc:
-        return _notice(request, _refusal(exc))
     session = start_session(request.user, blog)
     try:
         run, message = intake.accept(session, request.user, text, files)
