@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
+from agent import attachments
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
 
@@ -287,7 +288,7 @@ def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dic
     for m in messages:
         for p in m["parts"]:
             if p["type"] in ("image", "document"):
-                chars += 6000
+                chars += 4 * attachments.tokens(p)  # from its dimensions, pages or size
             else:
                 chars += len(json.dumps({k: v for k, v in p.items() if k != "data"}, default=str))
     return chars // 4 + 1

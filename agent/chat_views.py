@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
-from agent import intake, turns
+from agent import display, intake, turns
 from agent.models import Turn
 from agent.views import own_session, resolve_approval, stream_url
 
@@ -24,11 +24,17 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
     session = own_session(request, session_id)
     text = request.POST.get("text")
     try:
-        run, _ = intake.accept(session, request.user, text)
+        files = intake.uploaded_files(request)
+        run, message = intake.accept(session, request.user, text, files)
     except intake.Refused as exc:
         wait = f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else ""
         return _notice(request, exc.message + wait)
-    context = {"text": text, "turn": run.turn, "stream_url": stream_url(session, run.turn)}
+    context = {
+        "text": text,
+        "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],
+        "turn": run.turn,
+        "stream_url": stream_url(session, run.turn),
+    }
     return render(request, "agent/_sent.html", context)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import budget, sql
+from agent import attachments, budget, sql
 from agent.backends.base import Backend, CallContext, call_context, zero_usage
 from agent.models import ContextSummary, Session
 from agent.state import Run
@@ -56,7 +56,7 @@ def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *
             summary = summarize(session, backend, model, summary, pairs[:cut])
             run.summary, run.history = summary, pairs[cut:]
             pairs, system = run.history, _system(session, summary)
-    return Context(system, [m for _, m in pairs])
+    return Context(system, attachments.for_model([m for _, m in pairs]))
 
 
 def load(run: Run, origin: tuple[str, str] | None = None) -> None:

@@ -6,6 +6,9 @@ import json
 import re
 from typing import Any
 
+from django.urls import reverse
+
+from agent.attachments import human_size
 from agent.markdown import render_markdown
 from agent.models import Approval, Message, Part, Session, Turn
 from agent.tools import REGISTRY
@@ -131,6 +134,7 @@ def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
                     "kind": "user",
                     "turn_id": message.turn_id,
                     "text": " ".join(p.text for p in message.parts.all() if p.type == "text"),
+                    "attachments": attachment_items(message.parts.all(), session.pk),
                 }
             )
             if message.turn_id != getattr(running, "pk", None):
@@ -145,6 +149,28 @@ def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
         if item["kind"] == "assistant":
             _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"), statuses)
     return [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]], running
+
+
+BADGES = {"application/pdf": "PDF", "text/plain": "TXT", "text/markdown": "MD"}
+
+
+def attachment_items(parts: Any, session_id: Any) -> list[dict[str, Any]]:
+    """A user message's attachments for its bubble: a thumbnail or a file chip each, with its link."""
+    return [
+        {
+            "id": p.pk,
+            "image": p.type == "image",
+            "name": p.text or p.type,
+            "media_type": p.media_type,
+            "badge": BADGES.get(p.media_type, "FILE"),
+            "size": human_size((p.media_meta or {}).get("size", 0)),
+            "width": (p.media_meta or {}).get("width"),
+            "height": (p.media_meta or {}).get("height"),
+            "url": reverse("agent:attachment", args=[session_id, p.pk]),
+        }
+        for p in parts
+        if p.type in ("image", "document")
+    ]
 
 
 def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], statuses: dict[str, str]) -> None:

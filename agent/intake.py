@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest
 
-from agent import signals, turns
+from agent import media, signals, turns
 from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
 from agent.policy import get_policy
+from agent.runtime import gevent_patched
 from agent.state import Run
+from agent.upload_handler import refusal_of
+from agent.uploads import Upload, UploadRefused, check_all
 
 
 class Refused(Exception):
@@ -55,18 +59,63 @@ def open_session(user: Any, data: dict[str, Any]) -> Session:
         raise Refused(400, "bad_request", str(exc)) from None
 
 
-def accept(session: Session, user: Any, raw_text: Any) -> tuple[Run, Message]:
-    """Validate, authorise, rate-limit and store the message, then start its turn; or raise Refused."""
+NO_IMAGES = "This assistant's model can't read images. Send your message without them, or as a document."
+BAD_MESSAGE = "Write a message of up to 20,000 characters."
+
+
+def uploaded_files(request: HttpRequest) -> list[tuple[str, bytes]]:
+    """The request's `files` as (name, bytes); Refused when the upload was stopped as it arrived."""
+    refused = refusal_of(request)
+    if refused is not None:
+        code, message = refused
+        raise Refused(413 if code == "too_large" else 400, code, message)
+    out = []
+    for upload in request.FILES.getlist("files"):
+        with upload.open("rb") as fh:
+            out.append((upload.name, fh.read()))
+    return out
+
+
+def off_the_loop(fn: Any, *args: Any) -> Any:
+    """`fn(*args)` in gevent's thread pool under gevent (Pillow decodes and encodes without the GIL),
+    so checking a large image never stalls the worker's other streams; else inline."""
+    if gevent_patched():
+        import gevent
+
+        return gevent.get_hub().threadpool.apply(fn, args)
+    return fn(*args)
+
+
+def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
+    """The checked attachments (nothing stored yet); or raise Refused with the first problem."""
+    try:
+        uploads = off_the_loop(check_all, files)
+    except UploadRefused as exc:
+        raise Refused(exc.status, exc.code, exc.message) from None
+    if not settings.AGENT_MODEL_IMAGES and any(u.kind == "image" for u in uploads):
+        raise Refused(400, "unsupported_attachment", NO_IMAGES)
+    return uploads
+
+
+def accept(session: Session, user: Any, raw_text: Any, files: list[tuple[str, bytes]] = ()) -> tuple[Run, Message]:
+    """Validate, authorise, rate-limit and store the message with its attachments, then start its
+    turn; or raise Refused, having stored nothing (no file, no message)."""
     text = message_text({"text": raw_text})
     if text is None:
-        raise Refused(400, "bad_message", "Write a message of up to 20,000 characters.")
+        raise Refused(400, "bad_message", BAD_MESSAGE)
     if not get_policy().may_use(session):
         raise Refused(403, "forbidden", "You may not use the assistant here.")
+    uploads = check_uploads(list(files)) if files else []
     rate_slot(user)
+    parts = media.store(session, uploads) if uploads else []
     try:
-        run, message = turns.begin(session, text)
+        run, message = turns.begin(session, text, parts)
     except TurnInProgress:
+        media.delete(p["media_ref"] for p in parts)
         raise Refused(409, "turn_in_progress", "The assistant is still answering. Wait for it or stop it.") from None
+    except BaseException:
+        media.delete(p["media_ref"] for p in parts)
+        raise
     signals.message_received.send(sender=Session, session=session, message=message)
     turns.start(run)
     return run, message

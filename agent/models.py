@@ -120,7 +120,10 @@ class Part(models.Model):
     tool_result = models.JSONField(null=True, blank=True)
     tool_status = models.CharField(max_length=10, blank=True)
     media_type = models.CharField(max_length=100, blank=True)
-    media_ref = models.CharField(max_length=500, blank=True)
+    media_ref = models.CharField(max_length=500, blank=True)  # the object's key in the default storage
+    # An attachment's facts, read from its bytes when it was accepted: size, and width and height
+    # (images) or pages (PDFs). The model is told them; the budget estimates from them.
+    media_meta = models.JSONField(null=True, blank=True)
     signature = models.TextField(blank=True)
     # Opaque state the provider needs back with this part (Gemini's thought signature on a tool
     # call, DeepSeek's reasoning_content, OpenRouter's reasoning_details, redacted reasoning), kept

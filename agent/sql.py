@@ -200,6 +200,7 @@ PART_FIELDS = (
     "tool_status",
     "media_type",
     "media_ref",
+    "media_meta",
     "signature",
     "provider_data",
     "provider_backend",
@@ -216,8 +217,9 @@ def insert_message(message: Message, parts: list[Part]) -> None:
         part.pk = _insert(Part, _values(part, PART_FIELDS))
 
 
-READ_PART_FIELDS = tuple(name for name in PART_FIELDS if name not in ("message", "position", "effects"))
-_JSON = ("tool_input", "tool_result", "provider_data")
+# (with the part's id: an attachment is named to the model by it)
+READ_PART_FIELDS = ("id", *(name for name in PART_FIELDS if name not in ("message", "position", "effects")))
+_JSON = ("tool_input", "tool_result", "provider_data", "media_meta")
 
 
 @cache

@@ -67,6 +67,13 @@ def part_to_neutral(part: Part) -> dict[str, Any]:
             d = {"type": part.type, "media_type": part.media_type, "data": load_media(part.media_ref)}
             if part.type == "document":
                 d["name"] = part.text or "document"
+            elif part.text:
+                d["name"] = part.text
+            # Beyond CONTRACT §3 (adapters ignore them): the attachment's id, by which the model and
+            # tools name it, and its facts (size; width and height, or pages).
+            if part.pk is not None:
+                d["id"] = part.pk
+            d.update(part.media_meta or {})
             return d
     raise ValueError(f"Unknown part type {part.type!r}")
 
@@ -146,6 +153,7 @@ def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
         row.effects = list(p.get("effects") or [])
     else:
         row.media_type, row.media_ref, row.text = p.get("media_type", ""), p.get("media_ref", ""), p.get("name", "")
+        row.media_meta = p.get("meta") or None
     if kind in ("reasoning", "tool_use") and isinstance(p.get("provider_data"), dict):
         row.provider_data = p["provider_data"]
     if row.provider_data is not None or row.signature:  # which backend and model the state goes back to

@@ -60,11 +60,12 @@ def claim(session: Session) -> Run:
     return run
 
 
-def begin(session: Session, text: str) -> tuple[Run, Message]:
-    """Claim the session and add the user's message; calls still awaiting a person are answered first."""
+def begin(session: Session, text: str, attachments: list[dict[str, Any]] = ()) -> tuple[Run, Message]:
+    """Claim the session and add the user's message (its text, then its stored attachments' parts);
+    calls still awaiting a person are answered first."""
     run = claim(session)
     approvals.settle(run)
-    message = add_message(run, Message.USER, [{"type": "text", "text": text}])
+    message = add_message(run, Message.USER, [{"type": "text", "text": text}, *attachments])
     run.turn.user_message = message  # stored with the turn's end (`_finish`); the message names its turn now
     return run, message
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agent import views
+from agent import media_views, views
 
 app_name = "agent"
 
@@ -11,4 +11,5 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/stop", views.stop, name="stop"),
     path("sessions/<uuid:session_id>/approvals/<uuid:approval_id>", views.decide_approval, name="approval"),
     path("sessions/<uuid:session_id>/turns/<uuid:turn_id>/stream", views.stream, name="stream"),
+    path("sessions/<uuid:session_id>/attachments/<int:part_id>", media_views.attachment, name="attachment"),
 ]

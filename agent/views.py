@@ -15,6 +15,7 @@ from agent import approvals, intake, sse, turns
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
+from agent.media_views import attachment_json
 from agent.models import Message, Session, Turn
 from agent.policy import get_policy
 from agent.transcript import part_to_neutral
@@ -87,9 +88,15 @@ def create_session(request: HttpRequest) -> HttpResponse:
 @api_login_required
 @session_api
 def post_message(request: HttpRequest, session: Session) -> HttpResponse:
-    body = json_body(request)
+    """A JSON body `{"text"}`, or multipart/form-data with `text` and `files` (repeatable)."""
     try:
-        run, message = intake.accept(session, request.user, body.get("text") if body else None)
+        if request.content_type == "multipart/form-data":
+            files = intake.uploaded_files(request)
+            text = request.POST.get("text")
+        else:
+            body = json_body(request)
+            files, text = [], body.get("text") if body else None
+        run, message = intake.accept(session, request.user, text, files)
     except intake.Refused as exc:
         return error(exc.status, exc.code, exc.message, **exc.extra)
     return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn)}, status=202)
@@ -192,7 +199,7 @@ def message_json(message: Message) -> dict[str, Any]:
 
 def _part_json(part: Any) -> dict[str, Any]:
     if part.type in ("image", "document"):
-        return {"type": part.type, "media_type": part.media_type, "media_ref": part.media_ref}
+        return attachment_json(part)
     return part_to_neutral(part)
 
 

@@ -157,16 +157,19 @@ def describe_call(session: Session, name: str, data: dict[str, Any]) -> Descript
     target = f"the post “{post.title}”" if post else f"post #{data.get('post_id')}"
     if name == "update_post" and post is not None:
         live = "the published post" if post.status == Post.PUBLISHED else "the post"
-        return Description(f"Change {live} “{post.title}”", change_detail(post, data.get("title"), data.get("body")))
+        detail = change_detail(post, data.get("title"), data.get("body"), data.get("cover_attachment_id"))
+        return Description(f"Change {live} “{post.title}”", detail)
     return Description(f"{VERBS.get(name, name)} {target}")
 
 
-def change_detail(post: Post, title: Any, body: Any) -> str:
-    """What an edit changes: the title's old and new lines, and the body's lines removed ("- "),
-    added ("+ ") and kept ("  ", long unchanged runs shortened to "  …")."""
+def change_detail(post: Post, title: Any, body: Any, cover: Any = None) -> str:
+    """What an edit changes: the title's old and new lines, a new cover, and the body's lines removed
+    ("- "), added ("+ ") and kept ("  ", long unchanged runs shortened to "  …")."""
     lines: list[str] = []
     if isinstance(title, str) and title.strip() != post.title:
         lines += ["Title:", f"- {post.title}", f"+ {title.strip()}"]
+    if isinstance(cover, int):
+        lines += ["Cover:", f"+ the image attached as #{cover}"]
     if isinstance(body, str) and body != post.body:
         lines += [
             "Body:",

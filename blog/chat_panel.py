@@ -114,12 +114,16 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     """
     blog = _summoner_blog(request, slug)
     post = _panel_post(blog, pk)
+    try:
+        files = intake.uploaded_files(request)  # (first: a body stopped as it arrived has no text either)
+    except intake.Refused as exc:
+        return _notice(request, _refusal(exc))
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
-        return _notice(request, "Write a message of up to 20,000 characters.")
+        return _notice(request, intake.BAD_MESSAGE)
     session = start_session(request.user, blog, post)
     try:
-        run, _ = intake.accept(session, request.user, text)
+        run, message = intake.accept(session, request.user, text, files)
     except intake.Refused as exc:
         session.delete()
         return _notice(request, _refusal(exc))
@@ -127,6 +131,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         "blog": blog,
         "chat": session,
         "text": text,
+        "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],
         "turn": run.turn,
         "stream_url": stream_url(session, run.turn),
     }

@@ -15,16 +15,27 @@ from typing import Any
 
 from django.conf import settings
 
+from agent.attachments import is_note
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
+from agent.budget import estimate_tokens
 
 HELP = (
     "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
-    "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, or “write something long”; "
-    "beside a post's editor, “rename this post to Evening light”."
+    "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, “write something long”, "
+    "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
+    "Evening light”."
 )
 
 PATTERNS = [
+    (
+        "photo_post",
+        re.compile(
+            r"\b(make|create|draft|write|turn|start)\b.*\bposts?\b.*\b(photo|picture|image|pic|snapshot)s?\b"
+            r"|\b(photo|picture|image|pic)\b.*\binto an? (blog )?post\b",
+            re.I,
+        ),
+    ),
     ("list", re.compile(r"\b(list|show)\b.*\bposts?\b", re.I)),
     (
         "draft",
@@ -46,6 +57,7 @@ PATTERNS = [
 OPEN_POST = re.compile(r"\(post_id (?P<id>\d+)\) open in the editor")
 
 NEEDS = {
+    "photo_post": "create_post",
     "list": "list_posts",
     "draft": "create_post",
     "publish": "publish_post",
@@ -70,7 +82,60 @@ def intent(text: str) -> tuple[str, str]:
 
 
 def _text_of(message: dict[str, Any]) -> str:
-    return "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
+    """The person's own words (not the lines that introduce their attachments)."""
+    return "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text" and not is_note(p))
+
+
+NOTE = re.compile(r"^\[Attachment #(?P<id>\d+): (?P<facts>[^\n]*)\]")
+MEDIA_TYPE = re.compile(r"^[a-z]+/[a-z0-9.+-]+$")
+DIMENSIONS = re.compile(r"^(?P<w>\d+)×(?P<h>\d+)$")
+KINDS = {
+    "image/png": "a PNG image",
+    "image/jpeg": "a JPEG image",
+    "image/gif": "a GIF image",
+    "image/webp": "a WebP image",
+}
+KINDS |= {"application/pdf": "a PDF document", "text/plain": "a text file", "text/markdown": "a Markdown file"}
+
+
+def attachments_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attachments of a user message, read from the lines that introduce them to the model
+    (`agent.attachments.describe`): id, name, media type, size, and dimensions or pages."""
+    found = []
+    for part in message["parts"]:
+        m = NOTE.match(part.get("text", "")) if is_note(part) else None
+        if m is None:
+            continue
+        facts = m["facts"].removesuffix(" (not shown: this model takes no images)").split(", ")
+        at = next((i for i in range(len(facts) - 1, -1, -1) if MEDIA_TYPE.match(facts[i])), None)
+        if at is None:
+            continue
+        item = {"id": int(m["id"]), "name": ", ".join(facts[:at]), "media_type": facts[at], "size": facts[-1]}
+        for fact in facts[at + 1 : -1]:
+            dims = DIMENSIONS.match(fact)
+            if dims:
+                item["width"], item["height"] = int(dims["w"]), int(dims["h"])
+            elif "page" in fact:
+                item["pages"] = fact
+        found.append(item)
+    return found
+
+
+def acknowledge(items: list[dict[str, Any]]) -> str:
+    """One line per attachment: its name, type, size and (an image's) dimensions or (a PDF's) pages."""
+    lines = []
+    for a in items:
+        extra = f", {a['width']}×{a['height']} pixels" if "width" in a else (f", {a['pages']}" if "pages" in a else "")
+        kind = KINDS.get(a["media_type"], a["media_type"])
+        lines.append(f"- **{a['name']}** (attachment #{a['id']}): {kind}{extra}, {a['size']}")
+    n = len(items)
+    return f"I received {n} attachment{'s' if n != 1 else ''}:\n\n" + "\n".join(lines) + "\n\n"
+
+
+def title_from(name: str) -> str:
+    stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", name)
+    words = re.sub(r"[_\-.]+", " ", stem).strip()
+    return (words[:1].upper() + words[1:]) if words else "A new photo"
 
 
 class DemoBackend(Backend):
@@ -93,7 +158,7 @@ class DemoBackend(Backend):
         for i, (name, args) in enumerate(calls):
             self._pause()
             yield {"kind": "tool_use", "id": self._call_id(i), "name": name, "input": args}
-        in_tokens = sum(len(str(m["parts"])) for m in messages) // 4 + len(system) // 4
+        in_tokens = estimate_tokens(system, messages, [])  # (attachments by their size, not their bytes' repr)
         yield {
             "kind": "done",
             "stop_reason": "tool_use" if calls else "end_turn",
@@ -122,7 +187,14 @@ class DemoBackend(Backend):
             return HELP, []
         if messages[-1]["role"] == "tool":
             return self._after_tool(messages, users[-1], offered)
-        kind, title = intent(_text_of(users[-1]))
+        text, calls = self._reply(messages, users[-1], offered, system)
+        items = attachments_of(users[-1]) if users[-1] is messages[-1] else []
+        return (acknowledge(items) + text if items else text), calls
+
+    def _reply(self, messages, last_user, offered, system: str = "") -> tuple[str, list[tuple[str, dict]]]:
+        kind, title = intent(_text_of(last_user))
+        if kind == "photo_post" and NEEDS[kind] in offered:
+            return self._photo_post(messages, _text_of(last_user))
         if kind == "yes":
             return self._confirmed(messages, offered)
         if kind == "help":
@@ -149,6 +221,25 @@ class DemoBackend(Backend):
             # Without the approval buttons the model itself must ask first.
             return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
         return f"Looking for “{title}”.", [("list_posts", {"query": title})]
+
+    def _photo_post(self, messages: list[dict[str, Any]], text: str) -> tuple[str, list[tuple[str, dict]]]:
+        """A draft with the chat's latest image as its cover, titled as asked or after the photo."""
+        images = [
+            a
+            for m in messages
+            if m["role"] == "user"
+            for a in attachments_of(m)
+            if a["media_type"].startswith("image/")
+        ]
+        if not images:
+            return "Attach a photo first (the Attach button, or drop or paste it here), then ask me again.", []
+        photo = images[-1]
+        titled = re.search(r"\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", " ".join(text.split()), re.I)
+        title = titled["t"].strip() if titled else title_from(photo["name"])
+        size = f" ({photo['width']}×{photo['height']})" if "width" in photo else ""
+        body = f"# {title}\n\nA first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"
+        args = {"title": title, "body": body, "cover_attachment_id": photo["id"]}
+        return f"Drafting “{title}” with your photo as its cover.", [("create_post", args)]
 
     def _confirmed(self, messages: list[dict[str, Any]], offered: set[str]) -> tuple[str, list[tuple[str, dict]]]:
         for m in reversed(messages[:-1]):
@@ -190,7 +281,8 @@ class DemoBackend(Backend):
             "delete_post": "deleted",
             "update_post": "updated",
         }
-        return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”.", []
+        cover = " with your photo as its cover" if result.get("cover") else ""
+        return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}.", []
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
         match = next((p for p in items if p["title"].lower() == title.lower()), None)

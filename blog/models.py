@@ -43,6 +43,10 @@ class Post(models.Model):
     body = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default=DRAFT)
     published_at = models.DateTimeField(null=True, blank=True)
+    # The cover image's key in the default storage: the post's own copy (blog/covers.py), so it
+    # outlives the chat it was attached in. Served by the blog's views, never by key.
+    cover_ref = models.CharField(max_length=500, blank=True)
+    cover_type = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -55,13 +59,16 @@ class Post(models.Model):
         return self.title
 
     def snapshot(self) -> dict:
-        return {
+        snap = {
             "title": self.title,
             "slug": self.slug,
             "body": self.body,
             "status": self.status,
             "published_at": self.published_at.isoformat() if self.published_at else None,
         }
+        if self.cover_ref:
+            snap["cover"] = self.cover_ref
+        return snap
 
 
 class PostRevision(models.Model):

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from blog import grants, services
+from blog import covers, grants, services
 from blog.access import DELETE, PUBLISH, READ, WRITE
 from blog.grants import Actor
 from blog.models import Blog, Post
@@ -50,15 +50,27 @@ def _get(actor: Actor, blog: Blog, post_id: int):
     return {**services.post_summary(post), "slug": post.slug, "body": post.body}, []
 
 
-def _create(actor: Actor, blog: Blog, title: str, body: str = ""):
-    post = services.post_create(blog=blog, actor=actor, title=title, body=body)
+def _create(actor: Actor, blog: Blog, title: str, body: str = "", cover_attachment_id: int | None = None):
+    services.clean_title(title)  # a bad title is refused before any cover is copied
+    cover = covers.copy_attachment(actor, blog, cover_attachment_id) if cover_attachment_id else None
+    post = services.post_create(blog=blog, actor=actor, title=title, body=body, cover=cover)
     return services.post_summary(post), [{"type": "post.created", "id": post.pk}]
 
 
-def _update(actor: Actor, blog: Blog, post_id: int, title: str | None = None, body: str | None = None):
-    if title is None and body is None:
-        raise OperationError("Give a new title or body to change.")
-    post = services.post_update(post=_post(blog, post_id), actor=actor, title=title, body=body)
+def _update(
+    actor: Actor,
+    blog: Blog,
+    post_id: int,
+    title: str | None = None,
+    body: str | None = None,
+    cover_attachment_id: int | None = None,
+):
+    if title is None and body is None and cover_attachment_id is None:
+        raise OperationError("Give a new title, body or cover to change.")
+    post = _post(blog, post_id)
+    services.check_may_change(post, actor)  # refused before any cover is copied
+    cover = covers.copy_attachment(actor, blog, cover_attachment_id) if cover_attachment_id else None
+    post = services.post_update(post=post, actor=actor, title=title, body=body, cover=cover)
     return services.post_summary(post), [{"type": "post.updated", "id": post.pk}]
 
 
@@ -85,6 +97,11 @@ def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 TITLE = {"type": "string", "minLength": 1, "maxLength": 200}
 BODY = {"type": "string", "maxLength": 100_000, "description": "Markdown."}
+COVER = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "The id of an image attached in this chat (its “[Attachment #id: …]” line), to be the post's cover.",
+}
 
 OPERATIONS: dict[str, Operation] = {
     op.name: op
@@ -107,15 +124,15 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation(
             "create_post",
-            "Create a draft post with a title and a markdown body.",
-            _obj({"title": TITLE, "body": BODY}, ["title"]),
+            "Create a draft post with a title, a markdown body and optionally a cover image attached in this chat.",
+            _obj({"title": TITLE, "body": BODY, "cover_attachment_id": COVER}, ["title"]),
             WRITE,
             _create,
         ),
         Operation(
             "update_post",
-            "Change a post's title and/or markdown body.",
-            _obj({"post_id": POST_ID, "title": TITLE, "body": BODY}, ["post_id"]),
+            "Change a post's title, markdown body and/or cover image (an image attached in this chat).",
+            _obj({"post_id": POST_ID, "title": TITLE, "body": BODY, "cover_attachment_id": COVER}, ["post_id"]),
             WRITE,
             _update,
         ),

@@ -23,6 +23,7 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_GET
 
 from agent.markdown import render_markdown
+from blog import covers
 from blog.models import Blog, Post
 
 #: Posts per page of a blog's public index.
@@ -82,8 +83,15 @@ def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse
         "body_html": render_markdown(post.body),
         "description": excerpt(post, 30),
         "canonical": request.build_absolute_uri(post_url(post)),
+        "cover_url": request.build_absolute_uri(reverse("blog:public_cover", args=[slug, post_slug])),
     }
     return render(request, "blog/public_post.html", context)
+
+
+@require_GET
+def public_cover(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
+    """A published post's cover, for anyone; a draft's is not public (members see it in the editor)."""
+    return covers.cover_response(get_object_or_404(published(), blog__slug=slug, slug=post_slug))
 
 
 def post_url(post: Post) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -11,6 +13,11 @@ from django.utils.text import slugify
 from blog import grants, live
 from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
+
+logger = logging.getLogger("blog.services")
+
+#: A new cover: its storage key (the post's own copy, `blog.covers`) and media type.
+Cover = tuple[str, str]
 
 
 class OperationError(Exception):
@@ -51,7 +58,7 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
     return slug
 
 
-def _clean_title(title: str) -> str:
+def clean_title(title: str) -> str:
     title = (title or "").strip()
     if not title:
         raise OperationError("A post needs a title.")
@@ -68,31 +75,65 @@ def check_may_change(post: Post, actor: Actor) -> None:
         )
 
 
-def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "") -> Post:
-    title = _clean_title(title)
-    with transaction.atomic():
-        post = Post.objects.create(
-            blog=blog, author=actor.user, title=title, body=body or "", slug=unique_slug(blog, title)
-        )
-        _revise(post, blog, "create", None, actor)
-        live.announce(blog, {"type": "post.created", "id": post.pk})
+def discard_cover(key: str) -> None:
+    """Delete a cover object nothing refers to any more, once the change that dropped it is committed
+    (or at once when it was never committed)."""
+    if not key:
+        return
+
+    def delete() -> None:
+        try:
+            default_storage.delete(key)
+        except Exception:
+            logger.warning("could not delete cover %s", key, exc_info=True)
+
+    transaction.on_commit(delete)
+
+
+def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "", cover: Cover | None = None) -> Post:
+    """A new draft; `cover` is a copy already made for it (deleted again if the post is not created)."""
+    try:
+        title = clean_title(title)
+        with transaction.atomic():
+            post = Post.objects.create(
+                blog=blog, author=actor.user, title=title, body=body or "", slug=unique_slug(blog, title)
+            )
+            if cover:
+                post.cover_ref, post.cover_type = cover
+                post.save(update_fields=["cover_ref", "cover_type"])
+            _revise(post, blog, "create", None, actor)
+            live.announce(blog, {"type": "post.created", "id": post.pk})
+    except BaseException:
+        discard_cover(cover[0] if cover else "")
+        raise
     return post
 
 
-def post_update(*, post: Post, actor: Actor, title: str | None = None, body: str | None = None) -> Post:
-    check_may_change(post, actor)
-    before = post.snapshot()
-    if title is not None:
-        title = _clean_title(title)
-        if title != post.title:  # a body-only edit keeps the post's address
-            post.title = title
-            post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
-    if body is not None:
-        post.body = body
-    with transaction.atomic():
-        post.save()
-        _revise(post, post.blog, "update", before, actor)
-        live.announce(post.blog, {"type": "post.updated", "id": post.pk})
+def post_update(
+    *, post: Post, actor: Actor, title: str | None = None, body: str | None = None, cover: Cover | None = None
+) -> Post:
+    """Change the title, body and/or cover (the previous cover's object goes once this is committed)."""
+    try:
+        check_may_change(post, actor)
+        before, old_cover = post.snapshot(), post.cover_ref
+        if title is not None:
+            title = clean_title(title)
+            if title != post.title:  # a body-only edit keeps the post's address
+                post.title = title
+                post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+        if body is not None:
+            post.body = body
+        if cover:
+            post.cover_ref, post.cover_type = cover
+        with transaction.atomic():
+            post.save()
+            _revise(post, post.blog, "update", before, actor)
+            live.announce(post.blog, {"type": "post.updated", "id": post.pk})
+    except BaseException:
+        discard_cover(cover[0] if cover else "")
+        raise
+    if cover:
+        discard_cover(old_cover)
     return post
 
 
@@ -136,6 +177,7 @@ def post_delete(*, post: Post, actor: Actor) -> int:
         )
         post.delete()
         live.announce(blog, {"type": "post.deleted", "id": pk})
+    discard_cover(before.get("cover", ""))
     return pk
 
 
@@ -155,10 +197,13 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
 
 
 def post_summary(post: Post) -> dict[str, Any]:
-    return {
+    summary = {
         "id": post.pk,
         "title": post.title,
         "status": post.status,
         "published_at": post.published_at.isoformat() if post.published_at else None,
         "updated_at": post.updated_at.isoformat(),
     }
+    if post.cover_ref:
+        summary["cover"] = True
+    return summary

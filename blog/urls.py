@@ -16,6 +16,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/posts/<int:pk>/unpublish/", views.post_unpublish, name="post_unpublish"),
     path("blogs/<slug:slug>/posts/<int:pk>/delete/", views.post_delete, name="post_delete"),
     path("blogs/<slug:slug>/posts/<int:pk>/history/", views.post_history, name="history"),
+    path("blogs/<slug:slug>/posts/<int:pk>/cover", views.post_cover, name="post_cover"),
     path("blogs/<slug:slug>/posts/<int:pk>/history/compare/", views.post_compare, name="compare"),
     path("blogs/<slug:slug>/posts/<int:pk>/revert/<int:rev>/", views.post_revert, name="revert"),
     path("blogs/<slug:slug>/members/", team_views.members, name="members"),
@@ -28,4 +29,5 @@ urlpatterns = [
     path("read/<slug:slug>/", reading.public_index, name="public_index"),
     path("read/<slug:slug>/feed/", reading.BlogFeed(), name="feed"),
     path("read/<slug:slug>/<slug:post_slug>/", reading.public_post, name="public_post"),
+    path("read/<slug:slug>/<slug:post_slug>/cover", reading.public_cover, name="public_cover"),
 ]

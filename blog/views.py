@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from agent.markdown import render_markdown
-from blog import diffs, grants, reading, services
+from blog import covers, diffs, grants, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -264,3 +264,11 @@ def post_revert(request: HttpRequest, slug: str, pk: int, rev: int) -> HttpRespo
     except OperationError as exc:
         messages.error(request, exc.public_message)
     return redirect("blog:history", slug=blog.slug, pk=post.pk)
+
+
+@require_GET
+@login_required
+def post_cover(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """A post's cover image, for any member of its blog (drafts too); 404 for everyone else."""
+    blog, _, _ = membership(request, slug)
+    return covers.cover_response(_post(blog, pk))

@@ -160,8 +160,38 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Attachments (and post covers) go through Django's default storage: files under MEDIA_ROOT, or an
+# S3-compatible bucket through django-storages when AGENT_MEDIA_STORAGE=s3 (README, "Attachments").
+# They are never served from MEDIA_URL: only views that check who asks serve them.
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
+
+
+def media_storage(environ: dict[str, str]) -> dict:
+    """The default storage's STORAGES entry from AGENT_MEDIA_STORAGE (and, for s3, AGENT_MEDIA_S3_*)."""
+    kind = environ.get("AGENT_MEDIA_STORAGE", "filesystem").strip().lower() or "filesystem"
+    if kind == "filesystem":
+        return {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    if kind != "s3":
+        raise ImproperlyConfigured(f"AGENT_MEDIA_STORAGE must be filesystem or s3, got {kind!r}.")
+    if not environ.get("AGENT_MEDIA_S3_BUCKET"):
+        raise ImproperlyConfigured("AGENT_MEDIA_STORAGE=s3 needs AGENT_MEDIA_S3_BUCKET.")
+    options = {
+        "bucket_name": environ["AGENT_MEDIA_S3_BUCKET"],
+        "endpoint_url": environ.get("AGENT_MEDIA_S3_ENDPOINT_URL") or None,
+        "region_name": environ.get("AGENT_MEDIA_S3_REGION") or None,
+        "location": environ.get("AGENT_MEDIA_S3_PREFIX", "").strip("/"),
+        "addressing_style": environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE") or None,
+        "default_acl": None,  # private objects: every read goes through the app's checks
+        "file_overwrite": False,
+    }
+    if environ.get("AGENT_MEDIA_S3_ACCESS_KEY_ID"):  # else boto3's credential chain
+        options["access_key"] = environ["AGENT_MEDIA_S3_ACCESS_KEY_ID"]
+        options["secret_key"] = environ.get("AGENT_MEDIA_S3_SECRET_ACCESS_KEY", "")
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+
+
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": media_storage(os.environ),
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
@@ -203,6 +233,7 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
         "httpx": {"level": "WARNING"},
         "botocore": {"level": "WARNING"},
+        "pypdf": {"level": "ERROR"},  # a malformed upload's parse warnings are not ours to report
     },
 }
 
@@ -252,6 +283,8 @@ except json.JSONDecodeError:
 
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+# PDFs as chat/completions `file` parts: `auto` = only for api.openai.com; `1` / `0` for any other server.
+OPENAI_PDF_FILES = os.environ.get("OPENAI_PDF_FILES", "auto")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 AWS_REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
@@ -267,6 +300,20 @@ AGENT_CONFIRM_TOOLS = [
     t.strip() for t in os.environ.get("AGENT_CONFIRM_TOOLS", "delete_post,publish_post").split(",") if t.strip()
 ]
 AGENT_APPROVAL_TTL_SECONDS = env_int("AGENT_APPROVAL_TTL_SECONDS", 900)
+
+# Attachments (README, "Attachments"): per file, per message (all files together), files per message,
+# and pixels per image (all frames of an animation together), checked before anything is decoded.
+AGENT_MAX_UPLOAD_MB = env_float("AGENT_MAX_UPLOAD_MB", 10.0)
+AGENT_MAX_UPLOAD_MB_PER_MESSAGE = env_float("AGENT_MAX_UPLOAD_MB_PER_MESSAGE", 20.0)
+AGENT_MAX_UPLOAD_FILES = env_int("AGENT_MAX_UPLOAD_FILES", 8)
+AGENT_MAX_IMAGE_PIXELS = env_int("AGENT_MAX_IMAGE_PIXELS", 25_000_000)
+# 0 = the model takes no images: a message with one is refused before any call.
+AGENT_MODEL_IMAGES = env_bool("AGENT_MODEL_IMAGES", True)
+FILE_UPLOAD_HANDLERS = [
+    "agent.upload_handler.UploadLimitHandler",  # refuses oversized bodies before they are buffered
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # Bounded context: what is sent stays under this estimate; older messages become a summary.
 AGENT_CONTEXT_MAX_TOKENS = env_int("AGENT_CONTEXT_MAX_TOKENS", 60000)

@@ -41,7 +41,14 @@ STOP_TIMEOUT = 10.0
 READY_PATH = "/accounts/login/"
 READY_STATUSES = (200, 301)  # 301: a server with the SSL redirect on
 # What the pytest process's own settings put in the environment; a server decides these itself.
-NOT_INHERITED = ("DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE", "TEST_SQLITE_NAME", "BIND", "DATABASE_URL")
+NOT_INHERITED = (
+    "DJANGO_SETTINGS_MODULE",
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
+    "TEST_SQLITE_NAME",
+    "BIND",
+    "DATABASE_URL",
+    "MEDIA_ROOT",
+)
 SEED = (("migrate", "--noinput"), ("seed_demo",))
 
 
@@ -299,6 +306,7 @@ class ServerGroup:
         database = database or Database.create(self.suite, re.sub(r"[^a-z0-9]", "_", name.lower())[:20])
         log = self.workdir / f"server-{name}.log"
         env = {**self.env, "DATABASE_URL": database.url, **overrides}
+        env.setdefault("MEDIA_ROOT", str(self.workdir / f"media-{name}"))  # never the project's media folder
         process = None
         try:
             if owns:

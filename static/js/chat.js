@@ -13,9 +13,11 @@
     var text = f.querySelector("textarea");
     var send = f.querySelector("#chat-send");
     var stop = f.querySelector("#chat-stop");
+    var files = f.querySelector("#chat-files");
     f.dataset.running = running ? "1" : "";
     text.disabled = running;
     send.disabled = running;
+    if (files) files.disabled = running;
     stop.hidden = !running;
     if (!running) text.focus();
   }
@@ -44,7 +46,7 @@
     var f = form();
     var started = e.detail.successful && e.detail.xhr.responseText.indexOf("sse-connect") !== -1;
     if (e.detail.elt === f) {
-      if (started) f.reset();
+      if (started) { f.reset(); clearFiles(f); }
       setRunning(started);
     } else if (started) {
       setRunning(true);
@@ -71,6 +73,113 @@
     if (article) article.classList.remove("streaming");
     setRunning(false);
     scrollLog();
+  });
+
+  // Attachments: the paperclip's file input holds the files that will be sent (htmx posts the
+  // form as multipart/form-data); picking, dropping or pasting adds to them, a chip's × removes one.
+  var picked = new WeakMap();
+
+  function filesOf(f) {
+    if (!picked.has(f)) picked.set(f, new DataTransfer());
+    return picked.get(f);
+  }
+
+  function addFiles(f, list) {
+    var dt = filesOf(f);
+    Array.prototype.forEach.call(list, function (file) { dt.items.add(file); });
+    syncFiles(f);
+  }
+
+  function removeFile(f, index) {
+    var old = filesOf(f), dt = new DataTransfer();
+    Array.prototype.forEach.call(old.files, function (file, i) { if (i !== index) dt.items.add(file); });
+    picked.set(f, dt);
+    syncFiles(f);
+  }
+
+  function clearFiles(f) {
+    picked.set(f, new DataTransfer());
+    syncFiles(f);
+  }
+
+  function sizeText(n) {
+    if (n < 1024) return n + " B";
+    if (n < 1024 * 1024) return Math.round(n / 1024) + " KB";
+    return (n / 1024 / 1024).toFixed(1) + " MB";
+  }
+
+  function syncFiles(f) {
+    var input = f.querySelector("#chat-files"), tray = f.querySelector("#attach-tray");
+    if (!input || !tray) return;
+    var dt = filesOf(f);
+    input.files = dt.files;
+    tray.textContent = "";
+    Array.prototype.forEach.call(dt.files, function (file, i) {
+      var chip = document.createElement("span");
+      chip.className = "pending-file";
+      chip.title = file.name + " · " + sizeText(file.size);
+      if (/^image\/(png|jpeg|gif|webp)$/.test(file.type)) {
+        var img = document.createElement("img");
+        img.alt = file.name;
+        var reader = new FileReader();
+        reader.onload = function () { img.src = reader.result; };
+        reader.readAsDataURL(file);
+        chip.appendChild(img);
+      } else {
+        var icon = document.createElement("span");
+        icon.className = "file-icon";
+        icon.setAttribute("aria-hidden", "true");
+        icon.textContent = (file.name.split(".").pop() || "file").slice(0, 4).toUpperCase();
+        chip.appendChild(icon);
+      }
+      var name = document.createElement("span");
+      name.className = "file-name";
+      name.textContent = file.name;
+      chip.appendChild(name);
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "remove-file";
+      remove.setAttribute("aria-label", "Remove " + file.name);
+      remove.textContent = "×";
+      remove.addEventListener("click", function () { removeFile(f, i); });
+      chip.appendChild(remove);
+      tray.appendChild(chip);
+    });
+  }
+
+  document.addEventListener("change", function (e) {
+    var f = form();
+    if (!f || e.target.id !== "chat-files" || !f.contains(e.target)) return;
+    var chosen = Array.prototype.slice.call(e.target.files);
+    syncFiles(f);  // the input now shows what was already picked...
+    addFiles(f, chosen);  // ...plus what was just chosen
+  });
+
+  document.addEventListener("dragover", function (e) {
+    var f = form();
+    if (f && f.contains(e.target) && !f.dataset.running) { e.preventDefault(); f.classList.add("dropping"); }
+  });
+
+  document.addEventListener("dragleave", function (e) {
+    var f = form();
+    if (f && e.target === f) f.classList.remove("dropping");
+  });
+
+  document.addEventListener("drop", function (e) {
+    var f = form();
+    if (!f || !f.contains(e.target)) return;
+    e.preventDefault();
+    f.classList.remove("dropping");
+    if (!f.dataset.running && e.dataTransfer && e.dataTransfer.files.length) addFiles(f, e.dataTransfer.files);
+  });
+
+  document.addEventListener("paste", function (e) {
+    var f = form();
+    if (!f || !f.contains(e.target) || f.dataset.running) return;
+    var images = Array.prototype.filter.call((e.clipboardData && e.clipboardData.files) || [], function (file) {
+      return /^image\//.test(file.type);
+    });
+    if (images.length) { e.preventDefault(); addFiles(f, images); }
   });
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -441,7 +441,7 @@ def test_blank_title_and_empty_update_are_refused(team):
     assert exc.value.public_message == "A post needs a title."
     with pytest.raises(OperationError) as exc:
         perform_json("update_post", actor, team.blog, {"post_id": draft.pk})
-    assert exc.value.public_message == "Give a new title or body to change."
+    assert exc.value.public_message == "Give a new title, body or cover to change."
     assert state(team.blog) == before
 
 

@@ -57,6 +57,11 @@ class OpenAIBackend(Backend):
     ) -> None:
         self.base_url = str(setting(base_url, "OPENAI_BASE_URL")).rstrip("/")
         self.api_key = str(setting(api_key, "OPENAI_API_KEY") or "")
+        # PDFs as `file` parts (OpenAI's own API takes them); elsewhere their text, extracted.
+        pdf = str(setting(None, "OPENAI_PDF_FILES", "auto") or "auto").lower()
+        self.pdf_files = (
+            urlsplit(self.base_url).netloc.lower() == "api.openai.com" if pdf == "auto" else pdf in ("1", "true", "yes")
+        )
         self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
         # AGENT_MODEL_REASONING=1: a reasoning model whatever its name (an Azure deployment `prod-chat`)
@@ -83,7 +88,7 @@ class OpenAIBackend(Backend):
         inference = inference or {}
         body: dict[str, Any] = {
             "model": model or self.default_model,
-            "messages": to_wire_messages(system, messages),
+            "messages": to_wire_messages(system, messages, pdf_files=self.pdf_files),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

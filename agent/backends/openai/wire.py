@@ -15,7 +15,34 @@ def _b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-def _user_part(part: dict[str, Any]) -> dict[str, Any]:
+#: The most text of one PDF sent to a model that cannot take the file itself.
+PDF_TEXT_LIMIT = 200_000
+
+
+def _document(part: dict[str, Any], *, pdf_files: bool) -> dict[str, Any]:
+    """A document for chat/completions: a PDF as a `file` part where the server takes files
+    (`pdf_files`), else its text, extracted, with a note saying so; any other document by name."""
+    name, media_type = part.get("name") or "document", part.get("media_type") or "unknown type"
+    if media_type == "application/pdf":
+        data = part.get("data", b"")
+        if pdf_files:
+            return {
+                "type": "file",
+                "file": {"filename": name, "file_data": f"data:application/pdf;base64,{_b64(data)}"},
+            }
+        from agent.attachments import pdf_text
+
+        text = pdf_text(base64.b64decode(data) if isinstance(data, str) else bytes(data), PDF_TEXT_LIMIT)
+        if text is None:
+            return {"type": "text", "text": f"[Attached PDF {name!r}: no text could be read from it.]"}
+        note = f"[Attached PDF {name!r}: its text, extracted (layout, images and tables may be lost).]"
+        return {"type": "text", "text": f"{note}\n\n{text}"}
+    # chat/completions has no generic document part, so the model is told a document was
+    # attached (by name and type) rather than the request failing.
+    return {"type": "text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
+
+
+def _user_part(part: dict[str, Any], *, pdf_files: bool = False) -> dict[str, Any]:
     match part.get("type"):
         case "text":
             return {"type": "text", "text": part.get("text", "")}
@@ -23,16 +50,13 @@ def _user_part(part: dict[str, Any]) -> dict[str, Any]:
             url = f"data:{part.get('media_type', 'image/png')};base64,{_b64(part.get('data', b''))}"
             return {"type": "image_url", "image_url": {"url": url}}
         case "document":
-            # chat/completions has no generic document part, so the model is told a document was
-            # attached (by name and type) rather than the request failing.
-            name, media_type = part.get("name") or "document", part.get("media_type") or "unknown type"
-            return {"type": "text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
+            return _document(part, pdf_files=pdf_files)
         case other:
             raise BackendError(f"A user message cannot carry a {other!r} part.", retryable=False)
 
 
-def _user_message(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    wire = [_user_part(part) for part in parts]
+def _user_message(parts: list[dict[str, Any]], *, pdf_files: bool = False) -> dict[str, Any]:
+    wire = [_user_part(part, pdf_files=pdf_files) for part in parts]
     if all(item["type"] == "text" for item in wire):
         return {"role": "user", "content": "\n".join(item["text"] for item in wire)}
     return {"role": "user", "content": wire}
@@ -93,15 +117,16 @@ def _tool_messages(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def to_wire_messages(system: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Neutral history -> chat/completions `messages`, the system prompt first."""
+def to_wire_messages(system: str, messages: list[dict[str, Any]], *, pdf_files: bool = False) -> list[dict[str, Any]]:
+    """Neutral history -> chat/completions `messages`, the system prompt first. PDFs go as `file`
+    parts when `pdf_files` (the server takes them), else as their extracted text."""
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     for position, message in enumerate(messages):
         parts = message.get("parts") or []
         match message.get("role"):
             case "user":
-                wire.append(_user_message(parts))
+                wire.append(_user_message(parts, pdf_files=pdf_files))
             case "assistant":
                 wire.append(_assistant_message(parts, this_turn=position > last_user))
             case "tool":

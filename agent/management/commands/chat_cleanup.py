@@ -1,4 +1,5 @@
-"""Prune old chat sessions (with their messages, turns and approvals), expired approvals and old ledger rows."""
+"""Prune old chat sessions (with their messages, turns, approvals and attachment files), expired approvals and
+old ledger rows."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from agent import approvals
+from agent import approvals, media
 from agent.budget import MONTH
 from agent.models import RateEvent, Session, Spend
 
@@ -30,19 +31,23 @@ class Command(BaseCommand):
         if dry_run:
             self.stdout.write(f"Would delete {old.count()} sessions older than {older_than} days.")
             return
-        deleted = 0
+        deleted = files = 0
         while True:
             ids = list(old.values_list("pk", flat=True)[:batch_size])
             if not ids:
                 break
+            keys = media.keys_of_sessions(ids)
             Session.objects.filter(pk__in=ids).delete()
+            # The rows first, then their files: a failure between leaves an unlisted file, never a
+            # transcript pointing at nothing.
+            files += media.delete(keys)
             deleted += len(ids)
         expired = approvals.expire_stale()
         now = timezone.now()
         spend = _delete_in_batches(Spend.objects.filter(created_at__lt=now - MONTH), batch_size)
         rate = _delete_in_batches(RateEvent.objects.filter(created_at__lt=now - timedelta(minutes=5)), batch_size)
         self.stdout.write(
-            f"Deleted {deleted} sessions, expired {expired} approvals, pruned {spend} ledger rows "
+            f"Deleted {deleted} sessions ({files} attachment files), expired {expired} approvals, pruned {spend} ledger rows "
             f"and {rate} rate-limit rows."
         )
 

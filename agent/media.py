@@ -1,0 +1,70 @@
+"""Where attachments live: Django's default storage (files under MEDIA_ROOT, or an S3 bucket).
+
+A part keeps only the object's key (`media_ref`), never a foreign key, so the transcript stays
+portable and the storage swappable. Keys are `agent/<session id>/<random>.<ext>`: nothing of the
+person's file name, nothing guessable, and nothing served by key — `agent.media_views` serves a
+part only to the people allowed to read its chat.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from agent.models import Part, Session
+from agent.uploads import Upload
+
+logger = logging.getLogger("agent.media")
+
+MEDIA_TYPES = ("image", "document")
+
+
+def store(session: Session, uploads: list[Upload]) -> list[dict[str, Any]]:
+    """Save each checked upload; returns the message parts that name them. All or none."""
+    parts: list[dict[str, Any]] = []
+    try:
+        for upload in uploads:
+            key = default_storage.save(
+                f"agent/{session.pk}/{uuid.uuid4().hex}.{upload.extension}", ContentFile(upload.data)
+            )
+            parts.append(
+                {
+                    "type": upload.kind,
+                    "media_type": upload.media_type,
+                    "media_ref": key,
+                    "name": upload.name,
+                    "meta": upload.meta,
+                }
+            )
+    except Exception:
+        delete([p["media_ref"] for p in parts])
+        raise
+    return parts
+
+
+def delete(keys: Iterable[str]) -> int:
+    """Delete stored objects by key; a failure is logged and skipped (returns how many went)."""
+    gone = 0
+    for key in keys:
+        if not key:
+            continue
+        try:
+            default_storage.delete(key)
+            gone += 1
+        except Exception:
+            logger.warning("could not delete stored attachment %s", key, exc_info=True)
+    return gone
+
+
+def keys_of_sessions(session_ids: Iterable[Any]) -> list[str]:
+    """The storage keys of every attachment in these sessions."""
+    return list(
+        Part.objects.filter(message__session__in=list(session_ids), type__in=MEDIA_TYPES)
+        .exclude(media_ref="")
+        .values_list("media_ref", flat=True)
+    )

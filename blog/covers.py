@@ -1,0 +1,54 @@
+"""Post covers: an image attached in the assistant's chat, copied to the post's own storage key.
+
+The copy (not a reference to the attachment) is what lets a chat be deleted, by its person or by
+`chat_cleanup`, while the post keeps its cover. Covers are served by `blog.views.post_cover`
+(members, always) and `blog.reading.public_cover` (anyone, while the post is published) with the
+same safe headers as attachments.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.http import Http404, HttpResponse
+
+from agent.media_views import stored_file_response
+from agent.models import Part
+from blog.grants import Actor
+from blog.models import Blog, Post
+from blog.services import OperationError
+
+logger = logging.getLogger("blog.covers")
+
+EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+
+
+def copy_attachment(actor: Actor, blog: Blog, attachment_id: int) -> tuple[str, str]:
+    """A copy of an image attached in the actor's own chat, as (key, media type); or OperationError."""
+    session = actor.chat_session
+    if session is None:
+        raise OperationError("Attachments can be used only in the chat they were attached to.", "invalid")
+    part = Part.objects.filter(pk=attachment_id, message__session=session, type__in=("image", "document")).first()
+    if part is None:
+        raise OperationError(f"There is no attachment #{attachment_id} in this chat.", "not_found")
+    if part.type != "image" or part.media_type not in EXTENSIONS:
+        raise OperationError(f"Attachment #{attachment_id} is not an image: only an image can be a cover.", "invalid")
+    try:
+        with default_storage.open(part.media_ref, "rb") as fh:
+            data = fh.read()
+    except Exception:
+        logger.warning("attachment %s of session %s is missing from storage", part.pk, session.pk, exc_info=True)
+        raise OperationError(f"Attachment #{attachment_id} is no longer available.", "not_found") from None
+    key = default_storage.save(f"covers/{blog.pk}/{uuid.uuid4().hex}.{EXTENSIONS[part.media_type]}", ContentFile(data))
+    return key, part.media_type
+
+
+def cover_response(post: Post) -> HttpResponse:
+    """The post's cover with the attachments' safe headers (the caller decided who may see it)."""
+    if not post.cover_ref:
+        raise Http404("No cover.")
+    name = f"{post.slug}-cover.{post.cover_ref.rsplit('.', 1)[-1]}"
+    return stored_file_response(post.cover_ref, post.cover_type, name, inline=True)

@@ -1,0 +1,294 @@
+"""Attachments through the engine: checked from their bytes, stored, served only to their chat's people."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.test import Client
+from PIL import Image
+
+from agent import attachments, budget, context
+from agent.backends import get_backend
+from agent.models import Message, Part, RateEvent, Session
+from agent.state import Run
+from agent.uploads import Limits, UploadRefused, check_all, check_one
+from tests import files
+
+pytestmark = pytest.mark.django_db
+
+LIMITS = Limits(per_file=10 * 2**20, per_message=20 * 2**20, files=8, pixels=25_000_000)
+DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+@pytest.fixture
+def media(tmp_path, settings) -> Path:
+    root = tmp_path / "media"
+    settings.MEDIA_ROOT = str(root)
+    return root
+
+
+def stored(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+
+
+def upload(api, session, text="Here you go", *named: tuple[str, bytes], **extra):
+    data = {"text": text, "files": [SimpleUploadedFile(name, body) for name, body in named], **extra}
+    return api.client.post(f"/api/agent/sessions/{session.pk}/messages", data=data, HTTP_X_CSRFTOKEN=api.csrf)
+
+
+# --- checking the bytes -----------------------------------------------------------------------
+
+
+def test_a_jpeg_is_turned_upright_and_loses_its_exif_and_gps():
+    original = files.jpeg_with_gps(40, 20, orientation=6)
+    assert b"SecretCam" in original
+    u = check_one("holiday.jpg", original, LIMITS)
+    assert (u.kind, u.media_type, u.extension, u.width, u.height) == ("image", "image/jpeg", "jpg", 20, 40)
+    assert b"SecretCam" not in u.data and b"Exif" not in u.data
+    assert dict(Image.open(io.BytesIO(u.data)).getexif()) == {}
+
+
+def test_an_animated_gif_keeps_its_frames_and_timing():
+    u = check_one("wave.gif", files.gif_animated(3), LIMITS)
+    im = Image.open(io.BytesIO(u.data))
+    durations = []
+    for i in range(im.n_frames):
+        im.seek(i)
+        durations.append(im.info["duration"])
+    assert (u.media_type, im.n_frames, durations) == ("image/gif", 3, [100, 200, 300])
+
+
+def test_documents_are_recognised_from_their_bytes():
+    assert check_one("report.pdf", files.pdf(), LIMITS).meta == {"size": len(files.pdf()), "pages": 1}
+    assert check_one("notes.md", b"# Notes\n", LIMITS).media_type == "text/markdown"
+    assert check_one("notes.txt", "caf\u00e9".encode(), LIMITS).media_type == "text/plain"
+    # An image named as text is still an image.
+    assert check_one("pixels.txt", files.png(), LIMITS).media_type == "image/png"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        (
+            "setup.png",
+            files.exe_as_png(),
+            "“setup.png” can't be attached: only PNG, JPEG, GIF and WebP images, PDFs, "
+            "and plain-text or Markdown files can be attached.",
+        ),
+        ("logo.svg", files.svg_with_script(), "“logo.svg” can't be attached: SVG and HTML files are not accepted."),
+        ("logo.png", files.svg_with_script(), "“logo.png” can't be attached: SVG and HTML files are not accepted."),
+        (
+            "page.md",
+            b"<!DOCTYPE html><script>x()</script>",
+            "“page.md” can't be attached: SVG and HTML files are not accepted.",
+        ),
+        ("page.html", b"hello", "“page.html” can't be attached: SVG and HTML files are not accepted."),
+        ("bomb.png", files.png_bomb(), "“bomb.png” is too large an image: the limit is 25 megapixels."),
+        (
+            "big.png",
+            files.png(6000, 5000),
+            "“big.png” is too large an image (6000×5000 pixels): the limit is 25 megapixels.",
+        ),
+        ("torn.png", files.png()[:60], "“torn.png” couldn't be read as an image."),
+        (
+            "nul.txt",
+            b"abc\x00def",
+            "“nul.txt” can't be attached: only PNG, JPEG, GIF and WebP images, PDFs, "
+            "and plain-text or Markdown files can be attached.",
+        ),
+        ("empty.txt", b"", "“empty.txt” is empty."),
+    ],
+)
+def test_hostile_or_unsupported_files_are_refused_calmly(name, data, message):
+    with pytest.raises(UploadRefused) as caught:
+        check_one(name, data, LIMITS)
+    assert caught.value.args == (message,)
+
+
+def test_limits_per_file_per_message_and_count():
+    small = Limits(per_file=1000, per_message=1500, files=2, pixels=1000)
+    with pytest.raises(UploadRefused, match="larger than the 0.000954 MB allowed for one file"):
+        check_all([("a.txt", b"a" * 1001)], small)
+    with pytest.raises(UploadRefused, match="add up to more than"):
+        check_all([("a.txt", b"a" * 800), ("b.txt", b"b" * 800)], small)
+    with pytest.raises(UploadRefused, match="Attach at most 2 files"):
+        check_all([("a.txt", b"a")] * 3, small)
+
+
+# --- the API ------------------------------------------------------------------------------------
+
+
+def test_multipart_message_stores_its_files_and_the_transcript_links_them(api, chat, script, media):
+    script([[{"kind": "text", "text": "Nice."}, DONE]])
+    response = upload(api, chat, "Look", ("photo.png", files.png(64, 48)), ("report.pdf", files.pdf()))
+    assert response.status_code == 202, response.content
+    parts = api.transcript(chat)["messages"][0]["parts"]
+    assert [p["type"] for p in parts] == ["text", "image", "document"]
+    image, document = parts[1], parts[2]
+    assert image["url"] == f"/api/agent/sessions/{chat.pk}/attachments/{image['id']}"
+    assert (image["name"], image["media_type"], image["width"], image["height"]) == ("photo.png", "image/png", 64, 48)
+    assert (document["name"], document["media_type"], document["pages"]) == ("report.pdf", "application/pdf", 1)
+    assert len(stored(media)) == 2
+
+    got = api.get(image["url"])
+    assert got.status_code == 200
+    assert got["Content-Type"] == "image/png"
+    assert got["Content-Disposition"] == 'inline; filename="photo.png"'
+    assert got["X-Content-Type-Options"] == "nosniff"
+    assert "sandbox" in got["Content-Security-Policy"] and "default-src 'none'" in got["Content-Security-Policy"]
+    assert Image.open(io.BytesIO(b"".join(got.streaming_content))).size == (64, 48)
+    got = api.get(document["url"])
+    assert (got["Content-Type"], got["Content-Disposition"]) == (
+        "application/pdf",
+        'attachment; filename="report.pdf"',
+    )
+
+
+def test_json_bodies_keep_working(api, chat, script):
+    script([[{"kind": "text", "text": "Hi."}, DONE]])
+    assert api.send(chat, "hello").status_code == 202
+
+
+def test_only_the_chats_user_and_staff_who_may_view_sessions_fetch_an_attachment(
+    api, chat, script, media, other_user, django_user_model
+):
+    script([[DONE]])
+    assert upload(api, chat, "Look", ("photo.png", files.png())).status_code == 202
+    part = Part.objects.get(type="image")
+    url = f"/api/agent/sessions/{chat.pk}/attachments/{part.pk}"
+    other = Client()
+    other.force_login(other_user)
+    assert other.get(url).status_code == 404
+    assert Client().get(url).status_code == 404  # signed out
+    # Guessed addresses: another session's id, another part's id, a text part's id.
+    assert (
+        api.get(f"/api/agent/sessions/{Session.objects.create(user=other_user).pk}/attachments/{part.pk}").status_code
+        == 404
+    )
+    assert api.get(f"/api/agent/sessions/{chat.pk}/attachments/{part.pk + 1000}").status_code == 404
+    text_part = Part.objects.get(type="text", message__role="user")
+    assert api.get(f"/api/agent/sessions/{chat.pk}/attachments/{text_part.pk}").status_code == 404
+
+    staff = django_user_model.objects.create_user("sam", password="pw-sam-12345", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    assert client.get(url).status_code == 404  # staff without the admin's view permission
+    from django.contrib.auth.models import Permission
+
+    staff.user_permissions.add(Permission.objects.get(codename="view_session", content_type__app_label="agent"))
+    client.force_login(django_user_model.objects.get(pk=staff.pk))
+    assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "code"),
+    [
+        ("setup.png", files.exe_as_png(), "unsupported_type"),
+        ("bomb.png", files.png_bomb(), "too_many_pixels"),
+        ("logo.svg", files.svg_with_script(), "unsupported_type"),
+    ],
+)
+def test_a_refused_file_stores_nothing(api, chat, script, media, name, data, code):
+    script([[DONE]])
+    response = upload(api, chat, "Look", ("ok.png", files.png()), (name, data))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == code
+    assert "\n" not in response.json()["error"]["message"]
+    assert (Message.objects.count(), stored(media), RateEvent.objects.count()) == (0, [], 0)
+
+
+def test_an_oversized_body_is_refused_from_its_content_length(api, chat, script, media, settings):
+    settings.AGENT_MAX_UPLOAD_MB_PER_MESSAGE = 0.01  # 10 KB (+256 KB for text and framing)
+    script([[DONE]])
+    response = upload(api, chat, "Big", ("big.txt", b"a" * 400_000))
+    assert response.status_code == 413
+    assert response.json()["error"] == {
+        "code": "too_large",
+        "message": "These files add up to more than the 0.01 MB allowed in one message.",
+    }
+    assert (Message.objects.count(), stored(media)) == (0, [])
+
+
+def test_a_file_over_the_per_file_limit_is_stopped_as_it_arrives(api, chat, script, media, settings):
+    settings.AGENT_MAX_UPLOAD_MB = 0.05
+    script([[DONE]])
+    response = upload(api, chat, "Big", ("big.txt", b"a" * 100_000))
+    assert response.status_code == 413
+    assert response.json()["error"]["message"] == "“big.txt” is larger than the 0.05 MB allowed for one file."
+    assert (Message.objects.count(), stored(media)) == (0, [])
+
+
+def test_a_model_without_images_refuses_them_before_any_call(api, chat, script, media, settings):
+    settings.AGENT_MODEL_IMAGES = False
+    script([[DONE]])
+    response = upload(api, chat, "Look", ("photo.png", files.png()))
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "unsupported_attachment",
+        "message": "This assistant's model can't read images. Send your message without them, or as a document.",
+    }
+    assert (Message.objects.count(), stored(media)) == (0, [])
+    assert upload(api, chat, "Read", ("notes.md", b"# Notes")).status_code == 202
+
+
+# --- what the model is given -----------------------------------------------------------------
+
+
+def test_the_model_learns_each_attachments_id_and_reads_text_documents_as_text(api, chat, script, media, settings):
+    script([[DONE]])
+    upload(
+        api, chat, "Look", ("photo.png", files.png(64, 48)), ("notes.md", b"# Notes\nbuy milk"), ("r.pdf", files.pdf())
+    )
+    image, note, pdf = Part.objects.filter(type__in=("image", "document")).order_by("position")
+    ctx = context.build(Run(chat, None), get_backend(), "fake", [])
+    parts = ctx.messages[0]["parts"]
+    assert [p["type"] for p in parts] == ["text", "text", "image", "text", "text", "document"]
+    assert parts[1]["text"] == f"[Attachment #{image.pk}: photo.png, image/png, 64×48, {len(image_bytes(image))} B]"
+    assert parts[2]["data"] == image_bytes(image) and parts[2]["media_type"] == "image/png"
+    assert (
+        parts[3]["text"]
+        == f"[Attachment #{note.pk}: notes.md, text/markdown, 16 B]\n<document>\n# Notes\nbuy milk\n</document>"
+    )
+    assert parts[4]["text"].startswith(f"[Attachment #{pdf.pk}: r.pdf, application/pdf, 1 page, ")
+
+    settings.AGENT_MODEL_IMAGES = False  # a model switched to one without images after the fact
+    parts = context.build(Run(chat, None), get_backend(), "fake", []).messages[0]["parts"]
+    assert "image" not in [p["type"] for p in parts]
+    assert parts[1]["text"].endswith("(not shown: this model takes no images)")
+
+
+def image_bytes(part: Part) -> bytes:
+    from django.core.files.storage import default_storage
+
+    with default_storage.open(part.media_ref) as fh:
+        return fh.read()
+
+
+def test_attachments_count_toward_the_reserved_input_realistically():
+    small = {"type": "image", "width": 64, "height": 48, "data": b""}
+    large = {"type": "image", "width": 4000, "height": 3000, "data": b""}
+    assert attachments.tokens(small) == 255  # 85 + 170 × one tile (OpenAI), above Claude's 5
+    assert attachments.tokens(large) == 1534  # Claude: 1.15 MP / 750, above OpenAI's 4 tiles (765)
+    pdf = {"type": "document", "media_type": "application/pdf", "pages": 12, "size": 10_000}
+    assert attachments.tokens(pdf) == 36_000
+    message = [{"role": "user", "parts": [large, pdf]}]
+    assert budget.estimate_tokens("", message, []) >= 1534 + 36_000
+
+
+def test_chat_cleanup_deletes_the_files_of_the_chats_it_deletes(api, chat, script, media, other_user):
+    script([[DONE]])
+    upload(api, chat, "Look", ("photo.png", files.png()), ("r.pdf", files.pdf()))
+    keep = Session.objects.create(user=other_user)
+    kept = media / "agent" / str(keep.pk) / "keep.png"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(files.png())
+    Message.objects.filter(session=keep).delete()
+    assert len(stored(media)) == 3
+    Session.objects.filter(pk=chat.pk).update(updated_at="2000-01-01T00:00:00Z", turn=None)
+    call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
+    assert not Session.objects.filter(pk=chat.pk).exists()
+    assert stored(media) == [kept]
