@@ -34,6 +34,7 @@ class Tool:
     available: Available | None = None
     validator: Any = field(default=None, compare=False, repr=False)
     describe: Describe | None = None
+    writes: bool = True  # counts against AGENT_MAX_MUTATIONS_PER_TURN (agent/limits.py)
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
@@ -50,11 +51,14 @@ def register(
     purposes: tuple[str, ...] = ("chat",),
     available: Available | None = None,
     describe: Describe | None = None,
+    writes: bool = True,
 ) -> Callable[[Handler], Handler]:
     """Register `handler(session, **input)` under `name`.
 
     `available(session, name)` gates both offer and run; `describe(session, name, input)` says
-    in plain words what a call would do (shown when a person must approve it).
+    in plain words what a call would do (shown when a person must approve it). `writes=False`
+    marks a tool that only reads: it does not count against a turn's limit on changes
+    (AGENT_MAX_MUTATIONS_PER_TURN). A tool is taken to change something unless it says otherwise.
     """
     if not TOOL_NAME.match(name):
         raise ValueError(f"Tool name {name!r} must match [a-zA-Z0-9_-]{{1,64}}.")
@@ -63,7 +67,15 @@ def register(
 
     def deco(fn: Handler) -> Handler:
         REGISTRY[name] = Tool(
-            name, fn, description, schema, tuple(purposes), available, jsonschema.Draft202012Validator(schema), describe
+            name,
+            fn,
+            description,
+            schema,
+            tuple(purposes),
+            available,
+            jsonschema.Draft202012Validator(schema),
+            describe,
+            writes,
         )
         return fn
 
@@ -109,6 +121,12 @@ def _offered(purpose: str, session: Any) -> list[Tool]:
         return [t for t in tools if t.available is None or t.available(session, t.name)]
     finally:
         _scratch.reset(token)
+
+
+def writes(name: str) -> bool:
+    """Whether a call of `name` may change something (an unknown tool changes nothing: it never runs)."""
+    tool = REGISTRY.get(name)
+    return tool is not None and tool.writes
 
 
 def is_available(session: Any, name: str) -> bool:

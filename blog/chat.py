@@ -142,4 +142,5 @@ def register_tools() -> None:
             purposes=("chat",),
             available=tool_available,
             describe=describe_call,
+            writes=op.scope != "posts:read",
         )(lambda session, _n=name, **raw: dispatch(session, _n, raw))
