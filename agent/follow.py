@@ -44,21 +44,22 @@ def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = H
 
 
 def follow_batches(
-    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS
+    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS, ticket: Any = None
 ) -> Iterator[list[Item]]:
     """`follow` in batches: the events found at one wake-up together, so a stream sends them in one write.
 
-    A follower that falls behind (a busy worker) then catches up in fewer, larger writes.
+    A follower that falls behind (a busy worker) then catches up in fewer, larger writes. Given the
+    stream's `ticket` (`agent.streams`), it ends, without a terminal event, once that is superseded.
     """
     channel = hub.get_channel(str(turn.pk))
     if channel is not None and not (channel.closed and channel.delivered):
-        yield from _from_channel(channel, last_event_id, heartbeat)
+        yield from _from_channel(channel, last_event_id, heartbeat, ticket)
         return
     turn.refresh_from_db()
     if turn.finished:
         yield [(None, *_terminal(turn))]
         return
-    yield from ([item] for item in _from_database(turn, heartbeat))
+    yield from ([item] for item in _from_database(turn, heartbeat, ticket))
 
 
 # Encoding these never touches the database; after any other event (its HTML may be rendered from
@@ -66,14 +67,20 @@ def follow_batches(
 _STREAMED = frozenset(("token", "reasoning"))
 
 
-def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float) -> Iterator[list[Item]]:
+def _from_channel(
+    channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float, ticket: Any = None
+) -> Iterator[list[Item]]:
     seen = 0 if last_event_id is None else last_event_id + 1
-    waiter = threading.Event()
+    waiter = threading.Event() if ticket is None else ticket.waiter
     release = True  # the request's session and turn lookups opened a connection
     while True:
         if release:
             release_connection()  # nothing pinned while we wait
-        if not channel.wait(seen, heartbeat, waiter):
+        if ticket is not None and ticket.superseded:  # (also when events keep coming: the wait would not look)
+            return
+        if not channel.wait(seen, heartbeat, waiter, ticket):
+            if ticket is not None and ticket.superseded:
+                return
             release = False
             yield [(None, *HEARTBEAT)]
             continue
@@ -88,10 +95,12 @@ def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat
             return
 
 
-def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
+def _from_database(turn: Turn, heartbeat: float, ticket: Any = None) -> Iterator[Item]:
     """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
     last_position, waited = -1, 0.0
     while True:
+        if ticket is not None and ticket.superseded:
+            return
         for message in replies(turn, last_position):
             last_position = message.position
             yield from ((None, name, payload) for name, payload in _message_events(list(message.parts.all())))
@@ -103,7 +112,10 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
         if now.status != Turn.RUNNING or _abandoned(now):
             yield (None, *_terminal(now if now.status != Turn.RUNNING else None))
             return
-        time.sleep(DB_POLL_SECONDS)
+        if ticket is None:
+            time.sleep(DB_POLL_SECONDS)
+        else:
+            ticket.waiter.wait(DB_POLL_SECONDS)  # (superseding it wakes it at once)
         waited += DB_POLL_SECONDS
         if waited >= heartbeat:
             waited = 0.0

@@ -68,10 +68,11 @@ class TurnChannel:
         for waiter in tuple(self._waiters):
             waiter.set()
 
-    def wait(self, seen: int, timeout: float, waiter: threading.Event | None = None) -> bool:
+    def wait(self, seen: int, timeout: float, waiter: threading.Event | None = None, ticket: Any = None) -> bool:
         """Block until there are events past `seen` or the channel closes; False on timeout.
 
         A follower that waits again and again passes its own `waiter` to save creating one per call.
+        A stream's `ticket` (`agent.streams`) that is superseded sets that waiter: the wait ends, False.
         """
         if len(self.names) > seen or self.closed:
             return True
@@ -89,6 +90,8 @@ class TurnChannel:
                 waiter.clear()  # before the re-check: a publish after it sets the Event again
                 if len(self.names) > seen or self.closed:
                     return True
+                if ticket is not None and ticket.superseded:
+                    return False
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False

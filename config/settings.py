@@ -218,6 +218,8 @@ AGENT_MESSAGES_PER_MINUTE = env_int("AGENT_MESSAGES_PER_MINUTE", 20)
 # Per-turn limits (agent/limits.py): calls past them get an error result the model reads, never run.
 AGENT_MAX_MUTATIONS_PER_TURN = env_int("AGENT_MAX_MUTATIONS_PER_TURN", 8)
 AGENT_MAX_TOOL_CALLS_PER_ANSWER = env_int("AGENT_MAX_TOOL_CALLS_PER_ANSWER", 16)
+# Open streams per user in one worker process; the oldest is closed when one more opens (agent/streams.py).
+AGENT_MAX_STREAMS_PER_USER = env_int("AGENT_MAX_STREAMS_PER_USER", 8)
 AGENT_FAKE_SCRIPT = os.environ.get("AGENT_FAKE_SCRIPT", "")
 AGENT_DEMO_DELAY_MS = env_int("AGENT_DEMO_DELAY_MS", 35)
 AGENT_TURN_LEASE_SECONDS = env_int("AGENT_TURN_LEASE_SECONDS", 120)
