@@ -117,6 +117,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABAS
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
     }
+# The process's lease watcher (agent/watch.py) renews the leases of its running turns. Through the pool
+# it would wait behind it: while the pool is exhausted or rebuilding its connections after a storm,
+# a live turn's lease could run out and a second message reclaim the running turn. So with the pool
+# on, the watcher has a connection of its own, outside the pool (one per worker, kept open, checked
+# before use, at most 5 s to connect). In tests it is the same database as `default`.
+AGENT_LEASE_DATABASE = "default"
+if "pool" in DATABASES["default"].get("OPTIONS", {}):
+    _lease_options = {k: v for k, v in DATABASES["default"]["OPTIONS"].items() if k != "pool"}
+    DATABASES["agent_lease"] = {
+        **DATABASES["default"],
+        "OPTIONS": {**_lease_options, "connect_timeout": 5},
+        "CONN_MAX_AGE": None,
+        "TEST": {"MIRROR": "default"},
+    }
+    AGENT_LEASE_DATABASE = "agent_lease"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.

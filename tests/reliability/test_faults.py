@@ -19,7 +19,6 @@ import time
 import httpx
 
 from tests.reliability.conftest import (
-    FAULT_SETTINGS,
     Fault,
     assert_calm_error,
     assert_one_terminal,
@@ -471,33 +470,35 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     next_turn_works(sid)
 
 
-def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, server_factory, provider, login):
+def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, provider, alice):
     """A live turn waiting on the provider (a Retry-After longer than the lease) still owns its session:
     a second message is refused with 409 instead of reclaiming the live turn as if its worker died.
 
-    On a server of its own (the same settings and database as `app`): after the connection storm of
-    the test before, `app`'s pool can keep the process's lease watcher waiting for a connection for
-    longer than this test's 3 s lease (psycopg_pool reconnects with a backoff), which is that fault's
-    aftermath, not this one (RELIABILITY.md, "Observations")."""
-    server = server_factory("lease", {**FAULT_SETTINGS, "OPENAI_BASE_URL": provider.url}, database=app.database)
-    alice = login("alice", server)
+    On `app`, right after the connection storm of the test before: the process's lease watcher renews
+    on a connection of its own, so the pool rebuilding its connections (psycopg_pool reconnects with a
+    backoff) cannot make it wait past this test's 3 s lease (it did: RELIABILITY.md, "Product bugs")."""
     provider.script(
-        Fault(status=429, headers={"Retry-After": "5"}, body=_error_body("busy", "rate_limit")), text_reply("Finally.")
+        Fault(status=429, headers={"Retry-After": "8"}, body=_error_body("busy", "rate_limit")), text_reply("Finally.")
     )
     sid = alice.new_chat()
+    claimed = time.monotonic()  # (the lease is taken while the message is accepted: it runs out 3 s after this)
     first = alice.send(sid, "Wait for the provider")
     assert first.status_code == 202
-    time.sleep(3.8)  # past AGENT_TURN_LEASE_SECONDS=3, the first turn still sleeping before its retry
+    assert wait_for(lambda: len(provider.requests) == 1, timeout=10), "the first turn never called the provider"
+    time.sleep(max(0.0, claimed + 3.5 - time.monotonic()))  # the lease it claimed has run out
     second = alice.send(sid, "Me too")
+    still_waiting = len(provider.requests) == 1  # the first turn had not retried yet: it was alive and waiting
     try:
         assert second.status_code == 409, (
             f"a second turn was accepted ({second.status_code}) while the first was alive: the lease is not "
             "renewed while the loop waits on the provider"
         )
+        assert still_waiting, "inconclusive: the first turn had already retried (the machine is too slow)"
     finally:
-        alice.wait_idle(sid, timeout=15)
+        alice.wait_idle(sid, timeout=20)
     raw = alice.read_stream(first.json()["stream_url"])
     assert "event: done" in raw and "Finally." in raw
+    assert len(provider.requests) == 2  # the 429, then the retry: the second message never reached the model
     assert_valid_transcript(alice.wait_idle(sid), user_text="Wait for the provider")
     provider.script(text_reply("Back ", "to normal."))  # and the chat goes on
     turn = alice.turn(sid, "Are you there?")
