@@ -132,6 +132,9 @@ if "pool" in DATABASES["default"].get("OPTIONS", {}):
         "TEST": {"MIRROR": "default"},
     }
     AGENT_LEASE_DATABASE = "agent_lease"
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A test database of its own per test process: runs side by side on one server never share one.
+    DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}_test_{os.getpid()}"}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
