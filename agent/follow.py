@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agent import hub
 from agent.models import Message, Part, Turn
+from agent.streams import Ticket
 from agent.transcript import part_to_neutral, release_connection
 
 HEARTBEAT = ("heartbeat", None)
@@ -44,7 +45,7 @@ def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = H
 
 
 def follow_batches(
-    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS, ticket: Any = None
+    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS, ticket: Ticket | None = None
 ) -> Iterator[list[Item]]:
     """`follow` in batches: the events found at one wake-up together, so a stream sends them in one write.
 
@@ -68,7 +69,7 @@ _STREAMED = frozenset(("token", "reasoning"))
 
 
 def _from_channel(
-    channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float, ticket: Any = None
+    channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float, ticket: Ticket | None = None
 ) -> Iterator[list[Item]]:
     seen = 0 if last_event_id is None else last_event_id + 1
     waiter = threading.Event() if ticket is None else ticket.waiter
@@ -95,7 +96,7 @@ def _from_channel(
             return
 
 
-def _from_database(turn: Turn, heartbeat: float, ticket: Any = None) -> Iterator[Item]:
+def _from_database(turn: Turn, heartbeat: float, ticket: Ticket | None = None) -> Iterator[Item]:
     """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
     last_position, waited = -1, 0.0
     while True:

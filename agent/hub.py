@@ -11,7 +11,10 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.streams import Ticket
 
 LINGER_SECONDS = 30.0
 
@@ -68,7 +71,9 @@ class TurnChannel:
         for waiter in tuple(self._waiters):
             waiter.set()
 
-    def wait(self, seen: int, timeout: float, waiter: threading.Event | None = None, ticket: Any = None) -> bool:
+    def wait(
+        self, seen: int, timeout: float, waiter: threading.Event | None = None, ticket: Ticket | None = None
+    ) -> bool:
         """Block until there are events past `seen` or the channel closes; False on timeout.
 
         A follower that waits again and again passes its own `waiter` to save creating one per call.
