@@ -34,12 +34,17 @@ redis:
 	elif [ "$$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
 	else echo "redis-server is missing: sudo apt-get install redis-server (the tests of the event bus need it)" >&2; exit 1; fi
 
-# Two runs: everything but tests/agent, then the engine's own tests with blog not installed (tests/agent/settings.py).
+# Two runs: everything but tests/agent, then the engine's own tests with blog not installed (tests/agent/settings.py),
+# both measured by coverage.py; then one report of agent/ and blog/ (pyproject.toml; README, "Development").
 test: $(STAMP) chromium redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) -m pytest -q $(PYTEST_ARGS)
-	$(PY) -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
+	mkdir -p artifacts/coverage && $(VENV)/bin/coverage erase
+	$(VENV)/bin/coverage run -m pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/coverage run -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
+	$(VENV)/bin/coverage combine -q
+	$(VENV)/bin/coverage report
+	$(VENV)/bin/coverage html -q
 
 # A Python >= 3.12 for Django 6: PYTHON_DJANGO6 if set, else the newest 3.12+ that pyenv has.
 $(DJANGO6_STAMP): requirements.txt requirements-dev.txt

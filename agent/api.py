@@ -21,9 +21,14 @@ def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
 
 
 def json_body(request: HttpRequest) -> dict[str, Any] | None:
+    """The request's JSON object, or None when the body is not one.
+
+    Python's parser recurses once per nesting level: `[` a thousand times raises RecursionError
+    before it is found not to be JSON, so that is a body we cannot read too, not a server error.
+    """
     try:
         body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return None
     return body if isinstance(body, dict) else None
 

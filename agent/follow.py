@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from agent import events, hub
 from agent.models import Message, Part, Turn
+from agent.streams import Ticket
 from agent.transcript import part_to_neutral, release_connection
 from agent.values import TERMINAL
 
@@ -46,15 +47,16 @@ def follow(turn: Turn, *, last_event_id: int | None = None, heartbeat: float = H
 
 
 def follow_batches(
-    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS
+    turn: Turn, *, last_event_id: int | None = None, heartbeat: float = HEARTBEAT_SECONDS, ticket: Ticket | None = None
 ) -> Iterator[list[Item]]:
     """`follow` in batches: the events found at one wake-up together, so a stream sends them in one write.
 
-    A follower that falls behind (a busy worker) then catches up in fewer, larger writes.
+    A follower that falls behind (a busy worker) then catches up in fewer, larger writes. Given the
+    stream's `ticket` (`agent.streams`), it ends, without a terminal event, once that is superseded.
     """
     channel = hub.get_channel(str(turn.pk))
     if channel is not None and not (channel.closed and channel.delivered):
-        yield from _from_channel(channel, last_event_id, heartbeat)
+        yield from _from_channel(channel, last_event_id, heartbeat, ticket)
         return
     turn.refresh_from_db()
     if turn.finished and last_event_id is None:
@@ -64,14 +66,14 @@ def follow_batches(
     copy = bus.follow_turn(str(turn.pk))  # the turn runs on another worker or host, on the bus
     if copy is not None:
         try:
-            yield from _from_copy(bus, copy, turn, last_event_id, heartbeat)
+            yield from _from_copy(bus, copy, turn, last_event_id, heartbeat, ticket)
         finally:
             bus.release(copy)
         return
     if turn.finished:
         yield [(None, *_terminal(turn))]
         return
-    yield from ([item] for item in _from_database(turn, heartbeat))
+    yield from ([item] for item in _from_database(turn, heartbeat, ticket))
 
 
 # Encoding these never touches the database; after any other event (its HTML may be rendered from
@@ -79,14 +81,20 @@ def follow_batches(
 _STREAMED = frozenset(("token", "reasoning"))
 
 
-def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float) -> Iterator[list[Item]]:
+def _from_channel(
+    channel: hub.TurnChannel, last_event_id: int | None, heartbeat: float, ticket: Ticket | None = None
+) -> Iterator[list[Item]]:
     seen = 0 if last_event_id is None else last_event_id + 1
-    waiter = threading.Event()
+    waiter = threading.Event() if ticket is None else ticket.waiter
     release = True  # the request's session and turn lookups opened a connection
     while True:
         if release:
             release_connection()  # nothing pinned while we wait
-        if not channel.wait(seen, heartbeat, waiter):
+        if ticket is not None and ticket.superseded:  # (also when events keep coming: the wait would not look)
+            return
+        if not channel.wait(seen, heartbeat, waiter, ticket):
+            if ticket is not None and ticket.superseded:
+                return
             release = False
             yield [(None, *HEARTBEAT)]
             continue
@@ -102,7 +110,12 @@ def _from_channel(channel: hub.TurnChannel, last_event_id: int | None, heartbeat
 
 
 def _from_copy(
-    bus: events.EventBus, copy: hub.TurnChannel, turn: Turn, last_event_id: int | None, heartbeat: float
+    bus: events.EventBus,
+    copy: hub.TurnChannel,
+    turn: Turn,
+    last_event_id: int | None,
+    heartbeat: float,
+    ticket: Ticket | None = None,
 ) -> Iterator[list[Item]]:
     """Follow the bus's copy of a turn running elsewhere; end with exactly one terminal event.
 
@@ -112,7 +125,7 @@ def _from_copy(
     """
     seen = 0 if last_event_id is None else last_event_id + 1
     ended = False
-    for batch in _from_channel(copy, last_event_id, heartbeat):
+    for batch in _from_channel(copy, last_event_id, heartbeat, ticket):
         if len(batch) == 1 and batch[0][0] is None and not copy.closed:
             # A quiet spell: is the turn still running somewhere?
             now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
@@ -146,10 +159,12 @@ def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
             yield (None, *HEARTBEAT)
 
 
-def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
+def _from_database(turn: Turn, heartbeat: float, ticket: Ticket | None = None) -> Iterator[Item]:
     """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
     last_position, waited = -1, 0.0
     while True:
+        if ticket is not None and ticket.superseded:
+            return
         for message in replies(turn, last_position):
             last_position = message.position
             yield from ((None, name, payload) for name, payload in _message_events(list(message.parts.all())))
@@ -161,7 +176,10 @@ def _from_database(turn: Turn, heartbeat: float) -> Iterator[Item]:
         if now.status != Turn.RUNNING or _abandoned(now):
             yield (None, *_terminal(now if now.status != Turn.RUNNING else None))
             return
-        time.sleep(DB_POLL_SECONDS)
+        if ticket is None:
+            time.sleep(DB_POLL_SECONDS)
+        else:
+            ticket.waiter.wait(DB_POLL_SECONDS)  # (superseding it wakes it at once)
         waited += DB_POLL_SECONDS
         if waited >= heartbeat:
             waited = 0.0

@@ -12,7 +12,10 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.streams import Ticket
 
 LINGER_SECONDS = 30.0
 
@@ -76,10 +79,13 @@ class TurnChannel:
         for waiter in tuple(self._waiters):
             waiter.set()
 
-    def wait(self, seen: int, timeout: float, waiter: threading.Event | None = None) -> bool:
+    def wait(
+        self, seen: int, timeout: float, waiter: threading.Event | None = None, ticket: Ticket | None = None
+    ) -> bool:
         """Block until there are events past `seen` or the channel closes; False on timeout.
 
         A follower that waits again and again passes its own `waiter` to save creating one per call.
+        A stream's `ticket` (`agent.streams`) that is superseded sets that waiter: the wait ends, False.
         """
         if len(self.names) > seen or self.closed:
             return True
@@ -97,6 +103,8 @@ class TurnChannel:
                 waiter.clear()  # before the re-check: a publish after it sets the Event again
                 if len(self.names) > seen or self.closed:
                     return True
+                if ticket is not None and ticket.superseded:
+                    return False
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False

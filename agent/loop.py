@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent import approvals, budget, context, signals, sql
+from agent import approvals, budget, context, limits, signals, sql
 from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
 from agent.exceptions import BackendError, BudgetExceeded
@@ -95,10 +95,11 @@ def run_agent(
         if call.stop_reason == "stopped" or not call.tool_uses:
             yield ("done", {"message_id": last_id, "stop_reason": call.stop_reason, "usage": total})
             return
-        waiting = [tu for tu in call.tool_uses if _needs_person(session, tu)]
+        refused = limits.refusals(run, call.tool_uses)  # past a limit: an error result, never run
+        waiting = [tu for tu in call.tool_uses if tu["id"] not in refused and _needs_person(session, tu)]
         ready = [tu for tu in call.tool_uses if tu not in waiting]
         if ready:
-            yield from _run_tools(run, ready, should_stop)
+            yield from _run_tools(run, ready, should_stop, refused)
         if waiting:
             yield approvals.as_event(approvals.create(run, message, waiting))
             return
@@ -311,13 +312,20 @@ def _record_alone(row: Spend) -> None:
         logger.exception("recording the cost of a model call failed (user=%s)", row.user_id)
 
 
-def _run_tools(run: Run, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool]) -> Iterator[Event]:
-    """Run each call (every tool_use gets exactly one result), persist them together, then emit effects."""
+def _run_tools(
+    run: Run, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool], refused: dict[str, str] | None = None
+) -> Iterator[Event]:
+    """Run each call (every tool_use gets exactly one result), persist them together, then emit effects.
+
+    A call in `refused` (past a limit) is answered with its error and never run.
+    """
     session = run.session
     results, effects = [], []
     for tu in tool_uses:
         ran: list[dict[str, Any]] = []
-        if should_stop():
+        if refused and tu["id"] in refused:
+            result, status = {"error": refused[tu["id"]]}, "error"
+        elif should_stop():
             result, status = {"error": "The user stopped this turn before the tool ran."}, "error"
         else:
             outcome = run_tool(session, tu)

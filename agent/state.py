@@ -24,6 +24,8 @@ class Run:
     next_position: int | None = None
     #: True once nothing of the session waits for a person (`approvals.settle` has nothing to do).
     approvals_settled: bool = False
+    #: Calls that may change something, let through so far (AGENT_MAX_MUTATIONS_PER_TURN, `agent.limits`).
+    mutations: int = 0
     #: The latest summary of older messages, and the messages after it, as the model will see them;
     #: None until `context.build` first loads them.
     summary: ContextSummary | None = None

@@ -52,6 +52,7 @@ class Tool:
     describe: Describe | None = None
     confirm_as: ConfirmAs | None = None
     version: Version | None = None
+    writes: bool = True  # counts against AGENT_MAX_MUTATIONS_PER_TURN (agent/limits.py)
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
@@ -70,6 +71,7 @@ def register(
     describe: Describe | None = None,
     confirm_as: ConfirmAs | None = None,
     version: Version | None = None,
+    writes: bool = True,
 ) -> Callable[[Handler], Handler]:
     """Register `handler(session, **input)` under `name`.
 
@@ -80,6 +82,8 @@ def register(
     another (an edit of live content is a publish). `version(session, name, input)` is a JSON value
     naming the state the call acts on: an approval records it when the person is asked, and a
     different value when the call would run voids the approval.
+    `writes=False` marks a tool that only reads: it does not count against a turn's limit on
+    changes (AGENT_MAX_MUTATIONS_PER_TURN). A tool is taken to change something unless it says otherwise.
     """
     if not TOOL_NAME.match(name):
         raise ValueError(f"Tool name {name!r} must match [a-zA-Z0-9_-]{{1,64}}.")
@@ -98,6 +102,7 @@ def register(
             describe,
             confirm_as,
             version,
+            writes,
         )
         return fn
 
@@ -143,6 +148,12 @@ def _offered(purpose: str, session: Any) -> list[Tool]:
         return [t for t in tools if t.available is None or t.available(session, t.name)]
     finally:
         _scratch.reset(token)
+
+
+def writes(name: str) -> bool:
+    """Whether a call of `name` may change something (an unknown tool changes nothing: it never runs)."""
+    tool = REGISTRY.get(name)
+    return tool is not None and tool.writes
 
 
 def is_available(session: Any, name: str) -> bool:

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agent import approvals, intake, sse, turns
+from agent import approvals, intake, sse, streams, turns
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
@@ -116,10 +116,17 @@ def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     turn.session.user = request.user  # the same row, already read for this request
     if not policy.may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
-    batches = follow_batches(turn, last_event_id=_last_event_id(request))
-    if request.GET.get("flavour") == "html":
-        return event_stream(_html_events(batches, turn))
-    return event_stream(_json_events(batches))
+    return event_stream(_users_stream(request.user.pk, turn, _last_event_id(request), request.GET.get("flavour")))
+
+
+def _users_stream(user_id: Any, turn: Turn, last_event_id: int | None, flavour: str | None) -> Iterator[bytes]:
+    """One of the user's open streams (`agent.streams`); when it is superseded it ends calmly."""
+    html = flavour == "html"
+    with streams.opened(user_id) as ticket:
+        batches = follow_batches(turn, last_event_id=last_event_id, ticket=ticket)
+        yield from _html_events(batches, turn) if html else _json_events(batches)
+    if ticket.superseded:
+        yield streams.SUPERSEDED_BYTES + (sse.encode("end", "end") if html else b"")
 
 
 def _last_event_id(request: HttpRequest) -> int | None:

@@ -13,7 +13,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from agent import hub
@@ -46,14 +46,36 @@ def _loop() -> None:
     while True:
         time.sleep(settings.AGENT_STOP_POLL_SECONDS)
         renew = time.monotonic() - renewed >= settings.AGENT_TURN_LEASE_SECONDS / 4
-        try:
-            poll(renew=renew)
-        except Exception:
-            logger.exception("watching running turns failed; retrying")
-        finally:
-            connections.close_all()
-        if renew:
-            renewed = time.monotonic()
+        if tick(renew=renew) and renew:
+            renewed = time.monotonic()  # (a renewal that failed is tried again at the next pass)
+
+
+def _alias() -> str:
+    return getattr(settings, "AGENT_LEASE_DATABASE", DEFAULT_DB_ALIAS)
+
+
+def tick(*, renew: bool) -> bool:
+    """One pass of the watcher (`poll`), its failure logged; True when it succeeded.
+
+    On a database of its own (`AGENT_LEASE_DATABASE`, outside the pool: config/settings.py) the
+    connection is kept between passes, checked before each and dropped after a failure, so the
+    next pass connects afresh instead of waiting behind the pool's reconnections.
+    """
+    alias = _alias()
+    own = alias != DEFAULT_DB_ALIAS
+    if own:
+        connections[alias].close_if_unusable_or_obsolete()  # (a dead connection is found before use)
+    try:
+        poll(renew=renew)
+        return True
+    except Exception:
+        logger.exception("watching running turns failed; retrying")
+        if own:
+            connections[alias].close()
+        return False
+    finally:
+        if not own:
+            connections.close_all()  # give the pooled connection back between passes
 
 
 def poll(*, renew: bool) -> None:
@@ -61,12 +83,15 @@ def poll(*, renew: bool) -> None:
     channels = hub.running_channels()
     if not channels:
         return
+    alias = _alias()
     ids = [c.turn_id for c in channels]
-    stopped = {str(pk) for pk in Turn.objects.filter(pk__in=ids, stop_requested=True).values_list("pk", flat=True)}
+    stopped = {
+        str(pk) for pk in Turn.objects.using(alias).filter(pk__in=ids, stop_requested=True).values_list("pk", flat=True)
+    }
     for channel in channels:
         if channel.turn_id in stopped:
             channel.stop = True
     if renew:
-        Session.objects.filter(turn_id__in=ids).update(
+        Session.objects.using(alias).filter(turn_id__in=ids).update(
             lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
         )

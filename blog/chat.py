@@ -226,4 +226,5 @@ def register_tools() -> None:
             describe=describe_call,
             confirm_as=confirm_as,
             version=post_version,
+            writes=op.scope != "posts:read",
         )(lambda session, _n=name, **raw: dispatch(session, _n, raw))

@@ -120,6 +120,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABAS
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": env_float("DATABASE_POOL_TIMEOUT", 30.0),
     }
+# The process's lease watcher (agent/watch.py) renews the leases of its running turns. Through the pool
+# it would wait behind it: while the pool is exhausted or rebuilding its connections after a storm,
+# a live turn's lease could run out and a second message reclaim the running turn. So with the pool
+# on, the watcher has a connection of its own, outside the pool (one per worker, kept open, checked
+# before use, at most 5 s to connect). In tests it is the same database as `default`.
+AGENT_LEASE_DATABASE = "default"
+if "pool" in DATABASES["default"].get("OPTIONS", {}):
+    _lease_options = {k: v for k, v in DATABASES["default"]["OPTIONS"].items() if k != "pool"}
+    DATABASES["agent_lease"] = {
+        **DATABASES["default"],
+        "OPTIONS": {**_lease_options, "connect_timeout": 5},
+        "CONN_MAX_AGE": None,
+        "TEST": {"MIRROR": "default"},
+    }
+    AGENT_LEASE_DATABASE = "agent_lease"
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A test database of its own per test process: runs side by side on one server never share one.
+    DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}_test_{os.getpid()}"}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, never ":memory:": threads of a test (and servers it starts) must share it.
     # One file per test process, so parallel runs never share it.
@@ -256,6 +274,11 @@ AGENT_BUDGET_TOKENS_PER_HOUR = env_int("AGENT_BUDGET_TOKENS_PER_HOUR", 200000)
 AGENT_BUDGET_USD_PER_MONTH = env_float("AGENT_BUDGET_USD_PER_MONTH", 5.0)
 AGENT_BUDGET_GLOBAL_USD_PER_MONTH = env_float("AGENT_BUDGET_GLOBAL_USD_PER_MONTH", 100.0)
 AGENT_MESSAGES_PER_MINUTE = env_int("AGENT_MESSAGES_PER_MINUTE", 20)
+# Per-turn limits (agent/limits.py): calls past them get an error result the model reads, never run.
+AGENT_MAX_MUTATIONS_PER_TURN = env_int("AGENT_MAX_MUTATIONS_PER_TURN", 8)
+AGENT_MAX_TOOL_CALLS_PER_ANSWER = env_int("AGENT_MAX_TOOL_CALLS_PER_ANSWER", 16)
+# Open streams per user in one worker process; the oldest is closed when one more opens (agent/streams.py).
+AGENT_MAX_STREAMS_PER_USER = env_int("AGENT_MAX_STREAMS_PER_USER", 8)
 AGENT_FAKE_SCRIPT = os.environ.get("AGENT_FAKE_SCRIPT", "")
 AGENT_DEMO_DELAY_MS = env_int("AGENT_DEMO_DELAY_MS", 35)
 AGENT_TURN_LEASE_SECONDS = env_int("AGENT_TURN_LEASE_SECONDS", 120)

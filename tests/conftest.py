@@ -44,6 +44,22 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"Only tests/agent runs under {ENGINE_SETTINGS}; {arg} needs tests.settings")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave no `-wal`/`-shm` file of the SQLite test database behind.
+
+    SQLite deletes a database's WAL and shared-memory files when its last connection closes. A
+    connection still open in another thread when the run ends (a turn's or a server thread's, which
+    the main thread cannot close) keeps them after Django has removed the database file itself.
+    Once that file is gone, they belong to nothing: remove them.
+    """
+    database = settings.DATABASES.get("default", {}) if settings.configured else {}
+    name = (database.get("TEST") or {}).get("NAME")
+    if database.get("ENGINE") != "django.db.backends.sqlite3" or not name or Path(name).exists():
+        return  # (the file is still there when a run keeps it, e.g. --reuse-db: so are its companions)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{name}{suffix}").unlink(missing_ok=True)
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     side = _engine_side(collection_path)
     return True if side is not None and side != _engine_only() else None

@@ -3,6 +3,7 @@ server closed while it sat in the pool is replaced before a request gets it."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import psycopg
@@ -44,3 +45,8 @@ def test_the_application_gets_a_live_connection_after_the_pooled_ones_were_kille
     with connection.cursor() as cursor:  # the pool's check finds the dead one and hands out another
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone()[0] != pid
+
+
+def test_each_test_process_has_a_test_database_of_its_own():
+    """Runs side by side on one server (CI, other checkouts) never share, nor drop, each other's database."""
+    assert connection.settings_dict["NAME"].endswith(f"_test_{os.getpid()}")

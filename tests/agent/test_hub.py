@@ -88,11 +88,25 @@ def test_a_follower_that_registers_during_a_publish_still_sees_the_event():
     assert not channel._waiters  # every waiter unregistered itself
 
 
+class RecordingEvent(threading.Event):
+    """A follower's waiter that records what each of its waits returned: True when it was set, False
+    when it ran out. Evidence of how a wait ended, without timing it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[bool] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        woken = super().wait(timeout)
+        self.waits.append(woken)
+        return woken
+
+
 def test_wait_returns_false_on_timeout():
     channel = hub.TurnChannel("t")
-    started = time.monotonic()
-    assert channel.wait(0, 0.05) is False
-    assert time.monotonic() - started >= 0.05
+    waiter = RecordingEvent()
+    assert channel.wait(0, 0.05, waiter) is False
+    assert waiter.waits == [False]  # it waited, and its wait ran out
     assert not channel._waiters
 
 
@@ -107,26 +121,27 @@ def test_a_spurious_set_does_not_end_the_wait_early():
     """A waiter set by an event already read waits on for the next one (or its timeout)."""
     channel = hub.TurnChannel("t")
     channel.publish("token", "a")
-    waiter = threading.Event()
+    waiter = RecordingEvent()
     waiter.set()
-    started = time.monotonic()
     assert channel.wait(1, 0.05, waiter) is False
-    assert time.monotonic() - started >= 0.05
+    assert waiter.waits == [False]  # the old set did not end it: it waited until its time ran out
 
 
 def test_close_wakes_every_waiter():
     channel = hub.TurnChannel("t")
+    waiters = [RecordingEvent() for _ in range(5)]
     results = []
-    threads = [threading.Thread(target=lambda: results.append(channel.wait(0, 5.0))) for _ in range(5)]
+    threads = [threading.Thread(target=lambda w=w: results.append(channel.wait(0, 60.0, w))) for w in waiters]
     for t in threads:
         t.start()
-    time.sleep(0.05)
-    started = time.monotonic()
+    while len(channel._waiters) < 5:  # every follower is waiting
+        time.sleep(0.01)
     channel.close()
     for t in threads:
-        t.join(5)
+        t.join(60)
     assert results == [True] * 5
-    assert time.monotonic() - started < 2.0
+    # Each was woken by the close (or saw it on its re-check before waiting): none ran out of time.
+    assert all(False not in w.waits for w in waiters)
     assert channel.count() == 0
 
 

@@ -776,3 +776,18 @@ def test_a_long_bodys_diff_keeps_two_lines_around_each_change(team):
         "  line 12",
         "  …",
     ]
+
+
+def test_one_answer_asking_for_many_posts_makes_at_most_the_turns_limit(team, script, settings):
+    """The probe of issue 22: 300 `create_post` calls in one answer made 300 posts. Reading is not limited."""
+    settings.AGENT_MAX_MUTATIONS_PER_TURN = 8
+    set_consent(team.owner, team.blog, ALL)
+    api = ApiClient(team.owner)
+    session = open_chat(api, "notes")
+    calls = [tool("create_post", {"title": f"Spam {i}", "body": "x"}, f"c{i}") for i in range(12)]
+    script([[*calls, tool("list_posts", {}, "l1"), DONE_TOOLS], say("Made some.")])
+    events = api.turn(session, "Make twelve posts")
+    assert Post.objects.filter(blog=team.blog).count() == 8
+    statuses = {p["id"]: p["status"] for p in payloads(events, "tool_result")}
+    assert [statuses[f"c{i}"] for i in range(12)] == ["ok"] * 8 + ["error"] * 4
+    assert statuses["l1"] == "ok"

@@ -34,7 +34,7 @@ import httpx
 import pytest
 
 from tests import servers
-from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, _Handler, sse
+from tests.agent.backends.openai_server import RecordedRequest, Reply, ScriptedOpenAIServer, _Handler, sse
 from tests.servers import Server, ServerGroup, free_port
 
 PASSWORD = "demo-pass-1234"
@@ -145,13 +145,13 @@ class Fault(Reply):
 
 
 class _FaultHandler(_Handler):
-    def _answer(self, reply: Reply, stopping: threading.Event) -> None:
+    def _answer(self, reply: Reply, stopping: threading.Event, request: RecordedRequest) -> None:
         if getattr(reply, "reset", False):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             self.connection.close()  # RST, no status line
             return
-        super()._answer(reply, stopping)
+        super()._answer(reply, stopping, request)
 
     def finish(self) -> None:
         with contextlib.suppress(OSError, ValueError):

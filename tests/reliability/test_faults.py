@@ -19,7 +19,6 @@ import time
 import httpx
 
 from tests.reliability.conftest import (
-    FAULT_SETTINGS,
     Fault,
     assert_calm_error,
     assert_one_terminal,
@@ -126,11 +125,11 @@ def test_drop_mid_stream_keeps_what_was_streamed_and_is_not_retried(app, provide
 def test_stall_before_the_first_event_times_out_retries_once_and_reports_calmly(app, provider, alice, next_turn_works):
     provider.script(Fault(stall=8), Fault(stall=8))
     sid, mark = alice.new_chat(), app.mark()
-    started = time.monotonic()
     turn = alice.turn(sid, "Stall first")
-    elapsed = time.monotonic() - started
+    # Evidence that the timeouts cut both attempts: the turn was over while the provider still stalled.
+    assert not provider.requests[-1].finished.is_set(), "the turn waited out the provider's 8 s stall"
     assert_calm_error(turn)
-    assert len(provider.requests) == 2 and elapsed < 7, elapsed  # 2 × 1.5 s timeouts + backoff
+    assert len(provider.requests) == 2
     assert_valid_transcript(alice.wait_idle(sid), user_text="Stall first")
     log = app.log_since(mark)
     assert "backend openai failed" in log and ("Timed out" in log or "no event" in log)
@@ -141,9 +140,9 @@ def test_stall_between_events_times_out_and_keeps_the_tokens(app, provider, alic
     first = f"data: {json.dumps(chunk({'content': 'Half a '}))}\n\n"
     provider.script(Fault(body=[first], stall=8))
     sid, mark = alice.new_chat(), app.mark()
-    started = time.monotonic()
     turn = alice.turn(sid, "Stall later")
-    assert time.monotonic() - started < 5
+    assert not provider.requests[-1].finished.is_set(), "the turn waited out the provider's 8 s stall"
+    assert len(provider.requests) == 1  # tokens were shown: never retried
     assert turn.text == "Half a "
     assert_calm_error(turn)
     body = alice.wait_idle(sid)
@@ -259,9 +258,8 @@ def hang_sleeping(session):
 
 out = {}
 for name in ("hang_on_io", "hang_sleeping"):
-    started = time.monotonic()
     outcome = run_tool(None, {"id": "c1", "name": name, "input": {}}, purpose="chat")
-    out[name] = {"status": outcome.status, "result": outcome.result, "seconds": time.monotonic() - started}
+    out[name] = {"status": outcome.status, "result": outcome.result}
 print(json.dumps(out))
 """
 
@@ -280,8 +278,8 @@ def test_a_hanging_tool_is_cut_at_the_per_tool_time_limit_under_gevent():
     out = json.loads(result.stdout.strip().splitlines()[-1])
     for name in ("hang_on_io", "hang_sleeping"):
         assert out[name]["status"] == "error"
+        # (evidence of the cut: one tool never returns, the other would have answered {} after 60 s)
         assert "took too long" in out[name]["result"]["error"]
-        assert out[name]["seconds"] < 3, out
     assert "ran past its time limit" in result.stderr
 
 
@@ -299,10 +297,12 @@ def test_browser_disconnect_mid_stream_does_not_cut_the_turn(app, provider, alic
     body = alice.wait_idle(sid)
     assert_valid_transcript(body, user_text="Long answer please")
     assert _assistant_messages(body)[-1]["parts"] == [{"type": "text", "text": "".join(words)}]
-    started = time.monotonic()
     again = alice.read_stream(url)
-    assert time.monotonic() - started < 2
-    assert "event: done" in again and "event: error" not in again
+    # At once: the finished turn's events as they stand (its channel's, or its terminal event alone once no
+    # channel is left), ending with its one `done`, and no heartbeat, so nothing was waited for.
+    names = [n for n, _ in parse_sse(again)]
+    assert names[-1] == "done" and names.count("done") == 1 and "error" not in names, names
+    assert ": keep-alive" not in again
     html = alice.read_stream(url, flavour="html")
     assert html.count("event: done") == 1 and html.rstrip().endswith("data: end")
     assert len(provider.requests) == 1, "re-opening a stream never runs the model again"
@@ -471,33 +471,35 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     next_turn_works(sid)
 
 
-def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, server_factory, provider, login):
+def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, provider, alice):
     """A live turn waiting on the provider (a Retry-After longer than the lease) still owns its session:
     a second message is refused with 409 instead of reclaiming the live turn as if its worker died.
 
-    On a server of its own (the same settings and database as `app`): after the connection storm of
-    the test before, `app`'s pool can keep the process's lease watcher waiting for a connection for
-    longer than this test's 3 s lease (psycopg_pool reconnects with a backoff), which is that fault's
-    aftermath, not this one (RELIABILITY.md, "Observations")."""
-    server = server_factory("lease", {**FAULT_SETTINGS, "OPENAI_BASE_URL": provider.url}, database=app.database)
-    alice = login("alice", server)
+    On `app`, right after the connection storm of the test before: the process's lease watcher renews
+    on a connection of its own, so the pool rebuilding its connections (psycopg_pool reconnects with a
+    backoff) cannot make it wait past this test's 3 s lease (it did: RELIABILITY.md, "Product bugs")."""
     provider.script(
-        Fault(status=429, headers={"Retry-After": "5"}, body=_error_body("busy", "rate_limit")), text_reply("Finally.")
+        Fault(status=429, headers={"Retry-After": "8"}, body=_error_body("busy", "rate_limit")), text_reply("Finally.")
     )
     sid = alice.new_chat()
+    claimed = time.monotonic()  # (the lease is taken while the message is accepted: it runs out 3 s after this)
     first = alice.send(sid, "Wait for the provider")
     assert first.status_code == 202
-    time.sleep(3.8)  # past AGENT_TURN_LEASE_SECONDS=3, the first turn still sleeping before its retry
+    assert wait_for(lambda: len(provider.requests) == 1, timeout=10), "the first turn never called the provider"
+    time.sleep(max(0.0, claimed + 3.5 - time.monotonic()))  # the lease it claimed has run out
     second = alice.send(sid, "Me too")
+    still_waiting = len(provider.requests) == 1  # the first turn had not retried yet: it was alive and waiting
     try:
         assert second.status_code == 409, (
             f"a second turn was accepted ({second.status_code}) while the first was alive: the lease is not "
             "renewed while the loop waits on the provider"
         )
+        assert still_waiting, "inconclusive: the first turn had already retried (the machine is too slow)"
     finally:
-        alice.wait_idle(sid, timeout=15)
+        alice.wait_idle(sid, timeout=20)
     raw = alice.read_stream(first.json()["stream_url"])
     assert "event: done" in raw and "Finally." in raw
+    assert len(provider.requests) == 2  # the 429, then the retry: the second message never reached the model
     assert_valid_transcript(alice.wait_idle(sid), user_text="Wait for the provider")
     provider.script(text_reply("Back ", "to normal."))  # and the chat goes on
     turn = alice.turn(sid, "Are you there?")

@@ -160,6 +160,8 @@ def test_soak_concurrent_turns_lose_nothing_and_memory_stays_flat(server_factory
         "soak",
         {
             **NO_LIMITS,
+            # Every virtual user signs in as alice: many users' streams, not one user's, so no per-user cap.
+            "AGENT_MAX_STREAMS_PER_USER": "0",
             "AGENT_BACKEND": "fake",
             "AGENT_FAKE_SCRIPT": str(script),
             "WEB_CONCURRENCY": WORKERS,

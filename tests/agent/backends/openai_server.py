@@ -70,6 +70,9 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-case names
     raw: bytes
     body: Any  # parsed JSON, or None
+    pieces_sent: int = 0  # body pieces written to the client
+    hung_up: bool = False  # the client closed the connection before the answer ended
+    finished: threading.Event = field(default_factory=threading.Event)  # set once the answer is over
 
 
 def sse(*payloads: Any, done: bool = True, newline: str = "\n") -> list[str]:
@@ -106,13 +109,16 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
         owner = self.server.owner
-        owner.record(RecordedRequest("POST", self.path, headers, raw, body))
+        request = RecordedRequest("POST", self.path, headers, raw, body)
+        owner.record(request)
         try:
-            self._answer(owner.next_reply(), owner.stopping)
+            self._answer(owner.next_reply(), owner.stopping, request)
         except OSError:
-            self.close_connection = True
+            self.close_connection = request.hung_up = True
+        finally:
+            request.finished.set()
 
-    def _answer(self, reply: Reply, stopping: threading.Event) -> None:
+    def _answer(self, reply: Reply, stopping: threading.Event, request: RecordedRequest) -> None:
         self.send_response(reply.status)
         default_type = "text/event-stream" if reply.status < 300 else "application/json"
         headers = {"Content-Type": default_type, **reply.headers}
@@ -127,6 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
             if piece:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
+                request.pieces_sent += 1
         if reply.stall and stopping.wait(reply.stall):
             return
         if reply.cut:

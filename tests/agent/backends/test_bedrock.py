@@ -509,12 +509,12 @@ def test_connection_refused_is_retryable(sleeps):
 
 def test_stall_before_first_event_times_out(server, sleeps):
     server.add(stream_of({"sleep": 3}, START, text("late"), stop_block(0), stop("end_turn")))
-    started = time.monotonic()
     _, error = collect_until_error(
         make_backend(server.url, sleeps, retries=1, first_event_timeout=0.3, event_timeout=0.3)
     )
+    # Both attempts were cut by the timeout (had either waited out the stall, it would have answered "late").
+    assert "(ReadTimeoutError)" in str(error) and "Read timed out." in str(error)
     assert error.retryable is True and len(server.requests) == 2 and len(sleeps) == 1
-    assert time.monotonic() - started < 2.5
 
 
 def test_stall_between_events_uses_the_event_timeout(server, sleeps):

@@ -52,9 +52,10 @@ def register_tools() -> None:
         "list_notes",
         description="List the notebook's notes, optionally those whose title contains `query`.",
         input_schema={"type": "object", "properties": {"query": {"type": "string"}}},
+        writes=False,
         **common,
     )(list_notes)
-    register("read_note", description="Read one note.", input_schema=NOTE_ID, **common)(read_note)
+    register("read_note", description="Read one note.", input_schema=NOTE_ID, writes=False, **common)(read_note)
     register(
         "write_note",
         description="Write a new note.",

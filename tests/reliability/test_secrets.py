@@ -1,14 +1,16 @@
-"""No secret leaks: run last (file order), after the other tests filled the server logs and transcripts.
+"""No secret leaks into the server log, a transcript, an admin page or an error page.
 
-The servers run with recognisable fake secrets (OPENAI_API_KEY, AWS credentials, SECRET_KEY). None of
-them, and no session cookie, may appear in the server log, a transcript, an admin page or an error page.
+The servers run with recognisable fake secrets (OPENAI_API_KEY, AWS credentials, SECRET_KEY). The test
+makes the traffic it searches itself (a turn that runs a tool, one the provider refuses while echoing the
+key, both stream flavours, admin pages, error pages), so it proves the same whatever runs before it or
+whether anything does; run after other tests it searches their logs and transcripts too.
 """
 
 from __future__ import annotations
 
 import json
 
-from tests.reliability.conftest import FAKE_OPENAI_KEY, SECRETS, Fault, assert_calm_error
+from tests.reliability.conftest import FAKE_OPENAI_KEY, SECRETS, Fault, assert_calm_error, text_reply, tool_reply
 
 
 def _leaks(text: str, cookies: list[str]) -> list[str]:
@@ -24,6 +26,12 @@ def test_no_secret_in_logs_transcripts_admin_or_error_pages(app, provider, alice
             "code": "invalid_api_key",
         }
     }
+    # A turn that works, with a tool call: its request carries the key, its stream and transcript are searched.
+    provider.script(tool_reply(("call_secret_1", "list_posts", {})), text_reply("All ", "fine."), text_reply("Again."))
+    working = alice.new_chat()
+    ok = alice.turn(working, "List my posts")
+    assert ok.terminal[0] == "done" and ok.text == "All fine.", ok.events
+    html = alice.turn(working, "Again, in HTML", flavour="html")
     provider.script(Fault(status=401, body=json.dumps(echo)))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Use the key")
@@ -33,7 +41,7 @@ def test_no_secret_in_logs_transcripts_admin_or_error_pages(app, provider, alice
 
     admin = login("admin")
     cookies = [alice.jar["sessionid"], admin.jar["sessionid"]]
-    seen: dict[str, str] = {"stream": turn.raw}
+    seen: dict[str, str] = {"stream": turn.raw, "working stream": ok.raw, "html stream": html.raw}
 
     ids = [r[0] for r in app.database.query("SELECT id FROM agent_session ORDER BY created_at DESC")][:60]
     sessions = [str(i) if app.database.postgres else f"{i[:8]}-{i[8:12]}-{i[12:16]}-{i[16:20]}-{i[20:]}" for i in ids]
@@ -43,7 +51,7 @@ def test_no_secret_in_logs_transcripts_admin_or_error_pages(app, provider, alice
         seen[f"admin session {session_id}"] = owner.text
     for user_sid in [s for s in sessions if alice.get(f"/api/agent/sessions/{s}").status_code == 200]:
         seen[f"transcript {user_sid}"] = alice.get(f"/api/agent/sessions/{user_sid}").text
-    assert any(k.startswith("transcript") for k in seen)
+    assert {f"transcript {working}", f"transcript {sid}"} <= set(seen)
     for path in (
         "/admin/",
         "/admin/agent/message/",

@@ -1,0 +1,32 @@
+"""Every JSON endpoint answers a body it cannot read with 400 and the API's error shape, never a 500.
+
+`[` a thousand times is not JSON, but Python's parser recurses once per bracket and raises
+`RecursionError` before it finds that out; a deeply nested body that *is* JSON does the same.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from agent.models import Approval, Message, Session
+
+pytestmark = pytest.mark.django_db
+
+DEEP = [b"[" * 1000, b"{" * 1000, b"[" * 100_000 + b"]" * 100_000, b'{"text": ' + b"[" * 5000 + b"]" * 5000 + b"}"]
+
+
+@pytest.mark.parametrize("raw", DEEP, ids=["open-brackets", "open-braces", "deep-list", "deep-text"])
+def test_a_deeply_nested_body_is_a_bad_request_on_every_json_endpoint(api, chat, raw):
+    response = api.post("/api/agent/sessions", raw=raw)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_request")
+    assert Session.objects.count() == 1  # only the fixture's chat
+
+    response = api.post(f"/api/agent/sessions/{chat.pk}/messages", raw=raw)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_message")
+    assert not Message.objects.exists()
+
+    response = api.post(f"/api/agent/sessions/{chat.pk}/approvals/{uuid.uuid4()}", raw=raw)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_request")
+    assert not Approval.objects.exists()
