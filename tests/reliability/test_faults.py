@@ -512,7 +512,9 @@ def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, provider, ali
 
     On `app`, right after the connection storm of the test before: the process's lease watcher renews
     on a connection of its own, so the pool rebuilding its connections (psycopg_pool reconnects with a
-    backoff) cannot make it wait past this test's 3 s lease (it did: RELIABILITY.md, "Product bugs")."""
+    backoff) cannot make it wait past this test's 3 s lease (it did: RELIABILITY.md, "Product bugs").
+    Bedrock: a `ThrottlingException` (HTTP 429) with `Retry-After: 8`, waited in full like any server's
+    (docs/engine.md, "Backends", Errors)."""
     provider.script(provider.throttled("8", "busy"), provider.text("Finally."))
     sid = alice.new_chat()
     claimed = time.monotonic()  # (the lease is taken while the message is accepted: it runs out 3 s after this)
