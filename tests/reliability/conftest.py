@@ -35,6 +35,8 @@ import pytest
 
 from tests import servers
 from tests.agent.backends.openai_server import RecordedRequest, Reply, ScriptedOpenAIServer, _Handler, sse
+from tests.reliability.bedrock_standin import MODEL as BEDROCK_MODEL
+from tests.reliability.bedrock_standin import BedrockStandIn
 from tests.servers import Server, ServerGroup, free_port
 
 PASSWORD = "demo-pass-1234"
@@ -204,6 +206,56 @@ class ProviderStandIn:
 
     def stop(self) -> None:
         self.server.stop()
+
+    # --- the fault vocabulary shared with `BedrockStandIn` (tests/reliability/bedrock_standin.py) ---
+
+    name = "openai"
+    # What the operator's log says for each fault (any of these).
+    LOG = {
+        "refused": ("ConnectError",),
+        "reset": ("RemoteProtocolError", "ReadError"),
+        "timeout": ("Timed out", "no event"),
+        "corrupt": ("malformed stream chunk",),
+    }
+
+    def finished(self, index: int) -> bool:
+        return self.requests[index].finished.is_set()
+
+    def tool_result_sent(self, index: int, call_id: str) -> bool:
+        """Whether request `index` carried the `role: "tool"` message answering `call_id`."""
+        return any(m["role"] == "tool" and m["tool_call_id"] == call_id for m in self.requests[index].body["messages"])
+
+    def text(self, *texts: str, delay: float = 0.0) -> Fault:
+        return text_reply(*texts, delay=delay)
+
+    def tools(self, *calls: tuple[str, str, Any], text: str | None = None) -> Fault:
+        return tool_reply(*calls, text=text)
+
+    def throttled(self, retry_after: str, message: str = "slow down") -> Fault:
+        return Fault(status=429, headers={"Retry-After": retry_after}, body=error_body(message, "rate_limit"))
+
+    def server_error(self, message: str) -> Fault:
+        return Fault(status=500, body=error_body(message))
+
+    def reset_first(self) -> Fault:
+        return Fault(reset=True)
+
+    def cut_after(self, *texts: str) -> Fault:
+        return Fault(body=[f"data: {json.dumps(chunk({'content': t}))}\n\n" for t in texts], cut=True)
+
+    def stall_first(self, seconds: float) -> Fault:
+        return Fault(stall=seconds)
+
+    def stall_after(self, text: str, seconds: float) -> Fault:
+        return Fault(body=[f"data: {json.dumps(chunk({'content': text}))}\n\n"], stall=seconds)
+
+    def corrupt_after(self, text: str, garbage: str) -> Fault:
+        good = f"data: {json.dumps(chunk({'content': text}))}\n\n"
+        return Fault(body=[good, f"data: {{{garbage}\n\n", "data: [DONE]\n\n"])
+
+
+def error_body(message: str, kind: str = "server_error") -> str:
+    return json.dumps({"error": {"message": message, "type": kind, "code": None}})
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -458,6 +510,9 @@ LEAKY = (
     "127.0.0.1",
     "openai",
     "OpenAI",
+    "Bedrock",
+    "bedrock",
+    "botocore",
     "psycopg",
     "sqlite",
     *SECRETS,
@@ -551,9 +606,36 @@ def provider(standin: ProviderStandIn) -> ProviderStandIn:
 
 
 @pytest.fixture(scope="session")
-def app(server_factory, standin: ProviderStandIn) -> Server:
+def openai_app(server_factory, standin: ProviderStandIn) -> Server:
     """The production settings (DEBUG=0) with the OpenAI adapter pointed at the stand-in."""
     return server_factory("app", {**FAULT_SETTINGS, "OPENAI_BASE_URL": standin.url})
+
+
+@pytest.fixture(scope="session")
+def app(openai_app: Server) -> Server:
+    """The server most tests share (`test_faults.py` runs its provider faults on `bedrock_app` too)."""
+    return openai_app
+
+
+@pytest.fixture(scope="session")
+def bedrock_standin() -> Iterator[BedrockStandIn]:
+    server = BedrockStandIn()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def bedrock_app(server_factory, bedrock_standin: BedrockStandIn) -> Server:
+    """The same server with the Bedrock adapter (boto3) pointed at the Bedrock stand-in, dummy credentials."""
+    return server_factory(
+        "bedrock",
+        {
+            **FAULT_SETTINGS,
+            "AGENT_BACKEND": "bedrock",
+            "AGENT_MODEL": BEDROCK_MODEL,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock_standin.url,
+        },
+    )
 
 
 @pytest.fixture
@@ -582,7 +664,7 @@ def next_turn_works(provider: ProviderStandIn, alice: Client):
     """After a fault: the same chat answers the next message normally."""
 
     def check(sid: str) -> None:
-        provider.script(text_reply("Back ", "to normal."))
+        provider.script(provider.text("Back ", "to normal."))
         turn = alice.turn(sid, "Are you there?")
         assert turn.terminal[0] == "done", turn.events
         assert turn.text == "Back to normal."

@@ -3,6 +3,13 @@
 After each fault: the user's message is kept, the transcript is valid (every tool_use has its
 tool_result), the session is not stuck, the user saw one calm line, the server log has the
 operator detail, and the next turn works.
+
+Every fault that involves the provider runs twice, on the same production server configured once with
+`AGENT_BACKEND=openai` against the OpenAI-compatible stand-in and once with `AGENT_BACKEND=bedrock`
+(boto3) against the Bedrock ConverseStream stand-in, each fault scripted in that provider's own wire
+terms (`provider.throttled(...)`, `provider.cut_after(...)`, ...: `conftest.py`, `bedrock_standin.py`).
+One server per backend is shared by all its tests. The hanging tool and the worker kill are not about
+the provider and run once.
 """
 
 from __future__ import annotations
@@ -17,45 +24,66 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from tests.reliability.conftest import (
-    Fault,
     assert_calm_error,
     assert_one_terminal,
     assert_valid_transcript,
-    chunk,
     make_post,
     parse_sse,
-    text_reply,
-    tool_reply,
     wait_for,
 )
 from tests.servers import ROOT, pg_connect
 
 
-def _error_body(message: str, kind: str = "server_error") -> str:
-    return json.dumps({"error": {"message": message, "type": kind, "code": None}})
+@pytest.fixture(scope="session", params=("openai", "bedrock"))
+def backend(request) -> str:
+    """The provider behind the server (session-scoped: pytest runs each backend's tests together)."""
+    return request.param
+
+
+@pytest.fixture
+def app(backend, request):
+    return request.getfixturevalue(f"{backend}_app")
+
+
+@pytest.fixture
+def provider(backend, request):
+    standin = request.getfixturevalue("standin" if backend == "openai" else "bedrock_standin")
+    standin.reset()
+    return standin
 
 
 def _assistant_messages(body):
     return [m for m in body["messages"] if m["role"] == "assistant"]
 
 
+def _log_says(log: str, provider, fault: str) -> bool:
+    return f"backend {provider.name} failed" in log and any(word in log for word in provider.LOG[fault])
+
+
 def test_a_normal_turn_streams_and_is_kept(app, provider, alice):
-    provider.script(text_reply("Hello ", "there."))
+    provider.script(provider.text("Hello ", "there."))
     sid = alice.new_chat()
     turn = alice.turn(sid, "Hi")
     assert_one_terminal(turn)
     assert turn.terminal[0] == "done" and turn.text == "Hello there."
     assert_valid_transcript(alice.wait_idle(sid), user_text="Hi")
-    assert provider.requests[0].headers["authorization"] == f"Bearer {app.env['OPENAI_API_KEY']}"
+    if provider.name == "openai":  # the key really is sent, as a bearer token
+        assert provider.requests[0].headers["authorization"] == f"Bearer {app.env['OPENAI_API_KEY']}"
+    else:  # SigV4-signed with the configured key id (the secret only signs), for the configured model
+        request = provider.requests[0]
+        authorization = request["headers"]["Authorization"]
+        assert authorization.startswith(f"AWS4-HMAC-SHA256 Credential={app.env['AWS_ACCESS_KEY_ID']}/")
+        assert "/us-east-1/bedrock/aws4_request" in authorization
+        assert app.env["AWS_SECRET_ACCESS_KEY"] not in json.dumps(request["headers"])
+        assert request["model"] == app.env["AGENT_MODEL"]
 
 
 def test_429_then_success_is_retried_and_the_user_sees_only_the_answer(app, provider, alice):
-    provider.script(
-        Fault(status=429, headers={"Retry-After": "0"}, body=_error_body("slow down", "rate_limit")),
-        text_reply("Answer ", "after a retry."),
-    )
+    """Bedrock: a `ThrottlingException` (HTTP 429) with `Retry-After: 0`."""
+    provider.script(provider.throttled("0"), provider.text("Answer ", "after a retry."))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Retry me")
     assert turn.terminal[0] == "done" and turn.text == "Answer after a retry."
@@ -67,7 +95,8 @@ def test_429_then_success_is_retried_and_the_user_sees_only_the_answer(app, prov
 
 
 def test_500_twice_ends_in_one_calm_error(app, provider, alice, next_turn_works):
-    provider.script(*[Fault(status=500, body=_error_body("upstream exploded at shard 7")) for _ in range(2)])
+    """Bedrock: `InternalServerException` (HTTP 500) on both attempts."""
+    provider.script(*[provider.server_error("upstream exploded at shard 7") for _ in range(2)])
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Fail with 500")
     assert_calm_error(turn)
@@ -76,7 +105,7 @@ def test_500_twice_ends_in_one_calm_error(app, provider, alice, next_turn_works)
     assert_valid_transcript(body, user_text="Fail with 500")
     assert _assistant_messages(body)[-1]["stop_reason"] == "error"
     log = app.log_since(mark)
-    assert "backend openai failed" in log and "HTTP 500" in log and "upstream exploded at shard 7" in log
+    assert f"backend {provider.name} failed" in log and "HTTP 500" in log and "upstream exploded at shard 7" in log
     next_turn_works(sid)
 
 
@@ -87,27 +116,26 @@ def test_connection_refused_ends_in_one_calm_error(app, provider, alice, next_tu
     assert_calm_error(turn)
     assert_valid_transcript(alice.wait_idle(sid), user_text="Nobody home")
     log = app.log_since(mark)
-    assert "backend openai failed" in log and "ConnectError" in log
+    assert _log_says(log, provider, "refused"), log
     next_turn_works(sid)
 
 
 def test_reset_before_the_first_byte_is_retried_then_reported_calmly(app, provider, alice, next_turn_works):
-    provider.script(Fault(reset=True), text_reply("Recovered."))
+    provider.script(provider.reset_first(), provider.text("Recovered."))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Reset once")
     assert turn.terminal[0] == "done" and turn.text == "Recovered."
-    provider.script(Fault(reset=True), Fault(reset=True))
+    provider.script(provider.reset_first(), provider.reset_first())
     turn = alice.turn(sid, "Reset twice")
     assert_calm_error(turn)
     assert_valid_transcript(alice.wait_idle(sid), user_text="Reset twice")
     log = app.log_since(mark)
-    assert "backend openai failed" in log and ("RemoteProtocolError" in log or "ReadError" in log)
+    assert _log_says(log, provider, "reset"), log
     next_turn_works(sid)
 
 
 def test_drop_mid_stream_keeps_what_was_streamed_and_is_not_retried(app, provider, alice, next_turn_works):
-    partial = [f"data: {json.dumps(chunk({'content': t}))}\n\n" for t in ("Partial ", "answer")]
-    provider.script(Fault(body=partial, cut=True), text_reply("must not be used"))
+    provider.script(provider.cut_after("Partial ", "answer"), provider.text("must not be used"))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Drop me")
     assert turn.text == "Partial answer"
@@ -117,31 +145,33 @@ def test_drop_mid_stream_keeps_what_was_streamed_and_is_not_retried(app, provide
     assert_valid_transcript(body, user_text="Drop me")
     last = _assistant_messages(body)[-1]
     assert last["stop_reason"] == "error" and last["parts"] == [{"type": "text", "text": "Partial answer"}]
-    assert "backend openai failed" in app.log_since(mark)
+    assert f"backend {provider.name} failed" in app.log_since(mark)
     provider.reset()
     next_turn_works(sid)
 
 
 def test_stall_before_the_first_event_times_out_retries_once_and_reports_calmly(app, provider, alice, next_turn_works):
-    provider.script(Fault(stall=8), Fault(stall=8))
+    """Bedrock: `messageStart`, then nothing. boto3 has one read timeout per client, so the adapter sets it to
+    max(first-event, between-events) timeouts (`agent/backends/bedrock/backend.py`); here both are 1.5 s.
+    `messageStart` is not output: the attempt is still retried."""
+    provider.script(provider.stall_first(8), provider.stall_first(8))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Stall first")
     # Evidence that the timeouts cut both attempts: the turn was over while the provider still stalled.
-    assert not provider.requests[-1].finished.is_set(), "the turn waited out the provider's 8 s stall"
+    assert not provider.finished(-1), "the turn waited out the provider's 8 s stall"
     assert_calm_error(turn)
     assert len(provider.requests) == 2
     assert_valid_transcript(alice.wait_idle(sid), user_text="Stall first")
     log = app.log_since(mark)
-    assert "backend openai failed" in log and ("Timed out" in log or "no event" in log)
+    assert _log_says(log, provider, "timeout"), log
     next_turn_works(sid)
 
 
 def test_stall_between_events_times_out_and_keeps_the_tokens(app, provider, alice, next_turn_works):
-    first = f"data: {json.dumps(chunk({'content': 'Half a '}))}\n\n"
-    provider.script(Fault(body=[first], stall=8))
+    provider.script(provider.stall_after("Half a ", 8))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Stall later")
-    assert not provider.requests[-1].finished.is_set(), "the turn waited out the provider's 8 s stall"
+    assert not provider.finished(-1), "the turn waited out the provider's 8 s stall"
     assert len(provider.requests) == 1  # tokens were shown: never retried
     assert turn.text == "Half a "
     assert_calm_error(turn)
@@ -149,28 +179,29 @@ def test_stall_between_events_times_out_and_keeps_the_tokens(app, provider, alic
     assert_valid_transcript(body, user_text="Stall later")
     assert _assistant_messages(body)[-1]["parts"][0]["text"] == "Half a "
     log = app.log_since(mark)
-    assert "backend openai failed" in log and ("Timed out" in log or "no event" in log)
+    assert _log_says(log, provider, "timeout"), log
     next_turn_works(sid)
 
 
 def test_malformed_chunk_mid_stream_ends_in_one_calm_error(app, provider, alice, next_turn_works):
-    good = f"data: {json.dumps(chunk({'content': 'Before the garbage. '}))}\n\n"
-    provider.script(Fault(body=[good, "data: {not json at all\n\n", "data: [DONE]\n\n"]))
+    """Bedrock: a frame whose message CRC is wrong (its payload, a text delta "not json at all", must never
+    be shown)."""
+    provider.script(provider.corrupt_after("Before the garbage. ", "not json at all"))
     sid, mark = alice.new_chat(), app.mark()
     turn = alice.turn(sid, "Garble")
     assert turn.text == "Before the garbage. "
     assert_calm_error(turn)
     assert "not json" not in turn.raw
     assert_valid_transcript(alice.wait_idle(sid), user_text="Garble")
-    assert "malformed stream chunk" in app.log_since(mark)
+    assert any(word in app.log_since(mark) for word in provider.LOG["corrupt"]), app.log_since(mark)
     next_turn_works(sid)
 
 
 def test_invalid_tool_arguments_get_an_error_result_and_the_handler_never_runs(app, provider, alice, next_turn_works):
     posts = app.database.scalar("SELECT COUNT(*) FROM blog_post")
     provider.script(
-        tool_reply(("call_badargs", "create_post", '{"title": "Never created", ')),
-        text_reply("Those arguments were broken."),
+        provider.tools(("call_badargs", "create_post", '{"title": "Never created", ')),
+        provider.text("Those arguments were broken."),
     )
     sid = alice.new_chat()
     turn = alice.turn(sid, "Make a post")
@@ -181,20 +212,19 @@ def test_invalid_tool_arguments_get_an_error_result_and_the_handler_never_runs(a
     assert_valid_transcript(body, user_text="Make a post")
     assert app.database.scalar("SELECT COUNT(*) FROM blog_post") == posts
     # the model was told, in the tool message it reads next
-    sent = provider.requests[1].body["messages"]
-    assert any(m["role"] == "tool" and m["tool_call_id"] == "call_badargs" for m in sent)
+    assert provider.tool_result_sent(1, "call_badargs")
     next_turn_works(sid)
 
 
 def test_failing_tools_answer_error_results_and_the_turn_goes_on(app, provider, alice, next_turn_works):
     provider.script(
-        tool_reply(
+        provider.tools(
             ("call_missing", "update_post", {"post_id": 999999, "title": "Ghost"}),
             ("call_invalid", "create_post", {"title": ""}),
             ("call_unknown", "drop_all_tables", {}),
             ("call_extra", "get_post", {"post_id": 1, "sql": "DROP TABLE blog_post"}),
         ),
-        text_reply("Some of that failed."),
+        provider.text("Some of that failed."),
     )
     sid = alice.new_chat()
     turn = alice.turn(sid, "Do four things")
@@ -206,6 +236,7 @@ def test_failing_tools_answer_error_results_and_the_turn_goes_on(app, provider, 
     assert "Unknown tool" in results["call_unknown"]["result"]["error"]
     assert "Additional properties" in results["call_extra"]["result"]["error"]
     assert_valid_transcript(alice.wait_idle(sid), user_text="Do four things")
+    assert all(provider.tool_result_sent(1, call_id) for call_id in results)  # each error reached the model
     next_turn_works(sid)
 
 
@@ -215,7 +246,9 @@ def test_lone_surrogate_from_the_model_is_contained_and_the_chat_goes_on(app, pr
     stream answers 200 with one outcome, the tool runs on clean text, the transcript stays valid (and
     storable in PostgreSQL's jsonb), and the *next* message of the same chat works."""
     raw = '{"title": "bad \\ud800 title"}'
-    provider.script(tool_reply(("call_raises", "create_post", raw)), text_reply("That did not work."))
+    provider.script(
+        provider.tools(("call_raises", "create_post", raw), text="Odd \ud800 text"), provider.text("That did not work.")
+    )
     sid, mark = alice.new_chat(), app.mark()
     response = alice.send(sid, "Odd title")
     assert response.status_code == 202
@@ -227,6 +260,7 @@ def test_lone_surrogate_from_the_model_is_contained_and_the_chat_goes_on(app, pr
     assert_valid_transcript(alice.wait_idle(sid), user_text="Odd title")
     results = [p for n, p in parse_sse(raw_stream) if n == "tool_result"]
     assert [(r["status"], r["result"]["title"]) for r in results] == [("ok", "bad ? title")]
+    assert "".join(p["text"] for n, p in parse_sse(raw_stream) if n == "token").startswith("Odd ? text")
     assert "Traceback" not in app.log_since(mark)
     provider.reset()
     next_turn_works(sid)
@@ -285,7 +319,7 @@ def test_a_hanging_tool_is_cut_at_the_per_tool_time_limit_under_gevent():
 
 def test_browser_disconnect_mid_stream_does_not_cut_the_turn(app, provider, alice, next_turn_works):
     words = [f"w{i} " for i in range(10)]
-    provider.script(text_reply(*words, delay=0.2))
+    provider.script(provider.text(*words, delay=0.2))
     sid = alice.new_chat()
     accepted = alice.send(sid, "Long answer please")
     assert accepted.status_code == 202
@@ -334,6 +368,7 @@ def _accept_after_lease(alice, sid, text, timeout=20.0):
     raise AssertionError(f"never accepted: {seen}")
 
 
+@pytest.mark.parametrize("backend", ["openai"])  # the worker, not the provider: once is enough
 def test_worker_killed_mid_turn_is_reclaimed_after_the_lease(app, provider, alice):
     """kill -9 the gunicorn worker mid-turn; the master restarts it; after AGENT_TURN_LEASE_SECONDS the
     next message is accepted and the dead turn's unanswered tool calls get error results."""
@@ -344,12 +379,12 @@ def test_worker_killed_mid_turn_is_reclaimed_after_the_lease(app, provider, alic
         # Hold the post's row lock so update_post blocks after its tool_use is stored: an orphan call.
         lock = pg_connect(app.database.url, autocommit=False)
         lock.execute("SELECT id FROM blog_post WHERE id = %s FOR UPDATE", (post_id,))
-        provider.script(tool_reply(("call_orphan", "update_post", {"post_id": post_id, "body": "changed"})))
+        provider.script(provider.tools(("call_orphan", "update_post", {"post_id": post_id, "body": "changed"})))
     else:
         # SQLite: a finished tool cycle, then a slow answer that the kill cuts.
         provider.script(
-            tool_reply(("call_done_before_kill", "list_posts", {})),
-            text_reply(*[f"t{i} " for i in range(30)], delay=0.3),
+            provider.tools(("call_done_before_kill", "list_posts", {})),
+            provider.text(*[f"t{i} " for i in range(30)], delay=0.3),
         )
     accepted = alice.send(sid, "Work, then die")
     assert accepted.status_code == 202
@@ -375,7 +410,7 @@ def test_worker_killed_mid_turn_is_reclaimed_after_the_lease(app, provider, alic
             lock.close()
     assert old_worker is not None
     assert wait_for(lambda: [p for p in app.worker_pids() if p != old_worker], timeout=20), "no new worker"
-    provider.script(text_reply("I am back."))
+    provider.script(provider.text("I am back."))
     mark = app.mark()
     response, seen = _accept_after_lease(alice, sid, "Are you back?")
     events = alice.read_stream(response.json()["stream_url"])
@@ -408,9 +443,9 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     (pg_terminate_backend, not a cluster restart: the cluster is shared with other test runs).
     SQLite: another process holds the write lock for 2 s in the middle of the turn."""
     provider.script(
-        tool_reply(("call_db_1", "list_posts", {})),
-        tool_reply(("call_db_2", "get_post", {"post_id": 1})),
-        text_reply(*[f"d{i} " for i in range(12)], delay=0.15),
+        provider.tools(("call_db_1", "list_posts", {})),
+        provider.tools(("call_db_2", "get_post", {"post_id": 1})),
+        provider.text(*[f"d{i} " for i in range(12)], delay=0.15),
     )
     sid, mark = alice.new_chat(), app.mark()
     accepted = alice.send(sid, "Survive the database")
@@ -477,10 +512,10 @@ def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, provider, ali
 
     On `app`, right after the connection storm of the test before: the process's lease watcher renews
     on a connection of its own, so the pool rebuilding its connections (psycopg_pool reconnects with a
-    backoff) cannot make it wait past this test's 3 s lease (it did: RELIABILITY.md, "Product bugs")."""
-    provider.script(
-        Fault(status=429, headers={"Retry-After": "8"}, body=_error_body("busy", "rate_limit")), text_reply("Finally.")
-    )
+    backoff) cannot make it wait past this test's 3 s lease (it did: RELIABILITY.md, "Product bugs").
+    Bedrock: a `ThrottlingException` (HTTP 429) with `Retry-After: 8`, waited in full like any server's
+    (docs/engine.md, "Backends", Errors)."""
+    provider.script(provider.throttled("8", "busy"), provider.text("Finally."))
     sid = alice.new_chat()
     claimed = time.monotonic()  # (the lease is taken while the message is accepted: it runs out 3 s after this)
     first = alice.send(sid, "Wait for the provider")
@@ -501,7 +536,7 @@ def test_lease_is_kept_while_the_provider_makes_the_turn_wait(app, provider, ali
     assert "event: done" in raw and "Finally." in raw
     assert len(provider.requests) == 2  # the 429, then the retry: the second message never reached the model
     assert_valid_transcript(alice.wait_idle(sid), user_text="Wait for the provider")
-    provider.script(text_reply("Back ", "to normal."))  # and the chat goes on
+    provider.script(provider.text("Back ", "to normal."))  # and the chat goes on
     turn = alice.turn(sid, "Are you there?")
     assert turn.terminal[0] == "done" and turn.text == "Back to normal.", turn.events
 
@@ -513,7 +548,7 @@ def test_a_stalled_reader_never_holds_up_the_turn_or_other_readers(app, provider
     import socket
 
     words = [f"{i:05d}" + "x" * 994 + " " for i in range(4000)]  # ~4 MB: more than the socket buffers hold
-    provider.script(text_reply(*words))
+    provider.script(provider.text(*words))
     sid = alice.new_chat()
     accepted = alice.send(sid, "Say a lot")
     assert accepted.status_code == 202

@@ -95,17 +95,17 @@ def encode_events(items: list[dict[str, Any]]) -> bytes:
 
 def _segments(items: list[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
     """Control actions, and runs of consecutive frames joined into one bytes blob."""
-    pending = b""
+    pending: list[bytes] = []  # (joined once: `+=` on bytes made a 4,000-frame stream take seconds)
     for item in items:
         if "sleep" in item or item.get("cut"):
             if pending:
-                yield "bytes", pending
-                pending = b""
+                yield "bytes", b"".join(pending)
+                pending = []
             yield ("sleep", float(item["sleep"])) if "sleep" in item else ("cut", None)
         else:
-            pending += item_bytes(item)
+            pending.append(item_bytes(item))
     if pending:
-        yield "bytes", pending
+        yield "bytes", b"".join(pending)
 
 
 def plan(response: dict[str, Any]) -> Iterator[tuple[str, Any]]:
