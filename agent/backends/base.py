@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "USAGE_KEYS",
     "CallContext",
     "call_context",
+    "parse_tool_input",
     "setting",
     "zero_usage",
 ]
@@ -26,6 +28,24 @@ STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 Event = ModelEvent
+
+
+def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
+    """A tool call's streamed input JSON (the joined fragments) → (input, error); an empty text is `{}`.
+
+    The error is a sentence for the model (the call then gets an error result instead of running).
+    """
+    if not raw.strip():
+        return {}, None
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {}, f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})."
+    except (ValueError, RecursionError) as exc:
+        return {}, f"The tool input could not be parsed ({type(exc).__name__})."
+    if not isinstance(parsed, dict):
+        return {}, f"The tool input is a JSON {type(parsed).__name__}, not an object."
+    return parsed, None
 
 
 class CallContext:

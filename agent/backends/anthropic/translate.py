@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agent.backends.anthropic.errors import error_event
-from agent.backends.base import Event, zero_usage
+from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.openai.sse import SSEEvent
 from agent.exceptions import BackendError
 
@@ -131,21 +131,15 @@ def _index(data: dict[str, Any]) -> int:
 
 def _tool_use_event(block: dict[str, Any]) -> Event:
     name = str(block.get("name") or "")
-    event: Event = {"kind": "tool_use", "id": str(block.get("id") or ""), "name": name, "input": {}}
-    raw = "".join(block["pieces"]).strip()
-    if not raw:
+    raw = "".join(block["pieces"])
+    if raw.strip():
+        parsed, error = parse_tool_input(raw)
+    else:  # no fragments: the input came whole with the block's start
         start = block.get("input")
-        event["input"] = start if isinstance(start, dict) else {}
-        return event
-    try:
-        parsed = json.loads(raw)
-    except ValueError as exc:
-        event["input_error"] = f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})."
-        return event
-    if isinstance(parsed, dict):
-        event["input"] = parsed
-    else:
-        event["input_error"] = f"The tool input is a JSON {type(parsed).__name__}, not an object."
+        parsed, error = (start if isinstance(start, dict) else {}), None
+    event: Event = {"kind": "tool_use", "id": str(block.get("id") or ""), "name": name, "input": parsed}
+    if error:
+        event["input_error"] = error
     return event
 
 

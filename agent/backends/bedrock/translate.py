@@ -12,12 +12,11 @@ before the single `done`. A stream that ends without `messageStop` is a retryabl
 from __future__ import annotations
 
 import base64
-import json
 import logging
 from collections.abc import Iterator
 from typing import Any
 
-from agent.backends.base import Event, zero_usage
+from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.bedrock.errors import _STREAM_EXCEPTION_KEYS, _error_from_code
 from agent.exceptions import BackendError
 
@@ -135,19 +134,10 @@ class _Translator:
 
 
 def _tool_use_event(block: dict[str, Any]) -> Event:
-    event: Event = {"kind": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-    raw = "".join(block["input"]).strip()
-    if not raw:
-        return event
-    try:
-        parsed = json.loads(raw)
-    except ValueError as exc:
-        event["input_error"] = f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})."
-        return event
-    if isinstance(parsed, dict):
-        event["input"] = parsed
-    else:
-        event["input_error"] = f"The tool input is a JSON {type(parsed).__name__}, not an object."
+    parsed, error = parse_tool_input("".join(block["input"]))
+    event: Event = {"kind": "tool_use", "id": block["id"], "name": block["name"], "input": parsed}
+    if error:
+        event["input_error"] = error
     return event
 
 
