@@ -38,9 +38,9 @@ def published(blog: Blog | None = None):
     return posts.filter(blog=blog) if blog is not None else posts
 
 
-def excerpt(post: Post, words: int = EXCERPT_WORDS) -> str:
-    """The post's opening words as plain text (markdown rendered and sanitised, then its text kept)."""
-    text = html.unescape(strip_tags(render_markdown(post.body)))
+def excerpt(body_html: str, words: int = EXCERPT_WORDS) -> str:
+    """The opening words of a rendered (sanitised) post body, as plain text."""
+    text = html.unescape(strip_tags(body_html))
     return Truncator(" ".join(text.split())).words(words, truncate="…")
 
 
@@ -70,18 +70,19 @@ def _readable_blog(slug: str) -> Blog:
 def public_index(request: HttpRequest, slug: str) -> HttpResponse:
     blog = _readable_blog(slug)
     page = Paginator(published(blog), PER_PAGE).get_page(request.GET.get("page"))
-    entries = [{"post": post, "excerpt": excerpt(post)} for post in page]
+    entries = [{"post": post, "excerpt": excerpt(render_markdown(post.body))} for post in page]
     return render(request, "blog/public_index.html", {"blog": blog, "page": page, "entries": entries})
 
 
 @require_GET
 def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
     post = get_object_or_404(published(), blog__slug=slug, slug=post_slug)
+    body_html = render_markdown(post.body)
     context = {
         "blog": post.blog,
         "post": post,
-        "body_html": render_markdown(post.body),
-        "description": excerpt(post, 30),
+        "body_html": body_html,
+        "description": excerpt(body_html, 30),
         "canonical": request.build_absolute_uri(post_url(post)),
         "cover_url": request.build_absolute_uri(reverse("blog:public_cover", args=[slug, post_slug])),
     }
