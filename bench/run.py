@@ -113,6 +113,10 @@ def measure(args: argparse.Namespace) -> list[dict]:
         script = write_script(args.tokens, args.delay_ms)
         envs = {t.side: tree_env(t, f"sqlite:///{RESULTS / f'bench_{t.side}.sqlite3'}", script, args) for t in sides}
         for t in sides:
+            # A fresh database per run: one left by a run against another baseline may carry
+            # migrations this side's tree does not have (its schema would not be this tree's).
+            for leftover in RESULTS.glob(f"bench_{t.side}.sqlite3*"):
+                leftover.unlink()
             migrate(envs[t.side], t.path)
         speed_at_start, cpu_at_start = calibrate(envs["new"]), core_times()
         if "streams" in args.wanted:
