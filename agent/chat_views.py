@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import resolve
 from django.views.decorators.http import require_POST
 
 from agent import display, intake, turns
@@ -33,7 +34,7 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         "text": text,
         "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],
         "turn": run.turn,
-        "stream_url": stream_url(session, run.turn),
+        "stream_url": stream_url(session, run.turn, request),
     }
     return render(request, "agent/_sent.html", context)
 
@@ -55,6 +56,6 @@ def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpRes
     if outcome == "error":
         context["message"] = payload[2]
     elif outcome == "started":
-        turn = Turn.objects.get(pk=payload.rstrip("/").split("/")[-2])
+        turn = Turn.objects.get(pk=resolve(payload).kwargs["turn_id"])
         context.update({"turn": turn, "stream_url": payload})
     return render(request, "agent/_decided.html", context)

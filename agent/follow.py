@@ -98,12 +98,14 @@ def _from_channel(
             release = False
             yield [(None, *HEARTBEAT)]
             continue
-        events = channel.since(seen)
-        batch = [(seen + offset, name, payload) for offset, (name, payload) in enumerate(events)]
-        release = any(name not in _STREAMED for name, _ in events)
-        seen += len(events)
-        if batch:
+        names, payloads, end = channel.names, channel.payloads, channel.count()
+        if end > seen:
+            release = not _STREAMED.issuperset(names[seen:end])
+            batch = [(i, names[i], payloads[i]) for i in range(seen, end)]
+            seen = end
             yield batch
+        else:
+            release = False
         if channel.closed and seen >= channel.count():
             channel.delivered = True
             return

@@ -14,6 +14,8 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from agent.runtime import gevent_patched
+
 if TYPE_CHECKING:
     from agent.streams import Ticket
 
@@ -47,6 +49,8 @@ class TurnChannel:
         self.closed_at = 0.0
         self.lost = False  # a copy of a turn running elsewhere whose events stopped arriving (agent.events)
         self.sink: Any = None  # where the running turn's events also go: the bus's `TurnSink`
+        self.session: Any = None  # the chat session of a turn running here (a stream with a pass reads it)
+        self.on_clock = False  # in `_clocked`: the process's clock looks at its waiters
         self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
     def publish(self, name: str, payload: Any) -> None:
@@ -95,8 +99,9 @@ class TurnChannel:
         # Under gevent a wait with a timeout starts and stops a timer each time, once per token;
         # long waits instead let the process's clock (`_clock`) wake them once past their deadline.
         clocked = timeout >= CLOCK_SECONDS and _clock_running()
-        if clocked:
+        if clocked and not self.on_clock:
             _clocked.add(self)
+            self.on_clock = True
         self._waiters[waiter] = deadline
         try:
             while True:
@@ -125,8 +130,6 @@ _clocked: weakref.WeakSet[TurnChannel] = weakref.WeakSet()  # channels with (or 
 def _clock_running() -> bool:
     """Under gevent, make sure the clock runs; False elsewhere (threads wait with a timeout)."""
     global _clock_greenlet
-    from agent.runtime import gevent_patched
-
     if not gevent_patched():
         return False
     if _clock_greenlet is None or _clock_greenlet.dead:

@@ -81,6 +81,7 @@ def start(run: Run) -> None:
     Its channel opens first, so a stream that arrives a moment later finds it.
     """
     channel = hub.open_channel(str(run.turn.pk))
+    channel.session = run.session  # as the request that started it read it (`agent.stream_pass`)
     channel.sink = events.get_bus().open_turn(str(run.turn.pk))  # its events reach other workers too
     mode = settings.AGENT_TURN_EXECUTOR
     if mode == "inline":

@@ -11,5 +11,6 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/stop", views.stop, name="stop"),
     path("sessions/<uuid:session_id>/approvals/<uuid:approval_id>", views.decide_approval, name="approval"),
     path("sessions/<uuid:session_id>/turns/<uuid:turn_id>/stream", views.stream, name="stream"),
+    path("sessions/<uuid:session_id>/turns/<uuid:turn_id>/stream/<str:token>", views.stream, name="stream_pass"),
     path("sessions/<uuid:session_id>/attachments/<int:part_id>", media_views.attachment, name="attachment"),
 ]

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from agent import approvals, intake, sse, streams, turns
+from agent import approvals, hub, intake, sse, stream_pass, streams, turns
 from agent.api import error, json_body
 from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
@@ -67,8 +67,13 @@ def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
     return session if policy.may_read(session) else None
 
 
-def stream_url(session: Session, turn: Turn) -> str:
-    return reverse("agent:stream", args=[session.pk, turn.pk])
+def stream_url(session: Session, turn: Turn, request: HttpRequest | None = None) -> str:
+    """The turn's stream; handed out by a `request` that has just checked the user and the chat, it
+    carries a pass that lets the stream open without checking them again (`agent.stream_pass`)."""
+    token = stream_pass.issue(request, session.pk, turn.pk) if request is not None else None
+    if token is None:
+        return reverse("agent:stream", args=[session.pk, turn.pk])
+    return reverse("agent:stream_pass", args=[session.pk, turn.pk, token])
 
 
 @require_POST
@@ -99,12 +104,32 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
         run, message = intake.accept(session, request.user, text, files)
     except intake.Refused as exc:
         return error(exc.status, exc.code, exc.message, **exc.extra)
-    return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn)}, status=202)
+    return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn, request)}, status=202)
 
 
 @require_GET
+def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | None = None) -> HttpResponse:
+    """The turn's events. With a valid pass (`agent.stream_pass`) for a turn running in this
+    process it follows the turn at once; else the user, the chat and the policy are checked first."""
+    if token is not None:
+        user_id = stream_pass.holder(request, token, session_id, turn_id)
+        channel = hub.get_channel(str(turn_id)) if user_id is not None else None
+        chat = channel.session if channel is not None else None
+        if (
+            chat is not None
+            and chat.user_id == user_id
+            and str(chat.pk) == str(session_id)
+            and not (channel.closed and channel.delivered)
+            and get_policy().may_read(chat)  # asked afresh, as for any stream: a member removed since reads nothing
+        ):
+            # The turn as a reference to its row: the HTML flavour's last event reads what it needs through it.
+            turn = Turn(pk=turn_id, session=chat)
+            return event_stream(_users_stream(user_id, turn, _last_event_id(request), request.GET.get("flavour")))
+    return _checked_stream(request, session_id, turn_id)
+
+
 @api_login_required
-def stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
+def _checked_stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
     policy = get_policy()
     # The turn with its session in one query, under the same rules as `session_api`.
     try:
@@ -187,7 +212,7 @@ def transcript(request: HttpRequest, session: Session) -> HttpResponse:
         "messages": [message_json(m) for m in session.messages.prefetch_related("parts")],
     }
     if running is not None:
-        body["stream_url"] = stream_url(session, running)
+        body["stream_url"] = stream_url(session, running, request)
     return JsonResponse(body)
 
 
@@ -241,4 +266,4 @@ def resolve_approval(request: HttpRequest, session: Session, approval_id: Any, a
     except TurnInProgress:
         return "error", (409, "turn_in_progress", "The assistant is still answering. Try again in a moment.")
     turns.start(run)
-    return "started", stream_url(session, run.turn)
+    return "started", stream_url(session, run.turn, request)

@@ -48,7 +48,7 @@ def panel_context(
         "chat": current,
         "items": items,
         "running": running,
-        "running_url": reverse("agent:stream", args=[current.pk, running.pk]) if running else "",
+        "running_url": stream_url(current, running, request) if running else "",
         "meter": display.meter_display(meter),
         "grant_scopes": sorted(grant.scopes),
         "panel_post": post,
@@ -133,7 +133,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         "text": text,
         "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],
         "turn": run.turn,
-        "stream_url": stream_url(session, run.turn),
+        "stream_url": stream_url(session, run.turn, request),
     }
     return render(request, "blog/_first_sent.html", context)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from django.urls import resolve
 
 from agent.backends import get_backend
 from agent.models import Message, Part, Turn
@@ -263,7 +264,7 @@ def test_a_stream_is_found_only_under_its_own_users_own_session(api, chat, scrip
 
     script([[{"kind": "text", "text": "hi"}, DONE]])
     url = api.send(chat, "hello").json()["stream_url"]
-    turn_id = url.rstrip("/").split("/")[-2]
+    turn_id = resolve(url).kwargs["turn_id"]
     assert ApiClient(other_user).get(url).status_code == 404
     mine_too = Session.objects.create(user=user)
     response = api.get(f"/api/agent/sessions/{mine_too.pk}/turns/{turn_id}/stream")
