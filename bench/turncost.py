@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bench.common import PG_BASE, RESULTS, ROOT, server_env, write_script
 
@@ -89,6 +90,7 @@ def measure(manifest: Path, tokens: int) -> dict:
     import io
 
     import django
+    import gevent
 
     django.setup()
     gc.set_threshold(10_000, 20, 20)  # as config/gunicorn.conf.py
@@ -125,7 +127,19 @@ def measure(manifest: Path, tokens: int) -> dict:
         finally:
             out.close()
 
-    def turn(row: dict) -> None:
+    def turn(row: dict, wrapper: Any = None) -> None:
+        # In a greenlet of its own, as gunicorn's gevent worker serves each client connection: the
+        # POST and then the stream on one keep-alive connection (as `bench/client.py` and browsers do).
+        gevent.spawn(client_connection, row, wrapper).get()
+
+    def client_connection(row: dict, wrapper: Any) -> None:
+        if wrapper is None:
+            requests(row)
+            return
+        with connection.execute_wrapper(wrapper):  # (this greenlet's connection: Django's are per greenlet)
+            requests(row)
+
+    def requests(row: dict) -> None:
         body = json.dumps({"text": "Write me something."}).encode()
         headers = {"CONTENT_TYPE": "application/json", "HTTP_COOKIE": row["cookie"], "HTTP_X_CSRFTOKEN": row["csrf"]}
         status, out = call("POST", f"/api/agent/sessions/{row['session']}/messages", headers, body)
@@ -145,8 +159,7 @@ def measure(manifest: Path, tokens: int) -> dict:
         queries.append(sql)
         return execute(sql, params, many, context)
 
-    with connection.execute_wrapper(count):
-        turn(rows[WARM])
+    turn(rows[WARM], count)  # the requests' statements (the turn's greenlet has its own connection)
     started = time.process_time()
     for row in rows[WARM + 1 :]:
         turn(row)
