@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -12,6 +11,7 @@ from agent.models import Session
 from agent.policy import SessionPolicy
 from agent.tools import Description, as_object, call_scratch, register
 from blog import grants
+from blog.diffs import Line, diff_lines
 from blog.models import Blog, ChatLink, Post, PostRevision
 from blog.operations import OPERATIONS, exposed, perform_json
 from blog.services import OperationError
@@ -164,31 +164,20 @@ def describe_call(session: Session, name: str, data: dict[str, Any]) -> Descript
 
 def change_detail(post: Post, title: Any, body: Any, cover: Any = None) -> str:
     """What an edit changes: the title's old and new lines, a new cover, and the body's lines removed
-    ("- "), added ("+ ") and kept ("  ", long unchanged runs shortened to "  …")."""
+    ("- "), added ("+ ") and kept ("  "), long unchanged runs folded to "  …" (`blog.diffs`, as the
+    history page shows them)."""
     lines: list[str] = []
     if isinstance(title, str) and title.strip() != post.title:
         lines += ["Title:", f"- {post.title}", f"+ {title.strip()}"]
     if isinstance(cover, int):
         lines += ["Cover:", f"+ the image attached as #{cover}"]
     if isinstance(body, str) and body != post.body:
-        lines += [
-            "Body:",
-            *_shortened(d for d in difflib.ndiff(post.body.splitlines(), body.splitlines()) if d[:1] != "?"),
-        ]
+        lines += ["Body:", *(_marked(line) for line in diff_lines(post.body, body))]
     return "\n".join(lines)
 
 
-def _shortened(diff: Any, context: int = 2) -> list[str]:
-    """Unchanged lines more than `context` lines away from a change become one "  …" line."""
-    lines = list(diff)
-    near = {j for i, line in enumerate(lines) if not line.startswith("  ") for j in range(i - context, i + context + 1)}
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        if i in near:
-            out.append(line)
-        elif not out or out[-1] != "  …":
-            out.append("  …")
-    return out
+def _marked(line: Line) -> str:
+    return "  …" if line.kind == "skip" else {"same": "  ", "added": "+ ", "removed": "- "}[line.kind] + line.text
 
 
 def confirm_as(session: Session, name: str, data: dict[str, Any]) -> str:
