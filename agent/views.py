@@ -111,21 +111,25 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
 def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | None = None) -> HttpResponse:
     """The turn's events. With a valid pass (`agent.stream_pass`) for a turn running in this
     process it follows the turn at once; else the user, the chat and the policy are checked first."""
-    if token is not None:
-        user_id = stream_pass.holder(request, token, session_id, turn_id)
-        channel = hub.get_channel(str(turn_id)) if user_id is not None else None
-        chat = channel.session if channel is not None else None
-        if (
-            chat is not None
-            and chat.user_id == user_id
-            and str(chat.pk) == str(session_id)
-            and not (channel.closed and channel.delivered)
-            and get_policy().may_read(chat)  # asked afresh, as for any stream: a member removed since reads nothing
-        ):
-            # The turn as a reference to its row: the HTML flavour's last event reads what it needs through it.
-            turn = Turn(pk=turn_id, session=chat)
-            return event_stream(_users_stream(user_id, turn, _last_event_id(request), request.GET.get("flavour")))
-    return _checked_stream(request, session_id, turn_id)
+    passed = _passed(request, token, session_id, turn_id) if token is not None else None
+    if passed is None:
+        return _checked_stream(request, session_id, turn_id)
+    user_id, chat = passed
+    turn = Turn(pk=turn_id, session=chat)  # a reference to its row: the HTML flavour's last event reads through it
+    return event_stream(_users_stream(user_id, turn, _last_event_id(request), request.GET.get("flavour")))
+
+
+def _passed(request: HttpRequest, token: str, session_id: Any, turn_id: Any) -> tuple[Any, Session] | None:
+    """The user a valid pass lets follow this turn, and its chat, while the turn runs in this process
+    and the policy, asked afresh, still lets them read it; None: the stream is checked in full."""
+    user_id = stream_pass.holder(request, token, session_id, turn_id)
+    channel = hub.get_channel(str(turn_id)) if user_id is not None else None
+    if channel is None or channel.session is None or (channel.closed and channel.delivered):
+        return None
+    chat = channel.session  # as the request that started the turn read it, with its user
+    if chat.user_id != user_id or str(chat.pk) != str(session_id):
+        return None
+    return (user_id, chat) if get_policy().may_read(chat) else None
 
 
 @api_login_required
