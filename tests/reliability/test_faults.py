@@ -477,7 +477,7 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
     if app.database.postgres:
         # Once the turn is over, kill every connection again: those idle in the worker's pool die there, and
         # the next request (the stream below) must be handed a live one, not a 500.
-        turn_id = accepted.json()["stream_url"].rstrip("/").split("/")[-2]
+        turn_id = accepted.json()["stream_url"].split("/turns/")[1].split("/")[0]
         assert wait_for(
             lambda: app.database.scalar("SELECT status FROM agent_turn WHERE id = %s", (turn_id,)) != "running",
             timeout=20,
