@@ -33,18 +33,19 @@ Event = ModelEvent
 def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
     """A tool call's streamed input JSON (the joined fragments) → (input, error); an empty text is `{}`.
 
-    The error is a sentence for the model (the call then gets an error result instead of running).
+    The error is for the model (the call then gets an error result instead of running, which quotes
+    it mid-sentence: no closing full stop).
     """
     if not raw.strip():
         return {}, None
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return {}, f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})."
+        return {}, f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})"
     except (ValueError, RecursionError) as exc:
-        return {}, f"The tool input could not be parsed ({type(exc).__name__})."
+        return {}, f"The tool input could not be parsed ({type(exc).__name__})"
     if not isinstance(parsed, dict):
-        return {}, f"The tool input is a JSON {type(parsed).__name__}, not an object."
+        return {}, f"The tool input must be a JSON object, not {type(parsed).__name__}"
     return parsed, None
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.backends.base import Event, zero_usage
+from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.openai.errors import MAX_MESSAGE_CHARS, _as_int, _scrub, payload_error
 from agent.backends.openai.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
@@ -125,22 +125,8 @@ class _ToolCalls:
         return call
 
 
-def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
-    if not text.strip():
-        return {}, None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return {}, f"the tool arguments are not valid JSON ({exc.msg} at position {exc.pos})"
-    except (ValueError, RecursionError) as exc:
-        return {}, f"the tool arguments could not be parsed ({type(exc).__name__})"
-    if not isinstance(value, dict):
-        return {}, f"the tool arguments must be a JSON object, not {type(value).__name__}"
-    return value, None
-
-
 def _tool_event(call: _Call, fallback_id: str) -> Event:
-    parsed, error = _parse_arguments("".join(call.arguments))
+    parsed, error = parse_tool_input("".join(call.arguments))
     event: Event = {"kind": "tool_use", "id": call.id or fallback_id, "name": call.name, "input": parsed}
     if not call.name:
         error = error or "the tool call has no function name"
