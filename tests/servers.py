@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,35 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class LoopbackStandIn:
+    """A provider's stand-in on a fixed loopback port: `refusing()` takes it down and brings it back
+    on the same port. Subclasses make the server (`_new`)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.server = self._new()
+
+    def _new(self) -> Any:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def refusing(self) -> Iterator[None]:
+        """Nothing listens on the port (connection refused) inside the block."""
+        self.server.stop()
+        try:
+            yield
+        finally:
+            for _ in range(50):
+                try:
+                    self.server = self._new()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.server.stop()
 
 
 def _die_with_parent() -> None:  # runs in the child before exec

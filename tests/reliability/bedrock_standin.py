@@ -14,12 +14,10 @@ import json
 import socket
 import struct
 import threading
-import time
-from collections.abc import Iterator
 from typing import Any
 
 from tests.agent.backends.bedrock_server import BedrockStubServer, _Handler, event_frame
-from tests.servers import free_port
+from tests.servers import LoopbackStandIn
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 USAGE = {"metadata": {"usage": {"inputTokens": 12, "outputTokens": 5, "totalTokens": 17}, "metrics": {"latencyMs": 1}}}
@@ -74,7 +72,7 @@ class _Stub(BedrockStubServer):
 NO_SCRIPT = {"status": 400, "error_type": "ValidationException", "message": "no scripted response left"}
 
 
-class BedrockStandIn:
+class BedrockStandIn(LoopbackStandIn):
     """Bedrock Runtime on a fixed loopback port; the fault methods return responses for `script`."""
 
     name = "bedrock"
@@ -87,10 +85,6 @@ class BedrockStandIn:
         "timeout": ("ReadTimeoutError",),
         "corrupt": ("ChecksumMismatch",),
     }
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.server = self._new()
 
     def _new(self) -> _Stub:
         server = _Stub(port=self.port)
@@ -125,23 +119,6 @@ class BedrockStandIn:
             if message["role"] == "user"
             for block in message["content"]
         )
-
-    @contextlib.contextmanager
-    def refusing(self) -> Iterator[None]:
-        """Nothing listens on the port (connection refused) inside the block."""
-        self.server.stop()
-        try:
-            yield
-        finally:
-            for _ in range(50):
-                try:
-                    self.server = self._new()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-
-    def stop(self) -> None:
-        self.server.stop()
 
     # --- the faults, in Bedrock's wire terms -------------------------------------------------
 

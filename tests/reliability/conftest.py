@@ -37,7 +37,7 @@ from tests import servers
 from tests.agent.backends.openai_server import RecordedRequest, Reply, ScriptedOpenAIServer, _Handler, sse
 from tests.reliability.bedrock_standin import MODEL as BEDROCK_MODEL
 from tests.reliability.bedrock_standin import BedrockStandIn
-from tests.servers import Server, ServerGroup, free_port
+from tests.servers import LoopbackStandIn, Server, ServerGroup
 
 PASSWORD = "demo-pass-1234"
 
@@ -160,12 +160,8 @@ class _FaultHandler(_Handler):
             super().finish()
 
 
-class ProviderStandIn:
+class ProviderStandIn(LoopbackStandIn):
     """A loopback OpenAI-compatible server on a fixed port; every reply closes its connection."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.server = self._new()
 
     def _new(self) -> ScriptedOpenAIServer:
         server = ScriptedOpenAIServer(port=self.port)
@@ -189,23 +185,6 @@ class ProviderStandIn:
         with self.server._lock:
             self.server._replies.clear()
             self.server.requests.clear()
-
-    @contextlib.contextmanager
-    def refusing(self) -> Iterator[None]:
-        """Nothing listens on the port (connection refused) inside the block."""
-        self.server.stop()
-        try:
-            yield
-        finally:
-            for _ in range(50):
-                try:
-                    self.server = self._new()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-
-    def stop(self) -> None:
-        self.server.stop()
 
     # --- the fault vocabulary shared with `BedrockStandIn` (tests/reliability/bedrock_standin.py) ---
 
