@@ -3,7 +3,8 @@
 * `request` – neutral messages and tools → the `/v1/messages` body (`build_body`).
 * `translate` – the SSE events → the four neutral event kinds.
 * `errors` – HTTP error answers, `error` events and their retryability → `BackendError`.
-* `backend` – `AnthropicBackend`: the shared client, timeouts, retries.
+* `backend` – `AnthropicBackend`, an `agent.backends.http.HttpBackend` (the shared client, timeouts,
+  retries).
 """
 
 from agent.backends.anthropic.backend import AnthropicBackend

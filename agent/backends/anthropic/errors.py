@@ -8,10 +8,9 @@ from typing import Any
 
 import httpx
 
-from agent.backends.openai.errors import CONTEXT_MARKERS, _retry_after, _scrub
+from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, retry_after, scrub
 from agent.exceptions import BackendError
 
-MAX_MESSAGE_CHARS = 600
 # Error types that may clear by trying again (the API's own list: 429 rate_limit_error, 500
 # api_error, 529 overloaded_error; 504 timeout_error).
 RETRYABLE_TYPES = frozenset({"rate_limit_error", "api_error", "overloaded_error", "timeout_error"})
@@ -26,7 +25,7 @@ def _info(payload: Any) -> dict[str, Any]:
 def _error(info: dict[str, Any], secret: str, where: str, retryable: bool, retry_after: float | None) -> BackendError:
     kind = str(info.get("type") or "")
     text = str(info.get("message") or "no message")
-    message = _scrub(f"Anthropic API {where}" + (f" ({kind})" if kind else "") + f": {text}", secret)
+    message = scrub(f"Anthropic API {where}" + (f" ({kind})" if kind else "") + f": {text}", secret)
     message = message[:MAX_MESSAGE_CHARS]
     if any(marker in text.lower() for marker in CONTEXT_MARKERS) and kind == "invalid_request_error":
         return BackendError(message, retryable=False, context_too_long=True)
@@ -48,4 +47,4 @@ def status_error(response: httpx.Response, secret: str = "") -> BackendError:
         payload = {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
     info = _info(payload)
     retryable = status in RETRYABLE_STATUSES or str(info.get("type")) in RETRYABLE_TYPES
-    return _error(info, secret, f"HTTP {status}", retryable, _retry_after(response.headers))
+    return _error(info, secret, f"HTTP {status}", retryable, retry_after(response.headers))

@@ -18,7 +18,7 @@ from typing import Any
 
 from agent.backends.anthropic.errors import error_event
 from agent.backends.base import Event, parse_tool_input, zero_usage
-from agent.backends.openai.sse import SSEEvent
+from agent.backends.sse import SSEEvent
 from agent.exceptions import BackendError
 
 logger = logging.getLogger("agent.backends")

@@ -1,7 +1,7 @@
 """Amazon Bedrock adapter: boto3 `bedrock-runtime` `converse_stream` (docs/engine.md, "Backends").
 
 * `request` – neutral messages and tools → the `converse_stream` arguments (`build_request`).
-* `translate` – the stream's events → the four neutral event kinds (`_Translator`).
+* `translate` – the stream's events → the four neutral event kinds (`Translator`).
 * `errors` – ClientError, in-stream exceptions and transport failures → `BackendError`.
 * `backend` – `BedrockBackend`: the shared boto3 client, timeouts and retries.
 

@@ -18,9 +18,9 @@ from typing import Any
 from django.conf import settings
 
 from agent.backends.base import Backend, BackendError, Event, setting
-from agent.backends.bedrock.errors import _map_api_errors
+from agent.backends.bedrock.errors import map_api_errors
 from agent.backends.bedrock.request import build_request, caches_prompts
-from agent.backends.bedrock.translate import _Translator
+from agent.backends.bedrock.translate import Translator
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.retry import stream_with_retries
 
@@ -72,8 +72,8 @@ class BedrockBackend(Backend):
         )
 
     def _stream_once(self, request: dict[str, Any]) -> Iterator[Event]:
-        translator = _Translator()
-        with _map_api_errors():
+        translator = Translator()
+        with map_api_errors():
             events = self.client().converse_stream(**request)["stream"]
             try:
                 yield from self._read(events, translator)
@@ -83,7 +83,7 @@ class BedrockBackend(Backend):
                 raise
         yield translator.done()
 
-    def _read(self, events: Any, translator: _Translator) -> Iterator[Event]:
+    def _read(self, events: Any, translator: Translator) -> Iterator[Event]:
         last, limit = time.monotonic(), self.first_event_timeout
         for event in events:
             now = time.monotonic()
@@ -98,7 +98,7 @@ class BedrockBackend(Backend):
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    with _map_api_errors():
+                    with map_api_errors():
                         self._client = self._make_client()
         return self._client
 

@@ -11,7 +11,7 @@ from typing import Any
 from agent.exceptions import BackendError
 
 # In-stream exception members of ConverseStreamOutput (lower camel case) and their HTTP-level names.
-_STREAM_EXCEPTION_KEYS = frozenset(
+STREAM_EXCEPTION_KEYS = frozenset(
     {
         "internalServerException",
         "modelStreamErrorException",
@@ -55,7 +55,7 @@ def _scrub(text: str, limit: int = 500) -> str:
     return text[:limit]
 
 
-def _error_from_code(
+def error_from_code(
     code: str, message: str, status: int | None, retry_after: float | None, *, in_stream: bool = False
 ) -> BackendError:
     key = code.lower()
@@ -77,7 +77,7 @@ def _from_client_error(exc: Any) -> BackendError:
     status = metadata.get("HTTPStatusCode")
     retry_after = _retry_after((metadata.get("HTTPHeaders") or {}).get("retry-after"))
     in_stream = type(exc).__name__ == "EventStreamError"
-    return _error_from_code(
+    return error_from_code(
         str(error.get("Code") or "Unknown"), str(error.get("Message") or ""), status, retry_after, in_stream=in_stream
     )
 
@@ -108,7 +108,7 @@ def _from_other_error(exc: BaseException) -> BackendError | None:
 
 
 @contextmanager
-def _map_api_errors() -> Iterator[None]:
+def map_api_errors() -> Iterator[None]:
     """Let no botocore, urllib3 or socket exception out: each becomes a BackendError."""
     from botocore.exceptions import ClientError
 

@@ -1,6 +1,6 @@
 """Bedrock `converse_stream` events (the dicts boto3 yields) → the four neutral event kinds.
 
-`_Translator`: text deltas → `text`; reasoning text deltas → `reasoning`; a
+`Translator`: text deltas → `text`; reasoning text deltas → `reasoning`; a
 reasoning block's signature (it may come in pieces) is gathered and emitted when its block stops as
 one `{"kind": "reasoning", "text": "", "signature": ...}` event; redacted reasoning (bytes) is
 gathered the same way and emitted as `{"kind": "reasoning", "text": "", "provider_data":
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent.backends.base import Event, parse_tool_input, zero_usage
-from agent.backends.bedrock.errors import _STREAM_EXCEPTION_KEYS, _error_from_code
+from agent.backends.bedrock.errors import STREAM_EXCEPTION_KEYS, error_from_code
 from agent.exceptions import BackendError
 
 logger = logging.getLogger("agent.backends")
@@ -38,7 +38,7 @@ STOP_REASON_MAP = {
 }
 
 
-class _Translator:
+class Translator:
     """Turns the dicts boto3 yields into the four neutral event kinds, one call's state."""
 
     def __init__(self) -> None:
@@ -63,8 +63,8 @@ class _Translator:
                     yield from self._message_stop(body)
                 case "metadata":
                     self._metadata(body)
-                case _ if key in _STREAM_EXCEPTION_KEYS:
-                    raise _error_from_code(key, body.get("message") or "", None, None, in_stream=True)
+                case _ if key in STREAM_EXCEPTION_KEYS:
+                    raise error_from_code(key, body.get("message") or "", None, None, in_stream=True)
                 case _:
                     pass  # messageStart and event kinds this adapter does not know: nothing to say.
 

@@ -1,39 +1,23 @@
-"""OpenAI-compatible failures -> BackendError: `error` payloads (in the stream or as an HTTP body),
-HTTP statuses with their Retry-After, httpx transport failures, and the two event deadlines. Every
-message is bounded and has the API key scrubbed out."""
+"""OpenAI-compatible failures -> BackendError: `error` payloads (in the stream or as an HTTP body) and
+HTTP statuses with their Retry-After (transport failures: `agent.backends.http`). Every message is
+bounded and has the API key scrubbed out."""
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
-from agent.backends.openai.sse import SSEEvent
+from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, retry_after, scrub
 from agent.exceptions import BackendError
 
 RETRYABLE_MARKERS = ("server_error", "overloaded", "rate_limit", "internal_error", "service_unavailable")
 # Out of money or credits: a 429 that waiting cannot clear (OpenAI's `insufficient_quota`).
 QUOTA_MARKERS = ("insufficient_quota", "billing_hard_limit", "insufficient_credits")
-CONTEXT_MARKERS = (
-    "context_length_exceeded",  # OpenAI, vLLM, most compatible servers
-    "maximum context length",
-    "context window",
-    "exceeds the available context size",  # llama.cpp (type `exceed_context_size_error`)
-    "exceed_context_size",
-    "input token count",  # Gemini: "The input token count (…) exceeds the maximum number of tokens allowed"
-    "exceeds the maximum number of tokens",
-    "prompt is too long",  # Anthropic-style: "prompt is too long: 210000 tokens > 200000 maximum"
-    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit: …"
-)
-MAX_MESSAGE_CHARS = 600
 
 
-def _as_int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
     """A wire number (int, integral float or digit string) as an int; None otherwise, bools included."""
     if isinstance(value, bool):
         return None
@@ -46,14 +30,10 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _scrub(text: str, secret: str) -> str:
-    return text.replace(secret, "[redacted]") if secret else text
-
-
 def _is_retryable(info: dict[str, Any]) -> bool:
     if _is_quota(info):
         return False
-    numbers = [_as_int(info.get(key)) for key in ("code", "status", "status_code")]
+    numbers = [as_int(info.get(key)) for key in ("code", "status", "status_code")]
     if any(n is not None and (n in (408, 409, 429) or n >= 500) for n in numbers):
         return True
     words = " ".join(str(info.get(key) or "") for key in ("code", "type", "status")).lower()
@@ -84,30 +64,10 @@ def payload_error(error: Any, secret: str = "", status: int | None = None) -> Ba
         + (f" ({label})" if label else "")
         + f": {info.get('message') or info.get('detail') or 'no message'}"
     )
-    message = _scrub(message, secret)[:MAX_MESSAGE_CHARS]
+    message = scrub(message, secret)[:MAX_MESSAGE_CHARS]
     if _is_context_overflow(info):
         return BackendError(message, retryable=False, context_too_long=True)
     return BackendError(message, retryable=_is_retryable(info))
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or HTTP date)."""
-    if (millis := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
-    except (TypeError, ValueError, IndexError):
-        return None
 
 
 def status_error(response: httpx.Response, secret: str = "") -> BackendError:
@@ -121,7 +81,7 @@ def status_error(response: httpx.Response, secret: str = "") -> BackendError:
     if error.context_too_long and status != 429:  # (a rate limit may name token counts too)
         return error
     if (status == 429 or status >= 500 or status in (408, 409)) and not _quota_payload(payload):
-        return BackendError(str(error), retryable=True, retry_after=_retry_after(response.headers))
+        return BackendError(str(error), retryable=True, retry_after=retry_after(response.headers))
     return BackendError(str(error), retryable=False)
 
 
@@ -130,35 +90,3 @@ def _quota_payload(payload: Any) -> bool:
         payload = payload[0]
     info = payload.get("error", payload) if isinstance(payload, dict) else None
     return isinstance(info, dict) and _is_quota(info)
-
-
-@contextmanager
-def _map_api_errors(secret: str) -> Iterator[None]:
-    """No httpx exception leaves this block: transport failures become BackendError."""
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise BackendError(f"Timed out waiting for the model server ({type(exc).__name__}).", retryable=True) from exc
-    except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
-        message = _scrub(
-            f"Lost or could not open the connection to the model server ({type(exc).__name__}: {exc}).", secret
-        )
-        raise BackendError(message[:MAX_MESSAGE_CHARS], retryable=True) from exc
-    except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
-        message = _scrub(f"Could not call the model server ({type(exc).__name__}: {exc}).", secret)
-        raise BackendError(message[:MAX_MESSAGE_CHARS], retryable=False) from exc
-
-
-def _enforce_deadlines(
-    events: Iterable[SSEEvent], *, started: float, first: float, between: float, clock: Callable[[], float]
-) -> Iterator[SSEEvent]:
-    """Fail when the first data event comes later than `first` seconds after the request, or a later one
-    more than `between` seconds after the previous; comments (keep-alives) do not count as events."""
-    last, limit = started, first
-    for item in events:
-        now = clock()
-        if now - last > limit:
-            raise BackendError(f"The model server sent no event for {limit:g} seconds.", retryable=True)
-        if not item.comment:
-            last, limit = now, between
-        yield item

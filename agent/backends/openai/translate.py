@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.backends.base import Event, parse_tool_input, zero_usage
-from agent.backends.openai.errors import MAX_MESSAGE_CHARS, _as_int, _scrub, payload_error
-from agent.backends.openai.sse import SSEEvent, iter_sse
+from agent.backends.http import MAX_MESSAGE_CHARS, scrub
+from agent.backends.openai.errors import as_int, payload_error
+from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
 
 logger = logging.getLogger("agent.backends")
@@ -43,7 +44,7 @@ ERROR_FINISHES = frozenset({"error"})
 
 
 def _count(value: Any) -> int:
-    number = _as_int(value)
+    number = as_int(value)
     return number if number is not None and number > 0 else 0
 
 
@@ -84,7 +85,7 @@ class _ToolCalls:
     def add(self, delta: Any) -> None:
         if not isinstance(delta, dict):
             return
-        call = self._target(_as_int(delta.get("index")), _call_id(delta.get("id")))
+        call = self._target(as_int(delta.get("index")), _call_id(delta.get("id")))
         function = delta.get("function")
         function = function if isinstance(function, dict) else {}
         name = function.get("name")
@@ -195,7 +196,7 @@ class _Turn:
         if not self.response_id and isinstance(chunk.get("id"), str | int):
             self.response_id = str(chunk["id"])
         for choice in chunk.get("choices") or []:
-            if isinstance(choice, dict) and _as_int(choice.get("index")) in (0, None):
+            if isinstance(choice, dict) and as_int(choice.get("index")) in (0, None):
                 yield from self._delta(choice.get("delta"))
                 if choice.get("finish_reason"):
                     self.finish_reason = str(choice["finish_reason"])
@@ -209,7 +210,7 @@ class _Turn:
         logger.warning(
             "openai: error after finish_reason %r ignored: %s",
             self.finish_reason,
-            _scrub(str(error), self.secret)[:MAX_MESSAGE_CHARS],
+            scrub(str(error), self.secret)[:MAX_MESSAGE_CHARS],
         )
 
     def _delta(self, delta: Any) -> Iterator[Event]:

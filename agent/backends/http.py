@@ -1,0 +1,228 @@
+"""What the two HTTP adapters share (the OpenAI-compatible one and Anthropic's): one `httpx.Client`
+per backend, transport failures as `BackendError`, the two event deadlines with the watchdog under
+them, retries before the first event, and the checks of their settings.
+
+A subclass says what differs: its request body (`request_body`), where it goes (`url`) with which
+`headers`, how an error answer reads (`status_error`), and how the streamed answer becomes neutral
+events (`events`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from django.conf import settings
+
+from agent.backends.base import Backend, Event
+from agent.backends.retry import stream_with_retries
+from agent.backends.sse import SSEEvent, iter_sse
+from agent.backends.watchdog import Watchdog, cut_response, each_expecting
+from agent.exceptions import BackendError
+
+#: The longest error message an adapter passes on (it reaches logs, never a person).
+MAX_MESSAGE_CHARS = 600
+CONNECT_TIMEOUT_SECONDS = 10.0
+#: What servers say when the request is longer than the model's context window (in lower case).
+CONTEXT_MARKERS = (
+    "context_length_exceeded",  # OpenAI, vLLM, most compatible servers
+    "maximum context length",
+    "context window",
+    "exceeds the available context size",  # llama.cpp (type `exceed_context_size_error`)
+    "exceed_context_size",
+    "input token count",  # Gemini: "The input token count (…) exceeds the maximum number of tokens allowed"
+    "exceeds the maximum number of tokens",
+    "prompt is too long",  # Anthropic-style: "prompt is too long: 210000 tokens > 200000 maximum"
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit: …"
+)
+
+
+def scrub(text: str, secret: str) -> str:
+    """`text` without the API key in it."""
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or HTTP date)."""
+    if (millis := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+@contextmanager
+def transport_errors(secret: str) -> Iterator[None]:
+    """No httpx exception leaves this block: transport failures become BackendError."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise BackendError(f"Timed out waiting for the model server ({type(exc).__name__}).", retryable=True) from exc
+    except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+        message = scrub(
+            f"Lost or could not open the connection to the model server ({type(exc).__name__}: {exc}).", secret
+        )
+        raise BackendError(message[:MAX_MESSAGE_CHARS], retryable=True) from exc
+    except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
+        message = scrub(f"Could not call the model server ({type(exc).__name__}: {exc}).", secret)
+        raise BackendError(message[:MAX_MESSAGE_CHARS], retryable=False) from exc
+
+
+def enforce_deadlines(
+    events: Iterable[SSEEvent], *, started: float, first: float, between: float, clock: Callable[[], float]
+) -> Iterator[SSEEvent]:
+    """Fail when the first data event comes later than `first` seconds after the request, or a later one
+    more than `between` seconds after the previous; comments (keep-alives) do not count as events."""
+    last, limit = started, first
+    for item in events:
+        now = clock()
+        if now - last > limit:
+            raise BackendError(f"The model server sent no event for {limit:g} seconds.", retryable=True)
+        if not item.comment:
+            last, limit = now, between
+        yield item
+
+
+class HttpBackend(Backend):
+    """A model API streamed over HTTP with server-sent events.
+
+    Timeouts: connecting may take 10 s. `first_event_timeout` bounds the wait from sending the request
+    to the first SSE data event; `event_timeout` bounds each later gap between data events. httpx only
+    has one read timeout per request, so the socket read timeout is `max(first, event)` (it bounds
+    the wait for the response headers), and once the headers are in a `Watchdog` holds each event to
+    its own deadline, cutting the connection under a read that waits longer: a server that goes
+    silent after its first event is cut after `event_timeout`, not the longer of the two. The
+    deadlines are also checked on every line received, so `:` keep-alive comments hide nothing.
+    """
+
+    #: The settings that name the endpoint and the key (for `check()`), and the host that needs a key.
+    url_setting = ""
+    key_setting = ""
+    keyed_host = ""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        first_event_timeout: float | None,
+        event_timeout: float | None,
+        retries: int | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
+        self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
+        self._clock = time.monotonic
+        read = max(self.first_event_timeout, self.event_timeout)
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(connect=CONNECT_TIMEOUT_SECONDS, read=read, write=30.0, pool=10.0),
+            limits=httpx.Limits(max_connections=2000, max_keepalive_connections=200),
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    # --- what a subclass says ---
+
+    def request_body(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def status_error(self, response: httpx.Response) -> BackendError:
+        """An HTTP error answer (its body already read) as the BackendError it means."""
+        raise NotImplementedError
+
+    def events(self, response: httpx.Response, started: float, watchdog: Watchdog) -> Iterator[Event]:
+        """The neutral events of a streamed answer (read them with `deadlined`)."""
+        raise NotImplementedError
+
+    # --- the shared work ---
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> Iterator[Event]:
+        body = self.request_body(system=system, messages=messages, tools=tools, model=model, inference=inference)
+        yield from stream_with_retries(
+            lambda: self._attempt(body), retries=self.retries, sleep=self._sleep, label=self.name
+        )
+
+    def deadlined(self, chunks: Iterable[bytes], started: float, watchdog: Watchdog) -> Iterator[SSEEvent]:
+        """The SSE events of a response's bytes, each held to its deadline (`enforce_deadlines`, the watchdog)."""
+        events = enforce_deadlines(
+            iter_sse(chunks),
+            started=started,
+            first=self.first_event_timeout,
+            between=self.event_timeout,
+            clock=self._clock,
+        )
+        return each_expecting(events, watchdog, self.event_timeout)
+
+    def _attempt(self, body: dict[str, Any]) -> Iterator[Event]:
+        started = self._clock()
+        with transport_errors(self.api_key):
+            with self._client.stream("POST", self.url(), json=body, headers=self.headers()) as response:
+                if response.status_code >= 300:
+                    response.read()
+                    raise self.status_error(response)
+                watchdog = Watchdog(lambda: cut_response(response), clock=self._clock)
+                first_left = max(self.first_event_timeout - (self._clock() - started), 0.0)
+                watchdog.expect(first_left, limit=self.first_event_timeout)
+                try:
+                    yield from self.events(response, started, watchdog)
+                except Exception as exc:
+                    if watchdog.fired is None:
+                        raise
+                    message = f"The model server sent no event for {watchdog.fired:g} seconds."
+                    raise BackendError(message, retryable=True) from exc
+                finally:
+                    watchdog.stop()
+
+    def check(self) -> list[str]:
+        problems = []
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append(f"{self.url_setting} must be an http:// or https:// URL; got {self.base_url!r}.")
+        if not self.api_key and self.keyed_host and parts.netloc.endswith(self.keyed_host):
+            problems.append(f"{self.key_setting} is not set, and {self.keyed_host} needs one.")
+        if self.first_event_timeout <= 0 or self.event_timeout <= 0:
+            problems.append("AGENT_FIRST_EVENT_TIMEOUT_SECONDS and AGENT_EVENT_TIMEOUT_SECONDS must be positive.")
+        if self.retries < 0:
+            problems.append("AGENT_RETRIES must be zero or more.")
+        return problems
