@@ -10,6 +10,9 @@ Every module of the shipped packages (not tests, bench or migrations) is read wi
   code never defines (a function, class, module variable, class attribute or `self._name = `):
   another package's private name, or state stashed on another class's objects. Django documents `Model._meta` and the model's
   `_default_manager` / `_base_manager`; namedtuple documents its `_asdict`, `_replace`, `_fields`.
+
+Our own modules keep to the same rule among themselves: one shipped module does not import another's
+underscore names (what two modules share is public in one of them).
 """
 
 from __future__ import annotations
@@ -205,3 +208,24 @@ def test_the_scan_finds_private_attributes_of_other_packages_only():
         "private attribute ._check (no class of ours defines it)"
     ]  # assigning it on another object defines nothing
     assert check("x.__class__.__name__") == []
+
+
+def own_private_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in SHIPPED:
+                for alias in node.names:
+                    if is_private(alias.name):
+                        yield node.lineno, f"imports {node.module}'s private name {alias.name!r}"
+
+
+def test_shipped_modules_import_no_private_names_of_each_other():
+    found = [
+        f"{path.relative_to(ROOT)}:{lineno}: {message}"
+        for path in shipped_files()
+        for lineno, message in own_private_imports(parse(path))
+    ]
+    assert found == [], "\n".join(found)
+    assert [m for _, m in own_private_imports(ast.parse("from agent.loop import _relay, run_agent"))] == [
+        "imports agent.loop's private name '_relay'"
+    ]
