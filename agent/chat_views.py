@@ -22,11 +22,11 @@ def _notice(request: HttpRequest, message: str) -> HttpResponse:
 @require_POST
 @login_required
 def send(request: HttpRequest, session_id: Any) -> HttpResponse:
-    session = own_session(request, session_id)
+    session, access = own_session(request, session_id)
     text = request.POST.get("text")
     try:
         files = intake.uploaded_files(request)
-        run, message = intake.accept(session, request.user, text, files)
+        run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         wait = f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else ""
         return _notice(request, exc.message + wait)
@@ -42,16 +42,17 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
 @require_POST
 @login_required
 def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
-    turns.request_stop(own_session(request, session_id))
+    session, _ = own_session(request, session_id)
+    turns.request_stop(session)
     return HttpResponse(status=204)
 
 
 @require_POST
 @login_required
 def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpResponse:
-    session = own_session(request, session_id)
+    session, access = own_session(request, session_id)
     approve = request.POST.get("approve") == "1"
-    outcome, payload = resolve_approval(request, session, approval_id, approve)
+    outcome, payload = resolve_approval(request, session, access, approval_id, approve)
     context = {"approval_id": approval_id, "approved": approve, "outcome": outcome}
     if outcome == "error":
         context["message"] = payload[2]

@@ -12,7 +12,7 @@ from agent import media, signals, turns
 from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
-from agent.policy import get_policy
+from agent.policy import Access, get_policy
 from agent.runtime import gevent_patched
 from agent.state import Run
 from agent.upload_handler import refusal_of
@@ -97,13 +97,18 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
     return uploads
 
 
-def accept(session: Session, user: Any, raw_text: Any, files: list[tuple[str, bytes]] = ()) -> tuple[Run, Message]:
+def accept(
+    session: Session, user: Any, raw_text: Any, files: list[tuple[str, bytes]] = (), *, access: Access | None = None
+) -> tuple[Run, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
-    turn; or raise Refused, having stored nothing (no file, no message)."""
+    turn; or raise Refused, having stored nothing (no file, no message).
+
+    `access`: what the policy answered for this session in this request, if it was asked already.
+    """
     text = message_text({"text": raw_text})
     if text is None:
         raise Refused(400, "bad_message", BAD_MESSAGE)
-    if not get_policy().may_use(session):
+    if not (access.use if access is not None else get_policy().may_use(session)):
         raise Refused(403, "forbidden", "You may not use the assistant here.")
     uploads = check_uploads(list(files)) if files else []
     rate_slot(user)

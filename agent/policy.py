@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -9,6 +10,14 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from agent.models import Session
+
+
+@dataclass(frozen=True)
+class Access:
+    """What a session's user may still do in it, as the policy answered once for one request."""
+
+    read: bool  # its transcript and streams
+    use: bool  # send messages, decide approvals (never without `read`)
 
 
 class SessionPolicy:
@@ -32,6 +41,12 @@ class SessionPolicy:
     def may_read(self, session: Session) -> bool:
         """Whether the session's user may still read it (its transcript and streams)."""
         return True
+
+    def access(self, session: Session) -> Access:
+        """Both answers at once, for a request that needs both (sending a message). A policy whose
+        two checks read the same rows overrides this to read them once."""
+        read = self.may_read(session)
+        return Access(read=read, use=read and self.may_use(session))
 
 
 @cache

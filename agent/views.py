@@ -17,7 +17,7 @@ from agent.exceptions import TurnInProgress
 from agent.follow import Item, follow_batches
 from agent.media_views import attachment_json
 from agent.models import Message, Session, Turn
-from agent.policy import get_policy
+from agent.policy import Access, get_policy
 from agent.transcript import part_to_neutral
 
 logger = logging.getLogger("agent.views")
@@ -36,35 +36,39 @@ def api_login_required(view):
 
 
 def session_api(view):
-    """Resolve `session_id` to the request user's session, or answer 404 not_found as JSON."""
+    """Resolve `session_id` to the request user's session, while the policy lets them read it, and
+    call the view with it and the policy's answer (`Access`); else answer 404 not_found as JSON."""
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, session_id: Any, *args: Any, **kwargs: Any) -> HttpResponse:
-        session = _readable_session(request, session_id)
-        if session is None:
+        found = readable_session(request, session_id)
+        if found is None:
             return error(404, "not_found", NOT_FOUND)
-        return view(request, session, *args, **kwargs)
+        return view(request, *found, *args, **kwargs)
 
     return wrapped
 
 
-def own_session(request: HttpRequest, session_id: Any) -> Session:
-    """The request user's session, else Http404 (another user's session does not exist for you)."""
-    session = _readable_session(request, session_id)
-    if session is None:
+def own_session(request: HttpRequest, session_id: Any) -> tuple[Session, Access]:
+    """The request user's session and what they may do in it, else Http404 (another user's session,
+    or one the policy no longer lets them read, does not exist for them)."""
+    found = readable_session(request, session_id)
+    if found is None:
         raise Http404(NOT_FOUND)
-    return session
+    return found
 
 
-def _readable_session(request: HttpRequest, session_id: Any) -> Session | None:
-    """The request user's own session, while the domain still lets them read it; else None."""
+def readable_session(request: HttpRequest, session_id: Any) -> tuple[Session, Access] | None:
+    """The request user's own session, while the policy still lets them read it, with the policy's
+    whole answer (one look at the domain's rules serves the request's checks); else None."""
     policy = get_policy()
     try:
         session = Session.objects.select_related(*policy.related).get(pk=session_id, user=request.user.pk)
     except Session.DoesNotExist:
         return None
     session.user = request.user  # the same row, already read for this request
-    return session if policy.may_read(session) else None
+    access = policy.access(session)
+    return (session, access) if access.read else None
 
 
 def stream_url(session: Session, turn: Turn, request: HttpRequest | None = None) -> str:
@@ -92,7 +96,7 @@ def create_session(request: HttpRequest) -> HttpResponse:
 @require_POST
 @api_login_required
 @session_api
-def post_message(request: HttpRequest, session: Session) -> HttpResponse:
+def post_message(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
     """A JSON body `{"text"}`, or multipart/form-data with `text` and `files` (repeatable)."""
     try:
         if request.content_type == "multipart/form-data":
@@ -101,7 +105,7 @@ def post_message(request: HttpRequest, session: Session) -> HttpResponse:
         else:
             body = json_body(request)
             files, text = [], body.get("text") if body else None
-        run, message = intake.accept(session, request.user, text, files)
+        run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         return error(exc.status, exc.code, exc.message, **exc.extra)
     return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn, request)}, status=202)
@@ -198,7 +202,7 @@ def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
 @require_POST
 @api_login_required
 @session_api
-def stop(request: HttpRequest, session: Session) -> HttpResponse:
+def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
     if not turns.request_stop(session):
         return error(409, "no_turn", "Nothing is running in this chat.")
     return JsonResponse({}, status=202)
@@ -207,7 +211,7 @@ def stop(request: HttpRequest, session: Session) -> HttpResponse:
 @require_GET
 @api_login_required
 @session_api
-def transcript(request: HttpRequest, session: Session) -> HttpResponse:
+def transcript(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
     running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
     body: dict[str, Any] = {
         "id": str(session.pk),
@@ -242,20 +246,24 @@ def _part_json(part: Any) -> dict[str, Any]:
 @require_POST
 @api_login_required
 @session_api
-def decide_approval(request: HttpRequest, session: Session, approval_id: Any) -> HttpResponse:
+def decide_approval(request: HttpRequest, session: Session, access: Access, approval_id: Any) -> HttpResponse:
     """Approve or reject a call waiting for a person; answers the stream URL of the resumed turn."""
     body = json_body(request)
     if body is None or not isinstance(body.get("approve"), bool):
         return error(400, "bad_request", 'Send {"approve": true} or {"approve": false}.')
-    outcome, payload = resolve_approval(request, session, approval_id, body["approve"])
+    outcome, payload = resolve_approval(request, session, access, approval_id, body["approve"])
     if outcome != "started":
         return error(*payload) if outcome == "error" else JsonResponse(payload, status=202)
     return JsonResponse({"stream_url": payload}, status=202)
 
 
-def resolve_approval(request: HttpRequest, session: Session, approval_id: Any, approve: bool) -> tuple[str, Any]:
-    """Shared by the API and the chat panel: ("error", (status, code, message)), ("waiting", body), ("started", url)."""
-    if not get_policy().may_use(session):
+def resolve_approval(
+    request: HttpRequest, session: Session, access: Access, approval_id: Any, approve: bool
+) -> tuple[str, Any]:
+    """Shared by the API and the chat panel: ("error", (status, code, message)), ("waiting", body), ("started", url).
+
+    `access`: what the policy answered for this session in this request."""
+    if not access.use:
         return "error", (403, "forbidden", "You may not use the assistant here.")
     result = approvals.decide(session, approval_id, request.user, approve)
     if result == "expired":

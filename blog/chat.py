@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from agent.models import Session
-from agent.policy import SessionPolicy
+from agent.policy import Access, SessionPolicy
 from agent.tools import Description, as_object, call_scratch, register
 from blog import grants
 from blog.diffs import Line, diff_lines
@@ -68,14 +68,20 @@ class BlogChatPolicy(SessionPolicy):
                 raise Http404("No such post.")
         return start_session(user, blog, post)
 
-    def may_use(self, session: Session) -> bool:
+    def access(self, session: Session) -> Access:
+        """A chat about a blog is readable while its user is still a member of that blog, and usable
+        while they may summon the assistant there; one read of their seat answers both."""
         blog = blog_of(session)
-        return blog is None or grants.may_summon(grants.seat_of(session.user, blog))
+        if blog is None:
+            return Access(read=True, use=True)
+        seat = grants.seat_of(session.user, blog)
+        return Access(read=seat is not None, use=grants.may_summon(seat))
+
+    def may_use(self, session: Session) -> bool:
+        return self.access(session).use
 
     def may_read(self, session: Session) -> bool:
-        """A chat about a blog is readable only while its user is still a member of that blog."""
-        blog = blog_of(session)
-        return blog is None or grants.seat_of(session.user, blog) is not None
+        return self.access(session).read
 
 
 def start_session(user: Any, blog: Blog, post: Post | None = None) -> Session:

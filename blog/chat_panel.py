@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 from agent import budget, display, intake
 from agent.api import message_text
 from agent.models import Session
+from agent.policy import Access
 from agent.views import stream_url
 from blog import grants
 from blog.chat import start_session
@@ -123,7 +124,8 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         return _notice(request, intake.BAD_MESSAGE)
     session = start_session(request.user, blog, post)
     try:
-        run, message = intake.accept(session, request.user, text, files)
+        # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
+        run, message = intake.accept(session, request.user, text, files, access=Access(read=True, use=True))
     except intake.Refused as exc:
         session.delete()
         return _notice(request, _refusal(exc))

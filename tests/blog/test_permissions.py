@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
+from agent.models import Session
+from agent.policy import Access
 from agent.tools import catalog_for, run_tool
 from blog import grants
 from blog.models import Post, PostRevision, Seat
@@ -602,7 +606,31 @@ def test_the_policy_checks_membership_afresh_on_every_call(team):
 
     policy, chat = BlogChatPolicy(), blog_chat(team.editor, team.blog)
     assert policy.may_read(chat) and policy.may_use(chat)
+    assert policy.access(chat) == Access(read=True, use=True)
     Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=False)
     assert policy.may_read(chat) and not policy.may_use(chat)
+    assert policy.access(chat) == Access(read=True, use=False)
     team.seat("editor").delete()
     assert not policy.may_read(chat) and not policy.may_use(chat)
+    assert policy.access(chat) == Access(read=False, use=False)
+
+
+def test_the_policy_answers_both_checks_with_one_read_of_the_seat(team, django_assert_num_queries):
+    from blog.chat import BlogChatPolicy
+
+    chat = Session.objects.select_related("user", "blog_link__blog").get(pk=blog_chat(team.editor, team.blog).pk)
+    with django_assert_num_queries(1):
+        assert BlogChatPolicy().access(chat) == Access(read=True, use=True)
+
+
+def test_a_member_who_may_read_but_not_use_the_chat_is_refused_a_message_and_an_approval(client, team):
+    chat = blog_chat(team.editor, team.blog)
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=False)
+    client.force_login(team.editor)
+    base = f"/api/agent/sessions/{chat.pk}"
+    sent = client.post(f"{base}/messages", {"text": "hi"}, content_type="application/json")
+    assert sent.status_code == 403 and sent.json()["error"]["code"] == "forbidden"
+    decided = client.post(f"{base}/approvals/{uuid.uuid4()}", {"approve": True}, content_type="application/json")
+    assert decided.status_code == 403 and decided.json()["error"]["code"] == "forbidden"
+    assert client.get(base).status_code == 200  # still a member: the chat stays readable
+    assert not chat.messages.exists()

@@ -31,13 +31,13 @@ TEXT = [{"kind": "text", "text": "Here you are."}, DONE]
 
 # Rate limit and all budget caps on (the defaults), as a user runs it: each model call also keeps
 # the day's running total for the global cap (2 statements). Each catalogue pass and each tool run
-# reads the user's seat and their Consent (2 reads); the POST reads the seat for each of the
-# policy's two checks (may read, may use); the stream, opened with the POST's pass
+# reads the user's seat and their Consent (2 reads); the POST reads the seat once for both of the
+# policy's answers (may read, may use: `SessionPolicy.access`); the stream, opened with the POST's pass
 # (`agent.stream_pass`), reads only the seat, for the policy's "may read". A turn asks once where
 # the transcript ends, reads the latest summary and what follows it, and (the fake backend) counts
 # the session's model calls.
 # A message and its parts are written in one transaction: the same statements on every database.
-TEXT_TURN = 32
+TEXT_TURN = 31
 TOOL_ROUND_TRIP = 20  # incl. the grant's first "last used" stamp (later runs within a minute: 19)
 
 
