@@ -1,7 +1,7 @@
 """Turns: one at a time per session (a lease in the database), each run apart from any connection.
 
-Accepting a message claims the session's lease and starts the turn in its own greenlet (a thread
-without gevent). The turn publishes its events to an in-process channel (`hub`); every stream only
+Accepting a message claims the session's lease and starts the turn in a greenlet of its own (a thread
+without gevent; a runner, `agent.runners`, that keeps its database connection for its next turn). The turn publishes its events to an in-process channel (`hub`); every stream only
 follows it there, or from the transcript when it runs on another worker. A closed tab or a stalled
 reader never touches the turn.
 """
@@ -9,21 +9,19 @@ reader never touches the turn.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
-from agent import approvals, events, hub, logcontext, sql, watch
+from agent import approvals, events, hub, logcontext, runners, sql, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
-from agent.runtime import gevent_patched
 from agent.state import Run
 from agent.transcript import add_message, release_connection, repair_orphans
 from agent.values import TERMINAL
@@ -76,7 +74,8 @@ def resume(session: Session) -> Run:
 
 
 def start(run: Run) -> None:
-    """Run the turn in its own greenlet (a thread without gevent), or inline when configured.
+    """Run the turn in a runner of its own (`agent.runners`: a greenlet, a thread without gevent), or
+    inline when configured.
 
     Its channel opens first, so a stream that arrives a moment later finds it.
     """
@@ -89,19 +88,14 @@ def start(run: Run) -> None:
         return
     channel.watched = True
     watch.ensure_running()
-    if mode == "auto" and gevent_patched():
-        import gevent
-
-        gevent.spawn(_in_background, run)
-    else:
-        threading.Thread(target=_in_background, args=(run,), daemon=True).start()
+    runners.submit(_in_background, run, greenlet=mode == "auto")
 
 
 def _in_background(run: Run) -> None:
     try:
         execute(run)
     finally:
-        connections.close_all()
+        release_connection()  # SQLite: kept for the runner's next turn (`agent.runners`); else back to the pool
 
 
 def execute(run: Run) -> None:

@@ -284,7 +284,8 @@ AGENT_DEMO_DELAY_MS = env_int("AGENT_DEMO_DELAY_MS", 35)
 AGENT_TURN_LEASE_SECONDS = env_int("AGENT_TURN_LEASE_SECONDS", 120)
 AGENT_STOP_POLL_SECONDS = env_float("AGENT_STOP_POLL_SECONDS", 1.0)
 AGENT_TOOL_TIMEOUT_SECONDS = env_float("AGENT_TOOL_TIMEOUT_SECONDS", 30.0)
-# "auto" runs each turn in its own greenlet under gevent, else in a thread;
+# "auto" runs each turn in a greenlet of its own under gevent (a runner, agent/runners.py, which keeps
+# its database connection for its next turn), else in a thread; "thread": a thread (a runner too);
 # "inline" runs it inside the POST (tests, the terminal surface).
 AGENT_TURN_EXECUTOR = os.environ.get("AGENT_TURN_EXECUTOR", "auto")
 # Under gevent a new turn starts only while the worker's loop runs within this many ms of time,

@@ -1,0 +1,112 @@
+"""Background turns run in runners that keep their database connection from one turn to the next."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, connections
+
+from agent import runners
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_runners(monkeypatch):
+    """No runner of another test waits here; the ones this test leaves idle end (closing their
+    connections) before the next test."""
+    monkeypatch.setattr(runners, "_idle", [])
+    yield
+    left = list(runners._idle)
+    for runner in left:
+        runner.job = None
+        runner.given.set()
+    for runner in left:
+        assert runner.ended.wait(5)
+
+
+def run_and_wait(function, *args):
+    done = threading.Event()
+
+    def job():
+        try:
+            function(*args)
+        finally:
+            done.set()
+
+    runners.submit(job, greenlet=False)
+    assert done.wait(10)
+
+
+def wait_until(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def where_am_i(seen):
+    with connection.cursor() as cursor:  # opens this thread's connection
+        cursor.execute("SELECT 1")
+    seen.append((threading.get_ident(), connection.connection))
+
+
+def test_the_next_turn_runs_in_the_same_runner_with_the_same_open_connection():
+    seen = []
+    run_and_wait(where_am_i, seen)
+    wait_until(lambda: runners.idle_count() == 1)
+    run_and_wait(where_am_i, seen)
+    (first_thread, first_db), (second_thread, second_db) = seen
+    assert second_thread == first_thread and second_db is first_db
+
+
+def test_turns_at_the_same_time_run_in_runners_of_their_own():
+    started, release, threads = threading.Barrier(3), threading.Event(), []
+
+    def turn():
+        threads.append(threading.get_ident())
+        started.wait(5)
+        release.wait(5)
+
+    for _ in range(2):
+        runners.submit(turn, greenlet=False)
+    started.wait(5)
+    assert len(set(threads)) == 2
+    release.set()
+    wait_until(lambda: runners.idle_count() == 2)
+
+
+def test_an_idle_runner_ends_and_closes_its_connection(monkeypatch):
+    monkeypatch.setattr(runners, "IDLE_SECONDS", 0.05)
+    seen, wrapper = [], []
+
+    def turn():
+        where_am_i(seen)
+        wrapper.append(connections["default"])  # (the runner's own, not the proxy `connection`)
+
+    run_and_wait(turn)
+    wait_until(lambda: runners.idle_count() == 0)
+    wait_until(lambda: wrapper[0].connection is None)
+
+
+def test_no_more_than_max_idle_runners_wait(monkeypatch):
+    monkeypatch.setattr(runners, "MAX_IDLE", 1)
+    release = threading.Event()
+    for _ in range(3):
+        runners.submit(release.wait, 5, greenlet=False)
+    release.set()
+    time.sleep(0.2)
+    assert runners.idle_count() == 1
+
+
+def test_a_turn_that_raises_leaves_the_runner_serving(caplog):
+    def broken():
+        raise RuntimeError("a bug")
+
+    run_and_wait(broken)
+    wait_until(lambda: runners.idle_count() == 1)
+    seen = []
+    run_and_wait(where_am_i, seen)
+    assert seen and "a background turn failed" in caplog.text
