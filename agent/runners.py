@@ -40,19 +40,24 @@ class Runner:
         self.given = threading.Event()
         self.ended = threading.Event()  # set once it has closed its connections and ends
 
-    def run(self, job: tuple[Callable[..., Any], tuple[Any, ...]]) -> None:
+    def run(self) -> None:
         try:
+            job, self.job = self.job, None
             while job is not None:
-                function, args = job
-                try:
-                    function(*args)
-                except Exception:  # (a turn records its own failures; this is a bug's last stop)
-                    logger.exception("a background turn failed")
-                    connections.close_all()  # whatever state it left them in
+                self._run_one(*job)
+                job = None  # (a waiting runner holds nothing of the turn it ran)
                 job = self._next()
         finally:
             connections.close_all()
             self.ended.set()
+
+    @staticmethod
+    def _run_one(function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            function(*args)
+        except Exception:  # (a turn records its own failures; this is a bug's last stop)
+            logger.exception("a background turn failed")
+            connections.close_all()  # whatever state it left them in
 
     def _next(self) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
         """Wait to be given the next turn; None: time to end (idle too long, or enough others wait)."""
@@ -68,7 +73,8 @@ class Runner:
                     _idle.remove(self)
                     return None
             self.given.wait()  # taken just as it timed out: its turn is being handed over
-        return self.job
+        job, self.job = self.job, None
+        return job
 
 
 def submit(function: Callable[..., Any], *args: Any, greenlet: bool = True) -> None:
@@ -79,12 +85,17 @@ def submit(function: Callable[..., Any], *args: Any, greenlet: bool = True) -> N
     if runner is not None:
         runner.job = (function, args)
         runner.given.set()
-    elif greenlet and gevent_patched():
+        return
+    # (the first turn goes in through `job` too: a thread's or greenlet's own arguments would be
+    # held for the runner's whole life)
+    runner = Runner()
+    runner.job = (function, args)
+    if greenlet and gevent_patched():
         import gevent
 
-        gevent.spawn(Runner().run, (function, args))
+        gevent.spawn(runner.run)
     else:
-        threading.Thread(target=Runner().run, args=((function, args),), daemon=True).start()
+        threading.Thread(target=runner.run, daemon=True).start()
 
 
 def idle_count() -> int:

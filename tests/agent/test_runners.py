@@ -110,3 +110,19 @@ def test_a_turn_that_raises_leaves_the_runner_serving(caplog):
     seen = []
     run_and_wait(where_am_i, seen)
     assert seen and "a background turn failed" in caplog.text
+
+
+def test_a_waiting_runner_holds_nothing_of_the_turn_it_ran():
+    import gc
+    import weakref
+
+    class Turn:
+        pass
+
+    turn = Turn()
+    left = weakref.ref(turn)
+    run_and_wait(lambda t: None, turn)
+    wait_until(lambda: runners.idle_count() == 1)
+    del turn
+    gc.collect()
+    assert left() is None
