@@ -9,6 +9,7 @@ events (`events`).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -65,6 +66,14 @@ def retry_after(headers: httpx.Headers) -> float | None:
         return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
     except (TypeError, ValueError, IndexError):
         return None
+
+
+def error_body(response: httpx.Response) -> Any:
+    """An HTTP error answer's body (already read): its JSON, else `{"message": <its first text>}`."""
+    try:
+        return json.loads(response.content[:65536])
+    except (ValueError, RecursionError):
+        return {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
 
 
 @contextmanager

@@ -3,12 +3,11 @@ stream, and httpx transport failures. The key is scrubbed out of every message, 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
-from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, retry_after, scrub
+from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, error_body, retry_after, scrub
 from agent.exceptions import BackendError
 
 # Error types that may clear by trying again (the API's own list: 429 rate_limit_error, 500
@@ -41,10 +40,7 @@ def error_event(data: dict[str, Any], secret: str = "") -> BackendError:
 def status_error(response: httpx.Response, secret: str = "") -> BackendError:
     """An HTTP error answer (its body already read)."""
     status = response.status_code
-    try:
-        payload: Any = json.loads(response.content[:65536])
-    except (ValueError, RecursionError):
-        payload = {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
+    payload = error_body(response)
     info = _info(payload)
     retryable = status in RETRYABLE_STATUSES or str(info.get("type")) in RETRYABLE_TYPES
     return _error(info, secret, f"HTTP {status}", retryable, retry_after(response.headers))

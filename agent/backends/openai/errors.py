@@ -4,12 +4,11 @@ bounded and has the API key scrubbed out."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
-from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, retry_after, scrub
+from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, error_body, retry_after, scrub
 from agent.exceptions import BackendError
 
 RETRYABLE_MARKERS = ("server_error", "overloaded", "rate_limit", "internal_error", "service_unavailable")
@@ -73,10 +72,7 @@ def payload_error(error: Any, secret: str = "", status: int | None = None) -> Ba
 def status_error(response: httpx.Response, secret: str = "") -> BackendError:
     """An HTTP error answer (body already read) -> BackendError with retryability and context flag."""
     status = response.status_code
-    try:
-        payload: Any = json.loads(response.content[:65536])
-    except (ValueError, RecursionError):
-        payload = {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
+    payload = error_body(response)
     error = payload_error(payload, secret, status)
     if error.context_too_long and status != 429:  # (a rate limit may name token counts too)
         return error
