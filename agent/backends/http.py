@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
@@ -108,7 +109,7 @@ def enforce_deadlines(
         yield item
 
 
-class HttpBackend(Backend):
+class HttpBackend(Backend, metaclass=ABCMeta):
     """A model API streamed over HTTP with server-sent events.
 
     Timeouts: connecting may take 10 s. `first_event_timeout` bounds the wait from sending the request
@@ -149,8 +150,9 @@ class HttpBackend(Backend):
     def close(self) -> None:
         self._client.close()
 
-    # --- what a subclass says ---
+    # --- what a subclass says (abstract: a subclass that leaves one out cannot be made) ---
 
+    @abstractmethod
     def request_body(
         self,
         *,
@@ -160,21 +162,23 @@ class HttpBackend(Backend):
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """The JSON body of one streamed call."""
 
+    @abstractmethod
     def url(self) -> str:
-        raise NotImplementedError
+        """Where the body is POSTed."""
 
+    @abstractmethod
     def headers(self) -> dict[str, str]:
-        raise NotImplementedError
+        """The request's headers (its key among them)."""
 
+    @abstractmethod
     def status_error(self, response: httpx.Response) -> BackendError:
         """An HTTP error answer (its body already read) as the BackendError it means."""
-        raise NotImplementedError
 
+    @abstractmethod
     def events(self, response: httpx.Response, started: float, watchdog: Watchdog) -> Iterator[Event]:
         """The neutral events of a streamed answer (read them with `deadlined`)."""
-        raise NotImplementedError
 
     # --- the shared work ---
 
