@@ -1,22 +1,27 @@
-"""Where background turns run: greenlets (threads without gevent) that each run one turn at a time
-and, between turns, wait a while for the next one.
+"""Where background turns run (and, under the served app, requests are handled): greenlets (threads
+without gevent) that each run one job at a time and, between jobs, wait a while for the next one.
 
 Django gives every greenlet a database connection of its own. On SQLite opening one is most of what
 starting a turn costs the worker (SQLite reads and parses the whole schema on each new connection),
 so a runner that has just finished a turn keeps its connection open and takes the next turn with it.
 A runner waits `IDLE_SECONDS` for work and then ends, closing its connections; at most `MAX_IDLE`
-wait at once, so an idle worker holds few connections. On PostgreSQL the turn gives its connection
+wait at once (enough that a burst's runners are taken again rather than opened anew; an idle worker's
+connections go after `IDLE_SECONDS`). On PostgreSQL the turn gives its connection
 back to Django's pool before every wait (`agent.transcript.release_connection`), so it keeps none.
 
-Every turn still runs alone in its runner; nothing of one turn is left for the next but the open
-connection (`agent.transcript.turn_ended` checks it is usable, else closes it).
+Every turn still runs alone in its runner, in a fresh `contextvars.Context`; nothing of one turn is
+left for the next but the open connection (`agent.transcript.turn_ended` checks it is usable, else
+closes it). `call` runs other work the same way and waits for its result: the deploy layer serves
+each request's Django handling through it (`config/wsgi.py`), so requests reuse these connections too.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from django.db import connections
@@ -26,7 +31,7 @@ from agent.runtime import gevent_patched
 logger = logging.getLogger("agent.runners")
 
 IDLE_SECONDS = 30.0
-MAX_IDLE = 64
+MAX_IDLE = 256
 
 _idle: list[Runner] = []  # waiting for a turn, the most recently used last
 _lock = threading.Lock()
@@ -54,7 +59,7 @@ class Runner:
     @staticmethod
     def _run_one(function: Callable[..., Any], args: tuple[Any, ...]) -> None:
         try:
-            function(*args)
+            contextvars.Context().run(function, *args)  # (nothing of one job's context is left for the next)
         except Exception:  # (a turn records its own failures; this is a bug's last stop)
             logger.exception("a background turn failed")
             connections.close_all()  # whatever state it left them in
@@ -96,6 +101,23 @@ def submit(function: Callable[..., Any], *args: Any, greenlet: bool = True) -> N
         gevent.spawn(runner.run)
     else:
         threading.Thread(target=runner.run, daemon=True).start()
+
+
+def call(function: Callable[..., Any], *args: Any) -> Any:
+    """Run `function(*args)` in a runner (a greenlet under gevent, else a thread) and wait for what it
+    returns or raises."""
+    future: Future[Any] = Future()
+    submit(_settle, future, function, args)
+    return future.result()
+
+
+def _settle(future: Future[Any], function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        future.set_result(function(*args))
+    except BaseException as error:  # (the caller gets it, whatever it is)
+        future.set_exception(error)
+        if not isinstance(error, Exception):
+            raise
 
 
 def idle_count() -> int:

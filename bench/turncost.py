@@ -98,10 +98,12 @@ def measure(manifest: Path, tokens: int) -> dict:
     from django.core.wsgi import get_wsgi_application
     from django.db import connection
 
-    app = get_wsgi_application()
+    from config.wsgi import application as served  # what gunicorn serves (the tree's own wrapping)
+
+    plain = get_wsgi_application()  # (counting statements: in the calling greenlet, on its connection)
     anchor = _sqlite_anchor()
 
-    def call(method: str, path: str, headers: dict, body: bytes = b"", query: str = "") -> tuple[str, bytes]:
+    def call(app, method: str, path: str, headers: dict, body: bytes = b"", query: str = "") -> tuple[str, bytes]:
         environ = {
             "REQUEST_METHOD": method,
             "PATH_INFO": path,
@@ -134,18 +136,18 @@ def measure(manifest: Path, tokens: int) -> dict:
 
     def client_connection(row: dict, wrapper: Any) -> None:
         if wrapper is None:
-            requests(row)
+            requests(row, served)
             return
         with connection.execute_wrapper(wrapper):  # (this greenlet's connection: Django's are per greenlet)
-            requests(row)
+            requests(row, plain)
 
-    def requests(row: dict) -> None:
+    def requests(row: dict, app: Any) -> None:
         body = json.dumps({"text": "Write me something."}).encode()
         headers = {"CONTENT_TYPE": "application/json", "HTTP_COOKIE": row["cookie"], "HTTP_X_CSRFTOKEN": row["csrf"]}
-        status, out = call("POST", f"/api/agent/sessions/{row['session']}/messages", headers, body)
+        status, out = call(app, "POST", f"/api/agent/sessions/{row['session']}/messages", headers, body)
         assert status.startswith("202"), (status, out[:300])
         query = "flavour=html" if os.environ.get("BENCH_FLAVOUR") == "html" else ""
-        status, out = call("GET", json.loads(out)["stream_url"], {"HTTP_COOKIE": row["cookie"]}, query=query)
+        status, out = call(app, "GET", json.loads(out)["stream_url"], {"HTTP_COOKIE": row["cookie"]}, query=query)
         assert status.startswith("200") and b"event: done" in out, (status, out[-300:])
 
     rows = json.loads(manifest.read_text())

@@ -108,6 +108,12 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Persistent: SQLite parses the whole schema on every new connection. The greenlets (threads)
+    # that keep one are long-lived: the runners that handle requests and run turns
+    # (agent/runners.py, config/wsgi.py) close theirs when they end; a threaded server's threads
+    # (`manage.py runserver`) close theirs after each request.
+    DATABASES["default"]["CONN_MAX_AGE"] = None
 DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 20)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DATABASE_POOL_MAX_SIZE:
     # Django's connection pool (psycopg 3's psycopg_pool). Under gevent every greenlet would open its

@@ -1,6 +1,73 @@
+"""The WSGI application that gunicorn serves (`config.wsgi:application`).
+
+Under gevent (gunicorn's gevent worker) each request's Django handling, its middleware and view,
+runs in a runner (`agent.runners`): a greenlet that outlives the request and keeps its database
+connection for the next request or turn, as a thread of a threaded server does. The greenlet
+gunicorn gives a client connection ends with it; a connection Django opened there would be opened
+again for every client (on SQLite that parses the whole schema) and, kept, left to the garbage
+collector. So gunicorn's greenlet only writes the response. A streaming response's content (a chat's
+events) is still produced there, as it is sent: what it opens is closed when it ends.
+"""
+
+from __future__ import annotations
+
 import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections, connections
+
+from agent.runtime import gevent_patched
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def on_runners(app: WSGIApp) -> WSGIApp:
+    """`app`, each request handled in a runner and its response written by the caller's greenlet."""
+    from agent import runners
+
+    def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        response = runners.call(handle, app, environ, start_response)
+        if getattr(response, "streaming", False):  # (Django's StreamingHttpResponse, a chat's stream)
+            return ClosingConnections(response)
+        return response
+
+    return application
+
+
+def handle(app: WSGIApp, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Django's handling of one request, in the runner; then what Django does at a request's end.
+
+    (Django closes obsolete connections when the response is closed, in the greenlet that writes
+    it; the runner's are checked here: a connection of Django's PostgreSQL pool goes back to the
+    pool, a persistent SQLite one stays open unless it is no longer usable.)
+    """
+    try:
+        return app(environ, start_response)
+    finally:
+        close_old_connections()
+
+
+class ClosingConnections:
+    """A streaming response whose `close()` also closes the connections its content opened in the
+    writing greenlet (that greenlet ends with the client connection)."""
+
+    def __init__(self, response: Iterable[bytes]) -> None:
+        self.response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.response)
+
+    def close(self) -> None:
+        try:
+            self.response.close()  # type: ignore[attr-defined]
+        finally:
+            connections.close_all()
+
+
 application = get_wsgi_application()
+if gevent_patched():  # (gunicorn's gevent worker patches the process before it loads this module)
+    application = on_runners(application)

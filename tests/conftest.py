@@ -80,6 +80,22 @@ def _fresh_backends():
 
 
 @pytest.fixture
+def fresh_runners(monkeypatch):
+    """No runner of another test waits here (`agent.runners`); the ones this test leaves idle end,
+    closing their connections, before the next test."""
+    from agent import runners
+
+    monkeypatch.setattr(runners, "_idle", [])
+    yield
+    left = list(runners._idle)
+    for runner in left:
+        runner.job = None
+        runner.given.set()
+    for runner in left:
+        assert runner.ended.wait(5)
+
+
+@pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("uma", password="pw-uma-12345")
 

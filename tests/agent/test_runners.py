@@ -10,21 +10,7 @@ from django.db import connection, connections
 
 from agent import runners
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def fresh_runners(monkeypatch):
-    """No runner of another test waits here; the ones this test leaves idle end (closing their
-    connections) before the next test."""
-    monkeypatch.setattr(runners, "_idle", [])
-    yield
-    left = list(runners._idle)
-    for runner in left:
-        runner.job = None
-        runner.given.set()
-    for runner in left:
-        assert runner.ended.wait(5)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_runners")]
 
 
 def run_and_wait(function, *args):
@@ -126,3 +112,27 @@ def test_a_waiting_runner_holds_nothing_of_the_turn_it_ran():
     del turn
     gc.collect()
     assert left() is None
+
+
+def test_call_returns_what_the_function_returns_in_a_runner():
+    assert runners.call(lambda a, b: (a + b, threading.get_ident()), 2, 3)[0] == 5
+    assert runners.call(threading.get_ident) != threading.get_ident()
+
+
+def test_call_raises_what_the_function_raises_and_the_runner_serves_on():
+    def broken():
+        raise LookupError("not there")
+
+    with pytest.raises(LookupError, match="not there"):
+        runners.call(broken)
+    wait_until(lambda: runners.idle_count() == 1)
+    assert runners.call(lambda: 42) == 42
+
+
+def test_each_job_runs_in_a_fresh_context():
+    import contextvars
+
+    var = contextvars.ContextVar("left_by_a_job", default="nothing")
+    first = runners.call(lambda: (var.set("left"), threading.get_ident())[1])
+    wait_until(lambda: runners.idle_count() == 1)
+    assert runners.call(lambda: (var.get(), threading.get_ident())) == ("nothing", first)
