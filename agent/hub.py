@@ -130,12 +130,13 @@ _clocked: weakref.WeakSet[TurnChannel] = weakref.WeakSet()  # channels with (or 
 def _clock_running() -> bool:
     """Under gevent, make sure the clock runs; False elsewhere (threads wait with a timeout)."""
     global _clock_greenlet
+    if _clock_greenlet is not None and not _clock_greenlet.dead:
+        return True
     if not gevent_patched():
         return False
-    if _clock_greenlet is None or _clock_greenlet.dead:
-        import gevent
+    import gevent
 
-        _clock_greenlet = gevent.spawn(_clock)
+    _clock_greenlet = gevent.spawn(_clock)
     return True
 
 
