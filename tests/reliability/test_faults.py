@@ -482,9 +482,12 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
             lambda: app.database.scalar("SELECT status FROM agent_turn WHERE id = %s", (turn_id,)) != "running",
             timeout=20,
         ), "the turn never finished"
+        # The storm may have outlasted the turn and killed the last connection the pool opened (the pool
+        # finds that out only when it hands it out again, and reconnects with a backoff meanwhile): a
+        # request now leaves a live connection idle in the pool, whatever the storm's timing was.
+        assert alice.transcript(sid)["id"] == sid
         with pg_connect(app.database.url, "postgres") as admin:
-            # The pool may still be refilling after the storm (psycopg_pool reconnects with a backoff):
-            # wait until it holds a connection again, then kill that one too.
+            # Wait until the pool holds that connection, then kill it: the stream below is the next request.
             opened = "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
             assert wait_for(lambda: admin.execute(opened, (app.database.pg_name,)).fetchone()[0] > 0, timeout=20), (
                 "the app's pool never opened a connection again"
