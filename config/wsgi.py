@@ -17,7 +17,9 @@ from typing import Any
 
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, connections
+from django.http import StreamingHttpResponse
 
+from agent import runners
 from agent.runtime import gevent_patched
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -27,11 +29,10 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 def on_runners(app: WSGIApp) -> WSGIApp:
     """`app`, each request handled in a runner and its response written by the caller's greenlet."""
-    from agent import runners
 
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         response = runners.call(handle, app, environ, start_response)
-        if getattr(response, "streaming", False):  # (Django's StreamingHttpResponse, a chat's stream)
+        if isinstance(response, StreamingHttpResponse):  # (a chat's stream)
             return ClosingConnections(response)
         return response
 
@@ -55,7 +56,7 @@ class ClosingConnections:
     """A streaming response whose `close()` also closes the connections its content opened in the
     writing greenlet (that greenlet ends with the client connection)."""
 
-    def __init__(self, response: Iterable[bytes]) -> None:
+    def __init__(self, response: StreamingHttpResponse) -> None:
         self.response = response
 
     def __iter__(self) -> Iterator[bytes]:
@@ -63,7 +64,7 @@ class ClosingConnections:
 
     def close(self) -> None:
         try:
-            self.response.close()  # type: ignore[attr-defined]
+            self.response.close()
         finally:
             connections.close_all()
 
