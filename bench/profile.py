@@ -25,7 +25,7 @@ def summarize(path: Path, top: int = 25) -> dict:
     self_t: collections.Counter = collections.Counter()
     incl: collections.Counter = collections.Counter()
     total = 0
-    for line in path.read_text().splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         stack, _, n = line.rpartition(" ")
         if not stack:
             continue
