@@ -17,7 +17,7 @@ from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import LoopEvent, ModelEvent
+from agent.values import LoopEvent, ModelEvent, Phase
 
 logger = logging.getLogger("agent.loop")
 
@@ -54,11 +54,12 @@ def _never() -> bool:
 
 def run_agent(
     session: Session, *, turn: Turn | None = None, should_stop: Callable[[], bool] = _never, run: Run | None = None
-) -> Iterator[Event]:
+) -> Iterator[Event | Phase]:
     """Answer the session's transcript: call the model, run the tools it asks for, repeat.
 
     `run` is what the turn already knows (`turns.claim` makes it); without one the run starts from
-    the transcript as it stands.
+    the transcript as it stands. With `run.marks_phases` it also yields a `Phase` mark before and
+    after each model call's stream (`agent.values.Phase`).
     """
     if run is None:
         run = Run(session, turn)
@@ -117,7 +118,7 @@ def _call_model(
     call: _Call,
     should_stop: Callable[[], bool],
     index: int | None,
-) -> Iterator[Event]:
+) -> Iterator[Event | Phase]:
     """One model call, budgeted; a context-too-long refusal before any output gets one summarise-and-retry.
 
     Returns the failure code (None on success); BudgetExceeded propagates.
@@ -137,7 +138,9 @@ def _call_model(
         reservation = budget.reserve(session.user, model, max_tokens=settings.AGENT_MAX_TOKENS, input_estimate=estimate)
         release_connection()  # nothing pinned while we wait on the model
         token = call_context.set(CallContext(str(session.pk), index))
-        failure = None
+        failure, retry = None, False
+        if run.marks_phases:
+            yield Phase.MODEL
         try:
             yield from _relay(
                 backend.stream(
@@ -153,14 +156,17 @@ def _call_model(
         except BackendError as exc:
             logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
             failure = "provider_error"
-            if exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses):
-                budget.settle(reservation, zero_usage())
-                continue
+            retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
         except Exception:
             logger.exception("model call failed unexpectedly (%s)", where)
             failure = "chat_error"
         finally:
             call_context.reset(token)
+        if run.marks_phases:
+            yield Phase.DATABASE
+        if retry:
+            budget.settle(reservation, zero_usage())
+            continue
         # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
         call.ledger = budget.ledger_row(reservation, call.usage)
         call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd

@@ -1,18 +1,21 @@
-"""Where background turns run (and, under the served app, requests are handled): greenlets (threads
-without gevent) that each run one job at a time and, between jobs, wait a while for the next one.
+"""Where database work runs: the database parts of background turns (`agent.turns`) and, under the
+served app, each request's Django handling (`config/wsgi.py`). Runners are greenlets (threads without
+gevent) that each run one job at a time and, between jobs, wait a while for the next one.
 
-Django gives every greenlet a database connection of its own. On SQLite opening one is most of what
-starting a turn costs the worker (SQLite reads and parses the whole schema on each new connection),
-so a runner that has just finished a turn keeps its connection open and takes the next turn with it.
-A runner waits `IDLE_SECONDS` for work and then ends, closing its connections; at most `MAX_IDLE`
-wait at once (enough that a burst's runners are taken again rather than opened anew; an idle worker's
-connections go after `IDLE_SECONDS`). On PostgreSQL the turn gives its connection
-back to Django's pool before every wait (`agent.transcript.release_connection`), so it keeps none.
+Django gives every greenlet a database connection of its own. On SQLite opening one is the dearest
+thing a request or a turn's start does (SQLite reads and parses the whole schema on each new
+connection), so a runner keeps its connection open from one job to the next. A runner waits
+`IDLE_SECONDS` for work and then ends, closing its connections; at most `MAX_IDLE` wait at once
+(enough that a burst's runners are taken again rather than opened anew; an idle worker's connections
+go after `IDLE_SECONDS`). A turn waiting on its model holds no runner, so the runners a worker needs
+follow the database work it does at once, not the turns it streams. On PostgreSQL each job gives its
+connection back to Django's pool as it ends (`agent.transcript.release_connection`), so a waiting
+runner keeps none.
 
-Every turn still runs alone in its runner, in a fresh `contextvars.Context`; nothing of one turn is
-left for the next but the open connection (`agent.transcript.turn_ended` checks it is usable, else
-closes it). `call` runs other work the same way and waits for its result: the deploy layer serves
-each request's Django handling through it (`config/wsgi.py`), so requests reuse these connections too.
+Every job runs alone in its runner, in a fresh `contextvars.Context` (or the one it brings:
+`agent.turns`); nothing of one job is left for the next but the open connection, which Django checks
+at the next request's start and end (`close_old_connections`). `call` runs work in a runner and
+waits for its result.
 """
 
 from __future__ import annotations

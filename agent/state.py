@@ -30,6 +30,9 @@ class Run:
     #: None until `context.build` first loads them.
     summary: ContextSummary | None = None
     history: list[tuple[int, dict[str, Any]]] | None = field(default=None, repr=False)
+    #: The loop also yields `agent.values.Phase` marks around each model call's stream (for the
+    #: background driver, `agent.turns`, which moves the run off its database connection meanwhile).
+    marks_phases: bool = False
 
     def forget_history(self) -> None:
         """Read the transcript afresh at the next model call."""

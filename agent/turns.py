@@ -1,30 +1,36 @@
 """Turns: one at a time per session (a lease in the database), each run apart from any connection.
 
 Accepting a message claims the session's lease and starts the turn in a greenlet of its own (a thread
-without gevent; a runner, `agent.runners`, that keeps its database connection for its next turn). The turn publishes its events to an in-process channel (`hub`); every stream only
-follows it there, or from the transcript when it runs on another worker. A closed tab or a stalled
-reader never touches the turn.
+without gevent). The turn's database work runs in runners (`agent.runners`, greenlets that keep their
+connection from one job to the next); while the model streams, the turn holds no connection and no
+runner, so a thousand turns waiting on models need only as many connections as do database work at
+once. The turn publishes its events to an in-process channel (`hub`); every stream only follows it
+there, or from the transcript when it runs on another worker. A closed tab or a stalled reader never
+touches the turn.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 
 from agent import approvals, events, hub, logcontext, runners, sql, watch
 from agent.exceptions import TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
+from agent.runtime import gevent_patched
 from agent.state import Run
 from agent.transcript import add_message, release_connection, repair_orphans
-from agent.values import TERMINAL
+from agent.values import TERMINAL, Phase
 
 logger = logging.getLogger("agent.turns")
 
@@ -74,8 +80,8 @@ def resume(session: Session) -> Run:
 
 
 def start(run: Run) -> None:
-    """Run the turn in a runner of its own (`agent.runners`: a greenlet, a thread without gevent), or
-    inline when configured.
+    """Run the turn in a greenlet of its own (a thread without gevent, or with AGENT_TURN_EXECUTOR
+    "thread"), its database work in runners (`_in_background`); or inline when configured.
 
     Its channel opens first, so a stream that arrives a moment later finds it.
     """
@@ -88,23 +94,58 @@ def start(run: Run) -> None:
         return
     channel.watched = True
     watch.ensure_running()
-    runners.submit(_in_background, run, greenlet=mode == "auto")
+    run.marks_phases = True
+    if mode == "auto" and gevent_patched():
+        import gevent
+
+        gevent.spawn(_in_background, run)
+    else:
+        threading.Thread(target=_in_background, args=(run,), name=f"turn-{run.turn.pk}", daemon=True).start()
 
 
 def _in_background(run: Run) -> None:
+    """Drive the turn: from its start, and after each model call's stream, in a runner (it works with
+    the database there); each model call's stream here, with no connection (`agent.values.Phase`).
+
+    The turn's events are one generator, resumed by whichever of the two is its turn; it runs in one
+    `contextvars.Context` throughout, so what it sets in one part it finds in the next.
+    """
+    context = contextvars.Context()
+    steps = drive(run)
     try:
-        execute(run)
+        while runners.call(_database_part, context, steps) and context.run(_until, steps, Phase.DATABASE):
+            pass
+    except Exception:  # (`drive` records a turn's own failures: this is a bug's last stop)
+        logger.exception("turn %s of session %s failed", run.turn.pk, run.session.pk)
     finally:
-        release_connection()  # SQLite: kept for the runner's next turn (`agent.runners`); else back to the pool
+        steps.close()  # (a no-op once it has ended; else its channel closes, so followers get their end)
+        connections.close_all()  # (no part run here uses the database; should one, nothing stays open)
+
+
+def _database_part(context: contextvars.Context, steps: Iterator[Any]) -> bool:
+    """In a runner: the turn up to its next model stream (True) or its end (False); then the runner
+    keeps its connection (SQLite) or gives it back to the pool."""
+    try:
+        return context.run(_until, steps, Phase.MODEL)
+    finally:
+        release_connection()
+
+
+def _until(steps: Iterator[Any], mark: Phase) -> bool:
+    """Resume the turn up to `mark`: True there, False once it has ended."""
+    for step in steps:
+        if step is mark:
+            return True
+    return False
 
 
 def execute(run: Run) -> None:
-    """Run the loop for a claimed turn, publishing each event to the turn's channel."""
+    """Run the loop for a claimed turn here, publishing each event to the turn's channel."""
     for _ in drive(run):
         pass
 
 
-def drive(run: Run | Any) -> Iterator[tuple[str, Any]]:
+def drive(run: Run | Any) -> Iterator[tuple[str, Any] | Phase]:
     """Run a claimed turn (its Run, or the turn's id), yielding and publishing its events; always
     records a terminal event and gives the lease back."""
     if not isinstance(run, Run):
@@ -114,13 +155,17 @@ def drive(run: Run | Any) -> Iterator[tuple[str, Any]]:
         yield from _drive(run)
 
 
-def _drive(run: Run) -> Iterator[tuple[str, Any]]:
+def _drive(run: Run) -> Iterator[tuple[str, Any] | Phase]:
     turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     terminal: tuple[str, Any] | None = None
     try:
         try:
-            for name, payload in run_agent(run.session, run=run, should_stop=_stop_check(run, channel)):
+            for step in run_agent(run.session, run=run, should_stop=_stop_check(run, channel)):
+                if isinstance(step, Phase):  # (only with `run.marks_phases`: for `_in_background`)
+                    yield step
+                    continue
+                name, payload = step
                 channel.publish(name, payload)
                 if name in TERMINAL:
                     terminal = (name, payload)

@@ -8,6 +8,7 @@ surfaces (`agent.sse`, the chat panel, the terminal) encode them.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any, Literal, NotRequired, TypedDict
 
 # --- the neutral transcript (what `stream()` receives) ---------------------------------------
@@ -156,3 +157,14 @@ class ConfirmPayload(TypedDict):
 EventName = Literal["token", "reasoning", "tool_use", "tool_result", "effects", "error", "done", "confirm"]
 LoopEvent = tuple[EventName, Any]  # the payload's type follows the name (the classes above)
 TERMINAL: tuple[EventName, ...] = ("done", "error", "confirm")
+
+
+class Phase(Enum):
+    """Marks between a run's events, yielded only for a driver that asks (`Run.marks_phases`): what
+    follows `MODEL` up to `DATABASE` is one model call's stream and touches no database; what
+    follows `DATABASE` (or the start) may. The background driver (`agent.turns`) runs the first kind
+    in the turn's own greenlet and the second in a runner, so a turn holds no connection while the
+    model streams. Never published, never sent: they are not events."""
+
+    MODEL = "model"
+    DATABASE = "database"
