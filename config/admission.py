@@ -10,9 +10,9 @@ running answer stutters. So a new turn starts only while the loop keeps time:
   from the first start until `IDLE_SECONDS` pass without one;
 - `admit()` lets a start through while the lag is within `AGENT_ADMISSION_LAG_MS`, at most one
   per tick (so the monitor sees each start's cost before it lets in the next), in arrival order;
-- `AdmissionMiddleware` calls it before a POST to a view named in `ADMISSION_GATED_VIEWS` (the
-  views that start a turn) runs, i.e. before the request loads its session, user or chat: a
-  waiting request has cost the worker nothing yet;
+- the served app (`config/wsgi.py`) calls it for a POST to a view named in `ADMISSION_GATED_VIEWS`
+  (the views that start a turn; `starts_turn`) before Django handles the request: a waiting
+  request has cost the worker nothing yet, and holds no runner (`agent.runners`) or connection;
 - a start that has waited `AGENT_ADMISSION_MAX_WAIT_SECONDS` goes through anyway: a message is
   never refused for load, only delayed.
 
@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
 
 from agent.runtime import gevent_patched
 
@@ -107,20 +106,16 @@ def report(now: float) -> None:
     _delays.update(count=0, longest=0.0, since=now)
 
 
-class AdmissionMiddleware:
-    """Admit POSTs to the views named in `ADMISSION_GATED_VIEWS` (URL names such as "chat:send")
-    before they do any work (sessions and users load lazily)."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_view(self, request: HttpRequest, view: Callable[..., Any], args: Any, kwargs: Any) -> None:
-        match = request.resolver_match
-        if request.method == "POST" and match is not None and match.view_name in settings.ADMISSION_GATED_VIEWS:
-            admit()
+def starts_turn(environ: dict[str, Any]) -> bool:
+    """Whether a WSGI request is a POST to a view named in `ADMISSION_GATED_VIEWS` (URL names such
+    as "chat:send"): one that starts a turn."""
+    if environ.get("REQUEST_METHOD") != "POST":
+        return False
+    try:
+        match = resolve(environ.get("PATH_INFO") or "/")
+    except Resolver404:
+        return False
+    return match.view_name in settings.ADMISSION_GATED_VIEWS
 
 
 def _ensure_monitor() -> None:

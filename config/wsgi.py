@@ -21,6 +21,7 @@ from django.http import StreamingHttpResponse
 
 from agent import runners
 from agent.runtime import gevent_patched
+from config import admission
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -28,9 +29,12 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def on_runners(app: WSGIApp) -> WSGIApp:
-    """`app`, each request handled in a runner and its response written by the caller's greenlet."""
+    """`app`, each request handled in a runner and its response written by the caller's greenlet; a
+    request that starts a turn is first admitted (`config.admission`)."""
 
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if admission.starts_turn(environ):
+            admission.admit()  # (a new turn waits here while the worker is overloaded, holding no runner)
         response = runners.call(handle, app, environ, start_response)
         if isinstance(response, StreamingHttpResponse):  # (a chat's stream)
             return ClosingConnections(response)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -143,33 +144,37 @@ def test_every_view_that_starts_a_turn_is_gated(path, settings):
     assert resolve(path).view_name in settings.ADMISSION_GATED_VIEWS, path
 
 
-def request_to(rf, method: str, path: str):
-    request = getattr(rf, method)(path)
-    request.resolver_match = resolve(path)  # as Django's handler sets it before the view middleware
-    return request
+SEND = "/chat/00000000-0000-4000-8000-000000000000/send"
+STOP = "/chat/00000000-0000-4000-8000-000000000000/stop"
 
 
-def test_the_middleware_admits_posts_to_gated_views_only(rf, monkeypatch):
-    calls = []
-    monkeypatch.setattr(admission, "admit", lambda: calls.append(1) or 0.0)
-    middleware = admission.AdmissionMiddleware(lambda request: None)
-    send = "/chat/00000000-0000-4000-8000-000000000000/send"
-    stop = "/chat/00000000-0000-4000-8000-000000000000/stop"
-    middleware.process_view(request_to(rf, "get", send), None, (), {})
-    middleware.process_view(request_to(rf, "post", stop), None, (), {})
-    assert calls == []
-    middleware.process_view(request_to(rf, "post", send), None, (), {})
-    assert calls == [1]
+def test_only_posts_to_gated_views_start_turns():
+    assert admission.starts_turn({"REQUEST_METHOD": "POST", "PATH_INFO": SEND})
+    assert not admission.starts_turn({"REQUEST_METHOD": "GET", "PATH_INFO": SEND})
+    assert not admission.starts_turn({"REQUEST_METHOD": "POST", "PATH_INFO": STOP})
+    assert not admission.starts_turn({"REQUEST_METHOD": "POST", "PATH_INFO": "/no/such/page"})
+    assert not admission.starts_turn({"REQUEST_METHOD": "POST"})
 
 
-@pytest.mark.django_db
-def test_a_post_that_starts_a_turn_goes_through_admission(client, monkeypatch):
-    """Through the whole middleware stack: the view runs only after `admit()` let it in."""
-    calls = []
-    monkeypatch.setattr(admission, "admit", lambda: calls.append(1) or 0.0)
-    client.post("/chat/00000000-0000-4000-8000-000000000000/send", {"text": "hi"})
-    client.post("/chat/00000000-0000-4000-8000-000000000000/stop")
-    assert calls == [1]
+def test_the_served_app_admits_a_new_turn_before_it_takes_a_runner(monkeypatch, fresh_runners):
+    """The wait happens in the caller's greenlet (thread here): a message held back holds no runner,
+    so no database connection, while it waits; other requests go straight in."""
+    from config.wsgi import on_runners
+
+    seen = []
+    monkeypatch.setattr(admission, "admit", lambda: seen.append(("admit", threading.get_ident())) or 0.0)
+
+    def app(environ, start_response):
+        seen.append((environ["PATH_INFO"], threading.get_ident()))
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    served = on_runners(app)
+    for method, path in (("POST", SEND), ("POST", STOP), ("GET", SEND)):
+        assert list(served({"REQUEST_METHOD": method, "PATH_INFO": path}, lambda *a: None)) == [b"ok"]
+    here = threading.get_ident()
+    assert [what for what, _ in seen] == ["admit", SEND, STOP, SEND]
+    assert seen[0][1] == here and all(ident != here for _, ident in seen[1:])
 
 
 def test_the_operator_hears_once_a_minute_when_new_turns_had_to_wait(caplog, monkeypatch):
