@@ -41,7 +41,7 @@ _lock = threading.Lock()
 
 
 class Runner:
-    """One greenlet (or thread) and the turn it is given next."""
+    """One greenlet (or thread) and the job it is given next."""
 
     def __init__(self) -> None:
         self.job: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
@@ -63,12 +63,12 @@ class Runner:
     def _run_one(function: Callable[..., Any], args: tuple[Any, ...]) -> None:
         try:
             contextvars.Context().run(function, *args)  # (nothing of one job's context is left for the next)
-        except Exception:  # (a turn records its own failures; this is a bug's last stop)
-            logger.exception("a background turn failed")
+        except Exception:  # (`call` hands its caller what its function raises: this is a bug's last stop)
+            logger.exception("a job failed in a runner")
             connections.close_all()  # whatever state it left them in
 
     def _next(self) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
-        """Wait to be given the next turn; None: time to end (idle too long, or enough others wait)."""
+        """Wait to be given the next job; None: time to end (idle too long, or enough others wait)."""
         self.job = None
         self.given.clear()
         with _lock:
@@ -80,25 +80,25 @@ class Runner:
                 if self in _idle:  # nobody took it meanwhile: end
                     _idle.remove(self)
                     return None
-            self.given.wait()  # taken just as it timed out: its turn is being handed over
+            self.given.wait()  # taken just as it timed out: its job is being handed over
         job, self.job = self.job, None
         return job
 
 
-def submit(function: Callable[..., Any], *args: Any, greenlet: bool = True) -> None:
+def submit(function: Callable[..., Any], *args: Any) -> None:
     """Run `function(*args)` in a runner: one that waits (the most recently used), else a new one, a
-    greenlet under gevent (unless `greenlet` is False), else a thread."""
+    greenlet under gevent, else a thread."""
     with _lock:
         runner = _idle.pop() if _idle else None
     if runner is not None:
         runner.job = (function, args)
         runner.given.set()
         return
-    # (the first turn goes in through `job` too: a thread's or greenlet's own arguments would be
+    # (the first job goes in through `job` too: a thread's or greenlet's own arguments would be
     # held for the runner's whole life)
     runner = Runner()
     runner.job = (function, args)
-    if greenlet and gevent_patched():
+    if gevent_patched():
         import gevent
 
         gevent.spawn(runner.run)

@@ -127,6 +127,9 @@ def _database_part(context: contextvars.Context, steps: Iterator[Any]) -> bool:
     keeps its connection (SQLite) or gives it back to the pool."""
     try:
         return context.run(_until, steps, Phase.MODEL)
+    except BaseException:
+        connections.close_all()  # (whatever state a failure left them in: the runner's next job opens fresh ones)
+        raise
     finally:
         release_connection()
 

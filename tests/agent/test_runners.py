@@ -22,7 +22,7 @@ def run_and_wait(function, *args):
         finally:
             done.set()
 
-    runners.submit(job, greenlet=False)
+    runners.submit(job)
     assert done.wait(10)
 
 
@@ -57,7 +57,7 @@ def test_turns_at_the_same_time_run_in_runners_of_their_own():
         release.wait(5)
 
     for _ in range(2):
-        runners.submit(turn, greenlet=False)
+        runners.submit(turn)
     started.wait(5)
     assert len(set(threads)) == 2
     release.set()
@@ -81,7 +81,7 @@ def test_no_more_than_max_idle_runners_wait(monkeypatch):
     monkeypatch.setattr(runners, "MAX_IDLE", 1)
     release = threading.Event()
     for _ in range(3):
-        runners.submit(release.wait, 5, greenlet=False)
+        runners.submit(release.wait, 5)
     release.set()
     time.sleep(0.2)
     assert runners.idle_count() == 1
@@ -95,7 +95,7 @@ def test_a_turn_that_raises_leaves_the_runner_serving(caplog):
     wait_until(lambda: runners.idle_count() == 1)
     seen = []
     run_and_wait(where_am_i, seen)
-    assert seen and "a background turn failed" in caplog.text
+    assert seen and "a job failed in a runner" in caplog.text
 
 
 def test_a_waiting_runner_holds_nothing_of_the_turn_it_ran():

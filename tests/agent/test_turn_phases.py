@@ -113,3 +113,22 @@ def test_the_loop_marks_its_model_streams_only_when_asked(chat, script):
     assert marked[0] is Phase.MODEL and marked[2] is Phase.DATABASE
     assert [step for step in marked if not isinstance(step, Phase)][0] == ("token", {"text": "hi"})
     assert marked[-1][0] == "done"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_whose_driver_fails_is_logged_and_the_runners_serve_on(chat, monkeypatch, caplog, fresh_runners):
+    """A bug past the turn's own error handling: logged with the turn, and the runner that ran the
+    failing part closes its connections and takes the next job."""
+
+    def broken(run):
+        Message.objects.count()  # a database part that uses the runner's connection...
+        raise RuntimeError("a bug")  # ...then fails
+        yield  # (a generator, as `drive` is)
+
+    monkeypatch.setattr(turns, "drive", broken)
+    run = Run(chat, Turn.objects.create(session=chat))
+    turns._in_background(run)
+    assert f"turn {run.turn.pk} of session {chat.pk} failed" in caplog.text
+    assert "RuntimeError: a bug" in caplog.text
+    assert runners.call(lambda: Message.objects.filter(session=chat).count()) == 0
+    connections.close_all()
