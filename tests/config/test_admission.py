@@ -154,6 +154,7 @@ def test_only_posts_to_gated_views_start_turns():
     assert not admission.starts_turn({"REQUEST_METHOD": "POST", "PATH_INFO": STOP})
     assert not admission.starts_turn({"REQUEST_METHOD": "POST", "PATH_INFO": "/no/such/page"})
     assert not admission.starts_turn({"REQUEST_METHOD": "POST"})
+    assert not admission.starts_turn({"REQUEST_METHOD": "POST", "PATH_INFO": "/chat/\xff\xfe/send\x00"})
 
 
 def test_the_served_app_admits_a_new_turn_before_it_takes_a_runner(monkeypatch, fresh_runners):
