@@ -118,7 +118,12 @@ def _in_background(run: Run) -> None:
     except Exception:  # (`drive` records a turn's own failures: this is a bug's last stop)
         logger.exception("turn %s of session %s failed", run.turn.pk, run.session.pk)
     finally:
-        steps.close()  # (a no-op once it has ended; else its channel closes, so followers get their end)
+        # A no-op once the turn has ended; else its channel closes, so followers get their end. In the
+        # turn's context, where its `finally` blocks reset what they set.
+        try:
+            context.run(steps.close)
+        except (RuntimeError, ValueError):  # (a part still running in a runner: this greenlet was killed)
+            logger.exception("turn %s of session %s could not be closed", run.turn.pk, run.session.pk)
         connections.close_all()  # (no part run here uses the database; should one, nothing stays open)
 
 

@@ -132,3 +132,28 @@ def test_a_turn_whose_driver_fails_is_logged_and_the_runners_serve_on(chat, monk
     assert "RuntimeError: a bug" in caplog.text
     assert runners.call(lambda: Message.objects.filter(session=chat).count()) == 0
     connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_cut_off_between_its_parts_still_ends_its_stream(chat, script, monkeypatch, caplog, fresh_runners):
+    """Should the runner for a turn's part after its model stream never answer, the turn's events are
+    closed in the turn's own context: its followers get their end, and nothing else fails."""
+    script([[{"kind": "text", "text": "hi"}, DONE]])
+    calls = []
+    call = runners.call
+
+    def second_fails(function, *args):
+        calls.append(function)
+        if len(calls) == 2:
+            raise RuntimeError("the runner was lost")
+        return call(function, *args)
+
+    monkeypatch.setattr(runners, "call", second_fails)
+    run, _ = turns.begin(chat, "hello")
+    run.marks_phases = True
+    channel = hub.open_channel(str(run.turn.pk))
+    turns._in_background(run)
+    assert channel.closed and channel.since(0)[0] == ("token", {"text": "hi"})
+    assert f"turn {run.turn.pk} of session {chat.pk} failed" in caplog.text
+    assert "could not be closed" not in caplog.text
+    connections.close_all()
