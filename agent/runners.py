@@ -13,9 +13,9 @@ connection back to Django's pool as it ends (`agent.transcript.release_connectio
 runner keeps none.
 
 Every job runs alone in its runner, in a fresh `contextvars.Context` (or the one it brings:
-`agent.turns`); nothing of one job is left for the next but the open connection, which Django checks
-at the next request's start and end (`close_old_connections`). `call` runs work in a runner and
-waits for its result.
+`agent.turns`); nothing of one job is left for the next but the open connection (a request's
+handling checks it as it ends, `config/wsgi.py`; a turn's part that fails closes it). `call` runs
+work in a runner and waits for its result.
 """
 
 from __future__ import annotations

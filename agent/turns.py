@@ -94,7 +94,6 @@ def start(run: Run) -> None:
         return
     channel.watched = True
     watch.ensure_running()
-    run.marks_phases = True
     if mode == "auto" and gevent_patched():
         import gevent
 
@@ -110,6 +109,7 @@ def _in_background(run: Run) -> None:
     The turn's events are one generator, resumed by whichever of the two is its turn; it runs in one
     `contextvars.Context` throughout, so what it sets in one part it finds in the next.
     """
+    run.marks_phases = True  # (the marks `_until` stops at)
     context = contextvars.Context()
     steps = drive(run)
     try:

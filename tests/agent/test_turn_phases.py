@@ -150,7 +150,6 @@ def test_a_turn_cut_off_between_its_parts_still_ends_its_stream(chat, script, mo
 
     monkeypatch.setattr(runners, "call", second_fails)
     run, _ = turns.begin(chat, "hello")
-    run.marks_phases = True
     channel = hub.open_channel(str(run.turn.pk))
     turns._in_background(run)
     assert channel.closed and channel.since(0)[0] == ("token", {"text": "hi"})
