@@ -6,6 +6,7 @@ monkey.patch_all()
 
 import gc  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
 
 import gevent  # noqa: E402
 
@@ -33,7 +34,8 @@ control_socket_disable = True
 
 def post_worker_init(worker):
     """Tune the collector (above) and leave what the loaded app holds out of every collection;
-    on SQLite, hold one connection for the worker's life.
+    on SQLite, hold one connection for the worker's life; end the pages' live streams when the
+    worker is told to stop (`end_live_streams_on_term`).
 
     Closing a database's last connection makes SQLite checkpoint and remove its WAL, a file sync
     that stalls every greenlet of the worker; with this one open, other closes are cheap.
@@ -50,3 +52,30 @@ def post_worker_init(worker):
         worker.sqlite_anchor = sqlite3.connect(str(db["NAME"]), check_same_thread=False)
         # (a connection opens the database's WAL only at its first read: make one, or it holds nothing)
         worker.sqlite_anchor.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    end_live_streams_on_term()
+
+
+def end_live_streams_on_term():
+    """On SIGTERM (a graceful stop: a deploy, a restart, `kill`, a HUP's old workers) end the live
+    streams of open pages (`agent.events.shut_down`) as well as doing what gunicorn does.
+
+    gunicorn stops taking connections and waits up to `graceful_timeout` for the open ones to
+    finish. A blog page listens for changes for as long as it is open, so one open page kept the
+    worker for the whole 20 s and then lost its stream mid-chunk. Ended here, those streams close
+    cleanly, the pages connect again to a worker that stays, and the worker exits as soon as its
+    running turns have finished (their streams are left to end with them).
+    """
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):
+        if callable(previous):
+            previous(signum, frame)  # gunicorn's own: stop taking connections, then drain
+        gevent.spawn(_shut_down_events)  # not in the handler: it may run inside any greenlet
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _shut_down_events():
+    from agent import events
+
+    events.shut_down()

@@ -12,6 +12,10 @@ subscription = events.subscribe("blog:7")
 messages = subscription.wait(15.0)   # [] after 15 s of silence, or when the subscription ended
 events.unsubscribe(subscription)
 ```
+
+When the process is about to stop (a server's graceful shutdown), `shut_down()` ends every
+listener, and any that subscribes later at once: their streams close and their pages connect
+again, to a worker that stays, instead of holding this one open until it is killed.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from django.utils.module_loading import import_string
 
 from agent.events.base import EventBus, Subscription, TurnSink
 
-__all__ = ["EventBus", "Subscription", "TurnSink", "get_bus", "publish", "subscribe", "unsubscribe"]
+__all__ = ["EventBus", "Subscription", "TurnSink", "get_bus", "publish", "shut_down", "subscribe", "unsubscribe"]
 
 _buses: dict[tuple[str, str], EventBus] = {}
 _lock = threading.Lock()
+_shutting_down = threading.Event()
 
 
 def backend_path() -> str:
@@ -55,8 +60,26 @@ def publish(channel: str, message: Any) -> None:
 
 
 def subscribe(channel: str) -> Subscription:
+    """A listener on `channel`; once the process is shutting down, one that has already ended."""
+    if _shutting_down.is_set():
+        subscription = Subscription(channel)
+        subscription.end()
+        return subscription
     return get_bus().subscribe(channel)
 
 
 def unsubscribe(subscription: Subscription) -> None:
     get_bus().unsubscribe(subscription)
+
+
+def shut_down() -> None:
+    """The process is stopping: every listener of every bus ends now, and every later one at once.
+
+    Running turns and the streams that follow them are not touched: they end when their turn does.
+    Safe to call from a signal handler's greenlet, and more than once.
+    """
+    _shutting_down.set()
+    with _lock:
+        buses = list(_buses.values())
+    for bus in buses:
+        bus.listeners.end_all()

@@ -32,7 +32,7 @@ class Subscription:
 
     def __init__(self, channel: str) -> None:
         self.channel = channel
-        self.closed = False  # the bus lost the channel (Redis went away): the listener should end
+        self.closed = False  # the bus lost the channel (Redis went away) or the process is stopping: end
         self.messages: deque[Any] = deque()
         self.ready = threading.Event()  # gevent's after monkey patching
 

@@ -164,6 +164,23 @@ def test_without_a_url_the_bus_is_in_process(settings):
     assert isinstance(events.get_bus(), LocalBus)
 
 
+def test_shutting_down_ends_every_listener_and_each_later_one_at_once(settings):
+    settings.AGENT_EVENTS_URL = ""
+    settings.AGENT_EVENTS_BACKEND = ""
+    before = events.subscribe("blog:1")
+    try:
+        events.shut_down()
+        assert before.closed and before.wait(0.0) == []
+        later = events.subscribe("blog:1")
+        assert later.closed and later.wait(0.0) == []
+        assert later not in events.get_bus().listeners.by_channel.get("blog:1", ())  # never registered
+        events.publish("blog:1", ["x"])  # publishing still works (other processes may listen)
+        assert later.wait(0.0) == []
+    finally:
+        events.unsubscribe(before)
+        events._shutting_down.clear()  # (this process goes on to run other tests)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_redis_lost_mid_turn_the_follower_ends_with_one_terminal_from_the_database(chat, settings, tmp_path):
     server = RedisServer().start()
