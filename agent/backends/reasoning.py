@@ -1,10 +1,18 @@
 """Thinking on demand: `AGENT_REASONING` (`off`, `low`, `medium`, `high`, or a token budget) read once,
-in the two forms providers ask for it: an effort level (OpenAI `reasoning_effort`, OpenRouter) or a
-token budget (Claude `thinking.budget_tokens`, OpenRouter)."""
+in the two forms providers ask for it: an effort level (OpenAI `reasoning_effort`, OpenRouter, Claude's
+adaptive thinking) or a token budget (Claude's manual thinking `thinking.budget_tokens`, OpenRouter).
+
+Which of its two ways of thinking a Claude model takes (`claude_thinking`) is shared by the
+Anthropic and Bedrock adapters: Claude 3.7 to 4.5 think within a token budget; Opus and Sonnet from
+4.6, Haiku from 5, Fable and Mythos think adaptively, steered by an effort level, and the newest of
+them refuse a budget with a 400.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Literal
 
 LEVELS = ("low", "medium", "high")
 # A level as a budget, and a budget as a level (the upper bound of each level's budgets).
@@ -35,6 +43,37 @@ class Reasoning:
 
     def __str__(self) -> str:
         return self.level or f"{self.budget} tokens"
+
+
+ClaudeThinking = Literal["budget", "adaptive"]
+
+# A Claude model id, from the Anthropic API (`claude-sonnet-5`, `claude-opus-4-1-20250805`) or Bedrock
+# (`us.anthropic.claude-opus-4-6-v1`, `anthropic.claude-3-7-sonnet-20250219-v1:0`): its family and
+# version (a minor version has one or two digits; eight are a date).
+_CLAUDE = re.compile(
+    r"claude-(?:(?P<old>3-7|[4-9])-|(?P<family>opus|sonnet|haiku|fable|mythos)"
+    r"(?:-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?=$|[-:@.]))?)?)"
+)
+# The first version of each family that thinks adaptively; families not named here always do.
+_ADAPTIVE_FROM = {"opus": (4, 6), "sonnet": (4, 6), "haiku": (5, 0)}
+
+
+def claude_thinking(model: str) -> ClaudeThinking | None:
+    """How a Claude model is asked to think: "budget" (`thinking.type: enabled` with budget_tokens),
+    "adaptive" (`thinking.type: adaptive` with an effort), or None (no thinking: Claude before 3.7,
+    another provider's model)."""
+    found = _CLAUDE.search(model)
+    if found is None:
+        return None
+    if found["old"]:
+        return "budget"
+    family, major = found["family"], found["major"]
+    if family not in _ADAPTIVE_FROM or major is None:
+        return "adaptive"  # Fable, Mythos, or a family's unversioned alias: the newest kind
+    version = (int(major), int(found["minor"] or 0))
+    if version >= _ADAPTIVE_FROM[family]:
+        return "adaptive"
+    return "budget" if version >= (4, 0) else None
 
 
 def parse(value: object) -> Reasoning | None:

@@ -8,8 +8,13 @@
   redacted thinking as `redacted_thinking`; reasoning without either (another provider's, or
   stripped because the chat moved to another model) is left out.
 * `cache_control` marks the system prompt, the last tool and the last message's last block when
-  prompt caching is on (three of the API's four breakpoints); `thinking` is asked for when
-  `AGENT_REASONING` is on and the model has extended thinking, its budget below `max_tokens`.
+  prompt caching is on (three of the API's four breakpoints).
+* with `AGENT_REASONING` on, a model that thinks adaptively (`claude_thinking`: Opus and Sonnet
+  4.6 and later, Haiku 5 and later, Fable, Mythos) gets `thinking: {"type": "adaptive", "display":
+  "summarized"}` (the newest models return no thinking text unless asked) and `output_config.effort`;
+  Claude 3.7 to 4.5 get `thinking: {"type": "enabled"}` with a budget below `max_tokens`. With it
+  off nothing is asked: a model that thinks by default (Sonnet 5 and later) still does, and some
+  refuse to be told not to.
 """
 
 from __future__ import annotations
@@ -20,14 +25,13 @@ import json
 import re
 from typing import Any
 
-from agent.backends.reasoning import Reasoning
+from agent.backends.reasoning import Reasoning, claude_thinking
 from agent.exceptions import BackendError
 
 PLACEHOLDER_TEXT = "…"
 CACHE_CONTROL = {"type": "ephemeral"}
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _TOOL_ID_RE = re.compile(r"[a-zA-Z0-9_-]{1,200}")
-_THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")
 
 
 def build_body(
@@ -53,11 +57,11 @@ def build_body(
         body["system"] = [{"type": "text", "text": system}]
     if tools:
         body["tools"] = [_tool(tool) for tool in tools]
-    thinking = _thinking(model, reasoning, max_tokens) if reasoning is not None else None
-    if thinking and not can_think_now(body["messages"]):
-        thinking = None
+    thinking = _thinking(model, reasoning, max_tokens, body["messages"]) if reasoning is not None else None
     if thinking:
         body["thinking"] = thinking
+        if thinking["type"] == "adaptive":
+            body["output_config"] = {"effort": reasoning.effort}
     for neutral, wire in (("temperature", "temperature"), ("top_p", "top_p")):
         if inference.get(neutral) is not None and not thinking:  # thinking takes no sampling changes
             body[wire] = inference[neutral]
@@ -70,7 +74,7 @@ def build_body(
 
 
 def can_think_now(messages: list[dict[str, Any]]) -> bool:
-    """Claude refuses thinking when the tool loop in progress began without it: the last assistant
+    """Claude refuses budgeted thinking when the tool loop in progress began without it: the last assistant
     message, if it called tools, must start with a thinking block (it may have none because thinking
     was off then, or its state was left out: it came from another model). Then this call goes
     without thinking."""
@@ -80,11 +84,18 @@ def can_think_now(messages: list[dict[str, Any]]) -> bool:
     return last["content"][0]["type"] in ("thinking", "redacted_thinking")
 
 
-def _thinking(model: str, reasoning: Reasoning, max_tokens: int) -> dict[str, Any] | None:
-    if not _THINKING_MODELS.search(model):
-        return None
-    budget = reasoning.budget_below(max_tokens)
-    return {"type": "enabled", "budget_tokens": budget} if budget else None
+def _thinking(
+    model: str, reasoning: Reasoning, max_tokens: int, messages: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The `thinking` request for the model; None for a model without thinking, a budget that does
+    not fit in `max_tokens`, or a tool loop that began without budgeted thinking."""
+    match claude_thinking(model):
+        case "adaptive":  # the model decides when to think, so any tool loop may go on with it
+            return {"type": "adaptive", "display": "summarized"}
+        case "budget" if can_think_now(messages) and (budget := reasoning.budget_below(max_tokens)):
+            return {"type": "enabled", "budget_tokens": budget}
+        case _:
+            return None
 
 
 def _mark_cache(body: dict[str, Any]) -> None:

@@ -21,8 +21,11 @@ How `build_request` translates:
   stable hash, the same on the `toolUse` and its `toolResult`.
 * redacted reasoning (provider state `{"redacted": <base64>}`) goes back as `redactedContent`
   bytes; `toolResult.status` is sent only to Claude models (`takes_result_status`).
-* with `AGENT_REASONING` on, Claude 3.7 and 4.x get `additionalModelRequestFields.thinking`;
-  with prompt caching, the families that cache get `cachePoint` blocks (`caches_prompts`).
+* with `AGENT_REASONING` on, Claude gets `additionalModelRequestFields`: `thinking: {"type":
+  "adaptive", "display": "summarized"}` and `output_config.effort` where the model thinks adaptively
+  (`claude_thinking`: Opus and Sonnet 4.6 and later, Haiku 5 and later, Fable, Mythos), `thinking:
+  {"type": "enabled"}` with a budget below `maxTokens` for Claude 3.7 to 4.5; with prompt caching,
+  the families that cache get `cachePoint` blocks (`caches_prompts`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import hashlib
 import re
 from typing import Any
 
-from agent.backends.reasoning import Reasoning
+from agent.backends.reasoning import Reasoning, claude_thinking
 from agent.exceptions import BackendError
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
@@ -86,8 +89,8 @@ def build_request(
     if system and system.strip():
         request["system"] = [{"text": system}]
     config = _inference_config(inference or {})
-    if reasoning is not None and can_think_now(wire) and (thinking := _thinking(model, reasoning, config)):
-        request["additionalModelRequestFields"] = {"thinking": thinking}
+    if reasoning is not None and (fields := _thinking(model, reasoning, config, wire)):
+        request["additionalModelRequestFields"] = fields
         config.pop("temperature", None)  # thinking takes neither (Bedrock answers a ValidationException)
         config.pop("topP", None)
     if config:
@@ -121,7 +124,7 @@ def _add_cache_points(request: dict[str, Any], model: str) -> None:
 
 
 def can_think_now(wire: list[dict[str, Any]]) -> bool:
-    """Claude refuses thinking when the tool loop in progress began without it: the last assistant
+    """Claude refuses budgeted thinking when the tool loop in progress began without it: the last assistant
     message, if it called tools, must start with a reasoning block (it may have none because
     thinking was off then, or its state was left out: it came from another model). Then this call
     goes without thinking."""
@@ -131,19 +134,26 @@ def can_think_now(wire: list[dict[str, Any]]) -> bool:
     return "reasoningContent" in last["content"][0]
 
 
-_THINKING_MODELS = re.compile(r"claude-(3-7-|(sonnet|opus|haiku)-[4-9]|[4-9])")
-
-
-def _thinking(model: str, reasoning: Reasoning, config: dict[str, Any]) -> dict[str, Any] | None:
-    """Claude's `thinking` request, its budget below `maxTokens`; None for a model without extended
-    thinking (Claude before 3.7, Nova, Llama …) or a `maxTokens` too small to think in."""
-    if not _THINKING_MODELS.search(model):
-        return None
-    budget = reasoning.budget_below(int(config.get("maxTokens") or DEFAULT_MAX_TOKENS))
-    if budget is None:
-        return None
-    config.setdefault("maxTokens", DEFAULT_MAX_TOKENS)
-    return {"type": "enabled", "budget_tokens": budget}
+def _thinking(
+    model: str, reasoning: Reasoning, config: dict[str, Any], wire: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Claude's thinking request (the model's own fields); None for a model without thinking (Claude
+    before 3.7, Nova, Llama …), a `maxTokens` too small to think in, or a tool loop that began
+    without budgeted thinking."""
+    match claude_thinking(model):
+        case "adaptive":  # the model decides when to think, so any tool loop may go on with it
+            return {
+                "thinking": {"type": "adaptive", "display": "summarized"},
+                "output_config": {"effort": reasoning.effort},
+            }
+        case "budget" if can_think_now(wire):
+            budget = reasoning.budget_below(int(config.get("maxTokens") or DEFAULT_MAX_TOKENS))
+            if budget is None:
+                return None
+            config.setdefault("maxTokens", DEFAULT_MAX_TOKENS)
+            return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+        case _:
+            return None
 
 
 def wire_messages(messages: list[dict[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:

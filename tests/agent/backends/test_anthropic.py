@@ -206,6 +206,51 @@ def test_thinking_with_signature_and_redacted_thinking_are_kept_and_sent_back(se
     ]
 
 
+def test_adaptive_thinking_of_a_current_claude_with_its_text_omitted_goes_back_unchanged(
+    server, make_backend, settings
+):
+    """Sonnet 5 and later think adaptively: asked with an effort (a budget is a 400 there), and a
+    thinking block whose text the API left out (its default display) is still kept and sent back."""
+    settings.AGENT_REASONING = "medium"
+    server.script(
+        answer(
+            message_start(),
+            block(
+                0,
+                {"type": "thinking", "thinking": "", "signature": ""},
+                {"type": "signature_delta", "signature": SIGNATURE},
+            ),
+            block(1, {"type": "tool_use", "id": "toolu_01D", "name": "get_weather", "input": {}}),
+            message_end("tool_use"),
+        )
+    )
+    backend = make_backend()
+    events_ = list(backend.stream(system="s", messages=USER, tools=TOOLS, model="claude-sonnet-5", inference=None))
+    assert events_[0] == {"kind": "reasoning", "text": "", "signature": SIGNATURE}
+    body = server.requests[0].body
+    assert body["thinking"] == {"type": "adaptive", "display": "summarized"}
+    assert body["output_config"] == {"effort": "medium"}
+    history = [
+        *USER,
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": "", "signature": SIGNATURE},
+                {"type": "tool_use", "id": "toolu_01D", "name": "get_weather", "input": {}},
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_result", "tool_use_id": "toolu_01D", "result": {"t": 21}, "status": "ok"}],
+        },
+    ]
+    server.script(answer(message_start(), text_block(0, "21 degrees."), message_end("end_turn")))
+    list(backend.stream(system="s", messages=history, tools=TOOLS, model="claude-sonnet-5", inference=None))
+    assistant = server.requests[1].body["messages"][1]
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "", "signature": SIGNATURE}
+    assert server.requests[1].body["thinking"]["type"] == "adaptive"
+
+
 def test_images_and_pdf_documents(server, make_backend):
     png, pdf = b"\x89PNG\r\n\x1a\nfake", b"%PDF-1.7 fake"
     parts = [

@@ -859,6 +859,20 @@ def test_agent_reasoning_turns_claude_thinking_on_over_the_wire(server, settings
     assert body["inferenceConfig"] == {"maxTokens": 4096}
 
 
+def test_agent_reasoning_asks_a_current_claude_to_think_adaptively_over_the_wire(server, settings):
+    settings.AGENT_REASONING = "high"
+    server.add(ANSWER)
+    model = "global.anthropic.claude-sonnet-5"
+    inference = {"max_tokens": 4096, "temperature": 0.5}
+    list(make_backend(server.url).stream(system="s", messages=USER_HI, tools=[], model=model, inference=inference))
+    body = server.requests[0]["body"]
+    assert body["additionalModelRequestFields"] == {
+        "thinking": {"type": "adaptive", "display": "summarized"},
+        "output_config": {"effort": "high"},
+    }
+    assert body["inferenceConfig"] == {"maxTokens": 4096}  # (Sonnet 5 refuses a temperature)
+
+
 CACHE = {"cachePoint": {"type": "default"}}
 SPEC = [{"name": "list_posts", "description": "List posts.", "input_schema": {"type": "object"}}]
 

@@ -6,7 +6,7 @@ import pytest
 
 from agent.backends.bedrock import build_request
 from agent.backends.openai import OpenAIBackend
-from agent.backends.reasoning import Reasoning, parse
+from agent.backends.reasoning import Reasoning, claude_thinking, parse
 from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
 
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Think."}]}]
@@ -159,3 +159,73 @@ def test_claude_thinks_only_where_the_tool_loop_allows(first_part, thinks):
         system="", messages=messages, tools=[], model="claude-sonnet-4-5", max_tokens=8000, reasoning=Reasoning("low")
     )
     assert ("thinking" in body) is thinks
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", None),  # no thinking before 3.7
+        ("claude-3-opus-20240229", None),
+        ("gpt-5", None),
+        ("anthropic.claude-3-7-sonnet-20250219-v1:0", "budget"),
+        ("claude-sonnet-4-20250514", "budget"),  # (eight digits are a date, not a minor version)
+        ("claude-opus-4-1-20250805", "budget"),
+        ("claude-sonnet-4-5", "budget"),
+        ("claude-opus-4-5-20251101", "budget"),
+        ("us.anthropic.claude-haiku-4-5-20251001-v1:0", "budget"),
+        ("us.anthropic.claude-opus-4-6-v1", "adaptive"),
+        ("anthropic.claude-sonnet-4-6", "adaptive"),
+        ("claude-opus-4-7", "adaptive"),
+        ("claude-sonnet-5", "adaptive"),
+        ("global.anthropic.claude-opus-5-5", "adaptive"),
+        ("claude-haiku-5-5", "adaptive"),
+        ("claude-fable-5-1", "adaptive"),
+        ("claude-mythos-preview", "adaptive"),
+    ],
+)
+def test_which_way_a_claude_model_thinks(model, kind):
+    assert claude_thinking(model) == kind
+
+
+def test_adaptive_claude_gets_an_effort_and_summarized_thinking_on_both_apis():
+    from agent.backends.anthropic import build_body
+
+    body = build_body(
+        system="",
+        messages=USER,
+        tools=[],
+        model="claude-sonnet-5",
+        max_tokens=8000,
+        reasoning=Reasoning("low"),
+        inference=SAMPLING,
+    )
+    assert body["thinking"] == {"type": "adaptive", "display": "summarized"}  # (no budget: a 400 there)
+    assert body["output_config"] == {"effort": "low"}
+    assert "temperature" not in body and "top_p" not in body
+    request = bedrock("global.anthropic.claude-opus-5-5", Reasoning(budget=30000))
+    assert request["additionalModelRequestFields"] == {
+        "thinking": {"type": "adaptive", "display": "summarized"},
+        "output_config": {"effort": "high"},  # a budget read as the level it falls in
+    }
+    assert request["inferenceConfig"] == {"maxTokens": 8000}
+
+
+def test_adaptive_claude_thinks_on_in_a_tool_loop_that_began_without_thinking():
+    from agent.backends.anthropic import build_body
+
+    messages = _loop_without_thinking()
+    body = build_body(
+        system="", messages=messages, tools=[], model="claude-opus-4-7", max_tokens=8000, reasoning=Reasoning("medium")
+    )
+    assert body["thinking"]["type"] == "adaptive"
+    request = build_request(
+        system="", messages=messages, tools=[], model="anthropic.claude-sonnet-4-6", reasoning=Reasoning("medium")
+    )
+    assert request["additionalModelRequestFields"]["output_config"] == {"effort": "medium"}
+
+
+def test_reasoning_off_asks_no_claude_model_anything():
+    from agent.backends.anthropic import build_body
+
+    body = build_body(system="", messages=USER, tools=[], model="claude-sonnet-5", max_tokens=8000, reasoning=None)
+    assert "thinking" not in body and "output_config" not in body  # (some refuse "disabled"; their default stands)
