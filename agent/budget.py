@@ -26,7 +26,8 @@ from agent.models import Spend, SpendDay
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 
-# US dollars per million tokens.
+# US dollars per million tokens, as the providers list them (checked 2026-12-02). A model not here is
+# charged at the dearest price in the table until AGENT_PRICES gives its own.
 PRICES: dict[str, dict[str, float]] = {
     # OpenAI
     "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25, "cache_write": 0.0},
@@ -47,6 +48,19 @@ PRICES: dict[str, dict[str, float]] = {
     "anthropic.claude-sonnet-4-5-20250929-v1:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
     "anthropic.claude-haiku-4-5-20251001-v1:0": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
     "anthropic.claude-opus-4-1-20250805-v1:0": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    # (Claude on Bedrock at Anthropic's list prices, those of the global profiles; a regional one costs 10% more)
+    "anthropic.claude-opus-4-5-20251101-v1:0": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "anthropic.claude-opus-4-6-v1": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "anthropic.claude-sonnet-4-6": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "anthropic.claude-opus-4-7": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "anthropic.claude-opus-4-8": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "anthropic.claude-opus-5": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "anthropic.claude-sonnet-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
+    "anthropic.claude-opus-5-5": {"input": 4.0, "output": 20.0, "cache_read": 0.2, "cache_write": 5.0},
+    "anthropic.claude-sonnet-5-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
+    "anthropic.claude-haiku-5-5": {"input": 0.1, "output": 0.5, "cache_read": 0.01, "cache_write": 0.125},
+    "anthropic.claude-fable-5": {"input": 10.0, "output": 50.0, "cache_read": 1.0, "cache_write": 12.5},
+    "anthropic.claude-fable-5-1": {"input": 10.0, "output": 50.0, "cache_read": 0.25, "cache_write": 12.5},
     "amazon.nova-micro-v1:0": {"input": 0.035, "output": 0.14, "cache_read": 0.00875, "cache_write": 0.0},
     "amazon.nova-lite-v1:0": {"input": 0.06, "output": 0.24, "cache_read": 0.015, "cache_write": 0.0},
     "amazon.nova-pro-v1:0": {"input": 0.8, "output": 3.2, "cache_read": 0.2, "cache_write": 0.0},
@@ -58,6 +72,22 @@ PRICES: dict[str, dict[str, float]] = {
     "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
     "claude-haiku-4-5-20251001": {"input": 1.0, "output": 5.0, "cache_read": 0.1, "cache_write": 1.25},
     "claude-opus-4-1-20250805": {"input": 15.0, "output": 75.0, "cache_read": 1.5, "cache_write": 18.75},
+    "claude-opus-4-5": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "claude-opus-4-5-20251101": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "claude-opus-4-6": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "claude-sonnet-4-6": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},
+    "claude-opus-4-7": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "claude-opus-4-8": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "claude-opus-5": {"input": 5.0, "output": 25.0, "cache_read": 0.5, "cache_write": 6.25},
+    "claude-sonnet-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
+    "claude-opus-5-5": {"input": 4.0, "output": 20.0, "cache_read": 0.2, "cache_write": 5.0},
+    # (Sonnet 5.5's cache reads as the model page lists them; reported cut to 0.1 since 2026-10-07)
+    "claude-sonnet-5-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
+    # (Haiku 5.5 for a prompt of up to 100,000 tokens, as AGENT_CONTEXT_MAX_TOKENS keeps it by default;
+    # a longer prompt costs five times as much: give AGENT_PRICES that rate if you raise the limit past it)
+    "claude-haiku-5-5": {"input": 0.1, "output": 0.5, "cache_read": 0.01, "cache_write": 0.125},
+    "claude-fable-5": {"input": 10.0, "output": 50.0, "cache_read": 1.0, "cache_write": 12.5},
+    "claude-fable-5-1": {"input": 10.0, "output": 50.0, "cache_read": 0.25, "cache_write": 12.5},
     # Our own backends: real prices so the dollar caps can be exercised offline.
     "fake": {"input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25},
     "demo": {"input": 0.1, "output": 0.2, "cache_read": 0.01, "cache_write": 0.125},

@@ -125,6 +125,24 @@ def test_unknown_model_is_priced_as_the_dearest(settings):
     )
 
 
+@pytest.mark.parametrize(
+    ("model", "input_output"),
+    [
+        ("claude-sonnet-5", (2.0, 10.0)),
+        ("claude-opus-5-5", (4.0, 20.0)),
+        ("claude-opus-4-7", (5.0, 25.0)),
+        ("claude-haiku-5-5", (0.1, 0.5)),
+        ("global.anthropic.claude-sonnet-5-5", (2.0, 10.0)),  # a Bedrock inference profile
+        ("us.anthropic.claude-opus-4-6-v1", (5.0, 25.0)),
+    ],
+)
+def test_todays_claude_models_are_budgeted_at_their_own_prices(settings, model, input_output):
+    """Not at the dearest model's (Opus 4.1, 15 / 75): a cap would trip at a fraction of the spend."""
+    settings.AGENT_PRICES = {}
+    prices, known = budget.price_for(model)
+    assert known and (prices["input"], prices["output"]) == input_output
+
+
 def test_agent_prices_setting_extends_the_table(settings):
     settings.AGENT_PRICES = {"my-model": {"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}}
     assert budget.price_for("my-model") == ({"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}, True)
