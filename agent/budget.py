@@ -39,6 +39,11 @@ PRICES: dict[str, dict[str, float]] = {
     "o4-mini": {"input": 1.1, "output": 4.4, "cache_read": 0.275, "cache_write": 0.0},
     "gpt-5": {"input": 1.25, "output": 10.0, "cache_read": 0.125, "cache_write": 0.0},
     "gpt-5-mini": {"input": 0.25, "output": 2.0, "cache_read": 0.025, "cache_write": 0.0},
+    "gpt-5.6-luna": {"input": 0.2, "output": 1.2, "cache_read": 0.02, "cache_write": 0.0},
+    "gpt-6-sol": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 0.0},  # (as reported: no model page)
+    "gpt-6-luna": {"input": 0.1, "output": 0.5, "cache_read": 0.01, "cache_write": 0.0},
+    "gpt-6.1-terra": {"input": 1.0, "output": 5.0, "cache_read": 0.05, "cache_write": 0.0},
+    "gpt-6.2-sol": {"input": 2.0, "output": 10.0, "cache_read": 0.1, "cache_write": 0.0},
     # Bedrock
     "anthropic.claude-3-5-haiku-20241022-v1:0": {"input": 0.8, "output": 4.0, "cache_read": 0.08, "cache_write": 1.0},
     "anthropic.claude-3-5-sonnet-20241022-v2:0": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_write": 3.75},

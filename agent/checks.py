@@ -30,6 +30,7 @@ def agent_settings(app_configs=None, **kwargs):
                 id="agent.W001",
             )
         )
+    errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
     return errors
 
 

@@ -101,6 +101,11 @@ class Backend:
         """Configuration problems, each one clear sentence (used by `manage.py check`)."""
         return []
 
+    def cautions(self, model: str) -> list[str]:
+        """What will not work with `model` through this backend, each one clear sentence (warnings of
+        `manage.py check`: the site runs, but turns that need it fail)."""
+        return []
+
     def _wire_limits(
         self,
         first_event_timeout: float | None,

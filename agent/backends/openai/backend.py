@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,12 +22,20 @@ from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.watchdog import Watchdog
 from agent.exceptions import BackendError
 
-REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5", "gpt-6")
+# GPT-5.4 and later reason by default and take function tools in Chat Completions only with
+# `reasoning_effort: "none"` (left out, they answer 400 too) ...
+_TOOLS_AT_NO_EFFORT = re.compile(r"gpt-(5\.([4-9]|[1-9]\d)|6)\b")
+# ... and GPT-6 Astra, 6.1 and 6.2 take them only through the Responses API, not Chat Completions.
+_TOOLS_ONLY_IN_RESPONSES = re.compile(r"gpt-6(-astra|\.[1-9])")
+
+
+def _name(model: str) -> str:
+    return model.rsplit("/", 1)[-1]  # ("openai/gpt-6-sol" through a router)
 
 
 def _reasoning_model(model: str) -> bool:
-    name = model.rsplit("/", 1)[-1]
-    return name.startswith(REASONING_MODEL_PREFIXES)
+    return _name(model).startswith(REASONING_MODEL_PREFIXES)
 
 
 class OpenAIBackend(HttpBackend):
@@ -90,9 +99,20 @@ class OpenAIBackend(HttpBackend):
         for key in ("stop",) if reasoning else ("temperature", "top_p", "stop"):
             if inference.get(key) is not None:
                 body[key] = inference[key]
-        if (thinking := reasoning_setting()) is not None:
+        if tools and _TOOLS_AT_NO_EFFORT.match(_name(body["model"])):
+            body["reasoning_effort"] = "none"  # the assistant's tools before its thinking (AGENT_REASONING)
+        elif (thinking := reasoning_setting()) is not None:
             self._ask_to_think(body, thinking, reasoning_model=reasoning)
         return body
+
+    def cautions(self, model: str) -> list[str]:
+        if _TOOLS_ONLY_IN_RESPONSES.match(_name(model)):
+            return [
+                f"OpenAI's {model} takes function tools only through the Responses API, and this backend "
+                "speaks Chat Completions: every turn that offers the assistant's tools will fail. "
+                "Use gpt-6-sol, gpt-6-luna or gpt-5.2."
+            ]
+        return []
 
     def _ask_to_think(self, body: dict[str, Any], thinking: Reasoning, *, reasoning_model: bool) -> None:
         """`AGENT_REASONING` in each server's words: OpenRouter's `reasoning` (an effort or a token

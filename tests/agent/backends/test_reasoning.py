@@ -49,11 +49,14 @@ def server():
     srv.stop()
 
 
-def sent(server, model, **options):
+TOOL = [{"name": "list_posts", "description": "List posts.", "input_schema": {"type": "object"}}]
+
+
+def sent(server, model, tools=(), **options):
     backend = OpenAIBackend(base_url=server.url, api_key="k", retries=0, **options)
     server.script(Reply(body=sse({"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]})))
     try:
-        list(backend.stream(system="", messages=USER, tools=[], model=model, inference=SAMPLING))
+        list(backend.stream(system="", messages=USER, tools=list(tools), model=model, inference=SAMPLING))
     finally:
         backend.close()
     return server.requests[-1].body
@@ -72,6 +75,36 @@ def test_a_model_made_reasoning_by_setting_gets_it_too(server, settings):
     settings.AGENT_MODEL_REASONING = True
     body = sent(server, "prod-chat")
     assert (body["reasoning_effort"], body["max_completion_tokens"]) == ("medium", 8000)
+
+
+@pytest.mark.parametrize("model", ["gpt-6-sol", "gpt-6-luna", "gpt-5.6-luna", "openai/gpt-6-sol"])
+def test_gpt_5_4_and_later_with_tools_in_chat_completions_are_asked_for_no_reasoning(server, settings, model):
+    """They take function tools there only at `reasoning_effort: "none"`, and reason by default (a
+    request without it is a 400 too); without tools they think as AGENT_REASONING asks."""
+    settings.AGENT_REASONING = "high"
+    body = sent(server, model, tools=TOOL)
+    assert body["reasoning_effort"] == "none" and body["tools"]
+    assert body["max_completion_tokens"] == 8000 and "max_tokens" not in body and "temperature" not in body
+    settings.AGENT_REASONING = "off"
+    assert sent(server, model, tools=TOOL)["reasoning_effort"] == "none"
+    settings.AGENT_REASONING = "low"
+    assert sent(server, model)["reasoning_effort"] == "low"
+
+
+def test_gpt_5_2_thinks_with_tools_as_asked(server, settings):
+    settings.AGENT_REASONING = "low"
+    assert sent(server, "gpt-5.2", tools=TOOL)["reasoning_effort"] == "low"
+
+
+def test_check_warns_of_an_openai_model_that_takes_tools_only_through_responses(settings):
+    from agent.checks import agent_settings
+
+    settings.AGENT_BACKEND, settings.OPENAI_API_KEY = "openai", "sk-test"
+    settings.AGENT_MODEL = "gpt-6-astra"
+    (warning,) = [m for m in agent_settings() if m.id == "agent.W003"]
+    assert "gpt-6-astra takes function tools only through the Responses API" in warning.msg
+    settings.AGENT_MODEL = "gpt-6-sol"
+    assert not [m for m in agent_settings() if m.id == "agent.W003"]
 
 
 def test_other_models_are_not_asked_and_off_sends_nothing(server, settings):
