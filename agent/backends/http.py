@@ -169,8 +169,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         """Where the body is POSTed."""
 
     @abstractmethod
-    def headers(self) -> dict[str, str]:
-        """The request's headers (its key among them)."""
+    def headers(self, body: dict[str, Any]) -> dict[str, str]:
+        """The headers of the request that sends `body` (its key among them)."""
 
     @abstractmethod
     def status_error(self, response: httpx.Response) -> BackendError:
@@ -210,7 +210,7 @@ class HttpBackend(Backend, metaclass=ABCMeta):
     def _attempt(self, body: dict[str, Any]) -> Iterator[Event]:
         started = self._clock()
         with transport_errors(self.api_key):
-            with self._client.stream("POST", self.url(), json=body, headers=self.headers()) as response:
+            with self._client.stream("POST", self.url(), json=body, headers=self.headers(body)) as response:
                 if response.status_code >= 300:
                     response.read()
                     raise self.status_error(response)

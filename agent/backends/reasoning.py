@@ -76,6 +76,20 @@ def claude_thinking(model: str) -> ClaudeThinking | None:
     return "budget" if version >= (4, 0) else None
 
 
+# The models that bind each thinking block to the conversation before it (preserved thinking): a
+# block replayed after its prefix changed is refused with a 400 unless the request lets them drop it.
+_BINDS_FROM = {"fable": (5, 1), "mythos": (5, 1), "opus": (5, 5), "sonnet": (5, 5), "haiku": (5, 5)}
+
+
+def binds_thinking(model: str) -> bool:
+    """Whether a Claude model checks that what came before a thinking block is unchanged when the
+    block is sent back (Fable and Mythos 5.1, Opus, Sonnet and Haiku 5.5, and later)."""
+    found = _CLAUDE.search(model)
+    if found is None or not found["major"] or found["family"] not in _BINDS_FROM:
+        return False
+    return (int(found["major"]), int(found["minor"] or 0)) >= _BINDS_FROM[found["family"]]
+
+
 def parse(value: object) -> Reasoning | None:
     """`AGENT_REASONING`'s value → a Reasoning, or None for off; ValueError for anything else."""
     text = str(value or "off").strip().lower()

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from agent.backends.anthropic.errors import status_error
-from agent.backends.anthropic.request import build_body
+from agent.backends.anthropic.request import BLOCK_BINDING_BETA, build_body
 from agent.backends.anthropic.translate import translate
 from agent.backends.base import Event, setting
 from agent.backends.http import HttpBackend
@@ -72,10 +72,12 @@ class AnthropicBackend(HttpBackend):
         # A base URL that already ends with the version (a proxy's `https://…/v1`) gets no second one.
         return f"{self.base_url}/messages" if self.base_url.endswith("/v1") else f"{self.base_url}/v1/messages"
 
-    def headers(self) -> dict[str, str]:
+    def headers(self, body: dict[str, Any]) -> dict[str, str]:
         headers = {"Accept": "text/event-stream", "anthropic-version": API_VERSION}
         if self.api_key:
             headers["x-api-key"] = self.api_key
+        if "block_binding" in body.get("thinking", {}):
+            headers["anthropic-beta"] = BLOCK_BINDING_BETA
         return headers
 
     def status_error(self, response: httpx.Response) -> BackendError:

@@ -15,6 +15,10 @@
   Claude 3.7 to 4.5 get `thinking: {"type": "enabled"}` with a budget below `max_tokens`. With it
   off nothing is asked: a model that thinks by default (Sonnet 5 and later) still does, and some
   refuse to be told not to.
+* a model that binds each thinking block to what came before it (`binds_thinking`: Fable and
+  Mythos 5.1, Opus, Sonnet and Haiku 5.5, and later) refuses a block whose prefix changed; ours
+  change (an old part of the chat summarised, the tools a narrowed grant offers), so its requests
+  let it drop such blocks (`thinking.block_binding`, beta `thinking-binding-controls-2026-08-01`).
 """
 
 from __future__ import annotations
@@ -25,10 +29,14 @@ import json
 import re
 from typing import Any
 
-from agent.backends.reasoning import Reasoning, claude_thinking
+from agent.backends.reasoning import Reasoning, binds_thinking, claude_thinking
 from agent.exceptions import BackendError
 
 PLACEHOLDER_TEXT = "…"
+# What lets a model that binds its thinking to the conversation drop a block whose prefix changed
+# (`binds_thinking`) instead of refusing the request: a summarised history, or tools a grant narrowed.
+BLOCK_BINDING_BETA = "thinking-binding-controls-2026-08-01"
+DROP_CHANGED_BLOCKS = {"prefix_mismatch_behavior": "drop_block"}
 CACHE_CONTROL = {"type": "ephemeral"}
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _TOOL_ID_RE = re.compile(r"[a-zA-Z0-9_-]{1,200}")
@@ -58,9 +66,11 @@ def build_body(
     if tools:
         body["tools"] = [_tool(tool) for tool in tools]
     thinking = _thinking(model, reasoning, max_tokens, body["messages"]) if reasoning is not None else None
+    if binds_thinking(model):  # (these think adaptively whether asked or not: asking changes nothing else)
+        thinking = {**(thinking or {"type": "adaptive"}), "block_binding": dict(DROP_CHANGED_BLOCKS)}
     if thinking:
         body["thinking"] = thinking
-        if thinking["type"] == "adaptive":
+        if thinking["type"] == "adaptive" and reasoning is not None:
             body["output_config"] = {"effort": reasoning.effort}
     for neutral, wire in (("temperature", "temperature"), ("top_p", "top_p")):
         if inference.get(neutral) is not None and not thinking:  # thinking takes no sampling changes

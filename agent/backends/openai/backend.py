@@ -129,7 +129,7 @@ class OpenAIBackend(HttpBackend):
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
-    def headers(self) -> dict[str, str]:
+    def headers(self, body: dict[str, Any]) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"

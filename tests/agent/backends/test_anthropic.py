@@ -206,6 +206,30 @@ def test_thinking_with_signature_and_redacted_thinking_are_kept_and_sent_back(se
     ]
 
 
+@pytest.mark.parametrize("reasoning", ["off", "low"])
+def test_a_model_that_binds_its_thinking_may_drop_a_block_whose_prefix_changed(
+    server, make_backend, settings, reasoning
+):
+    """Opus 5.5 refuses a thinking block sent back after what came before it changed; our chats change
+    it (summaries, tools a narrowed grant offers), so every request lets it drop such blocks instead."""
+    settings.AGENT_REASONING = reasoning
+    server.script(answer(message_start(), text_block(0, "Hi."), message_end("end_turn")))
+    list(make_backend().stream(system="s", messages=USER, tools=TOOLS, model="claude-opus-5-5", inference=None))
+    request = server.requests[0]
+    assert request.body["thinking"]["type"] == "adaptive"
+    assert request.body["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
+    assert request.headers["anthropic-beta"] == "thinking-binding-controls-2026-08-01"
+    assert ("output_config" in request.body) is (reasoning != "off")
+
+
+def test_a_model_that_does_not_bind_its_thinking_is_sent_no_binding(server, make_backend, settings):
+    settings.AGENT_REASONING = "low"
+    server.script(answer(message_start(), text_block(0, "Hi."), message_end("end_turn")))
+    list(make_backend().stream(system="s", messages=USER, tools=TOOLS, model="claude-sonnet-5", inference=None))
+    request = server.requests[0]
+    assert "block_binding" not in request.body["thinking"] and "anthropic-beta" not in request.headers
+
+
 def test_adaptive_thinking_of_a_current_claude_with_its_text_omitted_goes_back_unchanged(
     server, make_backend, settings
 ):

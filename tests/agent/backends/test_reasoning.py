@@ -6,7 +6,7 @@ import pytest
 
 from agent.backends.bedrock import build_request
 from agent.backends.openai import OpenAIBackend
-from agent.backends.reasoning import Reasoning, claude_thinking, parse
+from agent.backends.reasoning import Reasoning, binds_thinking, claude_thinking, parse
 from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
 
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Think."}]}]
@@ -262,3 +262,23 @@ def test_reasoning_off_asks_no_claude_model_anything():
 
     body = build_body(system="", messages=USER, tools=[], model="claude-sonnet-5", max_tokens=8000, reasoning=None)
     assert "thinking" not in body and "output_config" not in body  # (some refuse "disabled"; their default stands)
+
+
+@pytest.mark.parametrize(
+    ("model", "binds"),
+    [
+        ("claude-opus-5-5", True),
+        ("claude-sonnet-5-5", True),
+        ("claude-haiku-5-5", True),
+        ("claude-fable-5-1", True),
+        ("global.anthropic.claude-mythos-5-2", True),
+        ("claude-fable-5", False),
+        ("claude-opus-5", False),
+        ("claude-sonnet-5", False),
+        ("claude-mythos-preview", False),
+        ("claude-haiku-4-5-20251001", False),
+        ("gpt-6-sol", False),
+    ],
+)
+def test_which_claude_models_bind_their_thinking_to_the_conversation(model, binds):
+    assert binds_thinking(model) is binds
