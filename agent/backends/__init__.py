@@ -1,6 +1,6 @@
 """Backends chosen by name from settings at call time, the Django way.
 
-The engine ships `fake`, `openai`, `bedrock` and `anthropic`. A project adds its own (or replaces one) with
+The engine ships `fake`, `openai`, `openai-responses`, `bedrock` and `anthropic`. A project adds its own (or replaces one) with
 `AGENT_BACKEND_CLASSES`, a dict of name to dotted path merged over these, e.g.
 `{"demo": "blog.demo.DemoBackend"}`.
 """
@@ -20,6 +20,7 @@ __all__ = ["Backend", "BackendError", "BACKENDS", "backend_classes", "get_backen
 BACKENDS = {
     "fake": "agent.backends.fake.FakeBackend",
     "openai": "agent.backends.openai.OpenAIBackend",
+    "openai-responses": "agent.backends.openai_responses.OpenAIResponsesBackend",
     "bedrock": "agent.backends.bedrock.BedrockBackend",
     "anthropic": "agent.backends.anthropic.AnthropicBackend",
 }

@@ -55,4 +55,6 @@ def test_the_demo_is_the_blogs_backend_registered_by_setting(settings):
     settings.AGENT_BACKEND_CLASSES = {}
     with pytest.raises(ImproperlyConfigured) as exc:
         get_backend()
-    assert exc.value.args == ("AGENT_BACKEND must be one of anthropic, bedrock, fake, openai; got 'demo'.",)
+    assert exc.value.args == (
+        "AGENT_BACKEND must be one of anthropic, bedrock, fake, openai, openai-responses; got 'demo'.",
+    )

@@ -34,7 +34,8 @@ def _name(model: str) -> str:
     return model.rsplit("/", 1)[-1]  # ("openai/gpt-6-sol" through a router)
 
 
-def _reasoning_model(model: str) -> bool:
+def is_reasoning_model(model: str) -> bool:
+    """Whether OpenAI's `model` is one of its reasoning models, by name (o1, o3, o4, GPT-5, GPT-6)."""
     return _name(model).startswith(REASONING_MODEL_PREFIXES)
 
 
@@ -90,7 +91,7 @@ class OpenAIBackend(HttpBackend):
         }
         # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 …) refuse `max_tokens`; the
         # compatible servers mostly know only `max_tokens`.
-        reasoning = self.model_reasoning or _reasoning_model(body["model"])
+        reasoning = self.model_reasoning or is_reasoning_model(body["model"])
         limit_key = "max_completion_tokens" if reasoning else "max_tokens"
         body[limit_key] = int(inference.get("max_tokens") or self.max_tokens)
         if tools:

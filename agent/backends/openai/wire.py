@@ -9,7 +9,8 @@ from typing import Any
 from agent.exceptions import BackendError
 
 
-def _b64(data: Any) -> str:
+def b64(data: Any) -> str:
+    """Attachment bytes (or text already in base64) as base64 text."""
     if isinstance(data, str):
         return data  # already base64
     return base64.b64encode(bytes(data)).decode("ascii")
@@ -28,7 +29,7 @@ def _document(part: dict[str, Any], *, pdf_files: bool) -> dict[str, Any]:
         if pdf_files:
             return {
                 "type": "file",
-                "file": {"filename": name, "file_data": f"data:application/pdf;base64,{_b64(data)}"},
+                "file": {"filename": name, "file_data": f"data:application/pdf;base64,{b64(data)}"},
             }
         from agent.attachments import pdf_text
 
@@ -47,7 +48,7 @@ def _user_part(part: dict[str, Any], *, pdf_files: bool = False) -> dict[str, An
         case "text":
             return {"type": "text", "text": part.get("text", "")}
         case "image":
-            url = f"data:{part.get('media_type', 'image/png')};base64,{_b64(part.get('data', b''))}"
+            url = f"data:{part.get('media_type', 'image/png')};base64,{b64(part.get('data', b''))}"
             return {"type": "image_url", "image_url": {"url": url}}
         case "document":
             return _document(part, pdf_files=pdf_files)

@@ -1,0 +1,131 @@
+"""Neutral messages and tools -> the Responses API request's `input` items and `tools`.
+
+Each user message is one `message` item of `input_text`, `input_image` and `input_file` parts; the
+assistant's text an `output_text` message; each tool call a `function_call` item and each result a
+`function_call_output` item, paired by `call_id`. A reasoning part goes back as the reasoning item
+this backend received (`provider_data["item"]`, with its `encrypted_content`); reasoning without it
+(another backend's or model's, which `transcript.part_for_model` strips) is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent.backends.openai.wire import b64
+from agent.exceptions import BackendError
+
+#: The keys of a reasoning item that go back to the API (as it sent them).
+REASONING_ITEM_KEYS = ("type", "id", "summary", "encrypted_content")
+
+
+def _document(part: dict[str, Any]) -> dict[str, Any]:
+    """A PDF as an `input_file` (OpenAI reads its text and page images); any other document, which
+    this engine does not send as a file, as a note naming it, so the model knows one was attached."""
+    name, media_type = part.get("name") or "document", part.get("media_type") or "unknown type"
+    if media_type == "application/pdf":
+        return {
+            "type": "input_file",
+            "filename": name,
+            "file_data": f"data:application/pdf;base64,{b64(part.get('data', b''))}",
+        }
+    return {"type": "input_text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
+
+
+def _user_part(part: dict[str, Any]) -> dict[str, Any]:
+    match part.get("type"):
+        case "text":
+            return {"type": "input_text", "text": part.get("text", "")}
+        case "image":
+            url = f"data:{part.get('media_type', 'image/png')};base64,{b64(part.get('data', b''))}"
+            return {"type": "input_image", "image_url": url}
+        case "document":
+            return _document(part)
+        case other:
+            raise BackendError(f"A user message cannot carry a {other!r} part.", retryable=False)
+
+
+def _assistant_text(texts: list[str]) -> list[dict[str, Any]]:
+    """The assistant's text as one message item; none for no text."""
+    text = "".join(texts)
+    return [{"role": "assistant", "content": [{"type": "output_text", "text": text}]}] if text else []
+
+
+def reasoning_item(part: dict[str, Any]) -> dict[str, Any] | None:
+    """The reasoning item a reasoning part carries back, or None when it has none."""
+    item = (part.get("provider_data") or {}).get("item")
+    if not isinstance(item, dict) or item.get("type") != "reasoning":
+        return None
+    return {key: item[key] for key in REASONING_ITEM_KEYS if key in item}
+
+
+def _assistant_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One assistant message as items, in the order of its parts: reasoning items, the text joined
+    into one `output_text` message, then the function calls."""
+    items: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for part in parts:
+        kind = part.get("type")
+        if texts and kind not in ("text", "image", "document"):
+            items.extend(_assistant_text(texts))
+            texts = []
+        match kind:
+            case "text":
+                texts.append(part.get("text", ""))
+            case "image" | "document":
+                texts.append(f"[{kind} omitted]")  # assistant content is text-only
+            case "reasoning":
+                if (item := reasoning_item(part)) is not None:
+                    items.append(item)
+            case "tool_use":
+                arguments = json.dumps(part.get("input") or {}, ensure_ascii=False)
+                items.append(
+                    {"type": "function_call", "call_id": part["id"], "name": part["name"], "arguments": arguments}
+                )
+            case other:
+                raise BackendError(f"An assistant message cannot carry a {other!r} part.", retryable=False)
+    return items + _assistant_text(texts)
+
+
+def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    items = []
+    for part in parts:
+        match part.get("type"):
+            case "tool_result":
+                output = json.dumps(part.get("result", {}), ensure_ascii=False, default=str)
+                items.append({"type": "function_call_output", "call_id": part["tool_use_id"], "output": output})
+            case other:
+                raise BackendError(f"A tool message cannot carry a {other!r} part.", retryable=False)
+    return items
+
+
+def to_input_items(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Neutral history -> the request's `input` (the system prompt goes in `instructions`)."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        parts = message.get("parts") or []
+        match message.get("role"):
+            case "user":
+                items.append({"role": "user", "content": [_user_part(part) for part in parts]})
+            case "assistant":
+                items.extend(_assistant_items(parts))
+            case "tool":
+                items.extend(_tool_items(parts))
+            case other:
+                raise BackendError(f"Unknown message role {other!r}.", retryable=False)
+    return items
+
+
+def to_function_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool specs as Responses function tools: flat (not nested under `function`), not strict (the
+    engine's schemas are not all written for strict mode)."""
+    return [
+        {
+            "type": "function",
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
+            "strict": False,
+        }
+        for tool in tools
+    ]
