@@ -111,7 +111,7 @@ class OpenAIBackend(HttpBackend):
             return [
                 f"OpenAI's {model} takes function tools only through the Responses API, and this backend "
                 "speaks Chat Completions: every turn that offers the assistant's tools will fail. "
-                "Use gpt-6-sol, gpt-6-luna or gpt-5.2."
+                "Use AGENT_BACKEND=openai-responses, or gpt-6-sol, gpt-6-luna or gpt-5.2 here."
             ]
         return []
 

@@ -103,6 +103,7 @@ def test_check_warns_of_an_openai_model_that_takes_tools_only_through_responses(
     settings.AGENT_MODEL = "gpt-6-astra"
     (warning,) = [m for m in agent_settings() if m.id == "agent.W003"]
     assert "gpt-6-astra takes function tools only through the Responses API" in warning.msg
+    assert "Use AGENT_BACKEND=openai-responses" in warning.msg  # the backend that gives it its tools
     settings.AGENT_MODEL = "gpt-6-sol"
     assert not [m for m in agent_settings() if m.id == "agent.W003"]
 
