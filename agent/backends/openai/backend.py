@@ -19,6 +19,7 @@ from agent.backends.openai.translate import completion_events, translate
 from agent.backends.openai.wire import to_wire_messages, to_wire_tools
 from agent.backends.reasoning import Reasoning
 from agent.backends.reasoning import configured as reasoning_setting
+from agent.backends.sse import SSEEvent
 from agent.backends.watchdog import Watchdog
 from agent.exceptions import BackendError
 
@@ -140,14 +141,20 @@ class OpenAIBackend(HttpBackend):
         return status_error(response, self.api_key)
 
     def events(self, response: httpx.Response, started: float, watchdog: Watchdog) -> Iterator[Event]:
-        """The answer's events: SSE as it streams, or a whole JSON body (a completion or an error)."""
+        """The answer's events: SSE as it streams, or a whole JSON body (an answer or an error)."""
         chunks = response.iter_bytes()
         head = b""
         for head in chunks:
             if head.strip():
                 break
         if head.lstrip()[:1] in (b"{", b"["):
-            yield from completion_events(head + b"".join(chunks), secret=self.api_key)
+            yield from self.whole_answer(head + b"".join(chunks))
             return
-        events = self.deadlined(itertools.chain([head], chunks), started, watchdog)
-        yield from translate(events, secret=self.api_key)
+        yield from self.streamed_answer(self.deadlined(itertools.chain([head], chunks), started, watchdog))
+
+    def whole_answer(self, body: bytes) -> Iterator[Event]:
+        """A whole JSON body where a stream was expected: a completion, or an error."""
+        return completion_events(body, secret=self.api_key)
+
+    def streamed_answer(self, events: Iterator[SSEEvent]) -> Iterator[Event]:
+        return translate(events, secret=self.api_key)

@@ -2,8 +2,8 @@
 
 * `wire` – neutral messages and tools → the request's `input` items and function `tools`.
 * `translate` – the streamed events (or a whole JSON answer) → the four neutral event kinds.
-* `backend` – `OpenAIResponsesBackend`, an `agent.backends.http.HttpBackend` (the shared client,
-  timeouts, retries); HTTP errors read as the `openai` backend reads them (`openai.errors`).
+* `backend` – `OpenAIResponsesBackend`, the `openai` backend with its own request and answer events
+  (its settings, headers, the shared client, timeouts, retries and error reading are that one's).
 """
 
 from agent.backends.openai_responses.backend import OpenAIResponsesBackend
