@@ -114,6 +114,12 @@ class OpenAIBackend(HttpBackend):
                 "speaks Chat Completions: every turn that offers the assistant's tools will fail. "
                 "Use AGENT_BACKEND=openai-responses, or gpt-6-sol, gpt-6-luna or gpt-5.2 here."
             ]
+        if _TOOLS_AT_NO_EFFORT.match(_name(model)) and reasoning_setting() is not None:
+            return [
+                f"OpenAI's {model} takes function tools in Chat Completions only without reasoning, so "
+                "AGENT_REASONING applies only to calls that offer the assistant no tools. "
+                "Use AGENT_BACKEND=openai-responses for a model that reasons with its tools."
+            ]
         return []
 
     def _ask_to_think(self, body: dict[str, Any], thinking: Reasoning, *, reasoning_model: bool) -> None:

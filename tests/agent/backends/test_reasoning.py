@@ -104,7 +104,12 @@ def test_check_warns_of_an_openai_model_that_takes_tools_only_through_responses(
     (warning,) = [m for m in agent_settings() if m.id == "agent.W003"]
     assert "gpt-6-astra takes function tools only through the Responses API" in warning.msg
     assert "Use AGENT_BACKEND=openai-responses" in warning.msg  # the backend that gives it its tools
-    settings.AGENT_MODEL = "gpt-6-sol"
+    settings.AGENT_MODEL, settings.AGENT_REASONING = "gpt-6-sol", "off"
+    assert not [m for m in agent_settings() if m.id == "agent.W003"]
+    settings.AGENT_REASONING = "high"  # asked for, but not given to a call with tools
+    (warning,) = [m for m in agent_settings() if m.id == "agent.W003"]
+    assert "AGENT_REASONING applies only to calls that offer the assistant no tools" in warning.msg
+    settings.AGENT_BACKEND = "openai-responses"  # where it reasons with its tools
     assert not [m for m in agent_settings() if m.id == "agent.W003"]
 
 
