@@ -199,6 +199,32 @@ def test_provider_error_reads_calmly(server_factory, write_script, page):
     expect(chat_input(page)).to_be_enabled()
 
 
+def test_the_thinking_shows_once_while_and_after_the_reply_streams(server_factory, write_script, page):
+    """The live thinking block gives way to the reply's final one (it showed twice until a reload)."""
+    script = write_script(
+        "thinking",
+        [
+            [
+                {"kind": "reasoning", "text": "The user says hello; "},
+                {"kind": "reasoning", "text": "a short answer fits.", "delay_ms": 50},
+                {"kind": "reasoning", "text": "", "signature": "c2lnbmVk"},
+                {"kind": "text", "text": "Hello!", "delay_ms": 50},
+                {"kind": "done", "stop_reason": "end_turn"},
+            ]
+        ],
+    )
+    server = server_factory("fake-thinking", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script)
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+
+    reply = ask(page, "hello")
+    expect(reply).to_contain_text("Hello!")
+    expect(reply.locator("details.thinking")).to_have_count(1)
+    expect(reply.locator("details.thinking .think")).to_have_text("The user says hello; a short answer fits.")
+    page.reload()
+    expect(replies(page).last.locator("details.thinking")).to_have_count(1)
+
+
 def test_editor_without_consent_is_told_no(demo_server, page):
     base = demo_server.url
     login(page, base, "bob")
