@@ -47,6 +47,10 @@ class Reasoning:
 
 ClaudeThinking = Literal["budget", "adaptive"]
 
+#: What a Claude model that thinks adaptively is asked with AGENT_REASONING on (beside its effort):
+#: the newest return no thinking text unless the display is "summarized".
+ADAPTIVE_THINKING = {"type": "adaptive", "display": "summarized"}
+
 # A Claude model id, from the Anthropic API (`claude-sonnet-5`, `claude-opus-4-1-20250805`) or Bedrock
 # (`us.anthropic.claude-opus-4-6-v1`, `anthropic.claude-3-7-sonnet-20250219-v1:0`): its family and
 # version (a minor version has one or two digits; eight are a date).

@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any
 
-from agent.backends.reasoning import Reasoning, binds_thinking, claude_thinking
+from agent.backends.reasoning import ADAPTIVE_THINKING, Reasoning, binds_thinking, claude_thinking
 from agent.exceptions import BackendError
 
 PLACEHOLDER_TEXT = "…"
@@ -101,7 +101,7 @@ def _thinking(
     not fit in `max_tokens`, or a tool loop that began without budgeted thinking."""
     match claude_thinking(model):
         case "adaptive":  # the model decides when to think, so any tool loop may go on with it
-            return {"type": "adaptive", "display": "summarized"}
+            return dict(ADAPTIVE_THINKING)
         case "budget" if can_think_now(messages) and (budget := reasoning.budget_below(max_tokens)):
             return {"type": "enabled", "budget_tokens": budget}
         case _:

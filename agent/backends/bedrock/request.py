@@ -35,7 +35,7 @@ import hashlib
 import re
 from typing import Any
 
-from agent.backends.reasoning import Reasoning, claude_thinking
+from agent.backends.reasoning import ADAPTIVE_THINKING, Reasoning, claude_thinking
 from agent.exceptions import BackendError
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
@@ -142,10 +142,7 @@ def _thinking(
     without budgeted thinking."""
     match claude_thinking(model):
         case "adaptive":  # the model decides when to think, so any tool loop may go on with it
-            return {
-                "thinking": {"type": "adaptive", "display": "summarized"},
-                "output_config": {"effort": reasoning.effort},
-            }
+            return {"thinking": dict(ADAPTIVE_THINKING), "output_config": {"effort": reasoning.effort}}
         case "budget" if can_think_now(wire):
             budget = reasoning.budget_below(int(config.get("maxTokens") or DEFAULT_MAX_TOKENS))
             if budget is None:

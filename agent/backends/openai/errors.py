@@ -29,6 +29,12 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+def count(value: Any) -> int:
+    """A wire count (`as_int`) that is positive, else 0: a token count never goes below nothing."""
+    number = as_int(value)
+    return number if number is not None and number > 0 else 0
+
+
 def _is_retryable(info: dict[str, Any]) -> bool:
     if _is_quota(info):
         return False

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.http import MAX_MESSAGE_CHARS, scrub
-from agent.backends.openai.errors import as_int, payload_error
+from agent.backends.openai.errors import as_int, count, payload_error
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
 
@@ -41,11 +41,6 @@ STOP_REASON_MAP = {
 ERROR_FINISHES = frozenset({"error"})
 # Any other word (DeepSeek's `insufficient_system_resource`, vLLM's `abort`, …) is `incomplete`:
 # a cut-off answer must never look complete (CONTRACT §8).
-
-
-def _count(value: Any) -> int:
-    number = as_int(value)
-    return number if number is not None and number > 0 else 0
 
 
 def _call_id(value: Any) -> str | None:
@@ -165,10 +160,10 @@ def usage_from_wire(raw: Any) -> dict[str, int]:
     if not isinstance(raw, dict):
         return usage
     details = raw.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    cached = cached or _count(raw.get("prompt_cache_hit_tokens"))  # DeepSeek's name for it
-    usage["input_tokens"] = max(_count(raw.get("prompt_tokens")) - cached, 0)
-    usage["output_tokens"] = _count(raw.get("completion_tokens"))
+    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    cached = cached or count(raw.get("prompt_cache_hit_tokens"))  # DeepSeek's name for it
+    usage["input_tokens"] = max(count(raw.get("prompt_tokens")) - cached, 0)
+    usage["output_tokens"] = count(raw.get("completion_tokens"))
     usage["cache_read_tokens"] = cached
     return usage
 

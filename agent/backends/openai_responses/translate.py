@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.backends.base import Event, parse_tool_input, zero_usage
-from agent.backends.openai.errors import as_int, payload_error
+from agent.backends.openai.errors import count, payload_error
 from agent.backends.openai_responses.wire import REASONING_ITEM_KEYS
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
@@ -31,12 +31,6 @@ logger = logging.getLogger("agent.backends")
 #: `incomplete_details.reason` of a `response.incomplete` -> the neutral stop reason; any other is
 #: `incomplete` (CONTRACT §8: a cut-off answer never looks complete).
 INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "content_filtered"}
-TERMINAL = ("response.completed", "response.incomplete")
-
-
-def _count(value: Any) -> int:
-    number = as_int(value)
-    return number if number is not None and number > 0 else 0
 
 
 def usage_from_response(raw: Any) -> Usage:
@@ -46,9 +40,9 @@ def usage_from_response(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return usage
     details = raw.get("input_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    usage["input_tokens"] = max(_count(raw.get("input_tokens")) - cached, 0)
-    usage["output_tokens"] = _count(raw.get("output_tokens"))
+    cached = count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    usage["input_tokens"] = max(count(raw.get("input_tokens")) - cached, 0)
+    usage["output_tokens"] = count(raw.get("output_tokens"))
     usage["cache_read_tokens"] = cached
     return usage
 
@@ -98,7 +92,7 @@ class _Response:
             case "response.reasoning_summary_text.delta":
                 if isinstance(delta := data.get("delta"), str) and delta:
                     yield {"kind": "reasoning", "text": delta}
-            case "response.reasoning_summary_part.added" if _count(data.get("summary_index")):
+            case "response.reasoning_summary_part.added" if count(data.get("summary_index")):
                 yield {"kind": "reasoning", "text": "\n\n"}  # each summary part is a paragraph of its own
             case "response.output_item.added":
                 self._open(data.get("item"))
