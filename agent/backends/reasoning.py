@@ -80,6 +80,34 @@ def claude_thinking(model: str) -> ClaudeThinking | None:
     return "budget" if version >= (4, 0) else None
 
 
+# Claude's models from 5 on think by default; asked nothing, they would think with AGENT_REASONING
+# off. Opus and Sonnet 5 to 5.4 and Haiku 5 take "disabled"; Sonnet 5.5 and later refuse it but take
+# "between_tools", their lowest setting (no thinking up front, short progress notes between tool
+# calls); Opus 5.5 and later, Fable and Mythos always think.
+_DISABLED_UNTIL = {"opus": (5, 5), "sonnet": (5, 5), "haiku": (99, 0)}
+
+
+def claude_thinking_off(model: str) -> dict[str, str] | None:
+    """The `thinking` request for a Claude model with `AGENT_REASONING` off: None for a model that
+    thinks only when asked (Claude before 5), `{"type": "disabled"}` where the model takes it,
+    `{"type": "between_tools"}` for Sonnet 5.5 and later, and for a model that always thinks
+    (Opus 5.5 and later, Fable, Mythos, an unversioned alias) adaptive thinking whose text is shown:
+    its default display returns none, and the newest models write what they say between tool calls
+    as thinking, so the page would go silent there."""
+    found = _CLAUDE.search(model)
+    if found is None or found["old"]:
+        return None
+    family, major = found["family"], found["major"]
+    if major is None or family not in _DISABLED_UNTIL:
+        return dict(ADAPTIVE_THINKING)
+    version = (int(major), int(found["minor"] or 0))
+    if version < (5, 0):
+        return None
+    if version < _DISABLED_UNTIL[family]:
+        return {"type": "disabled"}
+    return {"type": "between_tools"} if family == "sonnet" else dict(ADAPTIVE_THINKING)
+
+
 # The models that bind each thinking block to the conversation before it (preserved thinking): a
 # block replayed after its prefix changed is refused with a 400 unless the request lets them drop it.
 _BINDS_FROM = {"fable": (5, 1), "mythos": (5, 1), "opus": (5, 5), "sonnet": (5, 5), "haiku": (5, 5)}

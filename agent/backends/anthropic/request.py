@@ -13,8 +13,10 @@
   4.6 and later, Haiku 5 and later, Fable, Mythos) gets `thinking: {"type": "adaptive", "display":
   "summarized"}` (the newest models return no thinking text unless asked) and `output_config.effort`;
   Claude 3.7 to 4.5 get `thinking: {"type": "enabled"}` with a budget below `max_tokens`. With it
-  off nothing is asked: a model that thinks by default (Sonnet 5 and later) still does, and some
-  refuse to be told not to.
+  off (`claude_thinking_off`) Claude before 5 is asked nothing, Opus and Sonnet 5 to 5.4 and Haiku 5
+  get `"disabled"`, Sonnet 5.5 `"between_tools"` (it refuses "disabled"), and the models that
+  always think (Opus 5.5, Fable, Mythos) adaptive thinking with its text shown: they write what
+  they say between tool calls as thinking, and by default return none of it.
 * a model that binds each thinking block to what came before it (`binds_thinking`: Fable and
   Mythos 5.1, Opus, Sonnet and Haiku 5.5, and later) refuses a block whose prefix changed; ours
   change (an old part of the chat summarised, the tools a narrowed grant offers), so its requests
@@ -29,7 +31,13 @@ import json
 import re
 from typing import Any
 
-from agent.backends.reasoning import ADAPTIVE_THINKING, Reasoning, binds_thinking, claude_thinking
+from agent.backends.reasoning import (
+    ADAPTIVE_THINKING,
+    Reasoning,
+    binds_thinking,
+    claude_thinking,
+    claude_thinking_off,
+)
 from agent.exceptions import BackendError
 
 PLACEHOLDER_TEXT = "…"
@@ -65,15 +73,19 @@ def build_body(
         body["system"] = [{"type": "text", "text": system}]
     if tools:
         body["tools"] = [_tool(tool) for tool in tools]
-    thinking = _thinking(model, reasoning, max_tokens, body["messages"]) if reasoning is not None else None
-    if binds_thinking(model):  # (these think adaptively whether asked or not: asking changes nothing else)
-        thinking = {**(thinking or {"type": "adaptive"}), "block_binding": dict(DROP_CHANGED_BLOCKS)}
+    if reasoning is None:
+        thinking = claude_thinking_off(model)
+    else:
+        thinking = _thinking(model, reasoning, max_tokens, body["messages"])
+    thinks = thinking is not None and thinking["type"] != "disabled"
+    if thinks and binds_thinking(model):
+        thinking = {**thinking, "block_binding": dict(DROP_CHANGED_BLOCKS)}
     if thinking:
         body["thinking"] = thinking
         if thinking["type"] == "adaptive" and reasoning is not None:
             body["output_config"] = {"effort": reasoning.effort}
     for neutral, wire in (("temperature", "temperature"), ("top_p", "top_p")):
-        if inference.get(neutral) is not None and not thinking:  # thinking takes no sampling changes
+        if inference.get(neutral) is not None and not thinks:  # thinking takes no sampling changes
             body[wire] = inference[neutral]
     stop = inference.get("stop")
     if stop:

@@ -24,7 +24,8 @@ How `build_request` translates:
 * with `AGENT_REASONING` on, Claude gets `additionalModelRequestFields`: `thinking: {"type":
   "adaptive", "display": "summarized"}` and `output_config.effort` where the model thinks adaptively
   (`claude_thinking`: Opus and Sonnet 4.6 and later, Haiku 5 and later, Fable, Mythos), `thinking:
-  {"type": "enabled"}` with a budget below `maxTokens` for Claude 3.7 to 4.5; with prompt caching,
+  {"type": "enabled"}` with a budget below `maxTokens` for Claude 3.7 to 4.5; with it off, Claude 5
+  and later get the `thinking` of `claude_thinking_off` (the same as on the Anthropic API); with prompt caching,
   the families that cache get `cachePoint` blocks (`caches_prompts`).
 """
 
@@ -35,7 +36,7 @@ import hashlib
 import re
 from typing import Any
 
-from agent.backends.reasoning import ADAPTIVE_THINKING, Reasoning, claude_thinking
+from agent.backends.reasoning import ADAPTIVE_THINKING, Reasoning, claude_thinking, claude_thinking_off
 from agent.exceptions import BackendError
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
@@ -89,10 +90,15 @@ def build_request(
     if system and system.strip():
         request["system"] = [{"text": system}]
     config = _inference_config(inference or {})
-    if reasoning is not None and (fields := _thinking(model, reasoning, config, wire)):
+    if reasoning is None:
+        fields = {"thinking": off} if (off := claude_thinking_off(model)) else None
+    else:
+        fields = _thinking(model, reasoning, config, wire)
+    if fields:
         request["additionalModelRequestFields"] = fields
-        config.pop("temperature", None)  # thinking takes neither (Bedrock answers a ValidationException)
-        config.pop("topP", None)
+        if fields["thinking"]["type"] != "disabled":
+            config.pop("temperature", None)  # thinking takes neither (Bedrock answers a ValidationException)
+            config.pop("topP", None)
     if config:
         request["inferenceConfig"] = config
     if tool_config := _tool_config(tools or [], wire):

@@ -275,6 +275,55 @@ def test_adaptive_thinking_of_a_current_claude_with_its_text_omitted_goes_back_u
     assert server.requests[1].body["thinking"]["type"] == "adaptive"
 
 
+def test_sonnet_5_5_with_reasoning_off_thinks_only_between_tools_and_its_notes_show(server, make_backend, settings):
+    """Sonnet 5.5 refuses `"disabled"`; `between_tools` is its lowest setting. Its progress note between
+    tool calls comes as a thinking block with text: it streams as reasoning (the page shows it) and goes
+    back unchanged on the next call of the loop."""
+    settings.AGENT_REASONING = "off"
+    note = "Checking the weather in Lisbon first."
+    server.script(
+        answer(
+            message_start(),
+            block(
+                0,
+                {"type": "thinking", "thinking": "", "signature": ""},
+                {"type": "thinking_delta", "thinking": note},
+                {"type": "signature_delta", "signature": SIGNATURE},
+            ),
+            block(1, {"type": "tool_use", "id": "toolu_01E", "name": "get_weather", "input": {}}),
+            message_end("tool_use"),
+        )
+    )
+    backend = make_backend()
+    events_ = list(backend.stream(system="s", messages=USER, tools=TOOLS, model="claude-sonnet-5-5", inference=None))
+    assert events_[:2] == [
+        {"kind": "reasoning", "text": note},
+        {"kind": "reasoning", "text": "", "signature": SIGNATURE},
+    ]
+    first = server.requests[0].body
+    assert first["thinking"] == {"type": "between_tools", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+    assert "output_config" not in first
+    history = [
+        *USER,
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": note, "signature": SIGNATURE},
+                {"type": "tool_use", "id": "toolu_01E", "name": "get_weather", "input": {}},
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_result", "tool_use_id": "toolu_01E", "result": {"t": 21}, "status": "ok"}],
+        },
+    ]
+    server.script(answer(message_start(), text_block(0, "21 degrees."), message_end("end_turn")))
+    list(backend.stream(system="s", messages=history, tools=TOOLS, model="claude-sonnet-5-5", inference=None))
+    second = server.requests[1].body
+    assert second["messages"][1]["content"][0] == {"type": "thinking", "thinking": note, "signature": SIGNATURE}
+    assert second["thinking"]["type"] == "between_tools"
+
+
 def test_images_and_pdf_documents(server, make_backend):
     png, pdf = b"\x89PNG\r\n\x1a\nfake", b"%PDF-1.7 fake"
     parts = [

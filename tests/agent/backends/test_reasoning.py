@@ -6,7 +6,7 @@ import pytest
 
 from agent.backends.bedrock import build_request
 from agent.backends.openai import OpenAIBackend
-from agent.backends.reasoning import Reasoning, binds_thinking, claude_thinking, parse
+from agent.backends.reasoning import Reasoning, binds_thinking, claude_thinking, claude_thinking_off, parse
 from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
 
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Think."}]}]
@@ -263,11 +263,59 @@ def test_adaptive_claude_thinks_on_in_a_tool_loop_that_began_without_thinking():
     assert request["additionalModelRequestFields"]["output_config"] == {"effort": "medium"}
 
 
-def test_reasoning_off_asks_no_claude_model_anything():
+SUMMARIZED = {"type": "adaptive", "display": "summarized"}
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking"),
+    [
+        ("claude-sonnet-4-5", None),  # thinks only when asked
+        ("claude-opus-4-8", None),
+        ("anthropic.claude-3-5-haiku-20241022-v1:0", None),
+        ("gpt-6-sol", None),
+        ("claude-opus-5", {"type": "disabled"}),  # thinks by default, and may be told not to
+        ("claude-sonnet-5", {"type": "disabled"}),
+        ("claude-haiku-5-5", {"type": "disabled"}),
+        ("claude-sonnet-5-5", {"type": "between_tools"}),  # refuses "disabled": its lowest setting
+        ("claude-opus-5-5", SUMMARIZED),  # always thinks: at least its words between tool calls show
+        ("claude-fable-5-1", SUMMARIZED),
+        ("claude-mythos-preview", SUMMARIZED),
+    ],
+)
+def test_reasoning_off_asks_each_claude_model_for_as_little_thinking_as_it_takes(model, thinking):
+    assert claude_thinking_off(model) == thinking
+
+
+def test_reasoning_off_on_both_apis():
     from agent.backends.anthropic import build_body
 
-    body = build_body(system="", messages=USER, tools=[], model="claude-sonnet-5", max_tokens=8000, reasoning=None)
-    assert "thinking" not in body and "output_config" not in body  # (some refuse "disabled"; their default stands)
+    def anthropic(model):
+        return build_body(
+            system="", messages=USER, tools=[], model=model, max_tokens=8000, reasoning=None, inference=SAMPLING
+        )
+
+    body = anthropic("claude-sonnet-4-5")
+    assert "thinking" not in body and "output_config" not in body and body["temperature"] == 0.3
+    body = anthropic("claude-sonnet-5")
+    assert body["thinking"] == {"type": "disabled"} and body["temperature"] == 0.3  # (not thinking: sampling stands)
+    body = anthropic("claude-sonnet-5-5")  # binds its thinking: the block_binding goes with it
+    assert body["thinking"] == {"type": "between_tools", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+    assert "output_config" not in body and "temperature" not in body  # the model's own effort
+    body = anthropic("claude-haiku-5-5")
+    assert body["thinking"] == {"type": "disabled"}  # (no block_binding: it writes no thinking to bind)
+    assert anthropic("claude-opus-5-5")["thinking"] == {
+        **SUMMARIZED,
+        "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+    }
+
+    assert "additionalModelRequestFields" not in bedrock("anthropic.claude-sonnet-4-5-20250929-v1:0", None)
+    request = bedrock("us.anthropic.claude-sonnet-5-5", None)
+    assert request["additionalModelRequestFields"] == {"thinking": {"type": "between_tools"}}
+    assert request["inferenceConfig"] == {"maxTokens": 8000}
+    request = bedrock("anthropic.claude-opus-5", None)
+    assert request["additionalModelRequestFields"] == {"thinking": {"type": "disabled"}}
+    assert request["inferenceConfig"]["temperature"] == 0.3
+    assert bedrock("global.anthropic.claude-opus-5-5", None)["additionalModelRequestFields"] == {"thinking": SUMMARIZED}
 
 
 @pytest.mark.parametrize(
