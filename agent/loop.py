@@ -41,6 +41,9 @@ class _Call:
         self.text: list[str] = []
         self.reasoning: list[dict[str, Any]] = []
         self.tool_uses: list[dict[str, Any]] = []
+        # Where each reasoning block and tool call began among the text tokens, in the order they came:
+        # (kind, index in its list, tokens of text before it). The answer keeps that order.
+        self.order: list[tuple[str, int, int]] = []
         self.usage = zero_usage()
         self.stop_reason = "end_turn"
         self.index: int | None = None  # the session's model calls before this one, for a backend that reads it
@@ -224,12 +227,14 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
     outside the four of docs/engine.md, "Backends" (an adapter's mistake) is ignored, never shown."""
     match ev["kind"]:
         case "reasoning":
-            _add_reasoning(call, ev)
+            if _add_reasoning(call, ev):
+                call.order.append(("reasoning", len(call.reasoning) - 1, len(call.text)))
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
             tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error", "provider_data") if k in ev}
             tool_use["id"] = str(tool_use["id"])
+            call.order.append(("tool_use", len(call.tool_uses), len(call.text)))
             call.tool_uses.append(tool_use)
             yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
         case "done":
@@ -254,9 +259,9 @@ def clean_text(value: Any) -> Any:
     return value
 
 
-def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:
+def _add_reasoning(call: _Call, ev: dict[str, Any]) -> bool:
     """Reasoning pieces join the open block; a signature or provider state closes it (redacted
-    reasoning is a block of its own)."""
+    reasoning is a block of its own). True when the piece began a new block."""
     state = ev.get("provider_data")
     last = call.reasoning[-1] if call.reasoning else None
     if last and not last.get("signature") and not last.get("provider_data") and "redacted" not in (state or {}):
@@ -265,10 +270,42 @@ def _add_reasoning(call: _Call, ev: dict[str, Any]) -> None:
             last["signature"] = ev["signature"]
         if state:
             last["provider_data"] = state
-    else:
-        call.reasoning.append({"text": ev.get("text", ""), "signature": ev.get("signature", "")})
-        if state:
-            call.reasoning[-1]["provider_data"] = state
+        return False
+    call.reasoning.append({"text": ev.get("text", ""), "signature": ev.get("signature", "")})
+    if state:
+        call.reasoning[-1]["provider_data"] = state
+    return True
+
+
+def answer_parts(call: _Call) -> list[dict[str, Any]]:
+    """The call's answer as neutral parts in the order the model wrote them: reasoning, text and tool
+    calls may alternate (a note between two tool calls), and the providers that sign reasoning want
+    each block back where it was. Tool calls the loop dropped (a failed or stopped call) are left out."""
+    parts: list[dict[str, Any]] = []
+    start = 0
+    for kind, index, at in call.order:
+        if kind == "tool_use" and index >= len(call.tool_uses):
+            continue
+        if at > start:
+            parts.append({"type": "text", "text": "".join(call.text[start:at])})
+            start = at
+        if kind == "reasoning":
+            block = call.reasoning[index]
+            parts.append({"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")})
+        else:
+            block = call.tool_uses[index]
+            parts.append(
+                {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input") or {}}
+            )
+        parts[-1].update(_state(block))
+    if len(call.text) > start:
+        parts.append({"type": "text", "text": "".join(call.text[start:])})
+    return [part for part in parts if part["type"] != "text" or part["text"]]
+
+
+def _state(event: dict[str, Any]) -> dict[str, Any]:
+    data = event.get("provider_data")
+    return {"provider_data": data} if isinstance(data, dict) and data else {}
 
 
 def _persist(
@@ -284,9 +321,7 @@ def _persist(
     try:
         return persist_assistant(
             run,
-            text="".join(call.text),
-            reasoning=call.reasoning,
-            tool_uses=call.tool_uses,
+            parts=answer_parts(call),
             usage=call.usage,
             stop_reason=call.stop_reason,
             backend=backend,

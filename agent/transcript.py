@@ -164,9 +164,7 @@ def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
 def persist_assistant(
     run: Run,
     *,
-    text: str,
-    reasoning: list[dict[str, Any]],
-    tool_uses: list[dict[str, Any]],
+    parts: list[dict[str, Any]],
     usage: dict[str, int],
     stop_reason: str,
     backend: str,
@@ -175,15 +173,7 @@ def persist_assistant(
     tools_offered: list[str],
     also: Iterable[Spend] = (),
 ) -> Message:
-    parts: list[dict[str, Any]] = [
-        {"type": "reasoning", "text": r["text"], "signature": r.get("signature", ""), **_state(r)} for r in reasoning
-    ]
-    if text:
-        parts.append({"type": "text", "text": text})
-    parts += [
-        {"type": "tool_use", "id": t["id"], "name": t["name"], "input": t.get("input") or {}, **_state(t)}
-        for t in tool_uses
-    ]
+    """A model call's answer: its parts in the order the model wrote them (`loop.answer_parts`)."""
     return add_message(
         run,
         Message.ASSISTANT,
@@ -200,11 +190,6 @@ def persist_assistant(
         reasoning=str(reasoning_setting() or ""),
         also=also,
     )
-
-
-def _state(event: dict[str, Any]) -> dict[str, Any]:
-    data = event.get("provider_data")
-    return {"provider_data": data} if isinstance(data, dict) and data else {}
 
 
 def persist_tool_results(run: Run, results: list[dict[str, Any]]) -> Message:

@@ -122,3 +122,51 @@ def test_each_call_records_the_thinking_asked_of_it(api, chat, script, settings)
         "high",
         "",
     ]
+
+
+def test_an_answer_keeps_the_order_the_model_wrote_it_in(chat, script, settings):
+    """Reasoning, text and tool calls may alternate within one answer (a note between two tool calls:
+    Sonnet 5.5, OpenAI's Responses API). Providers that sign reasoning want each block back where it
+    was, so the transcript keeps the order and the next call sends it back in it."""
+    from agent import turns
+    from agent.loop import run_agent
+    from agent.tools import register, unregister
+
+    settings.AGENT_MODEL = "model-a"
+    register("look", description="Looks")(lambda session: {"seen": True})
+    try:
+        script(
+            [
+                [
+                    {"kind": "reasoning", "text": "First the list"},
+                    {"kind": "reasoning", "text": ".", "signature": "sig-1"},
+                    {"kind": "text", "text": "Let me "},
+                    {"kind": "text", "text": "look."},
+                    {"kind": "tool_use", "id": "c1", "name": "look", "input": {}},
+                    {"kind": "reasoning", "text": "Then the other.", "provider_data": {"item": {"id": "rs_2"}}},
+                    {"kind": "tool_use", "id": "c2", "name": "look", "input": {}},
+                    {"kind": "done", "stop_reason": "tool_use"},
+                ],
+                [{"kind": "text", "text": "Both seen."}, DONE],
+            ]
+        )
+        add_message(turns.Run(chat), Message.USER, [{"type": "text", "text": "Look twice"}])
+        list(run_agent(chat))
+    finally:
+        unregister("look")
+    answer = build_neutral_messages(chat, origin=("fake", "model-a"))[1]
+    assert answer["parts"] == [
+        {"type": "reasoning", "text": "First the list.", "signature": "sig-1"},
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "c1", "name": "look", "input": {}},
+        {"type": "reasoning", "text": "Then the other.", "provider_data": {"item": {"id": "rs_2"}}},
+        {"type": "tool_use", "id": "c2", "name": "look", "input": {}},
+    ]
+    message = Message.objects.filter(session=chat, role=Message.ASSISTANT).first()
+    assert [block["kind"] for block in turn_blocks([message], {"c1": "ok", "c2": "ok"})] == [
+        "reasoning",
+        "text",
+        "chip",
+        "reasoning",
+        "chip",
+    ]
