@@ -1,16 +1,18 @@
-"""Open streams per user, in this process: past AGENT_MAX_STREAMS_PER_USER the oldest is closed.
+"""Open streams per user, in this process: past AGENT_MAX_STREAMS_PER_USER of one kind the oldest is closed.
 
 A stream costs its worker a socket, a follower and memory for as long as it is open, so one user
-cannot hold hundreds. The oldest is closed calmly: it sends the comment `: superseded` (and `end`
-in the HTML flavour, so the page stops listening), then closes. Its turn goes on; opening its
-`stream_url` again (with `Last-Event-ID`) follows it again.
+cannot hold hundreds. Each kind of stream has its own places (`kind`: an answer's stream, a
+domain's live page stream), so pages left open never take the place of the answer being read. The
+oldest is closed calmly: an answer's stream sends the comment `: superseded` (and `end` in the HTML
+flavour, so the page stops listening), then closes. Its turn goes on; opening its `stream_url`
+again (with `Last-Event-ID`) follows it again.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,29 +21,38 @@ from django.conf import settings
 SUPERSEDED_BYTES = b": superseded\n\n"
 
 
-class Ticket:
-    """One open stream: the follower waits on `waiter`, which closing it sets to wake it at once."""
+ANSWER = "answer"
 
-    def __init__(self) -> None:
+
+class Ticket:
+    """One open stream: the follower waits on `waiter`, which closing it sets to wake it at once;
+    `on_supersede`, if given, is called too (for a stream that waits on something else)."""
+
+    def __init__(self, on_supersede: Callable[[], None] | None = None) -> None:
         self.superseded = False
         self.waiter = threading.Event()
+        self.on_supersede = on_supersede
 
     def supersede(self) -> None:
         self.superseded = True
         self.waiter.set()
+        if self.on_supersede is not None:
+            self.on_supersede()
 
 
-_open: dict[Any, deque[Ticket]] = {}
+_open: dict[tuple[str, Any], deque[Ticket]] = {}
 _lock = threading.Lock()
 
 
 @contextmanager
-def opened(user_id: Any) -> Iterator[Ticket]:
-    """Hold a place among the user's open streams for the body of the `with`; closes their oldest if full."""
-    ticket = Ticket()
+def opened(user_id: Any, *, kind: str = ANSWER, on_supersede: Callable[[], None] | None = None) -> Iterator[Ticket]:
+    """Hold a place among the user's open streams of `kind` for the body of the `with`; closes their
+    oldest of that kind if full."""
+    ticket = Ticket(on_supersede)
     limit = getattr(settings, "AGENT_MAX_STREAMS_PER_USER", 8)
+    key = (kind, user_id)
     with _lock:
-        queue = _open.setdefault(user_id, deque())
+        queue = _open.setdefault(key, deque())
         while limit and len(queue) >= limit:
             queue.popleft().supersede()
         queue.append(ticket)
@@ -49,14 +60,14 @@ def opened(user_id: Any) -> Iterator[Ticket]:
         yield ticket
     finally:
         with _lock:
-            queue = _open.get(user_id)
+            queue = _open.get(key)
             if queue is not None:
                 if ticket in queue:
                     queue.remove(ticket)
                 if not queue:
-                    del _open[user_id]
+                    del _open[key]
 
 
-def open_count(user_id: Any) -> int:
-    """How many streams the user holds open in this process."""
-    return len(_open.get(user_id, ()))
+def open_count(user_id: Any, kind: str = ANSWER) -> int:
+    """How many streams of `kind` the user holds open in this process."""
+    return len(_open.get((kind, user_id), ()))

@@ -5,7 +5,8 @@ member, the assistant) announces its effect on the channel `blog:<id>` once its 
 committed. Each blog page listens on `/blogs/<slug>/events/`, an SSE stream of `effects` events
 (a JSON list of `{"type", "id"}`, the shape of the chat stream's effects), and refreshes its post
 list on each. With `AGENT_EVENTS_URL` the channel reaches pages served by every worker and host;
-without it, those of the worker that made the change.
+without it, those of the worker that made the change. A user keeps at most AGENT_MAX_STREAMS_PER_USER
+such pages listening in a worker: opening one more stops the oldest, which says so.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from agent import events, sse
+from agent import events, sse, streams
 from agent.transcript import release_connection
 from agent.views import event_stream
 from blog import grants
@@ -27,6 +29,7 @@ from blog.access import READ, ROLE_SCOPES
 from blog.models import Blog, Seat
 
 HEARTBEAT_SECONDS = 15.0
+STREAM_KIND = "blog"
 
 
 def channel_name(blog: Blog | int) -> str:
@@ -51,20 +54,26 @@ def blog_events(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _changes(blog: Blog, user_id: int) -> Iterator[bytes]:
+    """The page's stream, one of the user's live page streams (`agent.streams`, kind "blog"): past
+    AGENT_MAX_STREAMS_PER_USER open pages the oldest ends with `superseded`, which tells that page
+    to stop listening (not to reconnect and close another) and to say so."""
     subscription = events.subscribe(channel_name(blog))
     try:
-        yield sse.HEARTBEAT_BYTES  # the headers and a first byte now: the page knows it listens
-        while True:
-            release_connection()
-            messages = subscription.wait(HEARTBEAT_SECONDS)
-            if messages:
-                effects = [effect for message in messages for effect in message]
-                yield sse.encode("effects", json.dumps(effects, separators=(",", ":")))
-                continue
-            if subscription.closed:
-                return  # the bus lost the channel: the page connects again
-            if not Seat.objects.filter(blog=blog, user=user_id).exists():
-                return  # no longer a member: nothing more for this page
-            yield sse.HEARTBEAT_BYTES
+        with streams.opened(user_id, kind=STREAM_KIND, on_supersede=subscription.end) as ticket:
+            yield sse.HEARTBEAT_BYTES  # the headers and a first byte now: the page knows it listens
+            while True:
+                release_connection()
+                messages = subscription.wait(HEARTBEAT_SECONDS)
+                if messages:
+                    effects = [effect for message in messages for effect in message]
+                    yield sse.encode("effects", json.dumps(effects, separators=(",", ":")))
+                    continue
+                if subscription.closed:
+                    break  # superseded, or the bus lost the channel (then the page connects again)
+                if not Seat.objects.filter(blog=blog, user=user_id).exists():
+                    return  # no longer a member: nothing more for this page
+                yield sse.HEARTBEAT_BYTES
+        if ticket.superseded:
+            yield sse.encode("superseded", render_to_string("blog/_live_paused.html", {"blog": blog}))
     finally:
         events.unsubscribe(subscription)

@@ -67,3 +67,27 @@ def test_the_blog_page_listens_on_its_channel(team):
     page = browser(team.viewer).get(f"/blogs/{team.blog.slug}/").content.decode()
     assert f'sse-connect="/blogs/{team.blog.slug}/events/"' in page
     assert 'sse-swap="effects"' in page
+
+
+def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings):
+    """Each open page holds a stream in its worker: past AGENT_MAX_STREAMS_PER_USER pages the oldest
+    ends with `superseded` (the page stops listening and shows why), and answer streams keep their
+    own places."""
+    from agent import streams
+    from blog.live import STREAM_KIND
+
+    settings.AGENT_MAX_STREAMS_PER_USER = 2
+    client = browser(team.viewer)
+    first, first_chunks = open_stream(client, team.blog.slug)
+    second, _ = open_stream(client, team.blog.slug)
+    assert streams.open_count(team.viewer.pk, STREAM_KIND) == 2
+    third, _ = open_stream(client, team.blog.slug)  # one too many: the first is stopped at once
+    rest = b"".join(first_chunks)
+    assert rest.startswith(b"event: superseded\ndata: ")
+    assert b'id="live-status"' in rest and b"open in too many tabs" in rest
+    assert team.blog.title.encode() in rest
+    assert streams.open_count(team.viewer.pk, STREAM_KIND) == 2
+    assert streams.open_count(team.viewer.pk) == 0  # answer streams: places of their own
+    assert streams.open_count(team.editor.pk, STREAM_KIND) == 0  # and each user has their own
+    second.close()
+    third.close()

@@ -1,0 +1,51 @@
+"""A blog page listens for the blog's changes on a stream its worker holds open. Past
+AGENT_MAX_STREAMS_PER_USER open pages the oldest stops listening, says so, and does not reconnect
+(which would only stop another)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
+from tests.e2e.ui import BLOG, login
+
+# Counts the page's opened SSE connections (htmx's SSE extension fires `htmx:sseOpen` on each) in an
+# attribute of <html>, which `expect` reads (the site's CSP lets no test script be evaluated there).
+COUNT_OPENS = """
+document.addEventListener("htmx:sseOpen", () => {
+  const html = document.documentElement;
+  html.dataset.opens = String(Number(html.dataset.opens || 0) + 1);
+});
+"""
+
+
+def opens(page):
+    return expect(page.locator("html"))
+
+
+def test_opening_the_blog_in_one_tab_too_many_stops_live_updates_in_the_oldest(server_factory, context):
+    server = server_factory("demo-one-live-page", AGENT_BACKEND="demo", AGENT_MAX_STREAMS_PER_USER="1", **NO_LIMITS)
+    context.add_init_script(COUNT_OPENS)
+    first = context.new_page()
+    login(first, server.url, "alice")
+    first.goto(f"{server.url}/blogs/{BLOG}/")
+    opens(first).to_have_attribute("data-opens", "1")
+    expect(first.locator("#live-status")).to_be_empty()
+
+    second = context.new_page()
+    second.goto(f"{server.url}/blogs/{BLOG}/")
+    opens(second).to_have_attribute("data-opens", "1")
+
+    notice = first.locator("#live-status")
+    expect(notice).to_contain_text("Live updates stopped in this tab")
+    expect(notice).to_contain_text("open in too many tabs")
+    expect(notice.get_by_role("link", name="Reload")).to_be_visible()
+    first.wait_for_timeout(4_000)  # longer than the extension's reconnect delay
+    opens(first).to_have_attribute("data-opens", "1")  # it stopped listening, and did not take the place back
+    expect(second.locator("#live-status")).to_be_empty()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    first.screenshot(path=str(SCREENSHOTS / "live_updates_stopped_in_the_oldest_tab.png"))
+
+    first.get_by_role("link", name="Reload").click()  # back on: now the other tab is the oldest
+    opens(first).to_have_attribute("data-opens", "1")
+    expect(second.locator("#live-status")).to_contain_text("open in too many tabs")
