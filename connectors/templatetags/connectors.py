@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import template
 
 from connectors import clients
+from connectors.oauth import resource_url
 
 register = template.Library()
 
@@ -11,4 +12,9 @@ register = template.Library()
 def connected_clients(context, blog, seat):
     """The Clients screen's rows for connected (OAuth) clients of the signed-in person."""
     request = context["request"]
-    return {"blog": blog, "rows": clients.rows(request.user, blog, seat), "csrf_token": context.get("csrf_token")}
+    return {
+        "blog": blog,
+        "rows": clients.rows(request.user, blog, seat),
+        "csrf_token": context.get("csrf_token"),
+        "mcp_url": resource_url(request),
+    }

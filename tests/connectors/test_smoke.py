@@ -41,3 +41,17 @@ def test_clients_screen_narrows_and_revokes(team):
     assert refused["result"]["isError"] is True
     browser.post(f"/blogs/{team.blog.slug}/clients/{conn.client_id}/", {"action": "revoke"})
     assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+
+
+def test_the_clients_screen_gives_the_address_to_connect_a_client_with(team):
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(team.owner)
+    page = browser.get(f"/blogs/{team.blog.slug}/clients/").content.decode()
+    assert "No other clients are connected." in page
+    assert '<code class="mcp-url">http://testserver/mcp</code>' in page  # the whole address, to paste as is
+    connect(team.owner, team.blog.slug, ALL)
+    page = browser.get(f"/blogs/{team.blog.slug}/clients/").content.decode()
+    assert "Test Client" in page and "No other clients are connected." not in page
+    assert '<code class="mcp-url">http://testserver/mcp</code>' in page  # and to connect another
