@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 LEVELS = ("low", "medium", "high")
 # A level as a budget, and a budget as a level (the upper bound of each level's budgets).
@@ -106,6 +106,16 @@ def claude_thinking_off(model: str) -> dict[str, str] | None:
     if version < _DISABLED_UNTIL[family]:
         return {"type": "disabled"}
     return {"type": "between_tools"} if family == "sonnet" else dict(ADAPTIVE_THINKING)
+
+
+def without_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with their reasoning parts left out: a request that turns a Claude model's
+    thinking off (`"disabled"`) sends none back, or a model that binds its thinking to the
+    conversation may refuse the blocks a request without thinking cannot vouch for."""
+    return [
+        {**message, "parts": [part for part in message.get("parts") or [] if part.get("type") != "reasoning"]}
+        for message in messages
+    ]
 
 
 # The models that bind each thinking block to the conversation before it (preserved thinking): a

@@ -37,6 +37,7 @@ from agent.backends.reasoning import (
     binds_thinking,
     claude_thinking,
     claude_thinking_off,
+    without_reasoning,
 )
 from agent.exceptions import BackendError
 
@@ -78,6 +79,8 @@ def build_body(
     else:
         thinking = _thinking(model, reasoning, max_tokens, body["messages"])
     thinks = thinking is not None and thinking["type"] != "disabled"
+    if thinking and not thinks:  # told not to think: no thinking goes back either
+        body["messages"] = wire_messages(without_reasoning(messages))
     if thinks and binds_thinking(model):
         thinking = {**thinking, "block_binding": dict(DROP_CHANGED_BLOCKS)}
     if thinking:

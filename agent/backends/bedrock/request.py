@@ -36,7 +36,13 @@ import hashlib
 import re
 from typing import Any
 
-from agent.backends.reasoning import ADAPTIVE_THINKING, Reasoning, claude_thinking, claude_thinking_off
+from agent.backends.reasoning import (
+    ADAPTIVE_THINKING,
+    Reasoning,
+    claude_thinking,
+    claude_thinking_off,
+    without_reasoning,
+)
 from agent.exceptions import BackendError
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
@@ -85,13 +91,16 @@ def build_request(
 ) -> dict[str, Any]:
     """The keyword arguments for `converse_stream`; `reasoning` (`AGENT_REASONING`) turns Claude's
     extended thinking on where the model has it; `cache` adds prompt-cache points (`caches_prompts`)."""
+    off = claude_thinking_off(model) if reasoning is None else None
+    if off and off["type"] == "disabled":  # told not to think: no thinking goes back either
+        messages = without_reasoning(messages)
     wire = wire_messages(messages, result_status=takes_result_status(model))
     request: dict[str, Any] = {"modelId": model, "messages": wire}
     if system and system.strip():
         request["system"] = [{"text": system}]
     config = _inference_config(inference or {})
     if reasoning is None:
-        fields = {"thinking": off} if (off := claude_thinking_off(model)) else None
+        fields = {"thinking": off} if off else None
     else:
         fields = _thinking(model, reasoning, config, wire)
     if fields:

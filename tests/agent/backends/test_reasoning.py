@@ -336,3 +336,20 @@ def test_reasoning_off_on_both_apis():
 )
 def test_which_claude_models_bind_their_thinking_to_the_conversation(model, binds):
     assert binds_thinking(model) is binds
+
+
+def test_a_request_that_turns_thinking_off_sends_no_thinking_back():
+    """Haiku 5.5 binds its thinking to the conversation: a chat that thought (AGENT_REASONING was on)
+    and goes on with it off sends its old thinking blocks back to no one."""
+    from agent.backends.anthropic import build_body
+
+    messages = _loop_without_thinking({"type": "reasoning", "text": "Hm.", "signature": "sig"})
+    body = build_body(system="", messages=messages, tools=[], model="claude-haiku-5-5", max_tokens=8000)
+    assert body["thinking"] == {"type": "disabled"}
+    assert [block["type"] for block in body["messages"][1]["content"]] == ["tool_use"]
+    request = build_request(system="", messages=messages, tools=[], model="us.anthropic.claude-haiku-5-5")
+    assert [list(block) for block in request["messages"][1]["content"]] == [["toolUse"]]
+    body = build_body(system="", messages=messages, tools=[], model="claude-sonnet-5-5", max_tokens=8000)
+    assert body["messages"][1]["content"][0]["type"] == "thinking"  # between_tools: it still thinks
+    body = build_body(system="", messages=messages, tools=[], model="claude-sonnet-4-5", max_tokens=8000)
+    assert body["messages"][1]["content"][0]["type"] == "thinking"  # asked nothing: as before
