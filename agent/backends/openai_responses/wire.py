@@ -10,10 +10,15 @@ this backend received (`provider_data["item"]`, with its `encrypted_content`); r
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from agent.backends.openai.wire import b64
 from agent.exceptions import BackendError
+
+# GPT-5.3 Codex and later label each assistant message `commentary` (a preamble before tool calls)
+# or `final_answer`, and want the label back on every assistant message of the history.
+_PHASED = re.compile(r"gpt-(5\.([3-9]|[1-9]\d)|[6-9])(\b|\.)")
 
 #: The keys of a reasoning item that go back to the API (as it sent them).
 REASONING_ITEM_KEYS = ("type", "id", "summary", "encrypted_content")
@@ -45,10 +50,15 @@ def _user_part(part: dict[str, Any]) -> dict[str, Any]:
             raise BackendError(f"A user message cannot carry a {other!r} part.", retryable=False)
 
 
-def _assistant_text(texts: list[str]) -> list[dict[str, Any]]:
-    """The assistant's text as one message item; none for no text."""
+def _assistant_text(texts: list[str], phase: str | None) -> list[dict[str, Any]]:
+    """The assistant's text as one message item (with its `phase` when given); none for no text."""
     text = "".join(texts)
-    return [{"role": "assistant", "content": [{"type": "output_text", "text": text}]}] if text else []
+    if not text:
+        return []
+    item: dict[str, Any] = {"role": "assistant", "content": [{"type": "output_text", "text": text}]}
+    if phase:
+        item["phase"] = phase
+    return [item]
 
 
 def reasoning_item(part: dict[str, Any]) -> dict[str, Any] | None:
@@ -59,16 +69,25 @@ def reasoning_item(part: dict[str, Any]) -> dict[str, Any] | None:
     return {key: item[key] for key in REASONING_ITEM_KEYS if key in item}
 
 
-def _assistant_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One assistant message as items, in the order of its parts: reasoning items, the text joined
-    into one `output_text` message, then the function calls."""
+def _assistant_items(parts: list[dict[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
+    """One assistant message as items, in the order of its parts: each run of text one `output_text`
+    message, each reasoning part its item, each tool call a `function_call`. With `phases`, a text
+    message is labelled as the model labelled it: `commentary` when a tool call follows it within
+    the answer (a preamble), else `final_answer`."""
     items: list[dict[str, Any]] = []
     texts: list[str] = []
+    calls_after = sum(1 for part in parts if part.get("type") == "tool_use")
+
+    def phase() -> str | None:
+        return ("commentary" if calls_after else "final_answer") if phases else None
+
     for part in parts:
         kind = part.get("type")
         if texts and kind not in ("text", "image", "document"):
-            items.extend(_assistant_text(texts))
+            items.extend(_assistant_text(texts, phase()))
             texts = []
+        if kind == "tool_use":
+            calls_after -= 1
         match kind:
             case "text":
                 texts.append(part.get("text", ""))
@@ -84,7 +103,7 @@ def _assistant_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
             case other:
                 raise BackendError(f"An assistant message cannot carry a {other!r} part.", retryable=False)
-    return items + _assistant_text(texts)
+    return items + _assistant_text(texts, phase())
 
 
 def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,8 +118,9 @@ def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def to_input_items(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Neutral history -> the request's `input` (the system prompt goes in `instructions`)."""
+def to_input_items(messages: list[dict[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
+    """Neutral history -> the request's `input` (the system prompt goes in `instructions`);
+    `phases`: label the assistant's messages with their `phase` (`labels_phases`)."""
     items: list[dict[str, Any]] = []
     for message in messages:
         parts = message.get("parts") or []
@@ -108,12 +128,17 @@ def to_input_items(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             case "user":
                 items.append({"role": "user", "content": [_user_part(part) for part in parts]})
             case "assistant":
-                items.extend(_assistant_items(parts))
+                items.extend(_assistant_items(parts, phases=phases))
             case "tool":
                 items.extend(_tool_items(parts))
             case other:
                 raise BackendError(f"Unknown message role {other!r}.", retryable=False)
     return items
+
+
+def labels_phases(model: str) -> bool:
+    """Whether OpenAI's `model` labels its messages with a `phase` (GPT-5.3 and later, GPT-6)."""
+    return bool(_PHASED.match(model.rsplit("/", 1)[-1]))
 
 
 def to_function_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

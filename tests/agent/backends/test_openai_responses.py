@@ -117,9 +117,11 @@ def completed(**fields: Any) -> dict[str, Any]:
     return {"type": "response.completed", "response": response("completed", **{"usage": usage(), **fields})}
 
 
-def message(*deltas: str, index: int = 0, id: str = "msg_1") -> list[dict[str, Any]]:
+def message(*deltas: str, index: int = 0, id: str = "msg_1", phase: str | None = None) -> list[dict[str, Any]]:
     text = "".join(deltas)
     done = {"id": id, "type": "message", "status": "completed", "role": "assistant"}
+    if phase:
+        done["phase"] = phase
     part = {"type": "output_text", "text": text, "annotations": []}
     return [
         {
@@ -295,7 +297,7 @@ def test_a_function_call_split_over_deltas_then_the_history_goes_back(server, ba
     assert texts(run(backend, messages=history, tools=TOOLS, model="gpt-6-sol")) == "It is 21 °C."
     assert server.requests[1].body["input"] == [
         {"role": "user", "content": [{"type": "input_text", "text": "Hello"}]},
-        {"role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}], "phase": "commentary"},
         {"type": "function_call", "call_id": "call_Wx9", "name": "get_weather", "arguments": '{"city": "Paris"}'},
         {"type": "function_call_output", "call_id": "call_Wx9", "output": '{"temp_c": 21}'},
     ]
@@ -400,6 +402,63 @@ def test_the_reasoning_item_comes_back_unchanged_in_the_tool_loop_and_not_to_ano
         unregister("add")
         get_backend().close()
         reset_backends()
+
+
+def test_a_preamble_goes_back_where_it_was_labelled_commentary(server, settings, chat):
+    """GPT-5.3 and later write a preamble (`phase: commentary`) before their tool calls and want every
+    assistant message of the history back with its phase: the preamble stays before the reasoning
+    and the call it came before, and the final answer is `final_answer`. Older models get no phase."""
+    from agent.loop import run_agent
+    from agent.models import Message
+    from agent.state import Run
+    from agent.tools import register, unregister
+    from agent.transcript import add_message
+
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "openai-responses", "gpt-6-sol"
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.AGENT_RETRIES = server.url, KEY, 0
+    reset_backends()
+    register("add", description="Add two integers.", input_schema={"type": "object"})(lambda session, a, b: a + b)
+    try:
+        add_message(Run(chat), Message.USER, [{"type": "text", "text": "What is 2 + 3?"}])
+        server.script(
+            Reply(
+                body=sse(
+                    *started(),
+                    *message("Adding them up.", phase="commentary"),
+                    *reasoning(1),
+                    *function_call("call_A1", "add", '{"a":2,"b":3}', index=2),
+                    completed(),
+                )
+            ),
+            Reply(body=sse(*started(), *message("It is 5.", phase="final_answer"), completed())),
+            Reply(body=sse(*started(), *message("7."), completed())),
+        )
+        list(run_agent(chat))
+        sent = server.requests[1].body["input"]
+        assert [(item.get("type", item.get("role")), item.get("phase")) for item in sent] == [
+            ("user", None),
+            ("assistant", "commentary"),
+            ("reasoning", None),
+            ("function_call", None),
+            ("function_call_output", None),
+        ]
+        assert sent[1]["content"] == [{"type": "output_text", "text": "Adding them up."}]
+
+        settings.AGENT_MODEL = "gpt-4.1"  # labels nothing, and is sent no labels
+        add_message(Run(chat), Message.USER, [{"type": "text", "text": "And 3 + 4?"}])
+        list(run_agent(chat))
+        assert all("phase" not in item for item in server.requests[2].body["input"])
+    finally:
+        unregister("add")
+        get_backend().close()
+        reset_backends()
+
+
+def test_which_models_label_their_messages_with_a_phase():
+    from agent.backends.openai_responses.wire import labels_phases
+
+    assert [labels_phases(m) for m in ("gpt-5.3-codex", "gpt-5.4", "gpt-6-sol", "openai/gpt-6.1-terra")] == [True] * 4
+    assert [labels_phases(m) for m in ("gpt-5.2", "gpt-5", "gpt-5-mini", "gpt-4.1", "o3")] == [False] * 5
 
 
 @pytest.mark.parametrize(("setting", "effort"), [("high", "high"), ("3000", "medium"), ("low", "low")])
