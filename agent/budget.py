@@ -26,9 +26,16 @@ from agent.models import Spend, SpendDay
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 
+HAIKU_5_5_LONG = {
+    "long_above": 100_000,
+    "long": {"input": 0.5, "output": 2.5, "cache_read": 0.05, "cache_write": 0.625},
+}
+
 # US dollars per million tokens, as the providers list them (checked 2026-12-02). A model not here is
-# charged at the dearest price in the table until AGENT_PRICES gives its own.
-PRICES: dict[str, dict[str, float]] = {
+# charged at the dearest price in the table until AGENT_PRICES gives its own. A model whose long
+# prompts cost more has those rates under "long", for a prompt (its input, cache reads and cache
+# writes together) of more than "long_above" tokens.
+PRICES: dict[str, dict[str, Any]] = {
     # OpenAI
     "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25, "cache_write": 0.0},
     "gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075, "cache_write": 0.0},
@@ -64,7 +71,13 @@ PRICES: dict[str, dict[str, float]] = {
     "anthropic.claude-sonnet-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
     "anthropic.claude-opus-5-5": {"input": 4.0, "output": 20.0, "cache_read": 0.2, "cache_write": 5.0},
     "anthropic.claude-sonnet-5-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
-    "anthropic.claude-haiku-5-5": {"input": 0.1, "output": 0.5, "cache_read": 0.01, "cache_write": 0.125},
+    "anthropic.claude-haiku-5-5": {
+        "input": 0.1,
+        "output": 0.5,
+        "cache_read": 0.01,
+        "cache_write": 0.125,
+        **HAIKU_5_5_LONG,
+    },
     "anthropic.claude-fable-5": {"input": 10.0, "output": 50.0, "cache_read": 1.0, "cache_write": 12.5},
     "anthropic.claude-fable-5-1": {"input": 10.0, "output": 50.0, "cache_read": 0.25, "cache_write": 12.5},
     "amazon.nova-micro-v1:0": {"input": 0.035, "output": 0.14, "cache_read": 0.00875, "cache_write": 0.0},
@@ -89,9 +102,9 @@ PRICES: dict[str, dict[str, float]] = {
     "claude-opus-5-5": {"input": 4.0, "output": 20.0, "cache_read": 0.2, "cache_write": 5.0},
     # (Sonnet 5.5's cache reads as the model page lists them; reported cut to 0.1 since 2026-10-07)
     "claude-sonnet-5-5": {"input": 2.0, "output": 10.0, "cache_read": 0.2, "cache_write": 2.5},
-    # (Haiku 5.5 for a prompt of up to 100,000 tokens, as AGENT_CONTEXT_MAX_TOKENS keeps it by default;
-    # a longer prompt costs five times as much: give AGENT_PRICES that rate if you raise the limit past it)
-    "claude-haiku-5-5": {"input": 0.1, "output": 0.5, "cache_read": 0.01, "cache_write": 0.125},
+    # (Haiku 5.5: a prompt of more than 100,000 tokens costs five times as much; its cache reads as a
+    # tenth of its input, the rule every Claude price follows)
+    "claude-haiku-5-5": {"input": 0.1, "output": 0.5, "cache_read": 0.01, "cache_write": 0.125, **HAIKU_5_5_LONG},
     "claude-fable-5": {"input": 10.0, "output": 50.0, "cache_read": 1.0, "cache_write": 12.5},
     "claude-fable-5-1": {"input": 10.0, "output": 50.0, "cache_read": 0.25, "cache_write": 12.5},
     # Our own backends: real prices so the dollar caps can be exercised offline.
@@ -103,11 +116,11 @@ PRICES: dict[str, dict[str, float]] = {
 _REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.")
 
 
-def price_table() -> dict[str, dict[str, float]]:
+def price_table() -> dict[str, dict[str, Any]]:
     return {**PRICES, **(getattr(settings, "AGENT_PRICES", None) or {})}
 
 
-def price_for(model: str) -> tuple[dict[str, float], bool]:
+def price_for(model: str) -> tuple[dict[str, Any], bool]:
     """The model's prices and whether they are known; unknown models cost as much as the dearest one."""
     extra = getattr(settings, "AGENT_PRICES", None) or {}  # (as `price_table()`, without making it each call)
     for key in (model, *[model[len(p) :] for p in _REGION_PREFIXES if model.startswith(p)]):
@@ -127,6 +140,9 @@ CACHE_WRITE_FACTOR = 1.25
 
 def cost_of(model: str, usage: dict[str, int]) -> Decimal:
     p, _ = price_for(model)
+    long = p.get("long")
+    if isinstance(long, dict) and prompt_tokens(usage) > p.get("long_above", math.inf):
+        p = long
     input_price = p.get("input", 0)
     dollars = (
         usage.get("input_tokens", 0) * input_price
@@ -135,6 +151,11 @@ def cost_of(model: str, usage: dict[str, int]) -> Decimal:
         + usage.get("cache_write_tokens", 0) * p.get("cache_write", input_price * CACHE_WRITE_FACTOR)
     ) / 1_000_000
     return Decimal(str(round(dollars, 6)))
+
+
+def prompt_tokens(usage: dict[str, int]) -> int:
+    """A call's prompt: its input, read from the cache or written to it."""
+    return sum(int(usage.get(k, 0)) for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
 
 
 def total_tokens(usage: dict[str, int]) -> int:

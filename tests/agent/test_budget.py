@@ -143,6 +143,22 @@ def test_todays_claude_models_are_budgeted_at_their_own_prices(settings, model, 
     assert known and (prices["input"], prices["output"]) == input_output
 
 
+def test_a_long_prompt_costs_what_the_provider_charges_for_it(settings):
+    """Haiku 5.5 charges five times as much for a prompt of more than 100,000 tokens (input, cache
+    reads and writes together), the answer's tokens included; an AGENT_PRICES entry may say the same."""
+    settings.AGENT_PRICES = {}
+    short = {"input_tokens": 60_000, "cache_read_tokens": 40_000, "output_tokens": 1_000}
+    assert budget.cost_of("claude-haiku-5-5", short) == Decimal("0.0069")  # 6000 + 400 + 500 micro-dollars
+    long = {**short, "cache_write_tokens": 1}
+    assert budget.cost_of("claude-haiku-5-5", long) == Decimal("0.034501")  # five times as much, and the write
+    assert budget.cost_of("us.anthropic.claude-haiku-5-5", long) == Decimal("0.034501")
+    settings.AGENT_PRICES = {
+        "my-model": {"input": 1, "output": 2, "long_above": 10, "long": {"input": 3, "output": 4}},
+    }
+    assert budget.cost_of("my-model", {"input_tokens": 10, "output_tokens": 1_000_000}) == Decimal("2.00001")
+    assert budget.cost_of("my-model", {"input_tokens": 11, "output_tokens": 1_000_000}) == Decimal("4.000033")
+
+
 def test_agent_prices_setting_extends_the_table(settings):
     settings.AGENT_PRICES = {"my-model": {"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}}
     assert budget.price_for("my-model") == ({"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}, True)
