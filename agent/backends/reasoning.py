@@ -5,7 +5,8 @@ adaptive thinking) or a token budget (Claude's manual thinking `thinking.budget_
 Which of its two ways of thinking a Claude model takes (`claude_thinking`) is shared by the
 Anthropic and Bedrock adapters: Claude 3.7 to 4.5 think within a token budget; Opus and Sonnet from
 4.6, Haiku from 5, Fable and Mythos think adaptively, steered by an effort level, and the newest of
-them refuse a budget with a 400.
+them refuse a budget with a 400. With the setting off, `claude_thinking_off` asks each for as little
+thinking as it takes: from 5 on they think unless told otherwise, and some cannot be told.
 """
 
 from __future__ import annotations
