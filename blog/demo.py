@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
+from agent import approvals
 from agent.attachments import is_note
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
@@ -254,7 +255,10 @@ class DemoBackend(Backend):
         result_part = messages[-1]["parts"][-1]
         result, name = result_part.get("result") or {}, result_part.get("name", "")
         if result_part.get("status") == "error":
-            return f"That didn't work: {result.get('error', 'the tool failed')}", []
+            error = result.get("error", "the tool failed")
+            if error in (approvals.REJECTED, approvals.NOT_APPROVED):  # (words for the model, not for people)
+                return "All right, I left it as it was.", []
+            return f"That didn't work: {error}", []
         kind, title = intent(_text_of(last_user))
         if kind == "yes":
             kind = "delete"

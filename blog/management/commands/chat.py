@@ -1,4 +1,9 @@
-"""A terminal surface: chat with the assistant on a blog, rendering the same engine tuples as the web."""
+"""A terminal surface: chat with the assistant on a blog, rendering the same engine tuples as the web.
+
+A call that waits for a person (`AGENT_CONFIRM_TOOLS`: publishing, deleting) is put to the person
+at the terminal, as the chat panel's Approve and Reject buttons put it: "y" runs it, anything else
+(or the end of input) refuses it, and the turn goes on with the answer.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,10 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
-from agent import turns
+from agent import approvals, turns
 from agent.exceptions import TurnInProgress
 from agent.models import Session
+from agent.policy import get_policy
 from blog.chat import BlogChatPolicy
 
 STYLE = {"reasoning": "\033[2m", "tool": "\033[36m", "error": "\033[31m", "reset": "\033[0m"}
@@ -20,6 +26,7 @@ STYLE = {"reasoning": "\033[2m", "tool": "\033[36m", "error": "\033[31m", "reset
 
 class Command(BaseCommand):
     help = "Chat with the assistant in the terminal: python manage.py chat --user alice --blog field-notes"
+    stealth_options = ("stdin",)  # call_command(..., stdin=...): where answers come from (as for createsuperuser)
 
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True)
@@ -33,6 +40,7 @@ class Command(BaseCommand):
             raise CommandError(f"No user named {opts['user']!r}.")
         session = self._session(user, opts)
         self.color = sys.stdout.isatty()
+        self.stdin = opts.get("stdin") or sys.stdin
         self.stdout.write(f"Chat {session.pk} on {opts['blog']} as {user.username}. Ctrl-D to leave.\n")
         for text in opts["message"] or self._prompt():
             self._turn(session, text)
@@ -53,12 +61,23 @@ class Command(BaseCommand):
     def _prompt(self):
         while True:
             try:
-                text = input("you> ")
+                text = self._read("you> ")
             except EOFError:
                 self.stdout.write("\n")
                 return
             if text.strip():
                 yield text
+
+    def _read(self, prompt: str) -> str:
+        """One line from the person: with line editing at a terminal, else from `stdin` as it comes."""
+        if self.stdin is sys.stdin and sys.stdin.isatty():
+            return input(prompt)
+        self.stdout.write(prompt, ending="")
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
 
     def _turn(self, session: Session, text: str) -> None:
         try:
@@ -66,11 +85,51 @@ class Command(BaseCommand):
         except TurnInProgress:
             self.stderr.write("A turn is already running in this chat.")
             return
+        self._follow(run)
+
+    def _follow(self, run) -> None:
+        """Show the turn as it runs; then put the calls it left waiting to the person, and go on."""
+        waiting: list[dict] = []
+        self.last_call = None  # the tool call shown last in this turn, whose result goes on its line
         self.stdout.write("assistant> ", ending="")
-        for name, payload in turns.drive(run):
-            self.stdout.write(self._render(name, payload), ending="")
-            self.stdout.flush()
+        for item in turns.drive(run):
+            if isinstance(item, tuple):  # (a driver's phase marks are not events)
+                name, payload = item
+                if name == "confirm":
+                    waiting = payload["approvals"]
+                self.stdout.write(self._render(name, payload), ending="")
+                self.stdout.flush()
         self.stdout.write("\n")
+        if waiting:
+            self._decide(run.session, waiting)
+
+    def _decide(self, session: Session, waiting: list[dict]) -> None:
+        """Each waiting call approved or refused, as the chat panel's buttons do (`agent.views.resolve_approval`)."""
+        if not get_policy().access(session).use:
+            self.stderr.write("You may no longer use the assistant here.")
+            return
+        for call in waiting:
+            question = f"Allow: {call['description']}?" if call.get("description") else f"Allow {call['name']}?"
+            if call.get("detail"):
+                self.stdout.write(call["detail"])
+            try:
+                approve = self._read(self._paint("tool", question) + " [y/N] ").strip().lower() in ("y", "yes")
+            except EOFError:
+                self.stdout.write("\n")
+                approve = False
+            match approvals.decide(session, call["id"], session.user, approve):
+                case "expired":
+                    self.stderr.write("That request expired. Ask the assistant again.")
+                    return
+                case "gone":
+                    self.stderr.write("That request was already decided.")
+                    return
+        try:
+            run = turns.resume(session)
+        except TurnInProgress:
+            self.stderr.write("The assistant is still answering. Try again in a moment.")
+            return
+        self._follow(run)
 
     def _paint(self, style: str, text: str) -> str:
         return f"{STYLE[style]}{text}{STYLE['reset']}" if self.color else text
@@ -82,15 +141,23 @@ class Command(BaseCommand):
             case "reasoning":
                 return self._paint("reasoning", payload["text"])
             case "tool_use":
+                self.last_call = payload["id"]
                 return self._paint(
                     "tool", f"\n  [{payload['name']} {json.dumps(payload['input'], ensure_ascii=False)}]"
                 )
-            case "tool_result":
+            case "tool_result" if payload["id"] == self.last_call:
                 return self._paint("tool", f" → {payload['status']}\n")
+            case "tool_result":  # a call decided by a person: its request was shown before
+                return self._paint("tool", f"\n  [{payload['name']}] → {payload['status']}\n")
             case "effects":
                 return self._paint("tool", "  (" + ", ".join(f"{e['type']} #{e['id']}" for e in payload) + ")\n")
             case "error":
                 return self._paint("error", f"\n{payload['message']}")
+            case "confirm":
+                return "".join(
+                    self._paint("tool", f"\n  (waiting for you: {call.get('description') or call['name']})")
+                    for call in payload["approvals"]
+                )
             case "done":
                 return "" if payload["stop_reason"] != "stopped" else " (stopped)"
         return ""

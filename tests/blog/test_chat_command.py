@@ -1,0 +1,70 @@
+"""`manage.py chat`: the assistant in a terminal, with the same turns, tools and approvals as the web."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agent.backends import reset_backends
+from agent.models import Approval
+from blog.models import Post
+from tests.blog.conftest import ALL, make_post, set_consent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def demo(settings):
+    settings.AGENT_BACKEND, settings.AGENT_DEMO_DELAY_MS = "demo", 0
+    settings.AGENT_CONFIRM_TOOLS = ["delete_post", "publish_post"]
+    reset_backends()
+    yield
+    reset_backends()
+
+
+def chat(team, *messages: str, answers: str = "", role: str = "owner") -> str:
+    set_consent(team.user(role), team.blog, ALL)  # the assistant may do all the owner may
+    out = io.StringIO()
+    options = {"message": list(messages)} if messages else {}
+    call_command(
+        "chat", user=team.user(role).username, blog=team.blog.slug, stdin=io.StringIO(answers), stdout=out, **options
+    )
+    return out.getvalue()
+
+
+def test_a_call_that_waits_for_a_person_is_put_to_them_and_runs_when_allowed(team):
+    post = make_post(team.blog, "River notes")
+    shown = chat(team, "publish River notes", answers="y\n")
+    assert "(waiting for you: Publish the post “River notes”)" in shown
+    assert "Allow: Publish the post “River notes”? [y/N]" in shown
+    assert "[publish_post] → ok" in shown and "I published “River notes”" in shown
+    post.refresh_from_db()
+    assert post.status == Post.PUBLISHED
+    assert Approval.objects.get().status == Approval.APPROVED
+
+
+@pytest.mark.parametrize("answers", ["n\n", ""])  # a no, or no answer at all (the end of input)
+def test_anything_but_yes_refuses_it_and_nothing_changes(team, answers):
+    post = make_post(team.blog, "River notes")
+    shown = chat(team, "delete River notes", answers=answers)
+    assert "[delete_post] → error" in shown and "All right, I left it as it was." in shown
+    assert Post.objects.filter(pk=post.pk).exists()
+    assert Approval.objects.get().status == Approval.REJECTED
+
+
+def test_messages_come_from_stdin_without_m(team):
+    make_post(team.blog, "River notes")
+    shown = chat(team, answers="list my posts\n\nlist my posts\n")
+    assert shown.count("you> ") == 4  # two messages, a blank line skipped, then the end of input
+    assert shown.count("[list_posts {}] → ok") == 2
+
+
+def test_who_may_chat_is_checked(team):
+    with pytest.raises(CommandError, match="No user named 'nobody'"):
+        call_command("chat", user="nobody", blog=team.blog.slug, message=["hi"], stdout=io.StringIO())
+    with pytest.raises(CommandError, match="is not a member of a blog"):
+        chat(team, "hi", role="outsider")
+    with pytest.raises(CommandError, match="may not use the assistant"):
+        chat(team, "hi", role="viewer")
