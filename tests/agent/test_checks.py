@@ -1,0 +1,52 @@
+"""`manage.py check` says each misconfiguration of the engine in one clear sentence, with its id."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.backends import reset_backends
+from agent.checks import agent_events, agent_settings
+
+
+@pytest.fixture(autouse=True)
+def fresh_backends():
+    reset_backends()
+    yield
+    reset_backends()
+
+
+def ids(messages) -> list[str]:
+    return [m.id for m in messages]
+
+
+def test_a_sound_configuration_says_nothing(settings):
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
+    assert agent_settings() == []
+    assert agent_events() == []
+
+
+def test_an_unknown_backend_is_one_error(settings):
+    settings.AGENT_BACKEND = "gemini-direct"
+    (error,) = agent_settings()
+    assert error.id == "agent.E001" and "AGENT_BACKEND must be one of" in error.msg and "'gemini-direct'" in error.msg
+
+
+def test_tool_cycles_and_the_turn_executor_are_checked(settings):
+    settings.AGENT_BACKEND, settings.AGENT_MAX_TOOL_CYCLES, settings.AGENT_TURN_EXECUTOR = "fake", 0, "celery"
+    assert ids(agent_settings()) == ["agent.E003", "agent.E004"]
+
+
+def test_a_model_without_a_price_is_warned_of(settings):
+    settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-own-model", {}
+    (warning,) = agent_settings()
+    assert warning.id == "agent.W001" and "'my-own-model'" in warning.msg and "AGENT_PRICES" in warning.msg
+    settings.AGENT_PRICES = {"my-own-model": {"input": 0, "output": 0}}
+    assert agent_settings() == []
+
+
+def test_an_event_bus_url_that_cannot_be_read_is_an_error_that_shows_no_password(settings):
+    settings.AGENT_EVENTS_URL = "mysql://user:s3cret-pass@db/1"
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"  # (as config/settings.py picks it for a URL)
+    (error,) = agent_events()
+    assert error.id == "agent.E005" and "redis://host:port/db" in error.msg
+    assert "s3cret-pass" not in error.msg
