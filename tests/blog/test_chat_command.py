@@ -68,3 +68,30 @@ def test_who_may_chat_is_checked(team):
         chat(team, "hi", role="outsider")
     with pytest.raises(CommandError, match="may not use the assistant"):
         chat(team, "hi", role="viewer")
+
+
+def test_a_chat_continued_with_a_call_still_waiting_asks_about_it_first(team):
+    """Left waiting on the web, say: continuing the chat in the terminal puts the call to the person
+    before anything else (a new message would refuse it unseen)."""
+    from agent import turns
+    from blog.chat import BlogChatPolicy
+
+    post = make_post(team.blog, "River notes")
+    set_consent(team.owner, team.blog, ALL)
+    session = BlogChatPolicy().create(team.owner, {"blog": team.blog.slug})
+    run, _ = turns.begin(session, "publish River notes")
+    assert [item[0] for item in turns.drive(run) if isinstance(item, tuple)][-1] == "confirm"  # left waiting
+    out = io.StringIO()
+    call_command(
+        "chat",
+        user="owner",
+        blog=team.blog.slug,
+        session=str(session.pk),
+        message=[],
+        stdin=io.StringIO("y\n"),
+        stdout=out,
+    )
+    assert "(waiting for you: Publish the post “River notes”)" in out.getvalue()
+    post.refresh_from_db()
+    assert post.status == Post.PUBLISHED
+    assert Approval.objects.get().status == Approval.APPROVED
