@@ -82,10 +82,10 @@ def claude_thinking(model: str) -> ClaudeThinking | None:
 
 
 # Claude's models from 5 on think by default; asked nothing, they would think with AGENT_REASONING
-# off. Opus and Sonnet 5 to 5.4 and Haiku 5 take "disabled"; Sonnet 5.5 and later refuse it but take
-# "between_tools", their lowest setting (no thinking up front, short progress notes between tool
+# off. Haiku from 5 and Opus and Sonnet 5 to 5.4 take "disabled"; Sonnet 5.5 and later refuse it but
+# take "between_tools", their lowest setting (no thinking up front, short progress notes between tool
 # calls); Opus 5.5 and later, Fable and Mythos always think.
-_DISABLED_UNTIL = {"opus": (5, 5), "sonnet": (5, 5), "haiku": (99, 0)}
+_REFUSES_DISABLED_FROM = {"opus": (5, 5), "sonnet": (5, 5)}
 
 
 def claude_thinking_off(model: str) -> dict[str, str] | None:
@@ -99,24 +99,29 @@ def claude_thinking_off(model: str) -> dict[str, str] | None:
     if found is None or found["old"]:
         return None
     family, major = found["family"], found["major"]
-    if major is None or family not in _DISABLED_UNTIL:
+    if major is None or family not in ("opus", "sonnet", "haiku"):
         return dict(ADAPTIVE_THINKING)
     version = (int(major), int(found["minor"] or 0))
     if version < (5, 0):
         return None
-    if version < _DISABLED_UNTIL[family]:
+    if family == "haiku" or version < _REFUSES_DISABLED_FROM[family]:
         return {"type": "disabled"}
     return {"type": "between_tools"} if family == "sonnet" else dict(ADAPTIVE_THINKING)
 
 
-def without_reasoning(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with their reasoning parts left out: a request that turns a Claude model's
-    thinking off (`"disabled"`) sends none back, or a model that binds its thinking to the
-    conversation may refuse the blocks a request without thinking cannot vouch for."""
-    return [
-        {**message, "parts": [part for part in message.get("parts") or [] if part.get("type") != "reasoning"]}
-        for message in messages
-    ]
+def claude_off_request(
+    model: str, messages: list[dict[str, Any]]
+) -> tuple[dict[str, str] | None, list[dict[str, Any]]]:
+    """With `AGENT_REASONING` off: the model's `thinking` (`claude_thinking_off`) and the messages to
+    send with it. A request that says `"disabled"` sends no reasoning back: a model that binds its
+    thinking to the conversation may refuse the blocks a request without thinking cannot vouch for."""
+    thinking = claude_thinking_off(model)
+    if thinking is not None and thinking["type"] == "disabled":
+        messages = [
+            {**message, "parts": [part for part in message.get("parts") or [] if part.get("type") != "reasoning"]}
+            for message in messages
+        ]
+    return thinking, messages
 
 
 # The models that bind each thinking block to the conversation before it (preserved thinking): a

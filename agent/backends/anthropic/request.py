@@ -35,9 +35,8 @@ from agent.backends.reasoning import (
     ADAPTIVE_THINKING,
     Reasoning,
     binds_thinking,
+    claude_off_request,
     claude_thinking,
-    claude_thinking_off,
-    without_reasoning,
 )
 from agent.exceptions import BackendError
 
@@ -64,6 +63,9 @@ def build_body(
 ) -> dict[str, Any]:
     """The JSON body of one streamed Messages call."""
     inference = inference or {}
+    thinking = None
+    if reasoning is None:
+        thinking, messages = claude_off_request(model, messages)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
@@ -74,13 +76,9 @@ def build_body(
         body["system"] = [{"type": "text", "text": system}]
     if tools:
         body["tools"] = [_tool(tool) for tool in tools]
-    if reasoning is None:
-        thinking = claude_thinking_off(model)
-    else:
+    if reasoning is not None:
         thinking = _thinking(model, reasoning, max_tokens, body["messages"])
     thinks = thinking is not None and thinking["type"] != "disabled"
-    if thinking and not thinks:  # told not to think: no thinking goes back either
-        body["messages"] = wire_messages(without_reasoning(messages))
     if thinks and binds_thinking(model):
         thinking = {**thinking, "block_binding": dict(DROP_CHANGED_BLOCKS)}
     if thinking:

@@ -39,9 +39,8 @@ from typing import Any
 from agent.backends.reasoning import (
     ADAPTIVE_THINKING,
     Reasoning,
+    claude_off_request,
     claude_thinking,
-    claude_thinking_off,
-    without_reasoning,
 )
 from agent.exceptions import BackendError
 
@@ -91,9 +90,9 @@ def build_request(
 ) -> dict[str, Any]:
     """The keyword arguments for `converse_stream`; `reasoning` (`AGENT_REASONING`) turns Claude's
     extended thinking on where the model has it; `cache` adds prompt-cache points (`caches_prompts`)."""
-    off = claude_thinking_off(model) if reasoning is None else None
-    if off and off["type"] == "disabled":  # told not to think: no thinking goes back either
-        messages = without_reasoning(messages)
+    off = None
+    if reasoning is None:
+        off, messages = claude_off_request(model, messages)
     wire = wire_messages(messages, result_status=takes_result_status(model))
     request: dict[str, Any] = {"modelId": model, "messages": wire}
     if system and system.strip():
