@@ -29,6 +29,9 @@ REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5", "gpt-6")
 _TOOLS_AT_NO_EFFORT = re.compile(r"gpt-(5\.([4-9]|[1-9]\d)|6)\b")
 # ... and GPT-6 Astra, 6.1 and 6.2 take them only through the Responses API, not Chat Completions.
 _TOOLS_ONLY_IN_RESPONSES = re.compile(r"gpt-6(-astra|\.[1-9])")
+# GPT-5.3 Codex and later label each assistant message `commentary` (a preamble before tool calls)
+# or `final_answer` in the Responses API, and want the label back on every one of the history.
+_PHASED = re.compile(r"gpt-(5\.([3-9]|[1-9]\d)|[6-9])(\b|\.)")
 
 
 def _name(model: str) -> str:
@@ -38,6 +41,11 @@ def _name(model: str) -> str:
 def is_reasoning_model(model: str) -> bool:
     """Whether OpenAI's `model` is one of its reasoning models, by name (o1, o3, o4, GPT-5, GPT-6)."""
     return _name(model).startswith(REASONING_MODEL_PREFIXES)
+
+
+def labels_phases(model: str) -> bool:
+    """Whether OpenAI's `model` labels its messages with a `phase` (GPT-5.3 and later, GPT-6)."""
+    return bool(_PHASED.match(_name(model)))
 
 
 class OpenAIBackend(HttpBackend):

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent.backends.base import Event
-from agent.backends.openai.backend import OpenAIBackend, is_reasoning_model
+from agent.backends.openai.backend import OpenAIBackend, is_reasoning_model, labels_phases
 from agent.backends.openai_responses.translate import response_events, translate
-from agent.backends.openai_responses.wire import labels_phases, to_function_tools, to_input_items
+from agent.backends.openai_responses.wire import to_function_tools, to_input_items
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.sse import SSEEvent
 
@@ -32,9 +32,10 @@ class OpenAIResponsesBackend(OpenAIBackend):
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         inference = inference or {}
+        model = model or self.default_model
         body: dict[str, Any] = {
-            "model": model or self.default_model,
-            "input": to_input_items(messages, phases=labels_phases(model or self.default_model)),
+            "model": model,
+            "input": to_input_items(messages, phases=labels_phases(model)),
             "max_output_tokens": int(inference.get("max_tokens") or self.max_tokens),
             "stream": True,
             "store": False,  # stateless: nothing kept at OpenAI, the history goes whole each call

@@ -10,15 +10,10 @@ this backend received (`provider_data["item"]`, with its `encrypted_content`); r
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from agent.backends.openai.wire import b64
 from agent.exceptions import BackendError
-
-# GPT-5.3 Codex and later label each assistant message `commentary` (a preamble before tool calls)
-# or `final_answer`, and want the label back on every assistant message of the history.
-_PHASED = re.compile(r"gpt-(5\.([3-9]|[1-9]\d)|[6-9])(\b|\.)")
 
 #: The keys of a reasoning item that go back to the API (as it sent them).
 REASONING_ITEM_KEYS = ("type", "id", "summary", "encrypted_content")
@@ -76,18 +71,16 @@ def _assistant_items(parts: list[dict[str, Any]], *, phases: bool = False) -> li
     the answer (a preamble), else `final_answer`."""
     items: list[dict[str, Any]] = []
     texts: list[str] = []
-    calls_after = sum(1 for part in parts if part.get("type") == "tool_use")
+    last_call = max((at for at, part in enumerate(parts) if part.get("type") == "tool_use"), default=-1)
 
-    def phase() -> str | None:
-        return ("commentary" if calls_after else "final_answer") if phases else None
+    def phase(end: int) -> str | None:  # of the text that ends before part `end`
+        return ("commentary" if end <= last_call else "final_answer") if phases else None
 
-    for part in parts:
+    for at, part in enumerate(parts):
         kind = part.get("type")
         if texts and kind not in ("text", "image", "document"):
-            items.extend(_assistant_text(texts, phase()))
+            items.extend(_assistant_text(texts, phase(at)))
             texts = []
-        if kind == "tool_use":
-            calls_after -= 1
         match kind:
             case "text":
                 texts.append(part.get("text", ""))
@@ -103,7 +96,7 @@ def _assistant_items(parts: list[dict[str, Any]], *, phases: bool = False) -> li
                 )
             case other:
                 raise BackendError(f"An assistant message cannot carry a {other!r} part.", retryable=False)
-    return items + _assistant_text(texts, phase())
+    return items + _assistant_text(texts, phase(len(parts)))
 
 
 def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -120,7 +113,7 @@ def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def to_input_items(messages: list[dict[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
     """Neutral history -> the request's `input` (the system prompt goes in `instructions`);
-    `phases`: label the assistant's messages with their `phase` (`labels_phases`)."""
+    `phases`: label the assistant's messages with their `phase` (`openai.backend.labels_phases`)."""
     items: list[dict[str, Any]] = []
     for message in messages:
         parts = message.get("parts") or []
@@ -134,11 +127,6 @@ def to_input_items(messages: list[dict[str, Any]], *, phases: bool = False) -> l
             case other:
                 raise BackendError(f"Unknown message role {other!r}.", retryable=False)
     return items
-
-
-def labels_phases(model: str) -> bool:
-    """Whether OpenAI's `model` labels its messages with a `phase` (GPT-5.3 and later, GPT-6)."""
-    return bool(_PHASED.match(model.rsplit("/", 1)[-1]))
 
 
 def to_function_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

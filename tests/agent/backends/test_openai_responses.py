@@ -455,7 +455,7 @@ def test_a_preamble_goes_back_where_it_was_labelled_commentary(server, settings,
 
 
 def test_which_models_label_their_messages_with_a_phase():
-    from agent.backends.openai_responses.wire import labels_phases
+    from agent.backends.openai.backend import labels_phases
 
     assert [labels_phases(m) for m in ("gpt-5.3-codex", "gpt-5.4", "gpt-6-sol", "openai/gpt-6.1-terra")] == [True] * 4
     assert [labels_phases(m) for m in ("gpt-5.2", "gpt-5", "gpt-5-mini", "gpt-4.1", "o3")] == [False] * 5
