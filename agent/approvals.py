@@ -35,6 +35,13 @@ CHANGED = (
     "Read it again and ask the user again if it is still wanted."
 )
 MAX_DETAIL = 20_000
+#: What a person is told when their decision was not applied (`decide`'s other outcomes), or when the
+#: turn it would resume cannot start yet.
+NOT_DECIDED = {
+    "expired": "That request expired. Ask the assistant again.",
+    "gone": "That request was already decided.",
+}
+STILL_ANSWERING = "The assistant is still answering. Try again in a moment."
 
 
 def needs_approval(name: str, session: Any = None, input: dict[str, Any] | None = None) -> bool:
@@ -119,6 +126,15 @@ def waiting(session: Session, approval_id: Any) -> list[Approval]:
         return []
     return list(
         Approval.objects.filter(message_id=approval.message_id, status=Approval.PENDING, expires_at__gt=timezone.now())
+    )
+
+
+def pending(session: Session) -> list[Approval]:
+    """The session's calls still waiting for a person's decision (undecided, not expired)."""
+    return list(
+        Approval.objects.filter(session=session, status=Approval.PENDING, expires_at__gt=timezone.now()).order_by(
+            "created_at"
+        )
     )
 
 

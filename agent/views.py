@@ -267,15 +267,15 @@ def resolve_approval(
         return "error", (403, "forbidden", "You may not use the assistant here.")
     result = approvals.decide(session, approval_id, request.user, approve)
     if result == "expired":
-        return "error", (409, "approval_expired", "That request expired. Ask the assistant again.")
+        return "error", (409, "approval_expired", approvals.NOT_DECIDED[result])
     if result == "gone":
-        return "error", (409, "approval_decided", "That request was already decided.")
+        return "error", (409, "approval_decided", approvals.NOT_DECIDED[result])
     still = approvals.waiting(session, approval_id)
     if still:
         return "waiting", {"stream_url": None, "waiting": [str(a.pk) for a in still]}
     try:
         run = turns.resume(session)
     except TurnInProgress:
-        return "error", (409, "turn_in_progress", "The assistant is still answering. Try again in a moment.")
+        return "error", (409, "turn_in_progress", approvals.STILL_ANSWERING)
     turns.start(run)
     return "started", stream_url(session, run.turn, request)

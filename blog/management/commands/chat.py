@@ -14,11 +14,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
-from django.utils import timezone
 
 from agent import approvals, turns
 from agent.exceptions import TurnInProgress
-from agent.models import Approval, Session
+from agent.models import Session
 from agent.policy import get_policy
 from blog.chat import BlogChatPolicy
 
@@ -43,9 +42,10 @@ class Command(BaseCommand):
         self.color = sys.stdout.isatty()
         self.stdin = opts.get("stdin") or sys.stdin
         self.stdout.write(f"Chat {session.pk} on {opts['blog']} as {user.username}. Ctrl-D to leave.\n")
-        if waiting := self._still_waiting(session):  # (a chat continued from the web, say)
-            self.stdout.write(self._render(*approvals.as_event(waiting)) + "\n")
-            self._decide(session, approvals.as_event(waiting)[1]["approvals"])
+        if waiting := approvals.pending(session):  # (a chat continued from the web, say)
+            name, payload = approvals.as_event(waiting)
+            self.stdout.write(self._render(name, payload) + "\n")
+            self._decide(session, payload["approvals"])
         for text in opts["message"] or self._prompt():
             self._turn(session, text)
 
@@ -61,11 +61,6 @@ class Command(BaseCommand):
             raise CommandError(f"{user.username} is not a member of a blog {opts['blog']!r}.") from None
         except PermissionDenied:
             raise CommandError(f"{user.username} may not use the assistant on {opts['blog']!r}.") from None
-
-    def _still_waiting(self, session: Session) -> list:
-        """The chat's calls still waiting for a person (undecided, not expired)."""
-        now = timezone.now()
-        return [a for a in approvals.open_approvals(session) if a.status == Approval.PENDING and a.expires_at > now]
 
     def _prompt(self):
         while True:
@@ -126,17 +121,14 @@ class Command(BaseCommand):
             except EOFError:
                 self.stdout.write("\n")
                 approve = False
-            match approvals.decide(session, call["id"], session.user, approve):
-                case "expired":
-                    self.stderr.write("That request expired. Ask the assistant again.")
-                    return
-                case "gone":
-                    self.stderr.write("That request was already decided.")
-                    return
+            result = approvals.decide(session, call["id"], session.user, approve)
+            if result != "decided":
+                self.stderr.write(approvals.NOT_DECIDED[result])
+                return
         try:
             run = turns.resume(session)
         except TurnInProgress:
-            self.stderr.write("The assistant is still answering. Try again in a moment.")
+            self.stderr.write(approvals.STILL_ANSWERING)
             return
         self._follow(run)
 
