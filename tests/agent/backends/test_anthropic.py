@@ -21,37 +21,12 @@ from tests.agent.backends.anthropic_server import (
     text_block,
 )
 
+BACKEND = AnthropicBackend
+SERVER = ScriptedAnthropicServer
 KEY = "sk-ant-test-SECRET-0123456789"
 MODEL = "claude-sonnet-4-5"
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Hello"}]}]
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.", "input_schema": {"type": "object"}}]
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedAnthropicServer().start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
-
-@pytest.fixture
-def make_backend(server, sleeps):
-    made: list[AnthropicBackend] = []
-
-    def make(**overrides: Any) -> AnthropicBackend:
-        options = dict(base_url=server.url, api_key=KEY, first_event_timeout=5, event_timeout=5, retries=2)
-        backend = AnthropicBackend(**{**options, **overrides}, sleep=sleeps.append)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.close()
 
 
 def run(backend: AnthropicBackend, *, messages=None, tools=None, system="Be brief.", inference=None):

@@ -92,11 +92,6 @@ def server():
         yield stub
 
 
-@pytest.fixture
-def sleeps():
-    return []
-
-
 def make_backend(url: str, sleeps: list | None = None, **options) -> BedrockBackend:
     options = {
         "region": "us-east-1",

@@ -14,43 +14,12 @@ from hypothesis import strategies as st
 
 from agent.backends.openai import OpenAIBackend, SSEEvent, iter_sse, parse_stream
 from agent.exceptions import BackendError
-from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, closed_port, sse
+from tests.agent.backends.openai_server import Reply, closed_port, sse
 
+BACKEND = OpenAIBackend
 KEY = "sk-test-SECRET-0123456789abcdef"
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.", "input_schema": {"type": "object"}}]
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Hello"}]}]
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedOpenAIServer().start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
-
-@pytest.fixture
-def make_backend(server, sleeps):
-    made: list[OpenAIBackend] = []
-
-    def make(**overrides: Any) -> OpenAIBackend:
-        options = dict(base_url=server.url, api_key=KEY, first_event_timeout=5, event_timeout=5, retries=2)
-        backend = OpenAIBackend(**{**options, **overrides}, sleep=sleeps.append)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.close()
-
-
-@pytest.fixture
-def backend(make_backend) -> OpenAIBackend:
-    return make_backend()
 
 
 def run(backend: OpenAIBackend, *, messages=None, tools=None, system="You are helpful.", inference=None):

@@ -15,44 +15,13 @@ import pytest
 from agent.backends import get_backend, reset_backends
 from agent.backends.openai_responses import OpenAIResponsesBackend
 from agent.exceptions import BackendError
-from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer
+from tests.agent.backends.openai_server import Reply
 
+BACKEND = OpenAIResponsesBackend
 KEY = "sk-test-SECRET-0123456789abcdef"
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.", "input_schema": {"type": "object"}}]
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Hello"}]}]
 ENCRYPTED = "gAAAAABpF-opaque-reasoning-Zm9vYmFy=="
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedOpenAIServer().start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
-
-@pytest.fixture
-def make_backend(server, sleeps):
-    made: list[OpenAIResponsesBackend] = []
-
-    def make(**overrides: Any) -> OpenAIResponsesBackend:
-        options = dict(base_url=server.url, api_key=KEY, first_event_timeout=5, event_timeout=5, retries=2)
-        backend = OpenAIResponsesBackend(**{**options, **overrides}, sleep=sleeps.append)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.close()
-
-
-@pytest.fixture
-def backend(make_backend) -> OpenAIResponsesBackend:
-    return make_backend()
 
 
 def run(backend, *, messages=None, tools=(), model="gpt-4.1", system="You are helpful.", inference=None):

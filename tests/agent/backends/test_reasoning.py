@@ -7,7 +7,7 @@ import pytest
 from agent.backends.bedrock import build_request
 from agent.backends.openai import OpenAIBackend
 from agent.backends.reasoning import Reasoning, binds_thinking, claude_thinking, claude_thinking_off, parse
-from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
+from tests.agent.backends.openai_server import Reply, sse
 
 USER = [{"role": "user", "parts": [{"type": "text", "text": "Think."}]}]
 SAMPLING = {"max_tokens": 8000, "temperature": 0.3, "top_p": 0.9}
@@ -40,13 +40,6 @@ def test_budgets_and_levels():
     assert Reasoning(level="high").budget_below(4096) == 3072  # room left for the answer
     assert Reasoning(budget=2000).budget_below(8000) == 2000
     assert Reasoning(level="low").budget_below(1500) is None  # too small to think in
-
-
-@pytest.fixture
-def server():
-    srv = ScriptedOpenAIServer().start()
-    yield srv
-    srv.stop()
 
 
 TOOL = [{"name": "list_posts", "description": "List posts.", "input_schema": {"type": "object"}}]
