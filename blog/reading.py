@@ -8,6 +8,7 @@ and sanitiser as everywhere else (`agent.markdown.render_markdown`), in pages an
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from django.contrib.sitemaps import Sitemap
@@ -30,6 +31,8 @@ from blog.models import Blog, Post
 PER_PAGE = 10
 #: Words of a post's body in an excerpt (index, description, Open Graph).
 EXCERPT_WORDS = 40
+#: A heading in a rendered body (the sanitiser closes every element it keeps).
+HEADING = re.compile(r"<h[1-6][^>]*>.*?</h[1-6]>", re.S)
 
 
 def published(blog: Blog | None = None):
@@ -39,9 +42,18 @@ def published(blog: Blog | None = None):
 
 
 def excerpt(body_html: str, words: int = EXCERPT_WORDS) -> str:
-    """The opening words of a rendered (sanitised) post body, as plain text."""
-    text = html.unescape(strip_tags(body_html))
-    return Truncator(" ".join(text.split())).words(words, truncate="…")
+    """The opening words of a rendered (sanitised) post body, as plain text.
+
+    Headings are left out: run together with the paragraph after them they read as one sentence
+    ("Welcome Short notes from…"), and the title is shown beside the excerpt anyway. A body of
+    nothing but headings keeps them.
+    """
+    text = _plain(HEADING.sub(" ", body_html)) or _plain(body_html)
+    return Truncator(text).words(words, truncate="…")
+
+
+def _plain(body_html: str) -> str:
+    return " ".join(html.unescape(strip_tags(body_html)).split())
 
 
 def public_blogs():

@@ -10,7 +10,9 @@ import pytest
 from django.apps import apps
 from django.utils import timezone
 
+from agent.markdown import render_markdown
 from blog.models import Post, PostRevision
+from blog.reading import excerpt
 from blog.services import unique_slug
 from tests.blog.conftest import browser, make_post
 from tests.blog.test_views import tags_of
@@ -53,6 +55,19 @@ def test_a_visitor_front_page_lists_blogs_with_something_published(team, other_t
     assert 'href="/accounts/login/"' in html
     signed_in = browser(team.viewer).get("/").content.decode()
     assert "Your blogs" in signed_in and 'href="/read/notes/"' in signed_in
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("# Welcome\n\nShort notes from long walks.", "Short notes from long walks."),
+        ("Intro &amp; more.\n\n## Part two\n\nThe rest.", "Intro & more. The rest."),
+        ("# Only a heading", "Only a heading"),
+        ("", ""),
+    ],
+)
+def test_an_excerpt_is_the_body_s_sentences_without_its_headings(body, expected):
+    assert excerpt(render_markdown(body)) == expected
 
 
 def test_public_index_shows_date_author_excerpt_and_pages(team):
