@@ -21,8 +21,10 @@ from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
 from agent import attachments
+from agent.backends.base import zero_usage
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
+from agent.values import Usage
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 
@@ -337,6 +339,12 @@ def meter(user: Any) -> dict[str, float]:
         "month": frac(used["month"], limits.usd_month),
         "global": frac(used["global"], limits.usd_global),
     }
+
+
+def estimated_usage(prompt_tokens: int, output_chars: int) -> Usage:
+    """The usage of a call that ended without the provider's count (stopped, or failed mid-answer):
+    its prompt as estimated, and what it wrote at about four characters a token."""
+    return {**zero_usage(), "input_tokens": prompt_tokens, "output_tokens": output_chars // 4 + 1}
 
 
 def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:

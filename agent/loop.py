@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -45,10 +46,18 @@ class _Call:
         # (kind, index in its list, tokens of text before it). The answer keeps that order.
         self.order: list[tuple[str, int, int]] = []
         self.usage = zero_usage()
+        self.finished = False  # the model's `done` came, with the provider's own count of the tokens
         self.stop_reason = "end_turn"
         self.index: int | None = None  # the session's model calls before this one, for a backend that reads it
         self.cost = Decimal(0)
         self.ledger: Spend | None = None  # its ledger row, still to write with the answer (no cap on)
+
+    def output_chars(self) -> int | None:
+        """Characters the model wrote before its call ended, or None when it wrote nothing."""
+        if not (self.text or self.reasoning or self.tool_uses):
+            return None
+        reasoning = sum(len(block.get("text") or "") for block in self.reasoning)
+        return sum(map(len, self.text)) + reasoning + len(json.dumps([tu.get("input") for tu in self.tool_uses]))
 
 
 def _never() -> bool:
@@ -170,6 +179,12 @@ def _call_model(
         if retry:
             budget.settle(reservation, zero_usage())
             continue
+        written = None if call.finished else call.output_chars()
+        if written is not None:
+            # Stopped, or failed after output: the provider bills the prompt and what it wrote, but sent
+            # no count. Counted at an estimate, never as free (else Stop would empty no bucket).
+            prompt = estimate or budget.estimate_tokens(ctx.system, ctx.messages, specs)
+            call.usage = budget.estimated_usage(prompt, written)
         # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
         call.ledger = budget.ledger_row(reservation, call.usage)
         call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
@@ -239,6 +254,7 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
         case "done":
             call.stop_reason = ev.get("stop_reason") or "end_turn"
+            call.finished = True
             call.usage = {**zero_usage(), **(ev.get("usage") or {})}
         case "text":
             call.text.append(ev["text"])

@@ -14,6 +14,7 @@ from agent import budget, transcript
 from agent.exceptions import BudgetExceeded
 from agent.loop import run_agent
 from agent.models import Message, Spend, SpendDay
+from agent.state import Run
 
 DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
 
@@ -254,6 +255,50 @@ def test_with_no_cap_on_a_call_is_recorded_once_with_its_answer_or_without(chat,
         (1, "user"),
     ]
     assert sorted(Spend.objects.values_list("tokens", flat=True)) == [8, 15]  # the second call, once
+
+
+def no_caps(settings) -> None:
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = settings.AGENT_BUDGET_TOKENS_PER_HOUR = 0
+    settings.AGENT_BUDGET_USD_PER_MONTH = settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("capped", [True, False])
+def test_a_call_that_fails_after_output_is_counted_at_an_estimate_never_free(chat, script, settings, capped):
+    """The provider bills the prompt and what it wrote, but a failed stream sends no count."""
+    if not capped:
+        no_caps(settings)
+    script([[{"kind": "text", "text": "partial " * 50}, {"kind": "error", "retryable": False}]])
+    transcript.add_message(Run(chat), "user", [{"type": "text", "text": "x" * 4000}])  # ~1,000 tokens
+    assert [name for name, _ in run_agent(chat)][-1] == "error"
+    row = Spend.objects.get()
+    answer = Message.objects.get(session=chat, role="assistant")
+    assert row.settled and 1000 < answer.input_tokens < 1200 and answer.output_tokens == 101  # 400 characters
+    assert row.tokens == answer.input_tokens + answer.output_tokens
+    assert row.cost_usd == answer.cost_usd == budget.cost_of("fake", answer.usage) > 0
+
+
+@pytest.mark.django_db
+def test_a_call_that_fails_before_any_output_costs_nothing(chat, script):
+    script([[{"kind": "error", "retryable": False}]])
+    transcript.add_message(Run(chat), "user", [{"type": "text", "text": "x" * 4000}])
+    assert [name for name, _ in run_agent(chat)][-1] == "error"
+    assert list(Spend.objects.values_list("tokens", "cost_usd", "settled")) == [(0, Decimal(0), True)]
+
+
+@pytest.mark.django_db
+def test_stopping_every_answer_still_fills_the_buckets(chat, script, settings):
+    """Stop ends a call before the provider's count: at zero, Stop pressed at once would never hit a cap."""
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 4000  # the third call's prompt (~3,000) finds it full
+    settings.AGENT_MAX_TOKENS = 100
+    usage = {"input_tokens": 1000, "output_tokens": 2}
+    script([[{"kind": "text", "text": "a"}, {"kind": "done", "stop_reason": "end_turn", "usage": usage}]] * 3)
+    ends = []
+    for _ in range(3):
+        transcript.add_message(Run(chat), "user", [{"type": "text", "text": "x" * 4000}])
+        ends.append([event for event in run_agent(chat, should_stop=lambda: True)][-1])
+    assert [name for name, _ in ends] == ["done", "done", "error"]
+    assert ends[0][1]["stop_reason"] == "stopped" and ends[2][1]["code"] == "budget_exceeded"
 
 
 def day_totals() -> dict:
