@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agent.models import Approval, Message, Session
+from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
@@ -160,8 +160,15 @@ def settle(run: Run) -> list[tuple[str, Any]]:
     if not pending:
         _settled(run)
         return []
+    answered = set(  # a call already answered, whatever answered it, is not answered twice
+        Part.objects.filter(
+            message__session=session, type="tool_result", tool_use_id__in=[a.tool_use_id for a in pending]
+        ).values_list("tool_use_id", flat=True)
+    )
     results, effects, events = [], [], []
     for approval in pending:
+        if approval.tool_use_id in answered:
+            continue
         tool_use = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
         ran: list[dict[str, Any]] = []
         if approval.status == Approval.APPROVED:
@@ -185,7 +192,8 @@ def settle(run: Run) -> list[tuple[str, Any]]:
                 {"id": approval.tool_use_id, "name": approval.tool_name, "status": status, "result": result},
             )
         )
-    persist_tool_results(run, results)
+    if results:
+        persist_tool_results(run, results)
     now = timezone.now()
     Approval.objects.filter(pk__in=[a.pk for a in pending]).update(resolved=True)
     Approval.objects.filter(pk__in=[a.pk for a in pending], status=Approval.PENDING).update(

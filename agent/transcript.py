@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agent import sql
 from agent.backends.reasoning import configured as reasoning_setting
-from agent.models import Message, Part, Session, Spend
+from agent.models import Approval, Message, Part, Session, Spend
 from agent.state import Run
 
 Origin = tuple[str, str]  # (backend name, model id) of a model call
@@ -198,12 +198,17 @@ def persist_tool_results(run: Run, results: list[dict[str, Any]]) -> Message:
 
 
 def repair_orphans(run: Run) -> int:
-    """Answer every tool_use that has no tool_result with an error result; returns how many were answered."""
+    """Answer every tool_use that has no tool_result with an error result; returns how many were answered.
+
+    A call still waiting on its Approval is no orphan: a person may have approved it, and the next
+    run answers it (`approvals.settle`) with what the decision says, once.
+    """
     session = run.session
     used = Part.objects.filter(message__session=session, type="tool_use").values_list("tool_use_id", "tool_name")
     answered = set(
         Part.objects.filter(message__session=session, type="tool_result").values_list("tool_use_id", flat=True)
     )
+    answered.update(Approval.objects.filter(session=session, resolved=False).values_list("tool_use_id", flat=True))
     orphans = [(uid, name) for uid, name in used if uid not in answered]
     if orphans:
         run.next_position = None  # a failed write may have left the run unsure where the transcript ends

@@ -7,11 +7,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agent import approvals, turns
 from agent.approvals import CHANGED
 from agent.backends import get_backend
-from agent.models import Approval, Message, Part, Turn
+from agent.models import Approval, Message, Part, Session, Turn
 from agent.state import Run
 from agent.tools import Description, register, unregister
+from agent.transcript import persist_tool_results
 from tests.agent.test_api_turns import assert_transcript_valid
 
 pytestmark = pytest.mark.django_db
@@ -123,6 +125,36 @@ def test_expired_approval_cannot_be_claimed_and_the_next_turn_answers_it(api, ch
     # The error result sits right after the tool call, before the new user message.
     roles = [m.role for m in Message.objects.filter(session=chat)]
     assert roles == ["user", "assistant", "tool", "user", "assistant"]
+
+
+def test_a_decided_call_whose_resumed_turn_died_runs_once_when_the_session_is_reclaimed(api, chat, script, risky):
+    """The resumed turn's worker died after it claimed the lease and before it ran the call: the next
+    message reclaims the session. The call waits on its decision, so it is no orphan to answer as
+    interrupted; it runs as approved, once, with one result."""
+    script([[call("danger", "d1", {"x": 7}), TOOL_STOP], [{"kind": "text", "text": "ok"}, DONE]])
+    approval_id = api.turn(chat, "destroy 7")[-1][1]["approvals"][0]["id"]
+    assert approvals.decide(chat, approval_id, chat.user, True) == "decided"
+    turns.resume(chat)  # ... and its worker dies here
+    Session.objects.filter(pk=chat.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert api.turn(chat, "hello?")[-1][0] == "done"
+    assert risky == [7]
+    results = Part.objects.filter(message__session=chat, type="tool_result", tool_use_id="d1")
+    assert list(results.values_list("tool_status", "tool_result")) == [("ok", {"destroyed": 7})]
+    assert_transcript_valid(chat)
+
+
+def test_a_waiting_call_that_already_has_a_result_is_not_answered_again(api, chat, script, risky):
+    """Answered while it waited (by an older release's orphan repair, say): the decision finds it
+    answered and runs nothing; the transcript keeps one result for the call."""
+    script([[call("danger", "d1", {"x": 7}), TOOL_STOP], [{"kind": "text", "text": "ok"}, DONE]])
+    approval_id = api.turn(chat, "destroy 7")[-1][1]["approvals"][0]["id"]
+    persist_tool_results(Run(chat), [{"tool_use_id": "d1", "name": "danger", "result": {}, "status": "error"}])
+    assert approvals.decide(chat, approval_id, chat.user, True) == "decided"
+    assert api.turn(chat, "hello?")[-1][0] == "done"
+    assert risky == []
+    assert Part.objects.filter(message__session=chat, type="tool_result", tool_use_id="d1").count() == 1
+    assert not Approval.objects.filter(resolved=False).exists()
+    assert_transcript_valid(chat)
 
 
 def test_another_user_cannot_decide(api, chat, script, risky, other_user):
