@@ -55,7 +55,9 @@ def follow_batches(
     stream's `ticket` (`agent.streams`), it ends, without a terminal event, once that is superseded.
     """
     channel = hub.get_channel(str(turn.pk))
-    if channel is not None and not (channel.closed and channel.delivered):
+    # A finished turn re-opened from scratch gets its end at once; one resumed after an id gets what
+    # followed it while the channel keeps it, however many readers reached the end before.
+    if channel is not None and (last_event_id is not None or not (channel.closed and channel.delivered)):
         yield from _from_channel(channel, last_event_id, heartbeat, ticket)
         return
     turn.refresh_from_db()
@@ -167,10 +169,12 @@ def _from_database(turn: Turn, heartbeat: float, ticket: Ticket | None = None) -
     while True:
         if ticket is not None and ticket.superseded:
             return
+        # The status first: a turn found ended had written all its messages, so the replies read next
+        # hold its last answer even when it ended between the two reads.
+        now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
         for message in replies(turn, last_position):
             last_position = message.position
             yield from ((None, name, payload) for name, payload in _message_events(list(message.parts.all())))
-        now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
         release_connection()
         if now is None:
             yield (None, *_terminal(None))

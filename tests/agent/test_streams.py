@@ -97,12 +97,14 @@ def test_turn_in_a_thread_streams_stops_and_outlives_its_reader(user, settings, 
 
 @pytest.mark.django_db
 def test_reconnect_with_last_event_id_resumes_after_it(api, chat, script):
+    """Even once another reader (a second tab) read the turn to its end: no gap after the id."""
     script([words(4) + [DONE]])
     url = api.send(chat, "hi").json()["stream_url"]
-    turn = Turn.objects.get(session=chat)
-    hub.get_channel(str(turn.pk)).delivered = False
+    assert [n for n, _ in api.events(url)] == ["token"] * 4 + ["done"]
     events = api.events(url, HTTP_LAST_EVENT_ID="1")
+    assert [n for n, _ in events] == ["token", "token", "done"]
     assert [p["text"] for n, p in events if n == "token"] == ["w2 ", "w3 "]
+    assert [n for n, _ in api.events(url)] == ["done"]  # re-opened without an id: its end at once
 
 
 @pytest.mark.django_db
@@ -135,6 +137,29 @@ def test_follow_from_database_when_the_turn_runs_in_another_process(chat, script
         ("tool_result", {"id": "t1", "name": "x", "status": "ok", "result": {"ok": 1}}),
         ("done", {"message_id": 1, "stop_reason": "end_turn", "usage": {}}),
     ]
+
+
+@pytest.mark.django_db
+def test_follow_from_database_sends_the_last_answer_of_a_turn_that_ends_between_two_reads(chat, script, monkeypatch):
+    """The other worker writes its answer and ends the turn just after a poll read the replies."""
+    from agent import follow as following
+    from agent.transcript import add_message
+
+    run, _ = turns.begin(chat, "hi")
+    read_replies = following.replies
+
+    def then_the_turn_ends(turn, after=-1):
+        found = list(read_replies(turn, after))
+        if not Message.objects.filter(session=chat, role="assistant").exists():
+            add_message(run, "assistant", [{"type": "text", "text": "The answer."}])
+            payload = {"message_id": 1, "stop_reason": "end_turn", "usage": {}}
+            Turn.objects.filter(pk=run.turn.pk).update(status="done", terminal_event="done", terminal_payload=payload)
+        return found
+
+    monkeypatch.setattr(following, "replies", then_the_turn_ends)
+    items = list(follow_running(Turn(pk=run.turn.pk, session=chat, status="running")))
+    assert [n for _, n, _ in items] == ["token", "done"]
+    assert items[0][2] == {"text": "The answer."}
 
 
 def follow_running(turn):
