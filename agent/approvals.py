@@ -42,6 +42,8 @@ NOT_DECIDED = {
     "gone": "That request was already decided.",
 }
 STILL_ANSWERING = "The assistant is still answering. Try again in a moment."
+#: Said where no stream can be handed over, when another request's turn already took the decisions up.
+TAKEN_UP = "Your decision was taken up by the answer already under way in another window."
 
 
 def needs_approval(name: str, session: Any = None, input: dict[str, Any] | None = None) -> bool:

@@ -29,5 +29,9 @@ class TurnInProgress(Exception):
     """Another turn holds this session's lease."""
 
 
+class NothingToResume(Exception):
+    """No call waits on a person's decision any more: another request's turn took them all up."""
+
+
 class ToolInputError(Exception):
     """A tool's input failed validation; the model gets the message as an error result."""

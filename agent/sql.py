@@ -94,12 +94,13 @@ def insert_turn(turn: Turn) -> None:
     )
 
 
-def take_lease(session: Session, turn: Turn, until: Any, now: Any, *, only_if_nobody_waits: bool) -> bool:
-    """Give the session's lease to `turn` if no turn holds it (and, if asked, nothing waits for a
-    person); one conditional UPDATE, so two workers can never both take it."""
+def take_lease(session: Session, turn: Turn, until: Any, now: Any, *, awaiting_people: bool | None) -> bool:
+    """Give the session's lease to `turn` if no turn holds it (and, unless `awaiting_people` is None,
+    only if calls wait for a person or only if none do); one conditional UPDATE, so two workers can
+    never both take it."""
     where: dict[str, Any] = {"id": session.pk}
-    if only_if_nobody_waits:
-        where["awaiting_people"] = False
+    if awaiting_people is not None:
+        where["awaiting_people"] = awaiting_people
     changes = {"turn": turn.pk, "lease_until": until, "updated_at": now}
     return bool(_update(Session, changes, where, null=("turn",)))
 

@@ -24,7 +24,7 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from agent import approvals, events, hub, logcontext, runners, sql, watch
-from agent.exceptions import TurnInProgress
+from agent.exceptions import NothingToResume, TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
 from agent.runtime import gevent_patched
@@ -35,11 +35,12 @@ from agent.values import TERMINAL, Phase
 logger = logging.getLogger("agent.turns")
 
 
-def claim(session: Session) -> Run:
+def claim(session: Session, *, resuming: bool = False) -> Run:
     """Take the session's lease with one conditional UPDATE, or raise TurnInProgress.
 
     A lease whose worker died expires; the new turn then closes the dead one and answers
-    its unanswered tool calls so the transcript stays valid.
+    its unanswered tool calls so the transcript stays valid. `resuming`: only while calls wait on
+    people's decisions (else raise NothingToResume: another request's turn took them up).
     """
     now = timezone.now()
     turn = Turn(session=session, created_at=now)
@@ -47,11 +48,14 @@ def claim(session: Session) -> Run:
     run = Run(session, turn)
     until = now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
     # The usual case: nothing runs and nothing waits for a person; one UPDATE proves both.
-    if sql.take_lease(session, turn, until, now, only_if_nobody_waits=True):
+    if not resuming and sql.take_lease(session, turn, until, now, awaiting_people=False):
         run.approvals_settled = True
         return run
-    if sql.take_lease(session, turn, until, now, only_if_nobody_waits=False):
+    if sql.take_lease(session, turn, until, now, awaiting_people=True if resuming else None):
         return run  # nothing was running; calls waiting for a person are settled by the run
+    if resuming and not Session.objects.filter(pk=session.pk, awaiting_people=True).exists():
+        turn.delete()
+        raise NothingToResume()
     lease = {"turn": turn, "lease_until": until, "updated_at": now}
     if not Session.objects.filter(pk=session.pk, lease_until__lt=now).update(**lease):
         turn.delete()
@@ -66,17 +70,41 @@ def claim(session: Session) -> Run:
 
 def begin(session: Session, text: str, attachments: list[dict[str, Any]] = ()) -> tuple[Run, Message]:
     """Claim the session and add the user's message (its text, then its stored attachments' parts);
-    calls still awaiting a person are answered first."""
+    calls still awaiting a person are answered first.
+
+    If that fails, the turn ends as an error and gives the lease back before the failure goes on:
+    the chat is not left answering "still answering" until the lease runs out.
+    """
     run = claim(session)
-    approvals.settle(run)
-    message = add_message(run, Message.USER, [{"type": "text", "text": text}, *attachments])
+    try:
+        approvals.settle(run)
+        message = add_message(run, Message.USER, [{"type": "text", "text": text}, *attachments])
+    except BaseException:
+        _end_unstarted(run)
+        raise
     run.turn.user_message = message  # stored with the turn's end (`_finish`); the message names its turn now
     return run, message
 
 
+def _end_unstarted(run: Run) -> None:
+    """End a turn that failed before it could start (its lease back), whatever state the connection is in."""
+    try:
+        _finish(run, "error", dict(calm_error("chat_error")[1]))
+    except Exception:
+        logger.exception("ending turn %s after a failed start failed; its lease runs out instead", run.turn.pk)
+
+
 def resume(session: Session) -> Run:
-    """Claim the session for a turn that carries on after people decided its pending calls."""
-    return claim(session)
+    """Claim the session for a turn that carries on after people decided its pending calls.
+
+    Raises NothingToResume when no call waits any more (a request that decided another call at the
+    same moment resumed first: its turn answers them all), TurnInProgress while a turn runs."""
+    return claim(session, resuming=True)
+
+
+def latest(session: Session) -> Turn | None:
+    """The session's most recent turn (the one that took up decided calls, after NothingToResume)."""
+    return Turn.objects.filter(session=session).order_by("-created_at").first()
 
 
 def start(run: Run) -> None:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agent import approvals, hub, intake, sse, stream_pass, streams, turns
 from agent.api import error, json_body
-from agent.exceptions import TurnInProgress
+from agent.exceptions import NothingToResume, TurnInProgress
 from agent.follow import Item, follow_batches
 from agent.media_views import attachment_json
 from agent.models import Message, Session, Turn
@@ -275,6 +275,8 @@ def resolve_approval(
         return "waiting", {"stream_url": None, "waiting": [str(a.pk) for a in still]}
     try:
         run = turns.resume(session)
+    except NothingToResume:  # decided at the same moment as another call: that request's turn answers both
+        return "started", stream_url(session, turns.latest(session), request)
     except TurnInProgress:
         return "error", (409, "turn_in_progress", approvals.STILL_ANSWERING)
     turns.start(run)

@@ -237,6 +237,26 @@ def test_turn_in_progress(api, chat, script):
     assert not Message.objects.filter(session=chat).exists()
 
 
+def test_a_message_that_cannot_be_stored_leaves_the_chat_free_for_the_next(api, chat, script, monkeypatch):
+    """The user's message fails to write after the lease was taken: the turn ends as an error and
+    gives the lease back, so sending again works at once (not "still answering" for two minutes)."""
+    from agent import turns
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(turns, "add_message", fails)
+    with pytest.raises(RuntimeError):
+        api.send(chat, "first")
+    monkeypatch.undo()
+    chat.refresh_from_db()
+    assert chat.turn_id is None and chat.lease_until is None
+    assert list(Turn.objects.filter(session=chat).values_list("status", flat=True)) == ["error"]
+    assert not Message.objects.filter(session=chat).exists()
+    script([[{"kind": "text", "text": "ok"}, DONE]])
+    assert api.turn(chat, "again")[-1][0] == "done"
+
+
 def test_expired_lease_is_reclaimed_and_orphans_answered(api, chat, script):
     from datetime import timedelta
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 from agent import approvals, turns
 from agent.approvals import CHANGED
 from agent.backends import get_backend
+from agent.exceptions import NothingToResume
 from agent.models import Approval, Message, Part, Session, Turn
 from agent.state import Run
 from agent.tools import Description, register, unregister
@@ -154,6 +155,30 @@ def test_a_waiting_call_that_already_has_a_result_is_not_answered_again(api, cha
     assert risky == []
     assert Part.objects.filter(message__session=chat, type="tool_result", tool_use_id="d1").count() == 1
     assert not Approval.objects.filter(resolved=False).exists()
+    assert_transcript_valid(chat)
+
+
+def test_two_decisions_at_the_same_moment_resume_the_chat_once(api, chat, script, risky, monkeypatch):
+    """Two requests each decide one of two calls, and each then finds nothing left waiting: the first
+    to resume answers both; the second follows that turn, and the model is not called again."""
+    script([[call("danger", "d1", {"x": 1}), call("danger", "d2", {"x": 2}), TOOL_STOP], [DONE], [DONE]])
+    first, second = [a["id"] for a in api.turn(chat, "destroy 1 and 2")[-1][1]["approvals"]]
+    assert approvals.decide(chat, first, chat.user, True) == "decided"  # request A decides ...
+    resumed = decide(api, chat, second, True)  # ... request B decides and resumes first
+    assert resumed.status_code == 202
+    assert [n for n, _ in api.events(resumed.json()["stream_url"])] == ["tool_result", "tool_result", "effects", "done"]
+    with pytest.raises(NothingToResume):  # A goes on: nothing waits any more
+        turns.resume(chat)
+    assert risky == [1, 2] and len(get_backend().requests) == 2
+    assert list(Turn.objects.filter(session=chat).order_by("created_at").values_list("status", flat=True)) == [
+        "paused",
+        "done",
+    ]
+    # The view answers A with the stream of the turn that took its decision up.
+    monkeypatch.setattr(approvals, "decide", lambda *args: "decided")
+    late = decide(api, chat, first, True)
+    assert late.status_code == 202 and late.json()["stream_url"] == resumed.json()["stream_url"]
+    assert len(get_backend().requests) == 2
     assert_transcript_valid(chat)
 
 

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
 from agent import approvals, turns
-from agent.exceptions import TurnInProgress
+from agent.exceptions import NothingToResume, TurnInProgress
 from agent.models import Session
 from agent.policy import get_policy
 from blog.chat import BlogChatPolicy
@@ -127,6 +127,9 @@ class Command(BaseCommand):
                 return
         try:
             run = turns.resume(session)
+        except NothingToResume:
+            self.stderr.write(approvals.TAKEN_UP)
+            return
         except TurnInProgress:
             self.stderr.write(approvals.STILL_ANSWERING)
             return
