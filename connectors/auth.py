@@ -51,6 +51,8 @@ def authenticate(request: HttpRequest) -> Caller:
     app = token.application
     if blog is None or app is None or token.user is None:
         raise Unauthorized("The access token is not bound to a blog.", presented=True)
+    if not token.user.is_active:  # deactivated: its web sessions ended, and so do its connections
+        raise Unauthorized("The access token is invalid, expired or revoked.", presented=True)
     consent = Consent.objects.filter(user=token.user, blog=blog, client=app.client_id, revoked_at__isnull=True)
     if not consent.exists():
         raise Unauthorized("This connection was revoked; connect again.", presented=True)

@@ -26,8 +26,8 @@ class McpCall(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
         indexes = [
-            # the per-client rate limit counts the last minute's rows
-            models.Index(fields=["client_id", "created_at"], name="connectors_call_rate_idx"),
+            # the rate limit (per client and user) counts the last minute's rows
+            models.Index(fields=["client_id", "user", "created_at"], name="connectors_call_rate_idx"),
             # the Clients screen's "recent actions"
             models.Index(fields=["blog", "user", "client_id", "-created_at"], name="connectors_call_recent_idx"),
         ]

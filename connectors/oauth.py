@@ -47,6 +47,11 @@ class ConnectorValidator(OAuth2Validator):
         # no loopback port latitude, so a code can only ever go where the client registered.
         return redirect_uri in request.client.redirect_uris.split()
 
+    def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
+        # A deactivated account gets no new tokens; its access tokens are refused at `/mcp` too.
+        valid = super().validate_refresh_token(refresh_token, client, request, *args, **kwargs)
+        return valid and request.user.is_active
+
     def validate_scopes(self, client_id, scopes, client, request, *args, **kwargs):
         # The blog operations' scopes, plus the one `blog:<id>` binding the consent page adds.
         known = get_scopes_backend().get_all_scopes()

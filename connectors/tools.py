@@ -78,12 +78,15 @@ def call_tool(caller: Caller, params: types.CallToolRequestParams) -> types.Call
 
 
 def check_rate(caller: Caller) -> None:
-    """At most MCP_CALLS_PER_MINUTE tool calls per client in any rolling minute (0 = no limit)."""
+    """At most MCP_CALLS_PER_MINUTE tool calls per client and user in any rolling minute (0 = no limit).
+
+    Per user too: anyone may authorise a public client, and one person's calls must not use up another's.
+    """
     limit = settings.MCP_CALLS_PER_MINUTE
     if not limit:
         return
     since = timezone.now() - timedelta(minutes=1)
-    recent = McpCall.objects.filter(client_id=caller.client_id, created_at__gt=since)
+    recent = McpCall.objects.filter(client_id=caller.client_id, user=caller.user, created_at__gt=since)
     if recent.count() < limit:
         return
     oldest = recent.order_by("created_at").values_list("created_at", flat=True)[:1]

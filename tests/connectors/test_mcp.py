@@ -174,7 +174,7 @@ def test_get_is_not_a_stream_here_and_other_origins_are_refused(team):
     assert bad_version.status_code == 400
 
 
-def test_calls_are_rate_limited_per_client(team, settings):
+def test_calls_are_rate_limited_per_client_and_user(team, settings):
     settings.MCP_CALLS_PER_MINUTE = 2
     conn = connect(team.owner, team.blog.slug, ALL)
     other = connect(team.owner, team.blog.slug, ALL)
@@ -187,6 +187,9 @@ def test_calls_are_rate_limited_per_client(team, settings):
     assert error["message"].startswith("Too many calls: this client may make 2 tool calls a minute.")
     assert other.call("list_posts")["result"]["isError"] is False  # another client has its own allowance
     assert McpCall.objects.filter(client_id=conn.client_id).count() == 2
+    # Anyone may authorise a public client: another person's calls through it have their own allowance.
+    theirs = connect(team.editor, team.blog.slug, ALL, client_id=conn.client_id)
+    assert theirs.call("list_posts")["result"]["isError"] is False
 
 
 def test_admins_read_the_audit_in_django_admin(team, admin_client):

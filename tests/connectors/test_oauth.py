@@ -236,6 +236,22 @@ def test_refresh_rotates_and_a_replayed_refresh_token_ends_the_family(team):
     assert conn.mcp(INIT, token=new["access_token"]).status_code == 401
 
 
+def test_a_deactivated_account_s_connections_stop_working(team):
+    """Deactivating a person ends their web sessions; their clients' tokens stop with them."""
+    conn = connect(team.owner, team.blog.slug, ALL)
+    team.owner.is_active = False
+    team.owner.save(update_fields=["is_active"])
+    refused = conn.mcp(INIT)
+    assert refused.status_code == 401 and 'error="invalid_token"' in refused["WWW-Authenticate"]
+    refresh = {"grant_type": "refresh_token", "refresh_token": conn.refresh_token, "client_id": conn.client_id}
+    response = Client().post("/oauth/token/", refresh)
+    assert response.status_code == 400 and "access_token" not in response.json()
+    team.owner.is_active = True  # reactivated: the same connection works again
+    team.owner.save(update_fields=["is_active"])
+    assert conn.mcp(INIT).status_code == 200
+    assert Client().post("/oauth/token/", refresh).status_code == 200
+
+
 def test_revoked_and_expired_tokens_are_refused(team):
     conn = connect(team.owner, team.blog.slug, ALL)
     assert conn.mcp(INIT).status_code == 200
