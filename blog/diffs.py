@@ -7,10 +7,13 @@ post's title or body can become markup on the history page.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from dataclasses import dataclass
 
 #: Unchanged lines kept around each change; longer unchanged runs fold into one "…" line.
 CONTEXT = 2
+#: A line found more often than this in the newer version anchors no match (see `diff_lines`).
+COMMON = 8
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,15 @@ def diff_lines(old: str, new: str, context: int = CONTEXT) -> list[Line]:
     """The lines of `old` and `new` as one list, removed and added lines marked, long same runs folded."""
     a, b = (old or "").splitlines(), (new or "").splitlines()
     out: list[Line] = []
-    opcodes = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    seen = Counter(b)
+
+    def common(line: str) -> bool:
+        # Blank lines and lines repeated all over (a code fence, a rule) anchor no match: difflib's time
+        # grows with the square of such repeats (a form of 100,000 blank lines held a worker 19 s).
+        # They still show, carried along with the matches beside them.
+        return not line.strip() or seen[line] > COMMON
+
+    opcodes = difflib.SequenceMatcher(common, a=a, b=b, autojunk=False).get_opcodes()
     for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         if tag == "equal":
             lines = [Line("same", a[i], i + 1, j1 + (i - i1) + 1) for i in range(i1, i2)]

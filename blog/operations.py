@@ -96,7 +96,7 @@ def _obj(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 TITLE = {"type": "string", "minLength": 1, "maxLength": 200}
-BODY = {"type": "string", "maxLength": 100_000, "description": "Markdown."}
+BODY = {"type": "string", "maxLength": services.MAX_BODY_CHARS, "description": "Markdown."}
 COVER = {
     "type": "integer",
     "minimum": 1,

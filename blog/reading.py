@@ -7,12 +7,14 @@ and sanitiser as everywhere else (`agent.markdown.render_markdown`), in pages an
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from typing import Any
 
 from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db.models import Count, Max, Q
 from django.http import HttpRequest, HttpResponse
@@ -20,6 +22,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
 from django.utils.html import strip_tags
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.views.decorators.http import require_GET
 
@@ -39,6 +42,24 @@ def published(blog: Blog | None = None):
     """Published posts, newest first (of one blog, when given)."""
     posts = Post.objects.filter(status=Post.PUBLISHED).select_related("blog", "author").order_by("-published_at", "-pk")
     return posts.filter(blog=blog) if blog is not None else posts
+
+
+#: How long a rendered body stays cached (its key is its text, so an edit is never served stale).
+RENDERED_SECONDS = 24 * 3600
+
+
+def body_html(post: Post) -> SafeString:
+    """A published post's body rendered and sanitised, once per text rather than once per visit.
+
+    Visitors are anonymous and many, and a long body takes a second to render; the cache is keyed by
+    the text's digest, so an edited post is rendered afresh and nothing needs invalidating.
+    """
+    key = "blog:body-html:" + hashlib.sha256(post.body.encode("utf-8", "replace")).hexdigest()
+    rendered = cache.get(key)
+    if rendered is None:
+        rendered = str(render_markdown(post.body))
+        cache.set(key, rendered, RENDERED_SECONDS)
+    return mark_safe(rendered)  # noqa: S308 - render_markdown's sanitised output, as it was stored
 
 
 def excerpt(body_html: str, words: int = EXCERPT_WORDS) -> str:
@@ -82,19 +103,19 @@ def _readable_blog(slug: str) -> Blog:
 def public_index(request: HttpRequest, slug: str) -> HttpResponse:
     blog = _readable_blog(slug)
     page = Paginator(published(blog), PER_PAGE).get_page(request.GET.get("page"))
-    entries = [{"post": post, "excerpt": excerpt(render_markdown(post.body))} for post in page]
+    entries = [{"post": post, "excerpt": excerpt(body_html(post))} for post in page]
     return render(request, "blog/public_index.html", {"blog": blog, "page": page, "entries": entries})
 
 
 @require_GET
 def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
     post = get_object_or_404(published(), blog__slug=slug, slug=post_slug)
-    body_html = render_markdown(post.body)
+    rendered = body_html(post)
     context = {
         "blog": post.blog,
         "post": post,
-        "body_html": body_html,
-        "description": excerpt(body_html, 30),
+        "body_html": rendered,
+        "description": excerpt(rendered, 30),
         "canonical": request.build_absolute_uri(post_url(post)),
         "cover_url": request.build_absolute_uri(reverse("blog:public_cover", args=[slug, post_slug])),
     }
@@ -136,7 +157,7 @@ class BlogFeed(Feed):
         return post.title
 
     def item_description(self, post: Post) -> str:
-        return render_markdown(post.body)
+        return body_html(post)
 
     def item_link(self, post: Post) -> str:
         return post_url(post)

@@ -58,6 +58,18 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
     return slug
 
 
+#: The longest body a post may have, however it is written (the form, the assistant, a connected
+#: client): each view renders it, and the history compares versions of it.
+MAX_BODY_CHARS = 100_000
+
+
+def clean_body(body: str) -> str:
+    body = body or ""
+    if len(body) > MAX_BODY_CHARS:
+        raise OperationError(f"A post's body can be at most {MAX_BODY_CHARS:,} characters.")
+    return body
+
+
 def clean_title(title: str) -> str:
     title = (title or "").strip()
     if not title:
@@ -93,10 +105,10 @@ def discard_cover(key: str) -> None:
 def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "", cover: Cover | None = None) -> Post:
     """A new draft; `cover` is a copy already made for it (deleted again if the post is not created)."""
     try:
-        title = clean_title(title)
+        title, body = clean_title(title), clean_body(body)
         with transaction.atomic():
             post = Post.objects.create(
-                blog=blog, author=actor.user, title=title, body=body or "", slug=unique_slug(blog, title)
+                blog=blog, author=actor.user, title=title, body=body, slug=unique_slug(blog, title)
             )
             if cover:
                 post.cover_ref, post.cover_type = cover
@@ -115,12 +127,12 @@ def post_update(
     """Change the title, body and/or cover (the previous cover's object goes once this is committed)."""
     try:
         check_may_change(post, actor)
+        title = None if title is None else clean_title(title)
+        body = None if body is None else clean_body(body)
         before, old_cover = post.snapshot(), post.cover_ref
-        if title is not None:
-            title = clean_title(title)
-            if title != post.title:  # a body-only edit keeps the post's address
-                post.title = title
-                post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+        if title is not None and title != post.title:  # a body-only edit keeps the post's address
+            post.title = title
+            post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
         if body is not None:
             post.body = body
         if cover:

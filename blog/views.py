@@ -120,6 +120,8 @@ def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     require_scope(actor, READ)
     post = _post(blog, pk)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
+    if len(mine["body"]) > services.MAX_BODY_CHARS:  # (it could not be saved; nothing to compare)
+        return HttpResponse(status=413)
     saved = {"title": post.title, "body": post.body, "status": post.status}
     context = {
         "blog": blog,
@@ -136,10 +138,6 @@ def _lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-#: The longest body the preview renders (the form itself takes any length the model field does).
-PREVIEW_MAX_CHARS = 200_000
-
-
 @require_POST
 @login_required
 def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
@@ -147,8 +145,8 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     body = request.POST.get("body", "")
-    if len(body) > PREVIEW_MAX_CHARS:
-        return render(request, "blog/_preview.html", {"too_long": True})
+    if len(body) > services.MAX_BODY_CHARS:
+        return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
     return render(request, "blog/_preview.html", {"body_html": render_markdown(body)})
 
 
@@ -227,7 +225,7 @@ def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
     def revision(name: str) -> PostRevision:
         raw = request.GET.get(name, "")
-        if not raw.isascii() or not raw.isdigit():
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 18:  # (a bigger number is no row's id)
             raise Http404("No such revision.")
         return get_object_or_404(revisions, pk=int(raw))
 

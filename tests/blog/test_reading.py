@@ -70,6 +70,26 @@ def test_an_excerpt_is_the_body_s_sentences_without_its_headings(body, expected)
     assert excerpt(render_markdown(body)) == expected
 
 
+def test_a_published_body_is_rendered_once_per_text_not_once_per_visit(team, monkeypatch):
+    from django.core.cache import cache
+
+    from blog import reading
+
+    cache.clear()
+    rendered = []
+    monkeypatch.setattr(reading, "render_markdown", lambda text: rendered.append(text) or render_markdown(text))
+    post = make_post(team.blog, "Cached", "First *words*", published=True)
+    for _ in range(3):
+        assert "First <em>words</em>" in browser().get(f"/read/notes/{post.slug}/").content.decode()
+    browser().get("/read/notes/")
+    browser().get("/read/notes/feed/")
+    assert rendered == ["First *words*"]
+    post.body = "Second **words**"
+    post.save()
+    assert "Second <strong>words</strong>" in browser().get(f"/read/notes/{post.slug}/").content.decode()
+    assert rendered == ["First *words*", "Second **words**"]
+
+
 def test_public_index_shows_date_author_excerpt_and_pages(team):
     posts = publish_many(team.blog, 12)
     make_post(team.blog, "Secret draft")
@@ -198,7 +218,7 @@ def test_a_diff_shows_hostile_text_as_text(team):
 
 @pytest.mark.parametrize(
     "query",
-    ["change=abc", "change=²", "from=1", "", "change=999999"],
+    ["change=abc", "change=²", "from=1", "", "change=999999", "change=" + "9" * 5000],
 )
 def test_compare_refuses_what_is_not_a_revision_of_this_post(team, query):
     post = make_post(team.blog, "A")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from blog.views import PREVIEW_MAX_CHARS
+from blog.models import Post
+from blog.services import MAX_BODY_CHARS
 from tests.blog.conftest import browser, make_post
 from tests.blog.test_views import tags_of
 
@@ -31,8 +32,9 @@ def test_hostile_markdown_stays_inert_in_the_preview(team):
 
 def test_an_empty_body_and_an_oversize_one_say_so(team):
     assert "appears here as you write" in browser(team.owner).post(URL, {"body": ""}).content.decode()
-    html = browser(team.owner).post(URL, {"body": "x" * (PREVIEW_MAX_CHARS + 1)}).content.decode()
-    assert "too long to preview" in html
+    assert "x" * 100 in browser(team.owner).post(URL, {"body": "x" * MAX_BODY_CHARS}).content.decode()
+    html = browser(team.owner).post(URL, {"body": "x" * (MAX_BODY_CHARS + 1)}).content.decode()
+    assert "This post is too long: a post's body can be at most 100,000 characters." in html
 
 
 @pytest.mark.parametrize("role", ["viewer", "outsider"])
@@ -137,6 +139,33 @@ def test_incoming_shows_the_saved_version_against_the_form(team):
     assert 'id="post-state"' in html  # the state line again, for the page to swap in
     same = browser(team.owner).post(url, {"title": "Saved title", "body": "line one\r\nline two"}).content.decode()
     assert "This post changed" not in same  # the same text with CRLF line ends is no change
+
+
+def test_incoming_compares_a_form_of_blank_lines_and_refuses_one_too_long_to_save(team):
+    """Blank and much-repeated lines anchor no match: 90,000 of them compare at once, line for line."""
+    post = make_post(team.blog, "Saved", "Para one\n\nPara two\n\n```\ncode\n```")
+    url = f"/blogs/notes/posts/{post.pk}/incoming/"
+    html = browser(team.viewer).post(url, {"title": "Saved", "body": "Para one" + "\n" * 90_000}).content.decode()
+    assert "This post changed while you were editing" in html
+    assert '<span class="diff-line added"><span class="sign">+</span>Para two</span>' in html
+    assert '<span class="diff-line added"><span class="sign">+</span>code</span>' in html
+    assert html.count('class="diff-line removed"') == 89_998  # the blank lines after the first
+    too_long = browser(team.viewer).post(url, {"title": "Saved", "body": "x" * (MAX_BODY_CHARS + 1)})
+    assert too_long.status_code == 413
+
+
+@pytest.mark.parametrize("role", ["owner", "editor"])
+def test_a_body_too_long_is_refused_on_every_write_path(team, role):
+    post = make_post(team.blog, "Short", "fits")
+    writer = browser(team.user(role))
+    page = writer.post("/blogs/notes/posts/new/", {"title": "Huge", "body": "x" * (MAX_BODY_CHARS + 1)})
+    assert "A post&#x27;s body can be at most 100,000 characters." in page.content.decode()
+    writer.post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "Renamed", "body": "y" * (MAX_BODY_CHARS + 1)})
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("Short", "fits") and not Post.objects.filter(title="Huge").exists()
+    writer.post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "Short", "body": "z" * MAX_BODY_CHARS})
+    post.refresh_from_db()
+    assert len(post.body) == MAX_BODY_CHARS
 
 
 def test_incoming_escapes_and_is_for_members(team, other_team):
