@@ -164,7 +164,7 @@ def _users_stream(user_id: Any, turn: Turn, last_event_id: int | None, flavour: 
 
 def _last_event_id(request: HttpRequest) -> int | None:
     raw = request.headers.get("Last-Event-ID", "")
-    return int(raw) if raw.isascii() and raw.isdigit() else None
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None  # (no turn has more events)
 
 
 # One chunk per batch: the events a follower found at one wake-up go out in one write, byte for byte

@@ -105,6 +105,8 @@ def test_reconnect_with_last_event_id_resumes_after_it(api, chat, script):
     assert [n for n, _ in events] == ["token", "token", "done"]
     assert [p["text"] for n, p in events if n == "token"] == ["w2 ", "w3 "]
     assert [n for n, _ in api.events(url)] == ["done"]  # re-opened without an id: its end at once
+    for junk in ("9" * 5000, "-1", "x"):  # an id that is no event's is no id: the stream's end, never a 500
+        assert [n for n, _ in api.events(url, HTTP_LAST_EVENT_ID=junk)] == ["done"]
 
 
 @pytest.mark.django_db
