@@ -96,7 +96,13 @@ def _assistant_items(parts: list[dict[str, Any]], *, phases: bool = False) -> li
                 )
             case other:
                 raise BackendError(f"An assistant message cannot carry a {other!r} part.", retryable=False)
-    return items + _assistant_text(texts, phase(len(parts)))
+    items += _assistant_text(texts, phase(len(parts)))
+    # A reasoning item goes back only with the item it led to: the API refuses one "provided without
+    # its required following item". An answer stopped, failed or cut short after its reasoning (its
+    # calls dropped: `loop`) ends with one, and sent back as it is, every later call of the chat fails.
+    while items and items[-1].get("type") == "reasoning":
+        items.pop()
+    return items
 
 
 def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:

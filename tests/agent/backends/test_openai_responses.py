@@ -320,6 +320,54 @@ def test_reasoning_items_go_back_only_as_this_backend_made_them():
 
 
 @pytest.mark.django_db
+def test_reasoning_left_without_what_it_led_to_does_not_go_back(server, settings, chat):
+    """The answer fails after its reasoning item, before its call is whole: the call is dropped, and
+    the reasoning must not go back alone (the API refuses a reasoning item without its following
+    item, so every later call of the chat would fail). The text before it still goes back."""
+    from agent.loop import run_agent
+    from agent.models import Message
+    from agent.state import Run
+    from agent.transcript import add_message
+
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "openai-responses", "gpt-6-sol"
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.AGENT_RETRIES = server.url, KEY, 0
+    reset_backends()
+    try:
+        add_message(Run(chat), Message.USER, [{"type": "text", "text": "What is 2 + 3?"}])
+        call = function_call("call_A1", "add", '{"a":2', index=2)[:-1]  # its arguments never finish
+        server.script(
+            Reply(
+                body=sse(*started(), *message("Adding.", id="msg_0"), *reasoning(1), *call, failed("server_error", "x"))
+            ),
+            Reply(body=sse(*started(), *message("It is 5."), completed())),
+        )
+        assert [name for name, _ in run_agent(chat)][-1] == "error"
+        kept = Message.objects.filter(session=chat, role="assistant").get().parts.values_list("type", flat=True)
+        assert list(kept) == ["text", "reasoning"]  # stored as it came: the transcript is the record
+        add_message(Run(chat), Message.USER, [{"type": "text", "text": "Again?"}])
+        assert [name for name, _ in run_agent(chat)][-1] == "done"
+        sent = server.requests[1].body["input"]
+        assert [item.get("type", item.get("role")) for item in sent] == ["user", "assistant", "user"]
+        assert sent[1]["content"] == [{"type": "output_text", "text": "Adding."}]
+    finally:
+        get_backend().close()
+        reset_backends()
+
+
+def test_a_trailing_reasoning_item_is_left_out_and_one_before_its_answer_is_kept():
+    from agent.backends.openai_responses import to_input_items
+
+    thought = {"type": "reasoning", "text": "Summary.", "provider_data": {"item": REASONING_ITEM}}
+    answer = {"role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]}
+    alone = [*USER, {"role": "assistant", "parts": [thought]}]
+    assert to_input_items(alone)[1:] == []
+    after = [*USER, {"role": "assistant", "parts": [{"type": "text", "text": "Hi."}, thought]}]
+    assert to_input_items(after)[1:] == [answer]
+    before = [*USER, {"role": "assistant", "parts": [thought, {"type": "text", "text": "Hi."}]}]
+    assert to_input_items(before)[1:] == [REASONING_ITEM, answer]
+
+
+@pytest.mark.django_db
 def test_the_reasoning_item_comes_back_unchanged_in_the_tool_loop_and_not_to_another_model(server, settings, chat):
     """Through the loop and the stored transcript: the item goes back on the next call of the tool
     loop, byte for byte, and is left out once the chat goes on with another model."""
