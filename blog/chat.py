@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import Http404
 
 from agent.models import Session
 from agent.policy import Access, SessionPolicy
 from agent.tools import Description, as_object, call_scratch, register
 from blog import grants
+from blog.access import PUBLISH
 from blog.diffs import Line, diff_lines
 from blog.models import Blog, ChatLink, Post, PostRevision
 from blog.operations import OPERATIONS, exposed, perform_json
@@ -165,20 +167,39 @@ def describe_call(session: Session, name: str, data: dict[str, Any]) -> Descript
         live = "the published post" if post.status == Post.PUBLISHED else "the post"
         detail = change_detail(post, data.get("title"), data.get("body"), data.get("cover_attachment_id"))
         return Description(f"Change {live} “{post.title}”", detail)
+    if name == "publish_post" and post is not None and post.status != Post.PUBLISHED:
+        # Published before: what goes live again is shown against what was live, so a post taken
+        # offline, rewritten as a draft and published again is not approved unseen.
+        was = last_live(post)
+        detail = "" if was is None else _detail(was.get("title", ""), was.get("body", ""), post.title, post.body)
+        return Description(f"Publish {target}", "Changed since it was last published:\n" + detail if detail else "")
     return Description(f"{VERBS.get(name, name)} {target}")
+
+
+def last_live(post: Post) -> dict[str, Any] | None:
+    """The post as it last stood published (a snapshot its revisions keep), or None if it never was."""
+    was_live = Q(after__status=Post.PUBLISHED) | Q(before__status=Post.PUBLISHED)
+    revision = PostRevision.objects.filter(was_live, post=post).order_by("-pk").first()
+    if revision is None:
+        return None
+    return revision.after if (revision.after or {}).get("status") == Post.PUBLISHED else revision.before
 
 
 def change_detail(post: Post, title: Any, body: Any, cover: Any = None) -> str:
     """What an edit changes: the title's old and new lines, a new cover, and the body's lines removed
     ("- "), added ("+ ") and kept ("  "), long unchanged runs folded to "  …" (`blog.diffs`, as the
     history page shows them)."""
+    return _detail(post.title, post.body, title, body, cover)
+
+
+def _detail(old_title: str, old_body: str, title: Any, body: Any, cover: Any = None) -> str:
     lines: list[str] = []
-    if isinstance(title, str) and title.strip() != post.title:
-        lines += ["Title:", f"- {post.title}", f"+ {title.strip()}"]
+    if isinstance(title, str) and title.strip() != old_title:
+        lines += ["Title:", f"- {old_title}", f"+ {title.strip()}"]
     if isinstance(cover, int):
         lines += ["Cover:", f"+ the image attached as #{cover}"]
-    if isinstance(body, str) and body != post.body:
-        lines += ["Body:", *(_marked(line) for line in diff_lines(post.body, body))]
+    if isinstance(body, str) and body != old_body:
+        lines += ["Body:", *(_marked(line) for line in diff_lines(old_body, body))]
     return "\n".join(lines)
 
 
@@ -187,14 +208,17 @@ def _marked(line: Line) -> str:
 
 
 def confirm_as(session: Session, name: str, data: dict[str, Any]) -> str:
-    """Changing a published post is a publish-level act: it is confirmed as `publish_post` (when the
-    assistant may do it at all; when it may not, the call runs now and is refused)."""
-    if name != "update_post":
+    """Changing what readers see is a publish-level act: editing a published post, or taking it
+    offline, is confirmed as `publish_post` (when the assistant may do it at all; when it may not,
+    the call runs now and is refused)."""
+    if name not in ("update_post", "unpublish_post"):
         return name
     post = _target(session, data)
-    if post is None or post.status != Post.PUBLISHED or not grants.may_change(assistant_of(session), post):
+    if post is None or post.status != Post.PUBLISHED:
         return name
-    return "publish_post"
+    actor = assistant_of(session)
+    allowed = grants.may_change(actor, post) if name == "update_post" else PUBLISH in actor.scopes
+    return "publish_post" if allowed else name
 
 
 def post_version(session: Session, name: str, data: dict[str, Any]) -> dict[str, Any] | None:

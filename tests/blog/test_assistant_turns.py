@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from agent.approvals import CHANGED
 from agent.backends import get_backend
-from agent.models import Message, Session, Turn
+from agent.models import Approval, Message, Session, Turn
 from agent.tools import register, unregister
 from blog.models import ChatLink, Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, READ, make_post, set_consent
@@ -686,6 +686,48 @@ def test_updating_a_published_post_waits_for_approval_and_shows_the_change(team,
         "First line.\nA <script>x</script> line.",
         "published",
     )
+
+
+def test_a_live_post_cannot_be_rewritten_unseen_by_taking_it_offline_first(team, script, approvals_on):
+    """Unpublish, rewrite as a draft, publish again, over three answers: taking the post offline
+    waits for a person, and publishing it again shows what changed since it was live."""
+    set_consent(team.owner, team.blog, ALL)
+    live = make_post(team.blog, "Live post", "Kind words.", published=True)
+    api = ApiClient(team.owner)
+    session = open_chat(api, "notes")
+    script(
+        [
+            [tool("unpublish_post", {"post_id": live.pk}, "u1"), DONE_TOOLS],
+            say("Taken offline."),
+            [tool("update_post", {"post_id": live.pk, "body": "Buy cheap pills."}, "e1"), DONE_TOOLS],
+            say("Rewritten."),
+            [tool("publish_post", {"post_id": live.pk}, "p1"), DONE_TOOLS],
+            say("Published."),
+        ]
+    )
+    events = api.turn(session, "take it offline")
+    assert names(events) == ["tool_use", "confirm"]
+    [pending] = events[1][1]["approvals"]
+    assert (pending["name"], pending["description"]) == ("unpublish_post", "Unpublish the post “Live post”")
+    live.refresh_from_db()
+    assert live.status == "published"
+    api.events(approve(api, session, pending["id"]).json()["stream_url"])
+    assert names(api.turn(session, "rewrite it")) == ["tool_use", "tool_result", "effects", "token", "done"]
+    events = api.turn(session, "publish it")
+    [pending] = events[1][1]["approvals"]
+    assert pending["description"] == "Publish the post “Live post”"
+    assert pending["detail"].splitlines() == [
+        "Changed since it was last published:",
+        "Body:",
+        "- Kind words.",
+        "+ Buy cheap pills.",
+    ]
+
+
+def test_publishing_a_post_for_the_first_time_shows_no_change(team, script, approvals_on):
+    set_consent(team.owner, team.blog, ALL)
+    api, session, draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    assert Approval.objects.get(pk=approval_id).detail == ""
 
 
 def test_the_approval_card_shows_the_diff_escaped(team, script, approvals_on):
