@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.template.response import TemplateResponse
 
-from accounts.views import attempted_username, locked_message, record_failure, seconds_locked, unchecked_form
+from accounts.views import address, attempted_username, locked_message, record_failure, seconds_locked, unchecked_form
 
 
 class ThrottledAdminSite(admin.AdminSite):
@@ -14,7 +14,7 @@ class ThrottledAdminSite(admin.AdminSite):
 
     def login(self, request, extra_context=None):
         if request.method == "POST":
-            wait = seconds_locked(attempted_username(request))
+            wait = seconds_locked(attempted_username(request), address(request))
             if wait:
                 form = unchecked_form(self.login_form or AdminAuthenticationForm, request, locked_message(wait))
                 context = {

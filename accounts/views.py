@@ -1,4 +1,10 @@
-"""Sign-in with a limit on failed attempts per username (in the database, so it holds across workers)."""
+"""Sign-in with a limit on failed attempts per username (in the database, so it holds across workers).
+
+Counted per username and address: a stranger guessing at someone's username locks out only their own
+address, not the person. Failures from every address together meet a limit `FROM_ANYWHERE` times
+higher, so guessing spread over many addresses is slowed as well. (Behind a proxy that is the only
+address the site sees, the two limits are one: failures per username.)
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.views import LoginView
-from django.db.models import Min
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from accounts.models import FailedLogin
 
 WINDOW = timedelta(minutes=15)
+#: How many times LOGIN_FAILURES_PER_15_MINUTES a username may fail from all addresses together.
+FROM_ANYWHERE = 10
 
 
 def attempted_username(request) -> str:
@@ -27,14 +35,21 @@ def attempted_username(request) -> str:
     return unicodedata.normalize("NFKC", typed).strip().casefold()[:150]
 
 
-def seconds_locked(username: str) -> int:
-    """Seconds until `username` may try again; 0 when it may now."""
+def address(request) -> str | None:
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def seconds_locked(username: str, ip: str | None) -> int:
+    """Seconds until `username` may try again from `ip`; 0 when it may now."""
     limit = settings.LOGIN_FAILURES_PER_15_MINUTES
     if not limit or not username:
         return 0
     since = timezone.now() - WINDOW
     recent = FailedLogin.objects.filter(username=username, created_at__gte=since)
-    if recent.count() < limit:
+    failures = recent.aggregate(everywhere=Count("pk"), here=Count("pk", filter=Q(ip=ip)))
+    if failures["here"] >= limit:
+        recent = recent.filter(ip=ip)
+    elif failures["everywhere"] < limit * FROM_ANYWHERE:
         return 0
     oldest = recent.aggregate(m=Min("created_at"))["m"]
     return max(1, math.ceil((oldest + WINDOW - timezone.now()).total_seconds()))
@@ -60,7 +75,7 @@ def record_failure(request) -> None:
     if not username:
         return
     now = timezone.now()
-    FailedLogin.objects.create(username=username, ip=request.META.get("REMOTE_ADDR"), created_at=now)
+    FailedLogin.objects.create(username=username, ip=address(request), created_at=now)
     FailedLogin.objects.filter(created_at__lt=now - WINDOW).delete()  # indexed; keeps the table small
 
 
@@ -68,7 +83,7 @@ class ThrottledLoginView(LoginView):
     """Django's LoginView; after too many failures for a username it refuses without checking the password."""
 
     def post(self, request, *args, **kwargs):
-        wait = seconds_locked(attempted_username(request))
+        wait = seconds_locked(attempted_username(request), address(request))
         if wait:
             form = unchecked_form(self.get_form_class(), request)
             return self.render_to_response(self.get_context_data(form=form, locked=locked_message(wait)), status=429)

@@ -1,4 +1,4 @@
-"""Sign-in: failed attempts per username are limited, across workers, without checking the password."""
+"""Sign-in: failed attempts per username (and address) are limited, across workers, without checking the password."""
 
 from __future__ import annotations
 
@@ -40,6 +40,27 @@ def test_the_lock_lifts_after_the_window_and_other_users_are_untouched(django_us
     assert attempt(Client(), "bob", "bobs-pass-1234").status_code == 302
     FailedLogin.objects.update(created_at=timezone.now() - timedelta(minutes=16))
     assert attempt(client, "alice", "right-pass-123").status_code == 302
+
+
+def test_a_stranger_s_failures_lock_out_their_address_not_the_person(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    stranger, alice = Client(REMOTE_ADDR="203.0.113.9"), Client(REMOTE_ADDR="198.51.100.7")
+    for _ in range(3):
+        attempt(stranger, "alice", "wrong")
+    assert attempt(stranger, "alice", "right-pass-123").status_code == 429
+    assert attempt(alice, "alice", "right-pass-123").status_code == 302
+
+
+def test_guessing_spread_over_many_addresses_locks_the_username(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 2  # 20 failures from all addresses together
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    for n in range(19):
+        attempt(Client(REMOTE_ADDR=f"203.0.113.{n}"), "alice", "wrong")
+    assert attempt(Client(REMOTE_ADDR="198.51.100.7"), "alice", "right-pass-123").status_code == 302
+    attempt(Client(REMOTE_ADDR="203.0.113.99"), "alice", "wrong")
+    refused = attempt(Client(REMOTE_ADDR="198.51.100.7"), "alice", "right-pass-123")
+    assert refused.status_code == 429 and "Try again in 15 minutes." in refused.content.decode()
 
 
 def test_a_limit_of_zero_turns_it_off(django_user_model, settings):
