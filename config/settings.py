@@ -351,6 +351,7 @@ AGENT_CONTEXT_KEEP_MESSAGES = env_int("AGENT_CONTEXT_KEEP_MESSAGES", 20)
 # --- Connectors: /mcp (Model Context Protocol) and its OAuth 2.1 authorization server ----------
 MCP_CALLS_PER_MINUTE = env_int("MCP_CALLS_PER_MINUTE", 60)  # per connected client (OAuth client id); 0 = off
 MCP_MAX_REQUEST_BYTES = env_int("MCP_MAX_REQUEST_BYTES", 262_144)  # one JSON-RPC message; larger ones get 413
+DCR_REGISTRATIONS_PER_HOUR = env_int("DCR_REGISTRATIONS_PER_HOUR", 20)  # per address on /oauth/register/; 0 = off
 OAUTH2_PROVIDER = {
     # The scopes a client may ask for are the blog operations' own (CONTRACT §6); what it gets is
     # decided on the consent page and the Clients screen (connectors/oauth.py, blog/grants.py).

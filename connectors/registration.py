@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -83,6 +86,26 @@ def clean_metadata(data: Any) -> dict[str, Any]:
     return {"name": " ".join(name.split())[:200] or "Unnamed client", "redirect_uris": list(dict.fromkeys(uris))}
 
 
+def seconds_limited(request: HttpRequest) -> int:
+    """Seconds until the request's address may register again (0: now), counting this attempt.
+
+    Registration needs no account, so without a limit anyone could fill the database with clients.
+    Counted per address and clock hour in Django's cache: shared by every worker when the cache is
+    (Redis, Memcached), else each worker counts its own.
+    """
+    limit = settings.DCR_REGISTRATIONS_PER_HOUR
+    if not limit:
+        return 0
+    now = time.time()
+    key = f"connectors:registrations:{request.META.get('REMOTE_ADDR', '')}:{int(now // 3600)}"
+    cache.add(key, 0, 3600)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # (gone between the two calls: evicted or expired)
+        cache.set(key, count := 1, 3600)
+    return 0 if count <= limit else max(1, int(3600 - now % 3600))
+
+
 def _error(description: str, status: int = 400) -> JsonResponse:
     return JsonResponse({"error": "invalid_client_metadata", "error_description": description}, status=status)
 
@@ -92,6 +115,9 @@ def _error(description: str, status: int = 400) -> JsonResponse:
 def register(request: HttpRequest) -> JsonResponse:
     if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
         return _error("The registration request is too large.", 413)
+    if wait := seconds_limited(request):
+        body = {"error": "temporarily_unavailable", "error_description": "Too many registrations; try again later."}
+        return JsonResponse(body, status=429, headers={"Retry-After": str(wait)})
     try:
         fields = clean_metadata(json.loads(request.body or b"null"))
     except (ValueError, UnicodeDecodeError):

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.test import Client
 
 from agent.backends import reset_backends
@@ -70,6 +71,12 @@ def _test_media_root():
     """The test process's own MEDIA_ROOT (tests/settings.py), removed when the run ends."""
     yield
     shutil.rmtree(settings.MEDIA_ROOT, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Django's cache (per process here) starts empty for each test: counts and renders never carry over."""
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

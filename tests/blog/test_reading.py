@@ -71,11 +71,8 @@ def test_an_excerpt_is_the_body_s_sentences_without_its_headings(body, expected)
 
 
 def test_a_published_body_is_rendered_once_per_text_not_once_per_visit(team, monkeypatch):
-    from django.core.cache import cache
-
     from blog import reading
 
-    cache.clear()
     rendered = []
     monkeypatch.setattr(reading, "render_markdown", lambda text: rendered.append(text) or render_markdown(text))
     post = make_post(team.blog, "Cached", "First *words*", published=True)

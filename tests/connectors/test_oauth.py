@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model
+from oauth2_provider.models import get_access_token_model, get_application_model
 
 from blog.models import Consent
 from tests.connectors.conftest import (
@@ -104,6 +104,20 @@ def test_registration_answers_rfc7591():
     assert body["grant_types"] == ["authorization_code", "refresh_token"]
     assert body["redirect_uris"] == ["https://claude.ai/api/mcp/auth_callback"]
     assert "client_secret" not in body
+
+
+def test_registration_is_limited_per_address(settings):
+    settings.DCR_REGISTRATIONS_PER_HOUR = 2
+    metadata = json.dumps({"client_name": "Spam", "redirect_uris": [REDIRECT]})
+    for _ in range(2):
+        assert (
+            Client(REMOTE_ADDR="203.0.113.9").post("/oauth/register/", metadata, "application/json").status_code == 201
+        )
+    refused = Client(REMOTE_ADDR="203.0.113.9").post("/oauth/register/", metadata, "application/json")
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 3600
+    assert refused.json()["error"] == "temporarily_unavailable"
+    assert Client(REMOTE_ADDR="198.51.100.7").post("/oauth/register/", metadata, "application/json").status_code == 201
+    assert get_application_model().objects.filter(name="Spam").count() == 3
 
 
 def test_the_consent_page_offers_only_the_role_and_names_the_client(team):
