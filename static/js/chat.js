@@ -19,7 +19,17 @@
     send.disabled = running;
     if (files) files.disabled = running;
     stop.hidden = !running;
+    stopping(false);
     if (!running) text.focus();
+  }
+
+  // Stop takes effect at the model's next word, which a slow model may be seconds from sending:
+  // meanwhile the button says it was heard, and cannot be pressed again.
+  function stopping(on) {
+    var stop = document.getElementById("chat-stop");
+    if (!stop) return;
+    stop.disabled = on;
+    stop.textContent = on ? "Stopping…" : "Stop";
   }
 
   function scrollLog() {
@@ -39,10 +49,15 @@
 
   document.addEventListener("htmx:beforeRequest", function (e) {
     if (e.detail.elt === form()) setRunning(true);
+    if (e.detail.elt.id === "chat-stop") stopping(true);
   });
 
   // Any answer that opens a stream (a sent message, an approved action) means a turn runs.
   document.addEventListener("htmx:afterRequest", function (e) {
+    if (e.detail.elt.id === "chat-stop") {
+      if (!e.detail.successful) stopping(false);  // not heard: it can be pressed again
+      return;
+    }
     var f = form();
     var started = e.detail.successful && e.detail.xhr.responseText.indexOf("sse-connect") !== -1;
     if (e.detail.elt === f) {

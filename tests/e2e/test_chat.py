@@ -106,7 +106,16 @@ def test_stop_keeps_the_partial_reply(slow_demo_server, page):
 
     send(page, "write something long")
     expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 3:")
+    held = []  # the Stop request, held back: the button shows it was heard until the answer ends
+
+    def hold(route):
+        held.append(route)
+
+    page.route(re.compile(r"/stop$"), hold)
     page.locator("#chat-stop").click()
+    expect(page.locator("#chat-stop")).to_have_text("Stopping…")
+    expect(page.locator("#chat-stop")).to_be_disabled()
+    held[0].continue_()
 
     wait_turn_finished(page)
     reply = replies(page).last
