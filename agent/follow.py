@@ -134,7 +134,7 @@ def _from_copy(
             # A quiet spell: is the turn still running somewhere?
             now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
             release_connection()
-            if now is None or now.status != Turn.RUNNING or _abandoned(now):
+            if now is None or now.status != Turn.RUNNING or abandoned(now):
                 bus.catch_up(copy)  # its last events may be on their way: read them now
                 if copy.count() <= seen:
                     yield [(None, *_terminal(now if now is not None and now.finished else None))]
@@ -153,7 +153,7 @@ def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
     while True:
         now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
         release_connection()
-        if now is None or now.status != Turn.RUNNING or _abandoned(now):
+        if now is None or now.status != Turn.RUNNING or abandoned(now):
             yield (None, *_terminal(now if now is not None and now.finished else None))
             return
         time.sleep(DB_POLL_SECONDS)
@@ -179,7 +179,7 @@ def _from_database(turn: Turn, heartbeat: float, ticket: Ticket | None = None) -
         if now is None:
             yield (None, *_terminal(None))
             return
-        if now.status != Turn.RUNNING or _abandoned(now):
+        if now.status != Turn.RUNNING or abandoned(now):
             yield (None, *_terminal(now if now.status != Turn.RUNNING else None))
             return
         if ticket is None:
@@ -223,7 +223,7 @@ def _terminal(turn: Turn | None) -> tuple[str, Any]:
     return calm_error("chat_error")
 
 
-def _abandoned(turn: Turn) -> bool:
+def abandoned(turn: Turn) -> bool:
     """A running turn whose worker died: it no longer holds the session's lease, or the lease ran out."""
     if turn.session.turn_id != turn.pk:
         return True

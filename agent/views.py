@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agent import approvals, hub, intake, sse, stream_pass, streams, turns
 from agent.api import error, json_body
 from agent.exceptions import NothingToResume, TurnInProgress
-from agent.follow import Item, follow_batches
+from agent.follow import Item, abandoned, follow_batches
 from agent.media_views import attachment_json
 from agent.models import Message, Session, Turn
 from agent.policy import Access, get_policy
@@ -213,6 +213,10 @@ def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse
 @session_api
 def transcript(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
     running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
+    if running is not None:
+        running.session = session
+        if abandoned(running):  # its worker died: nothing runs, whatever its row says (the next turn closes it)
+            running = None
     body: dict[str, Any] = {
         "id": str(session.pk),
         "purpose": session.purpose,

@@ -269,7 +269,10 @@ def test_expired_lease_is_reclaimed_and_orphans_answered(api, chat, script):
     dead = claim(chat)
     add_message(dead, "user", [{"type": "text", "text": "first"}])
     add_message(dead, "assistant", [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}])
+    assert api.transcript(chat)["running"] is True
     Session.objects.filter(pk=chat.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    shown = api.transcript(chat)  # its worker died: nothing runs, though nobody has reclaimed it yet
+    assert shown["running"] is False and "stream_url" not in shown
     script([[{"kind": "text", "text": "ok"}, DONE]])
     events = api.turn(chat, "hello again")
     assert events[-1][0] == "done"

@@ -33,7 +33,7 @@ def test_chat_cleanup_prunes_old_sessions_in_batches_and_keeps_recent(user, caps
     assert "Deleted 5 sessions" in capsys.readouterr().out
 
 
-def test_chat_cleanup_never_deletes_a_session_with_a_running_turn(user):
+def test_chat_cleanup_never_deletes_a_session_with_a_running_turn_but_one_whose_turn_died(user):
     from agent.turns import claim
 
     session = Session.objects.create(user=user)
@@ -41,6 +41,9 @@ def test_chat_cleanup_never_deletes_a_session_with_a_running_turn(user):
     Session.objects.filter(pk=session.pk).update(updated_at=timezone.now() - timedelta(days=90))
     call_command("chat_cleanup", "--older-than", "30")
     assert Session.objects.filter(pk=session.pk).exists()
+    Session.objects.filter(pk=session.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    call_command("chat_cleanup", "--older-than", "30")  # its worker died long ago: the chat is idle
+    assert not Session.objects.filter(pk=session.pk).exists()
 
 
 def test_chat_cleanup_expires_stale_approvals(chat):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Q
 from django.utils import timezone
 
 from agent import approvals, media
@@ -27,7 +28,9 @@ class Command(BaseCommand):
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1.")
         cutoff = timezone.now() - timedelta(days=older_than)
-        old = Session.objects.filter(updated_at__lt=cutoff, turn__isnull=True)
+        # Never a chat with a running turn; one whose turn's worker died (its lease ran out) is idle.
+        idle = Q(turn__isnull=True) | Q(lease_until__lt=timezone.now())
+        old = Session.objects.filter(idle, updated_at__lt=cutoff)
         if dry_run:
             self.stdout.write(f"Would delete {old.count()} sessions older than {older_than} days.")
             return
