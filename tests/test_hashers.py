@@ -52,3 +52,52 @@ def test_hashing_under_gevent_lets_other_greenlets_run():
     assert out.returncode == 0, out.stderr
     # While the key is stretched, the ticker greenlet keeps running (it would not tick at all if blocked).
     assert int(out.stdout.strip().splitlines()[-1]) >= 5
+
+
+LOCKED_PROBE = r"""
+from gevent import monkey
+monkey.patch_all()
+import os, sys, tempfile
+os.environ.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="1",
+                  DATABASE_URL="sqlite:///" + os.path.join(tempfile.mkdtemp(), "db.sqlite3"))
+import django
+django.setup()
+from django.conf import settings
+settings.DATABASES["default"]["OPTIONS"]["timeout"] = 3
+import gevent
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connections, transaction
+call_command("migrate", verbosity=0)
+User = get_user_model()
+User.objects.create(username="other")
+connections.close_all()
+result = []
+
+def add_user():  # as the admin's "add user" does: the password hashed inside its transaction
+    with transaction.atomic():
+        user = User(username="new")
+        user.set_password("a long enough password 123")
+        user.save()
+    connections.close_all()
+
+def another_write():
+    gevent.sleep(0.05)
+    try:
+        User.objects.filter(username="other").update(first_name="x")
+        result.append("ok")
+    except Exception as exc:
+        result.append(type(exc).__name__)
+    connections.close_all()
+
+gevent.joinall([gevent.spawn(add_user), gevent.spawn(another_write)])
+print(result[0])
+"""
+
+
+def test_hashing_inside_a_sqlite_transaction_never_locks_out_the_worker_s_other_writes():
+    """On SQLite a transaction holds the write lock; yielding inside it while hashing let another
+    greenlet's write wait in SQLite's busy handler, which blocks the whole worker until it fails."""
+    out = subprocess.run([sys.executable, "-c", LOCKED_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "ok"
