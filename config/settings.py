@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "blog",
     "oauth2_provider",  # django-oauth-toolkit: the authorization server for connectors
     "connectors",  # /mcp and the OAuth glue around it
+    "config.apps.SiteConfig",  # the deploy layer's checks (config/checks.py)
 ]
 
 MIDDLEWARE = [

@@ -516,7 +516,7 @@ def test_production_headers_and_cookies(strict, login):
         assert leak not in missing.text
 
 
-def test_production_settings_pass_check_deploy():
+def test_production_settings_pass_check_deploy(tmp_path):
     env = {
         k: v
         for k, v in os.environ.items()
@@ -524,20 +524,25 @@ def test_production_settings_pass_check_deploy():
         and not k.startswith("AGENT_")
     }
     env.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
+        # config.settings as deployed, its static files collected into a folder of this test's own
+        DJANGO_SETTINGS_MODULE="tests.reliability.server_settings",
+        RELIABILITY_STATIC_ROOT=str(tmp_path),
         DEBUG="0",
         SECRET_KEY=FAKE_SECRET_KEY,
         ALLOWED_HOSTS="blog.example.com",
         AGENT_BACKEND="demo",
     )
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    uncollected = manage("check", "--deploy")  # every page would answer 500: check says so first
+    assert uncollected.returncode != 0
+    assert "config.E001" in uncollected.stderr and "python manage.py collectstatic --noinput" in uncollected.stderr
+    assert manage("collectstatic", "--noinput").returncode == 0
+    result = manage("check", "--deploy", "--fail-level", "WARNING")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
     env.pop("SECRET_KEY")

@@ -1,0 +1,24 @@
+"""`manage.py check` for the deploy layer: what would make the served site fail, said in one sentence."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
+from django.core import checks
+
+
+@checks.register()
+def static_files_collected(app_configs=None, **kwargs):
+    """With DEBUG off, pages name their static files through the manifest `collectstatic` writes:
+    without it every page answers 500."""
+    if settings.DEBUG or not isinstance(staticfiles_storage, ManifestFilesMixin):
+        return []
+    if staticfiles_storage.exists(staticfiles_storage.manifest_name):
+        return []
+    return [
+        checks.Error(
+            "Static files are not collected, so with DEBUG off every page would answer 500: run "
+            "`python manage.py collectstatic --noinput` (at build time, before the site starts).",
+            id="config.E001",
+        )
+    ]
