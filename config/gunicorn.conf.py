@@ -7,6 +7,7 @@ monkey.patch_all()
 import gc  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
+import time  # noqa: E402
 
 import gevent  # noqa: E402
 
@@ -68,6 +69,8 @@ def end_live_streams_on_term():
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):
+        global _term_at
+        _term_at = _term_at or time.monotonic()
         if callable(previous):
             previous(signum, frame)  # gunicorn's own: stop taking connections, then drain
         gevent.spawn(_shut_down_events)  # not in the handler: it may run inside any greenlet
@@ -79,3 +82,36 @@ def _shut_down_events():
     from agent import events
 
     events.shut_down()
+
+
+# When the worker was told to stop (SIGTERM); the master kills it `graceful_timeout` later.
+_term_at = None
+# Of that time, what is kept back: for turns asked to stop to reach their end, then to exit.
+STOP_TURNS_BEFORE = 4.0
+EXIT_BEFORE = 1.0
+
+
+def worker_exit(server, worker):
+    """Let the worker's running turns end before it exits (`end_running_turns`)."""
+    end_running_turns(_term_at if _term_at is not None else time.monotonic(), worker.cfg.graceful_timeout)
+
+
+def end_running_turns(since: float, grace: float) -> None:
+    """Wait for this worker's running turns, then stop those still running, before the grace ends.
+
+    gunicorn's gevent worker drains its open connections, not the turns: a turn runs in a greenlet
+    of its own, so one that nobody is streaming from this worker (the tab was closed; with Redis,
+    the stream is on another host) was cut when the worker exited: its lease held the chat ("still
+    answering") until it ran out, and what it had written was lost. Waited for here, it ends as it
+    would have; one that would outlast the grace is asked to stop in time to end as "stopped",
+    keeping what was streamed and giving the chat back.
+    """
+    from agent import hub
+
+    stop_at, exit_at = since + grace - STOP_TURNS_BEFORE, since + grace - EXIT_BEFORE
+    while hub.running_channels() and time.monotonic() < stop_at:
+        gevent.sleep(0.1)
+    for channel in hub.running_channels():
+        channel.stop = True  # (checked at the model's next event: one that stays silent is cut)
+    while hub.running_channels() and time.monotonic() < exit_at:
+        gevent.sleep(0.1)

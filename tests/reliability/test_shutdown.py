@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 
 import httpx
 import pytest
@@ -74,3 +75,48 @@ def test_sigterm_ends_live_page_streams_and_lets_the_running_answer_finish(serve
         assert "graceful timeout" not in log, log  # it did not wait for a stream it had to cut
     finally:
         alice.close()
+
+
+def _turn_after_stop(server, standin, words: list[str], delay: float) -> tuple[float, list, list, list]:
+    """Start an answer nobody streams (the tab was closed), stop the server gracefully, and read back
+    how long it took, the chat's turns, its lease and its assistant messages."""
+    standin.reset()
+    alice = Client(server, "alice")
+    standin.script(standin.text(*words, delay=delay))
+    sid = alice.new_chat()
+    assert alice.send(sid, "Write slowly.").status_code == 202
+    wait_for(lambda: standin.requests, timeout=10)  # the turn talks to its model
+    alice.close()  # nobody follows it on this worker
+    started = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=60) == 0
+    took = time.monotonic() - started
+    key = sid if server.database.postgres else sid.replace("-", "")
+    turns = server.database.query("SELECT status, terminal_event FROM agent_turn WHERE session_id = %s", (key,))
+    lease = server.database.query("SELECT turn_id, lease_until FROM agent_session WHERE id = %s", (key,))
+    texts = server.database.query(
+        "SELECT p.text FROM agent_part p JOIN agent_message m ON p.message_id = m.id"
+        " WHERE m.session_id = %s AND m.role = 'assistant' AND p.type = 'text'",
+        (key,),
+    )
+    return took, [tuple(t) for t in turns], [tuple(row) for row in lease], [row[0] for row in texts]
+
+
+def test_sigterm_lets_a_turn_nobody_streams_finish_before_the_worker_exits(server_factory, standin):
+    """The worker drains connections, not turns: one with no stream open here (a closed tab, or a
+    stream on another host) was cut, its lease held the chat, and what it wrote was lost."""
+    server = server_factory("shutdown-unstreamed", {**FAULT_SETTINGS, "OPENAI_BASE_URL": standin.url})
+    words = [f"w{i} " for i in range(12)]
+    took, turns, lease, texts = _turn_after_stop(server, standin, words, delay=0.25)
+    assert took >= 2  # it waited for the answer (~3 s) ...
+    assert turns == [("done", "done")] and lease == [(None, None)]  # ... which ended, giving the chat back
+    assert texts == ["".join(words)]
+
+
+def test_sigterm_stops_a_turn_that_would_outlast_the_grace_and_keeps_what_it_wrote(server_factory, standin):
+    settings = {**FAULT_SETTINGS, "OPENAI_BASE_URL": standin.url, "GUNICORN_CMD_ARGS": "--graceful-timeout 6"}
+    server = server_factory("shutdown-long", settings)
+    took, turns, lease, texts = _turn_after_stop(server, standin, [f"w{i} " for i in range(60)], delay=0.5)
+    assert took < 6  # within the grace, before the master would kill it
+    assert turns == [("stopped", "done")] and lease == [(None, None)]
+    assert len(texts) == 1 and texts[0].startswith("w0 w1 ") and "w59" not in texts[0]
