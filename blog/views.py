@@ -203,8 +203,10 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     post = _post(blog, pk)
     revisions = list(PostRevision.objects.filter(post=post).select_related("user", "consent"))
     # Each revision's change is its own before → after; the oldest first for numbering versions.
+    # Restoring from a revision gives back what it changed from: the version before it.
     for number, revision in enumerate(reversed(revisions), start=1):
         revision.version = number
+        revision.restore_label = f"Restore version {number - 1}" if number > 1 else "Restore the version before it"
     may_revert = seat.role in (Seat.OWNER, Seat.EDITOR)
     return render(
         request,

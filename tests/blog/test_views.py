@@ -338,9 +338,11 @@ def test_history_lists_revisions_with_actors(team):
     html = browser(team.viewer).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
     assert "<strong>update</strong> by owner" in html
     assert "<strong>publish</strong> by the assistant for owner" in html
-    assert "Restore this earlier version" not in html  # viewers can't revert
+    assert "Restore version" not in html  # viewers can't revert
     html = client.get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
-    assert "Restore this earlier version" in html
+    # Each row restores the version before its change (the newest undoes the last change), so says which.
+    assert ">Restore version 1</button>" in html and ">Restore the version before it</button>" in html
+    assert ">Restore version 2</button>" not in html
 
 
 @pytest.mark.parametrize("role", ["owner", "editor"])
