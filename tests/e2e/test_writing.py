@@ -27,6 +27,13 @@ def test_a_visitor_reads_the_index_and_a_post_and_finds_the_feed(demo_server, pa
 
     entry.get_by_role("link", name="Welcome to Field Notes").click()
     expect(page.locator("article > h1")).to_have_text("Welcome to Field Notes")
+    # One column: the way back, the title, the byline and the body one under another (they sat in a
+    # row when the article shared the post list's card style).
+    boxes = [page.locator(f"article > {part}").first.bounding_box() for part in ("p", "h1", ".meta", ".md")]
+    assert all(upper["y"] + upper["height"] <= lower["y"] for upper, lower in zip(boxes, boxes[1:], strict=False)), (
+        boxes
+    )
+    assert len({round(box["x"]) for box in boxes}) == 1, boxes
     assert page.title() == "Welcome to Field Notes · Field Notes · Field Desk"
     expect(page.locator('meta[property="og:title"]')).to_have_attribute("content", "Welcome to Field Notes")
 
@@ -34,6 +41,18 @@ def test_a_visitor_reads_the_index_and_a_post_and_finds_the_feed(demo_server, pa
     assert feed.ok and feed.headers["content-type"].startswith("application/atom+xml")
     titles = [e.findtext(f"{ATOM}title") for e in ElementTree.fromstring(feed.body()).iter(f"{ATOM}entry")]
     assert "Welcome to Field Notes" in titles and "Notes from the river" not in titles  # no drafts
+
+
+def test_long_words_tables_and_code_never_widen_the_page_on_a_phone(demo_server, page):
+    base = demo_server.url
+    page.set_viewport_size({"width": 390, "height": 844})
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    row = "| " + " | ".join(["lorem ipsum dolor"] * 8) + " |\n"
+    body = f"A {'word' * 60} and https://example.com/{'a' * 120}\n\n```\n{'code ' * 60}\n```\n\n"
+    page.get_by_label("Body (markdown)").fill(body + row + "|---" * 8 + "|\n" + row)
+    expect(page.locator("#preview table")).to_have_count(1)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 def test_the_editor_previews_as_the_page_will_and_keeps_unsaved_work(demo_server, page):
