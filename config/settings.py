@@ -78,6 +78,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "accounts.middleware.SignInAsAPageMiddleware",  # a fragment asked for when signed out: sign in as a page
     "config.middleware.ContentSecurityPolicyMiddleware",
 ]
 

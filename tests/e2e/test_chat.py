@@ -361,3 +361,26 @@ def test_the_first_message_of_a_first_visit_creates_the_chat(server_factory, pag
     expect(user_messages(page)).to_have_count(2)  # both messages went to the one chat the first created
     expect(page.locator("#assistant .history")).to_have_count(0)
     assert page.js_errors == []
+
+
+def test_signed_out_in_another_tab_the_next_action_goes_to_sign_in(demo_server, page):
+    """The session ended elsewhere: sending a message, or publishing from the post list, leads the
+    whole page to the sign-in form (and back after it), never the form inside the chat or the list."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    chat_page = page.url
+    other = page.context.new_page()
+    other.goto(f"{base}/blogs/{BLOG}/")
+    other.get_by_role("button", name="Sign out").click()
+    other.close()
+
+    chat_input(page).fill("list my posts")
+    chat_input(page).press("Enter")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next="))
+    expect(page.locator("#chat-log")).to_have_count(0)
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("demo-pass-1234")
+    page.locator("main").get_by_role("button", name="Sign in").click()
+    page.wait_for_url(chat_page)
+    expect(chat_input(page)).to_be_enabled()
