@@ -32,9 +32,21 @@
     stop.textContent = on ? "Stopping…" : "Stop";
   }
 
-  function scrollLog() {
+  // The log follows what arrives while the person is at its end; scrolled up to read, they stay
+  // where they are until they come back down (or send something).
+  var following = true;
+
+  document.addEventListener("scroll", function (e) {
+    var log = e.target;
+    if (log.id === "chat-log") following = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+  }, true);
+
+  function scrollLog(force) {
     var log = document.getElementById("chat-log");
-    if (log) log.scrollTop = log.scrollHeight;
+    if (log && (force || following)) {
+      log.scrollTop = log.scrollHeight;
+      following = true;
+    }
   }
 
   document.addEventListener("keydown", function (e) {
@@ -48,7 +60,7 @@
   });
 
   document.addEventListener("htmx:beforeRequest", function (e) {
-    if (e.detail.elt === form()) setRunning(true);
+    if (e.detail.elt === form()) { setRunning(true); following = true; }
     if (e.detail.elt.id === "chat-stop") stopping(true);
   });
 
@@ -200,6 +212,6 @@
   document.addEventListener("DOMContentLoaded", function () {
     var f = form();
     if (f && f.dataset.running) setRunning(true);
-    scrollLog();
+    scrollLog(true);
   });
 })();

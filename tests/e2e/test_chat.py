@@ -384,3 +384,23 @@ def test_signed_out_in_another_tab_the_next_action_goes_to_sign_in(demo_server, 
     page.locator("main").get_by_role("button", name="Sign in").click()
     page.wait_for_url(chat_page)
     expect(chat_input(page)).to_be_enabled()
+
+
+def test_scrolled_up_to_read_the_log_stays_put_while_an_answer_streams(slow_demo_server, page):
+    base = slow_demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "list my posts")
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 6:")
+    log = page.locator("#chat-log")
+    assert log.evaluate("log => log.scrollTop") > 0  # the log has more than it shows, and follows it
+    log.evaluate("log => { log.scrollTop = 0; }")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 9:")  # more came meanwhile
+    assert log.evaluate("log => log.scrollTop") == 0
+    log.evaluate("log => { log.scrollTop = log.scrollHeight; }")  # back at the end
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 12:")
+    at_end = "log => log.scrollHeight - log.scrollTop - log.clientHeight < 48"
+    assert log.evaluate(at_end)  # it follows again
+    page.locator("#chat-stop").click()
+    wait_turn_finished(page)
