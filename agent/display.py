@@ -8,6 +8,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
 from agent.markdown import render_markdown
 from agent.models import Approval, Message, Part, Session, Turn
@@ -21,7 +22,22 @@ STOP_NOTES = {
     "max_tokens": "The answer was cut off (it reached its length limit).",
     "incomplete": "The answer may be incomplete: the model stopped without finishing normally.",
 }
-TOOL_LABELS = {"ok": "done", "error": "failed", "running": "running", "waiting": "awaiting your OK"}
+TOOL_LABELS = {
+    "ok": "done",
+    "error": "failed",
+    "declined": "not approved",
+    "running": "running",
+    "waiting": "awaiting your OK",
+}
+#: What an answered call says when a person rejected it or let it lapse (`agent.approvals`).
+DECLINED = frozenset((REJECTED, NOT_APPROVED))
+
+
+def shown_status(status: str, result: Any) -> str:
+    """A result's status as people read it: a call a person turned down was declined, not failed."""
+    if status == "error" and isinstance(result, dict) and result.get("error") in DECLINED:
+        return "declined"
+    return status
 
 
 def chip_id(tool_use_id: str) -> str:
@@ -68,11 +84,11 @@ def chip(tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]
 
 def result_statuses(session_id: Any) -> dict[str, str]:
     """Each answered tool call's status, and "waiting" for calls a person has yet to decide."""
-    statuses = dict(
-        Part.objects.filter(message__session_id=session_id, type="tool_result").values_list(
-            "tool_use_id", "tool_status"
-        )
-    )
+    answered = Part.objects.filter(message__session_id=session_id, type="tool_result")
+    statuses = {
+        uid: shown_status(status, result)
+        for uid, status, result in answered.values_list("tool_use_id", "tool_status", "tool_result")
+    }
     _mark_waiting(statuses, session_id)
     return statuses
 
@@ -91,7 +107,7 @@ def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, 
     for message in messages:
         for part in message.parts.all():
             if part.type == "tool_result":
-                statuses[part.tool_use_id] = part.tool_status
+                statuses[part.tool_use_id] = shown_status(part.tool_status, part.tool_result)
             elif part.type == "tool_use":
                 calls.add(part.tool_use_id)
     if calls - statuses.keys():  # only a call without its result may be waiting for a person

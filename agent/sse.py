@@ -53,7 +53,9 @@ def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None)
             chip = display.chip(payload["id"], payload["name"], payload.get("input"), "running")
             html = render_to_string("agent/_chip.html", {"chip": chip})
         case "tool_result":
-            chip = display.chip(payload["id"], payload["name"], None, payload["status"])
+            chip = display.chip(
+                payload["id"], payload["name"], None, display.shown_status(payload["status"], payload.get("result"))
+            )
             html = render_to_string("agent/_chip_status.html", {"chip": chip})
         case "effects":
             return encode("effects", json.dumps(payload, separators=(",", ":")), event_id)

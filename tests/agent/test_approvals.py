@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent import approvals, turns
+from agent import approvals, display, sse, turns
 from agent.approvals import CHANGED
 from agent.backends import get_backend
 from agent.exceptions import NothingToResume
@@ -102,6 +102,10 @@ def test_reject_answers_the_model_with_an_error_result(api, chat, script, risky)
     assert "rejected" in resumed[0][1]["result"]["error"]
     assert risky == []
     assert_transcript_valid(chat)
+    # People read it as turned down, not as a failure: live on the page, and in the turn drawn again.
+    chip = '<span class="chip-status" id="chip-d1-status" hx-swap-oob="true" data-status="declined">not approved</span>'
+    assert chip in sse.encode_html(*resumed[0], turn=None).decode()
+    assert display.result_statuses(chat.pk) == {"d1": "declined"}
 
 
 def test_an_approval_is_claimed_once(api, chat, script, risky):
