@@ -20,6 +20,7 @@ on (its transcript is written as always), and its followers fall back to the dat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -84,6 +85,7 @@ class RedisTurnSink(TurnSink):
     def __init__(self, bus: RedisBus, key: str) -> None:
         self.bus, self.key = bus, key
         self.lost = False  # a write failed: later events are not sent (followers use the database)
+        self.marked = False  # the `2-0` entry that says so was sent
 
     def publish(self, index: int, name: EventName, payload: Any) -> None:
         if not self.lost:
@@ -132,14 +134,20 @@ class Writer:
     def flush(self, batch: list[tuple[RedisTurnSink, str | None, str | None, Any]]) -> None:
         pipe = self.bus.client.pipeline(transaction=False)
         max_len = settings.AGENT_EVENTS_MAX_LEN
+        events: list[RedisTurnSink | None] = []  # whose event each command of the pipeline adds, if any
         for sink, entry_id, name, payload in batch:
             if entry_id is not None:
                 if not sink.lost:
-                    pipe.xadd(sink.key, {"e": name, "d": dumps(payload)}, id=entry_id, maxlen=max_len)
+                    # Never into a stream that is not there: Redis restarted empty meanwhile, and a
+                    # stream without its start would look whole to a follower while missing its head.
+                    fields = {"e": name, "d": dumps(payload)}
+                    pipe.xadd(sink.key, fields, id=entry_id, maxlen=max_len, nomkstream=True)
+                    events.append(sink)
                 continue
-            if sink.lost:  # tell its followers to go to the database; and let the stream go
-                pipe.xadd(sink.key, {"e": "lost"}, id=LOST_ID)
-            pipe.expire(sink.key, LINGER_SECONDS)
+            if sink.lost and self.mark_lost(pipe, sink):  # its followers go to the database
+                events.append(None)
+            pipe.expire(sink.key, LINGER_SECONDS)  # and the stream goes
+            events.append(None)
         if not len(pipe):
             return
         try:
@@ -149,9 +157,29 @@ class Writer:
             for sink, *_ in batch:
                 sink.lost = True
             return
-        for result in results:
+        gone: dict[int, RedisTurnSink] = {}
+        for sink, result in zip(events, results, strict=True):
             if isinstance(result, Exception):  # e.g. a duplicate entry id: nothing to repair
                 logger.warning("Redis refused a turn event: %s", result)
+            elif sink is not None and result is None and not sink.lost:
+                gone[id(sink)] = sink
+        if gone:
+            logger.warning("Redis lost the events of %d running turn(s) (restarted?); they go on without it", len(gone))
+            pipe = self.bus.client.pipeline(transaction=False)
+            for sink in gone.values():
+                sink.lost = True
+                self.mark_lost(pipe, sink)
+            with contextlib.suppress(redis.RedisError):  # (then its followers find no stream: the database too)
+                pipe.execute(raise_on_error=False)
+
+    @staticmethod
+    def mark_lost(pipe: Any, sink: RedisTurnSink) -> bool:
+        """Add the `2-0` entry that sends a turn's followers to the database, once per turn (True then)."""
+        if sink.marked:
+            return False
+        sink.marked = True
+        pipe.xadd(sink.key, {"e": "lost"}, id=LOST_ID)
+        return True
 
 
 class RedisBus(EventBus):

@@ -224,6 +224,46 @@ def test_redis_lost_mid_turn_the_follower_ends_with_one_terminal_from_the_databa
         server.stop()
 
 
+def test_redis_restarted_empty_mid_turn_sends_later_followers_to_the_database():
+    """A restart without persistence drops the turn's stream while the writer's connection idles; the
+    pool reconnects unseen. Its later events must not make a new stream without its head (a follower
+    would take the tail for the whole answer): the turn's followers are sent to the database."""
+    server = RedisServer().start()
+    try:
+        a, b = RedisBus(server.url), RedisBus(server.url)
+        turn = running_turn(a)
+        turn.publish("token", {"text": "before"})
+        client = redis.Redis.from_url(server.url)
+        key = turn_key(turn.turn_id)
+        for _ in range(200):
+            if client.exists(key) and client.xlen(key) == 2:
+                break
+            threading.Event().wait(0.05)
+        assert [entry_id for entry_id, _ in client.xrange(key)] == [b"0-1", b"1-0"]
+        server.kill()
+        server.start()  # empty
+        client = redis.Redis.from_url(server.url)
+        turn.publish("token", {"text": "after"})
+        for _ in range(200):
+            if turn.sink.lost and client.exists(key):
+                break
+            threading.Event().wait(0.05)
+        assert turn.sink.lost
+        assert [(entry_id, fields) for entry_id, fields in client.xrange(key)] == [(b"2-0", {b"e": b"lost"})]
+        copy = b.follow_turn(turn.turn_id)  # a stream opened now, on another worker ...
+        assert copy is not None and copy.lost and copy.count() == 0  # ... goes to the database, not to a tail
+        b.release(copy)
+        turn.publish("done", {"message_id": 1, "stop_reason": "end_turn", "usage": {}})
+        turn.close()
+        for _ in range(200):
+            if 0 < client.ttl(key) <= 600:
+                break
+            threading.Event().wait(0.05)
+        assert [entry_id for entry_id, _ in client.xrange(key)] == [b"2-0"] and 0 < client.ttl(key) <= 600
+    finally:
+        server.stop()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_turn_that_ended_without_its_terminal_on_redis_ends_its_followers_from_the_database(buses, chat, settings):
     """Its worker died mid-turn, say: the follower's next quiet spell finds the turn over in the database."""
