@@ -33,13 +33,16 @@
   }
 
   // The log follows what arrives while the person is at its end; scrolled up to read, they stay
-  // where they are until they come back down (or send something).
+  // where they are until they come back down (or send something). Where they are is read just
+  // before each swap, not from scroll events, which arrive a frame late.
   var following = true;
 
-  document.addEventListener("scroll", function (e) {
-    var log = e.target;
-    if (log.id === "chat-log") following = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
-  }, true);
+  function atEnd() {
+    var log = document.getElementById("chat-log");
+    return !log || log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+  }
+
+  document.addEventListener("htmx:sseBeforeMessage", function () { following = atEnd(); });
 
   function scrollLog(force) {
     var log = document.getElementById("chat-log");
