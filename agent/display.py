@@ -33,6 +33,11 @@ TOOL_LABELS = {
 DECLINED = frozenset((REJECTED, NOT_APPROVED))
 
 
+def lapsed(result: Any) -> bool:
+    """Whether a result answers a call nobody decided before the chat went on (or it expired)."""
+    return isinstance(result, dict) and result.get("error") == NOT_APPROVED
+
+
 def shown_status(status: str, result: Any) -> str:
     """A result's status as people read it: a call a person turned down was declined, not failed."""
     if status == "error" and isinstance(result, dict) and result.get("error") in DECLINED:
@@ -204,6 +209,7 @@ def approvals_for(turn: Turn) -> list[dict[str, Any]]:
     return [
         {
             "id": a.pk,
+            "chip": chip_id(a.tool_use_id),
             "description": a.description or a.tool_name,
             "name": a.tool_name,
             "detail_lines": detail_lines(a.detail),

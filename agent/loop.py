@@ -81,8 +81,11 @@ def run_agent(
     calls: int | None = None  # known from the first call on (`_call_index`), for backends that read it
     total = zero_usage()
     last_id: int | None = None
+    # A turn first answers the calls people decided: a new message's turn did in `begin`, and shows
+    # them now (a card still waiting on the page learns it lapsed); a resumed turn does it here.
+    answered, run.answered = run.answered, []
+    yield from answered
     if not run.approvals_settled:
-        # A resumed turn first answers the calls people decided (a new message's turn did so in `begin`).
         yield from approvals.settle(run)
     for _cycle in range(settings.AGENT_MAX_TOOL_CYCLES):
         specs = catalog_for(session.purpose, session)  # recomputed: a narrowed grant bites now

@@ -57,6 +57,8 @@ def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None)
                 payload["id"], payload["name"], None, display.shown_status(payload["status"], payload.get("result"))
             )
             html = render_to_string("agent/_chip_status.html", {"chip": chip})
+            if display.lapsed(payload.get("result")):  # its card, if the page still shows one, says so
+                html += render_to_string("agent/_lapsed.html", {"chip": chip})
         case "effects":
             return encode("effects", json.dumps(payload, separators=(",", ":")), event_id)
         case "done" | "error" | "confirm":

@@ -30,6 +30,9 @@ class Run:
     #: None until `context.build` first loads them.
     summary: ContextSummary | None = None
     history: list[tuple[int, dict[str, Any]]] | None = field(default=None, repr=False)
+    #: Events of calls people had decided (or let lapse), answered as the turn began
+    #: (`turns.begin`), for the turn to stream before anything else.
+    answered: list[tuple[str, Any]] = field(default_factory=list, repr=False)
     #: The loop also yields `agent.values.Phase` marks around each model call's stream (for the
     #: background driver, `agent.turns`, which moves the run off its database connection meanwhile).
     marks_phases: bool = False

@@ -77,7 +77,7 @@ def begin(session: Session, text: str, attachments: list[dict[str, Any]] = ()) -
     """
     run = claim(session)
     try:
-        approvals.settle(run)
+        run.answered = approvals.settle(run)
         message = add_message(run, Message.USER, [{"type": "text", "text": text}, *attachments])
     except BaseException:
         _end_unstarted(run)

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from agent import approvals, display, sse, turns
-from agent.approvals import CHANGED
+from agent.approvals import CHANGED, NOT_APPROVED
 from agent.backends import get_backend
 from agent.exceptions import NothingToResume
 from agent.models import Approval, Message, Part, Session, Turn
@@ -183,6 +183,22 @@ def test_two_decisions_at_the_same_moment_resume_the_chat_once(api, chat, script
     late = decide(api, chat, first, True)
     assert late.status_code == 202 and late.json()["stream_url"] == resumed.json()["stream_url"]
     assert len(get_backend().requests) == 2
+    assert_transcript_valid(chat)
+
+
+def test_a_new_message_answers_a_waiting_call_and_its_stream_says_so_first(api, chat, script, risky):
+    """A person moves on without deciding: the new turn answers the call ("not approved") and streams
+    that first, so the page's card and chip stop offering a decision that can no longer be made."""
+    script([[call("danger", "d1", {"x": 7}), TOOL_STOP], [{"kind": "text", "text": "Fine."}, DONE]])
+    api.turn(chat, "destroy 7")
+    response = api.send(chat, "never mind")
+    events = api.events(response.json()["stream_url"])
+    assert [n for n, _ in events] == ["tool_result", "token", "done"]
+    assert events[0][1] == {"id": "d1", "name": "danger", "status": "error", "result": {"error": NOT_APPROVED}}
+    assert risky == []
+    html = sse.encode_html(*events[0], turn=None).decode()
+    assert 'data-status="declined">not approved</span>' in html
+    assert '<div id="chip-d1-ask" hx-swap-oob="true"><p class="note">Not approved: the chat went on' in html
     assert_transcript_valid(chat)
 
 

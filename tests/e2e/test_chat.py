@@ -404,3 +404,20 @@ def test_scrolled_up_to_read_the_log_stays_put_while_an_answer_streams(slow_demo
     assert log.evaluate(at_end)  # it follows again
     page.locator("#chat-stop").click()
     wait_turn_finished(page)
+
+
+def test_moving_on_without_deciding_retires_the_card(demo_server, page):
+    """A new message answers the waiting call as not approved; its card stops offering the buttons."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Lapse check")
+    asked = ask(page, "delete Lapse check").get_attribute("id")  # (that reply, not the last one)
+    card = page.locator(f"#{asked} .approval")
+    expect(card).to_contain_text("Needs your OK")
+    ask(page, "list my posts")
+    expect(card).to_have_text("Not approved: the chat went on without a decision.")
+    expect(card.get_by_role("button")).to_have_count(0)
+    expect(chip(page, "delete_post").locator(".chip-status")).to_have_text("not approved")
+    expect(post_item(page, "Lapse check")).to_be_visible()
+    assert page.js_errors == []
