@@ -21,6 +21,17 @@ def agent_settings(app_configs=None, **kwargs):
         errors.append(checks.Error("AGENT_MAX_TOOL_CYCLES must be at least 1.", id="agent.E003"))
     if settings.AGENT_TURN_EXECUTOR not in ("auto", "thread", "inline"):
         errors.append(checks.Error("AGENT_TURN_EXECUTOR must be auto, thread or inline.", id="agent.E004"))
+    poll, lease = settings.AGENT_STOP_POLL_SECONDS, settings.AGENT_TURN_LEASE_SECONDS
+    if poll <= 0:  # the watcher would query the database without pause while a turn runs
+        errors.append(checks.Error("AGENT_STOP_POLL_SECONDS must be more than 0.", id="agent.E006"))
+    elif lease < 2 * poll:  # leases are renewed at a poll: one poll late, a live turn's could run out
+        errors.append(
+            checks.Error(
+                "AGENT_TURN_LEASE_SECONDS must be at least twice AGENT_STOP_POLL_SECONDS, or a running "
+                "turn's lease could run out and its chat be taken from it.",
+                id="agent.E007",
+            )
+        )
     model = model_for(backend)
     if not price_for(model)[1]:
         errors.append(

@@ -23,8 +23,8 @@ GC_THRESHOLDS = (10_000, 20, 20)
 
 bind = os.environ.get("BIND") or (f"0.0.0.0:{os.environ['PORT']}" if os.environ.get("PORT") else "127.0.0.1:8000")
 worker_class = "gevent"
-workers = int(os.environ.get("WEB_CONCURRENCY", "1"))
-worker_connections = int(os.environ.get("WORKER_CONNECTIONS", "4000"))
+workers = int(os.environ.get("WEB_CONCURRENCY") or "1")  # (set but empty: the default, not a crash)
+worker_connections = int(os.environ.get("WORKER_CONNECTIONS") or "4000")
 timeout = 120
 graceful_timeout = 20
 keepalive = 5

@@ -36,6 +36,16 @@ def test_tool_cycles_and_the_turn_executor_are_checked(settings):
     assert ids(agent_settings()) == ["agent.E003", "agent.E004"]
 
 
+@pytest.mark.parametrize(
+    ("poll", "lease", "expected"), [(0, 120, "agent.E006"), (-1, 120, "agent.E006"), (2, 3, "agent.E007")]
+)
+def test_the_watcher_s_pace_and_the_lease_are_checked(settings, poll, lease, expected):
+    settings.AGENT_BACKEND, settings.AGENT_STOP_POLL_SECONDS, settings.AGENT_TURN_LEASE_SECONDS = "fake", poll, lease
+    assert ids(agent_settings()) == [expected]
+    settings.AGENT_STOP_POLL_SECONDS, settings.AGENT_TURN_LEASE_SECONDS = 60, 120  # (tests/e2e/test_two_hosts.py)
+    assert agent_settings() == []
+
+
 def test_a_model_without_a_price_is_warned_of(settings):
     settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-own-model", {}
     (warning,) = agent_settings()
