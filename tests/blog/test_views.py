@@ -88,6 +88,9 @@ def test_blog_page_shows_posts_and_panel(team):
     }
     assert '<textarea id="chat-text" name="text"' in html
     assert 'id="chat-form"' in html
+    # Each navigation landmark has a name a screen reader can tell apart.
+    navs = re.findall(r"<nav\b[^>]*>", html)
+    assert len(navs) == 2 and all('aria-label="' in nav for nav in navs), navs
 
 
 def test_viewer_page_has_no_assistant_and_no_actions(team):
@@ -420,6 +423,7 @@ def test_the_first_message_creates_the_chat_and_points_the_form_at_it(team, scri
     assert list(chat.messages.filter(role="user").values_list("position", flat=True)) == [0]
     html = response.content.decode()
     assert "sse-connect" in html and "hi there" in html
+    assert '<span class="typing" role="status" aria-label="The assistant is answering">' in html  # announced
     tags = dict((a.get("id"), a) for _, a in tags_of(html) if a.get("id"))
     assert tags["chat-form"]["hx-swap-oob"] == "true"
     assert tags["chat-form"]["hx-post"] == f"/chat/{chat.pk}/send"
