@@ -344,7 +344,12 @@ def meter(user: Any) -> dict[str, float]:
 def estimated_usage(prompt_tokens: int, output_chars: int) -> Usage:
     """The usage of a call that ended without the provider's count (stopped, or failed mid-answer):
     its prompt as estimated, and what it wrote at about four characters a token."""
-    return {**zero_usage(), "input_tokens": prompt_tokens, "output_tokens": output_chars // 4 + 1}
+    return {**zero_usage(), "input_tokens": prompt_tokens, "output_tokens": tokens_in(output_chars)}
+
+
+def tokens_in(chars: int) -> int:
+    """Tokens a text of `chars` characters is counted as: about four characters a token."""
+    return chars // 4 + 1
 
 
 def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
@@ -356,7 +361,7 @@ def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dic
                 chars += 4 * attachments.tokens(p)  # from its dimensions, pages or size
             else:
                 chars += len(json.dumps({k: v for k, v in p.items() if k != "data"}, default=str))
-    return chars // 4 + 1
+    return tokens_in(chars)
 
 
 _SPEC_KEYS = frozenset(("name", "description", "input_schema"))

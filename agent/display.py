@@ -33,16 +33,18 @@ TOOL_LABELS = {
 DECLINED = frozenset((REJECTED, NOT_APPROVED))
 
 
+def _error_of(result: Any) -> Any:
+    return result.get("error") if isinstance(result, dict) else None
+
+
 def lapsed(result: Any) -> bool:
     """Whether a result answers a call nobody decided before the chat went on (or it expired)."""
-    return isinstance(result, dict) and result.get("error") == NOT_APPROVED
+    return _error_of(result) == NOT_APPROVED
 
 
 def shown_status(status: str, result: Any) -> str:
     """A result's status as people read it: a call a person turned down was declined, not failed."""
-    if status == "error" and isinstance(result, dict) and result.get("error") in DECLINED:
-        return "declined"
-    return status
+    return "declined" if status == "error" and _error_of(result) in DECLINED else status
 
 
 def chip_id(tool_use_id: str) -> str:

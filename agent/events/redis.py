@@ -157,17 +157,17 @@ class Writer:
             for sink, *_ in batch:
                 sink.lost = True
             return
-        gone: dict[int, RedisTurnSink] = {}
+        gone: list[RedisTurnSink] = []
         for sink, result in zip(events, results, strict=True):
             if isinstance(result, Exception):  # e.g. a duplicate entry id: nothing to repair
                 logger.warning("Redis refused a turn event: %s", result)
-            elif sink is not None and result is None and not sink.lost:
-                gone[id(sink)] = sink
+            elif sink is not None and result is None and not sink.lost:  # (its stream is not there)
+                sink.lost = True
+                gone.append(sink)
         if gone:
             logger.warning("Redis lost the events of %d running turn(s) (restarted?); they go on without it", len(gone))
             pipe = self.bus.client.pipeline(transaction=False)
-            for sink in gone.values():
-                sink.lost = True
+            for sink in gone:
                 self.mark_lost(pipe, sink)
             with contextlib.suppress(redis.RedisError):  # (then its followers find no stream: the database too)
                 pipe.execute(raise_on_error=False)
