@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agent.runtime import gevent_patched
 
 if TYPE_CHECKING:
+    from agent.backends.base import Interrupt
     from agent.streams import Ticket
 
 LINGER_SECONDS = 30.0
@@ -51,6 +52,7 @@ class TurnChannel:
         self.sink: Any = None  # where the running turn's events also go: the bus's `TurnSink`
         self.session: Any = None  # the chat session of a turn running here (a stream with a pass reads it)
         self.on_clock = False  # in `_clocked`: the process's clock looks at its waiters
+        self.interrupt: Interrupt | None = None  # a turn running here: cuts its model's read at a Stop
         self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
     def publish(self, name: str, payload: Any) -> None:
@@ -59,6 +61,12 @@ class TurnChannel:
         self.payloads.append(payload)
         self.names.append(name)  # last: a follower reads up to len(names)
         self._wake()
+
+    def request_stop(self) -> None:
+        """Raise the Stop flag (the loop reads it between events) and cut a model read waiting meanwhile."""
+        self.stop = True
+        if self.interrupt is not None:
+            self.interrupt.fire()
 
     def count(self) -> int:
         """How many events it has (not `__len__`: an empty channel must stay truthy)."""

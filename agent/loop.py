@@ -152,7 +152,7 @@ def _call_model(
         estimate = budget.estimate_tokens(ctx.system, ctx.messages, specs) if budget.Limits.from_settings().any else 0
         reservation = budget.reserve(session.user, model, max_tokens=settings.AGENT_MAX_TOKENS, input_estimate=estimate)
         release_connection()  # nothing pinned while we wait on the model
-        token = call_context.set(CallContext(str(session.pk), index))
+        token = call_context.set(CallContext(str(session.pk), index, interrupt=run.interrupt))
         failure, retry = None, False
         if run.marks_phases:
             yield Phase.MODEL
@@ -168,13 +168,16 @@ def _call_model(
                 call,
                 should_stop,
             )
-        except BackendError as exc:
-            logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
-            failure = "provider_error"
-            retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
-        except Exception:
-            logger.exception("model call failed unexpectedly (%s)", where)
-            failure = "chat_error"
+        except Exception as exc:
+            if should_stop():  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
+                call.stop_reason, call.tool_uses = "stopped", []
+            elif isinstance(exc, BackendError):
+                logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
+                failure = "provider_error"
+                retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
+            else:
+                logger.exception("model call failed unexpectedly (%s)", where)
+                failure = "chat_error"
         finally:
             call_context.reset(token)
         if run.marks_phases:

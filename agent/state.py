@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.backends.base import Interrupt
 from agent.models import ContextSummary, Session, Turn
 
 
@@ -36,6 +37,9 @@ class Run:
     #: The loop also yields `agent.values.Phase` marks around each model call's stream (for the
     #: background driver, `agent.turns`, which moves the run off its database connection meanwhile).
     marks_phases: bool = False
+    #: How a Stop reaches a model call while it waits on its server (`agent.backends.base.Interrupt`):
+    #: set for a turn (`turns.drive`), whose Stop flag's raisers fire it.
+    interrupt: Interrupt | None = field(default=None, repr=False)
 
     def forget_history(self) -> None:
         """Read the transcript afresh at the next model call."""

@@ -24,6 +24,7 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from agent import approvals, events, hub, logcontext, runners, sql, watch
+from agent.backends.base import Interrupt
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
@@ -194,6 +195,7 @@ def drive(run: Run | Any) -> Iterator[tuple[str, Any] | Phase]:
 def _drive(run: Run) -> Iterator[tuple[str, Any] | Phase]:
     turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
+    channel.interrupt = run.interrupt = Interrupt()
     terminal: tuple[str, Any] | None = None
     try:
         try:
@@ -284,7 +286,7 @@ def request_stop(session: Session) -> bool:
         return False
     channel = hub.get_channel(str(turn.pk))
     if channel is not None:
-        channel.stop = True
+        channel.request_stop()
     else:  # it runs on another worker or host: tell it now (the flag above is the record)
         events.get_bus().request_stop(str(turn.pk))
     return True

@@ -89,8 +89,8 @@ def poll(*, renew: bool) -> None:
         str(pk) for pk in Turn.objects.using(alias).filter(pk__in=ids, stop_requested=True).values_list("pk", flat=True)
     }
     for channel in channels:
-        if channel.turn_id in stopped:
-            channel.stop = True
+        if channel.turn_id in stopped and not channel.stop:
+            channel.request_stop()
     if renew:
         Session.objects.using(alias).filter(turn_id__in=ids).update(
             lease_until=timezone.now() + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextvars
 import json
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agent.exceptions import BackendError
@@ -16,7 +18,10 @@ __all__ = [
     "STOP_REASONS",
     "USAGE_KEYS",
     "CallContext",
+    "Interrupt",
     "call_context",
+    "current_interrupt",
+    "interruptible",
     "parse_tool_input",
     "setting",
     "zero_usage",
@@ -49,20 +54,93 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
     return parsed, None
 
 
+class Interrupt:
+    """How a Stop reaches a model call that waits on its server (docs/engine.md, "Stop").
+
+    Between events the loop sees a Stop itself; but a model may be silent for a long while (a
+    reasoning model thinking, a server slow to start), and a read blocked on it would hold the Stop
+    until the next event. A running turn has one Interrupt; whoever raises its Stop flag calls
+    `fire()`, from another thread or greenlet. An adapter reading a response says how to cut it
+    (`interruptible`): the cut makes the blocked read return at once, and the loop, seeing the Stop,
+    ends the call as stopped rather than failed. A retry's wait ends too (`wait`).
+    """
+
+    def __init__(self) -> None:
+        self._fired = threading.Event()
+        self._lock = threading.Lock()  # a cut is never made after its response was given back
+        self._cut: Callable[[], None] | None = None
+
+    @property
+    def fired(self) -> bool:
+        return self._fired.is_set()
+
+    def fire(self) -> None:
+        with self._lock:
+            self._fired.set()
+            if self._cut is not None:
+                _cut_quietly(self._cut)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep `seconds`, or less if it fires meanwhile (then True)."""
+        return self._fired.wait(seconds)
+
+    @contextmanager
+    def cutting(self, cut: Callable[[], None]) -> Iterator[None]:
+        with self._lock:
+            self._cut = cut
+            if self.fired:  # (it fired while the request was being sent: cut at once)
+                _cut_quietly(cut)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._cut = None
+
+
+def _cut_quietly(cut: Callable[[], None]) -> None:
+    try:
+        cut()
+    except OSError:
+        pass  # already closed: the reader is done with it
+
+
 class CallContext:
     """Which call of which session is being made; read by backends that need it (the fake, the demo).
 
     `call_index` (the session's model calls before this one) is counted only for a backend whose
     `uses_call_index` is true; for the others it is None and the count's query is never made.
+    `interrupt` is the turn's, when a Stop can reach the call while it waits (`interruptible`).
     """
 
-    def __init__(self, session_id: str, call_index: int | None, purpose: str = "chat") -> None:
+    def __init__(
+        self, session_id: str, call_index: int | None, purpose: str = "chat", interrupt: Interrupt | None = None
+    ) -> None:
         self.session_id = session_id
         self.call_index = call_index
         self.purpose = purpose  # "chat", or "summary" for a call that condenses older messages
+        self.interrupt = interrupt
 
 
 call_context: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("agent_call_context", default=None)
+
+
+def current_interrupt() -> Interrupt | None:
+    """The Interrupt of the call being made here, if a Stop can reach it."""
+    ctx = call_context.get()
+    return ctx.interrupt if ctx is not None else None
+
+
+@contextmanager
+def interruptible(cut: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, a Stop of the turn calls `cut` (from another thread or greenlet). `cut`
+    must make a read blocked on the call's response return at once (shut its socket down, or close
+    it) and must not block; the read then fails, and the loop ends the call as stopped."""
+    interrupt = current_interrupt()
+    if interrupt is None:
+        yield
+        return
+    with interrupt.cutting(cut):
+        yield
 
 
 def setting(value: Any, name: str, default: Any = None) -> Any:

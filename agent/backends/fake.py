@@ -12,10 +12,13 @@ from typing import Any
 
 from django.conf import settings
 
-from agent.backends.base import Backend, call_context, zero_usage
+from agent.backends.base import Backend, call_context, current_interrupt, zero_usage
 from agent.exceptions import BackendError
 
 REQUESTS_KEPT = 200
+#: A scripted pause at least this long (a silent model) ends at a Stop; shorter ones, the pace of a
+#: stream of tokens, are slept as they are (cheaper per token).
+LONG_PAUSE_MS = 500
 END_OF_SCRIPT = [{"kind": "text", "text": "(end of script)"}, {"kind": "done", "stop_reason": "end_turn"}]
 
 
@@ -64,13 +67,17 @@ class FakeBackend(Backend):
 
     def _replay(self, events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         done = False
+        interrupt = current_interrupt() if self._sleep is time.sleep else None
         for raw in events:
             if len(raw) == 2 and raw["kind"] == "text":  # once per token: a token and nothing else (no pause)
                 yield raw  # (as scripted: its readers only read it)
                 continue
             delay = raw.get("delay_ms", 0)
-            if delay:
-                self._sleep(delay / 1000)
+            if interrupt is not None and delay >= LONG_PAUSE_MS:
+                if interrupt.wait(delay / 1000):  # a Stop ends a long pause, as it cuts a real adapter's read
+                    raise BackendError("The stream was cut by a Stop.", retryable=False)
+            elif delay:
+                self._sleep(delay / 1000)  # (a short one is slept: the loop sees a Stop at the next event)
             if raw["kind"] == "text":  # only what a text event carries, no copy of the rest
                 yield {"kind": "text", "text": raw["text"]}
                 continue

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from agent.backends.base import Backend, Event
+from agent.backends.base import Backend, Event, interruptible
 from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.backends.watchdog import Watchdog, cut_response, each_expecting
@@ -214,11 +214,13 @@ class HttpBackend(Backend, metaclass=ABCMeta):
                 if response.status_code >= 300:
                     response.read()
                     raise self.status_error(response)
-                watchdog = Watchdog(lambda: cut_response(response), clock=self._clock)
+                cut = lambda: cut_response(response)  # noqa: E731 - the watchdog's and a Stop's
+                watchdog = Watchdog(cut, clock=self._clock)
                 first_left = max(self.first_event_timeout - (self._clock() - started), 0.0)
                 watchdog.expect(first_left, limit=self.first_event_timeout)
                 try:
-                    yield from self.events(response, started, watchdog)
+                    with interruptible(cut):
+                        yield from self.events(response, started, watchdog)
                 except Exception as exc:
                     if watchdog.fired is None:
                         raise

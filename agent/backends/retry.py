@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agent.backends.base import current_interrupt
 from agent.exceptions import BackendError
 
 logger = logging.getLogger("agent.backends")
@@ -41,7 +42,11 @@ def stream_with_retries(
     sleep: Callable[[float], None] = time.sleep,
     label: str = "backend",
 ) -> Iterator[dict[str, Any]]:
-    """Yield from `open_stream()`, reopening it after a retryable BackendError raised before any event."""
+    """Yield from `open_stream()`, reopening it after a retryable BackendError raised before any event.
+
+    A Stop (the call's `Interrupt`) ends the wait before a retry, and no retry is made after it.
+    """
+    interrupt = current_interrupt()
     attempt = 0
     while True:
         started = False
@@ -51,7 +56,7 @@ def stream_with_retries(
                 yield event
             return
         except BackendError as exc:
-            if started or not exc.retryable or attempt >= retries:
+            if started or not exc.retryable or attempt >= retries or (interrupt is not None and interrupt.fired):
                 raise
             if exc.retry_after is not None and exc.retry_after > max_retry_wait():
                 logger.warning(
@@ -67,4 +72,7 @@ def stream_with_retries(
                 delay,
             )
             attempt += 1
-            sleep(delay)
+            if interrupt is None:
+                sleep(delay)
+            elif interrupt.wait(delay):
+                raise

@@ -200,7 +200,7 @@ class Reader:
         for _, fields in entries:
             channel = hub.get_channel(decode(fields.get(b"stop", b"")))
             if channel is not None and not channel.closed:
-                channel.stop = True
+                channel.request_stop()
 
     def apply(self, copy: Copy, entries: list) -> None:
         """Add a turn's entries to its copy, each once and in place (called under the lock)."""

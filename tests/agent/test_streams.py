@@ -95,6 +95,41 @@ def test_turn_in_a_thread_streams_stops_and_outlives_its_reader(user, settings, 
     connections.close_all()
 
 
+SILENT_MS = 30_000  # a model silent this long (thinking, slow to start): longer than the test may take
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("how", ["here", "watcher"])
+def test_stop_reaches_a_model_that_is_silent(user, settings, tmp_path, how):
+    """Stop while the model says nothing: the turn ends now, as stopped, with what it had said; not
+    after the silence. `here`: the Stop is asked in the process that runs the turn; `watcher`: it is
+    only in the database (asked on another worker), and the process's watcher finds it."""
+    settings.AGENT_TURN_EXECUTOR = "thread"
+    settings.AGENT_STOP_POLL_SECONDS = 0.05
+    path = tmp_path / "s.json"
+    silence = {"kind": "text", "text": "never", "delay_ms": SILENT_MS}
+    path.write_text(json.dumps({"calls": [[{"kind": "text", "text": "Thinking"}, silence, DONE]]}))
+    settings.AGENT_BACKEND, settings.AGENT_FAKE_SCRIPT = "fake", str(path)
+    session = Session.objects.create(user=user)
+    api = ApiClient(user)
+    url = api.send(session, "think hard").json()["stream_url"]
+    chunks = iter(api.client.get(url).streaming_content)
+    first = next(chunks)
+    assert b"Thinking" in first
+    if how == "here":
+        assert api.post(f"/api/agent/sessions/{session.pk}/stop").status_code == 202
+    else:
+        Turn.objects.filter(session=session).update(stop_requested=True)
+    events = parse_sse(first + b"".join(chunks))
+    assert events[-1] == ("done", {**events[-1][1], "stop_reason": "stopped"})
+    assert "never" not in "".join(p["text"] for n, p in events if n == "token")
+    turn = Turn.objects.get(session=session)
+    assert turn.status == "stopped"
+    message = Message.objects.get(session=session, role="assistant")
+    assert message.stop_reason == "stopped" and [p.text for p in message.parts.all()] == ["Thinking"]
+    connections.close_all()
+
+
 @pytest.mark.django_db
 def test_reconnect_with_last_event_id_resumes_after_it(api, chat, script):
     """Even once another reader (a second tab) read the turn to its end: no gap after the id."""

@@ -208,6 +208,34 @@ def test_provider_error_reads_calmly(server_factory, write_script, page):
     expect(chat_input(page)).to_be_enabled()
 
 
+def test_stop_reaches_a_model_still_thinking(server_factory, write_script, page):
+    """A model that thinks in silence (nothing streamed for a minute) stops when Stop is pressed,
+    not when it next speaks: the server cuts its read (a real gunicorn + gevent worker)."""
+    script = write_script(
+        "silent",
+        [
+            [
+                {"kind": "reasoning", "text": "Weighing every word."},
+                {"kind": "text", "text": "Too late.", "delay_ms": 60_000},
+                {"kind": "done", "stop_reason": "end_turn"},
+            ]
+        ],
+    )
+    server = server_factory("fake-silent", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script)
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+
+    send(page, "think it over")
+    expect(streaming_reply(page)).to_contain_text("Weighing every word.")
+    page.locator("#chat-stop").click()
+    wait_turn_finished(page)  # (within the page's usual wait: the silence lasts a minute)
+    reply = replies(page).last
+    expect(reply.locator(".note")).to_have_text("Stopped.")
+    expect(reply.locator("details.thinking .think")).to_have_text("Weighing every word.")
+    assert "Too late." not in reply.inner_text()
+    expect(chat_input(page)).to_be_enabled()
+
+
 def test_the_thinking_shows_once_while_and_after_the_reply_streams(server_factory, write_script, page):
     """The live thinking block gives way to the reply's final one (it showed twice until a reload)."""
     script = write_script(

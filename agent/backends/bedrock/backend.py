@@ -8,6 +8,7 @@ timeout after it, as the OpenAI-compatible adapter does.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agent.backends.base import Backend, BackendError, Event, setting
+from agent.backends.base import Backend, BackendError, Event, interruptible, setting
 from agent.backends.bedrock.errors import map_api_errors
 from agent.backends.bedrock.request import build_request, caches_prompts
 from agent.backends.bedrock.translate import Translator
@@ -76,7 +77,8 @@ class BedrockBackend(Backend):
         with map_api_errors():
             events = self.client().converse_stream(**request)["stream"]
             try:
-                yield from self._read(events, translator)
+                with interruptible(_socket_cut(_answer.get())):
+                    yield from self._read(events, translator)
             except BaseException:
                 with suppress(Exception):
                     events.close()
@@ -116,7 +118,9 @@ class BedrockBackend(Backend):
         kwargs: dict[str, Any] = {"region_name": self.region or None, "config": config}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
-        return boto3.session.Session().client("bedrock-runtime", **kwargs)
+        client = boto3.session.Session().client("bedrock-runtime", **kwargs)
+        client.meta.events.register("after-call.bedrock-runtime.ConverseStream", _keep_answer)
+        return client
 
     def check(self) -> list[str]:
         problems: list[str] = []
@@ -136,6 +140,31 @@ class BedrockBackend(Backend):
             if value <= 0:
                 problems.append(f"{label} must be a positive number of seconds.")
         return problems
+
+
+#: The HTTP response of the latest ConverseStream call made in this context (`_keep_answer`).
+_answer: contextvars.ContextVar[Any] = contextvars.ContextVar("bedrock_answer", default=None)
+
+
+def _keep_answer(http_response: Any, **_: Any) -> None:
+    """botocore's `after-call` event (its documented extension point): keep the call's HTTP response,
+    whose socket a Stop shuts down (closing the event stream from another thread cannot: it is
+    being read)."""
+    _answer.set(http_response)
+
+
+def _socket_cut(http_response: Any) -> Callable[[], None]:
+    """A cut for `interruptible`: urllib3's `HTTPResponse.shutdown()` (documented, urllib3 >= 2.3)
+    ends a read blocked on the response from another thread or greenlet."""
+    raw = getattr(http_response, "raw", None)
+    shutdown = getattr(raw, "shutdown", None)
+
+    def cut() -> None:
+        if shutdown is not None:
+            with suppress(RuntimeError, ValueError):  # (already given back to the pool: read to its end)
+                shutdown()
+
+    return cut
 
 
 def _env(name: str) -> str:
