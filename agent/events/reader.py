@@ -104,24 +104,30 @@ class Reader:
             self.apply(copy, entries)
         if not copy.channel.closed:
             self.ensure_running()
-            self.wake()
+            try:
+                self.wake()
+            except BaseException:  # (the caller follows from the database: this follower never was)
+                self.release(key, copy.channel)
+                raise
         return copy.channel
 
-    def release(self, key: str) -> None:
+    def release(self, key: str, channel: hub.TurnChannel) -> None:
+        """A follower of `channel` is done; the copy goes with its last follower. A copy that was
+        lost and then followed afresh is another copy: its followers are not counted here."""
         with self.lock:
             copy = self.copies.get(key)
-            if copy is not None:
+            if copy is not None and copy.channel is channel:
                 copy.followers -= 1
                 if copy.followers <= 0:
                     del self.copies[key]
 
-    def catch_up(self, key: str) -> None:
+    def catch_up(self, key: str, channel: hub.TurnChannel) -> None:
         """Read a followed turn's entries past its copy now, without waiting for the reader."""
         with self.lock:
             copy = self.copies.get(key)
-            start = copy.last_id if copy is not None else None
-        if copy is None:
-            return
+            if copy is None or copy.channel is not channel:
+                return
+            start = copy.last_id
         entries = self.bus.client.xrange(key, f"({start}", "+")
         with self.lock:
             self.apply(copy, entries)

@@ -250,11 +250,11 @@ class RedisBus(EventBus):
             return None
 
     def release(self, channel: hub.TurnChannel) -> None:
-        self.reader.release(turn_key(channel.turn_id))
+        self.reader.release(turn_key(channel.turn_id), channel)
 
     def catch_up(self, channel: hub.TurnChannel) -> None:
         try:
-            self.reader.catch_up(turn_key(channel.turn_id))
+            self.reader.catch_up(turn_key(channel.turn_id), channel)
         except redis.RedisError as exc:
             self.failed("reading a turn", exc)
 

@@ -120,6 +120,42 @@ def test_one_reader_connection_per_process_whatever_it_follows(buses):
         b.release(copy)
 
 
+def test_a_copy_made_afresh_keeps_its_feed_when_a_follower_of_the_lost_one_leaves(buses):
+    """The reader lost its connection (every copy lost; their followers go to the database), then a
+    new stream followed the turn again: when the old follower gives its copy back, the new copy is
+    not the one it gave back, and it still hears the turn to its end."""
+    a, b = buses
+    turn = running_turn(a)
+    turn.publish("token", {"text": "first"})
+    old = b.follow_turn(turn.turn_id)
+    assert old is not None and old.wait(0, 10.0)
+    b.reader.lose_everything()
+    assert old.lost and old.closed
+    new = b.follow_turn(turn.turn_id)
+    assert new is not None and new is not old
+    b.release(old)
+    turn.publish("token", {"text": "second"})
+    turn.publish("done", {"message_id": 1, "stop_reason": "end_turn", "usage": {}})
+    turn.close()
+    assert [name for name, _ in read_copy(new)] == ["token", "token", "done"]
+    b.release(new)
+    assert turn_key(turn.turn_id) not in b.reader.copies
+
+
+def test_a_follower_whose_wake_up_failed_leaves_no_copy_behind(buses, monkeypatch):
+    a, b = buses
+    turn = running_turn(a)
+    turn.publish("token", {"text": "first"})
+
+    def refused() -> None:
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(b.reader, "wake", refused)
+    assert b.follow_turn(turn.turn_id) is None  # (its stream follows from the database)
+    assert turn_key(turn.turn_id) not in b.reader.copies
+    turn.close()
+
+
 def test_stop_reaches_the_process_running_the_turn(buses):
     a, b = buses
     turn_id = str(uuid.uuid4())
