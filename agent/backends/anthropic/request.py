@@ -6,7 +6,8 @@
   starts with the assistant gets a user "…" first.
 * reasoning goes back only as the provider made it: signed thinking as `thinking` blocks,
   redacted thinking as `redacted_thinking`; reasoning without either (another provider's, or
-  stripped because the chat moved to another model) is left out.
+  stripped because the chat moved to another model) is left out, and so is thinking that ends an
+  answer (a stopped or failed one: the API refuses an assistant message that ends with thinking).
 * `cache_control` marks the system prompt, the last tool and the last message's last block when
   prompt caching is on (three of the API's four breakpoints).
 * with `AGENT_REASONING` on, a model that thinks adaptively (`claude_thinking`: Opus and Sonnet
@@ -144,6 +145,8 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in messages:
         role = _role(message.get("role"))
         blocks = [b for part in message.get("parts") or [] if (b := _block(part)) is not None]
+        if role == "assistant":
+            blocks = _without_trailing_thinking(blocks)
         if not blocks:
             continue
         if merged and merged[-1]["role"] == role:
@@ -156,6 +159,16 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if merged and merged[0]["role"] == "assistant":
         merged.insert(0, {"role": "user", "content": [{"type": "text", "text": PLACEHOLDER_TEXT}]})
     return merged
+
+
+def _without_trailing_thinking(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An assistant message may not end with thinking ("The final block in an assistant message
+    cannot be `thinking`", a 400 on every later call of the chat). An answer stopped or failed after
+    its thinking and before what it led to ends so: that thinking stays out."""
+    end = len(blocks)
+    while end and blocks[end - 1]["type"] in ("thinking", "redacted_thinking"):
+        end -= 1
+    return blocks[:end]
 
 
 def _role(role: Any) -> str:

@@ -176,6 +176,9 @@ def wire_messages(messages: list[dict[str, Any]], *, result_status: bool = True)
         role = _wire_role(message.get("role"))
         parts = message.get("parts") or []
         blocks = [b for part in parts if (b := _part_block(part, names, result_status)) is not None]
+        if role == "assistant":  # (Claude refuses an assistant message that ends with thinking: a stopped answer)
+            while blocks and "reasoningContent" in blocks[-1]:
+                blocks.pop()
         if not blocks:
             continue
         if merged and merged[-1]["role"] == role:

@@ -181,6 +181,32 @@ def test_thinking_with_signature_and_redacted_thinking_are_kept_and_sent_back(se
     ]
 
 
+def test_an_answer_stopped_after_its_thinking_goes_back_without_it(server, backend):
+    """Stopped while the model had only thought (or thought again after its text): the API refuses an
+    assistant message whose final block is thinking, so that thinking stays out, and an answer that
+    was only thinking goes back as nothing."""
+    thought = {"type": "reasoning", "text": "Hmm.", "signature": SIGNATURE}
+    history = [
+        {"role": "user", "parts": [{"type": "text", "text": "Think first"}]},
+        {
+            "role": "assistant",
+            "parts": [thought, {"type": "reasoning", "text": "", "provider_data": {"redacted": REDACTED}}],
+        },
+        {"role": "user", "parts": [{"type": "text", "text": "Then answer"}]},
+        {"role": "assistant", "parts": [thought, {"type": "text", "text": "Well,"}, thought]},
+        {"role": "user", "parts": [{"type": "text", "text": "Go on"}]},
+    ]
+    server.script(answer(message_start(), text_block(0, "Done."), message_end("end_turn")))
+    run(backend, messages=history)
+    sent = server.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert [b["type"] for b in sent[0]["content"]] == [
+        "text",
+        "text",
+    ]  # the two asks, the bare thought between them gone
+    assert [b["type"] for b in sent[1]["content"]] == ["thinking", "text"]
+
+
 @pytest.mark.parametrize("reasoning", ["off", "low"])
 def test_a_model_that_binds_its_thinking_may_drop_a_block_whose_prefix_changed(
     server, make_backend, settings, reasoning

@@ -734,6 +734,23 @@ def test_tool_result_status_only_to_models_that_take_it(server, model, status):
     assert result == {"toolResult": {"toolUseId": "t1", "content": [{"json": {"error": "No."}}], **status}}
 
 
+def test_an_answer_stopped_after_its_reasoning_goes_back_without_it():
+    """Claude on Bedrock refuses an assistant message whose final block is reasoning (a stopped answer)."""
+    thought = {"type": "reasoning", "text": "Hmm.", "signature": "c2ln"}
+    wire = wire_messages(
+        [
+            {"role": "user", "parts": [{"type": "text", "text": "Think first"}]},
+            {"role": "assistant", "parts": [thought]},
+            {"role": "user", "parts": [{"type": "text", "text": "Then answer"}]},
+            {"role": "assistant", "parts": [thought, {"type": "text", "text": "Well,"}, thought]},
+            {"role": "user", "parts": [{"type": "text", "text": "Go on"}]},
+        ]
+    )
+    assert [m["role"] for m in wire] == ["user", "assistant", "user"]
+    assert wire[0]["content"] == [{"text": "Think first"}, {"text": "Then answer"}]
+    assert [next(iter(b)) for b in wire[1]["content"]] == ["reasoningContent", "text"]
+
+
 def test_redacted_reasoning_is_kept_as_provider_state_and_sent_back_as_bytes(server):
     secret = b"\x00\x01encrypted\xfe"
     wire = base64.b64encode(secret).decode()
@@ -756,12 +773,18 @@ def test_redacted_reasoning_is_kept_as_provider_state_and_sent_back_as_bytes(ser
 
     history = [
         *USER_HI,
-        {"role": "assistant", "parts": [{"type": "reasoning", "text": "", "provider_data": {"redacted": wire}}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "text": "", "provider_data": {"redacted": wire}},
+                {"type": "text", "text": "Hi"},
+            ],
+        },
         {"role": "user", "parts": [{"type": "text", "text": "Again"}]},
     ]
     run(backend, messages=history)
     sent = server.requests[1]["body"]["messages"][1]["content"]
-    assert sent == [{"reasoningContent": {"redactedContent": wire}}]  # boto3 sends the bytes as base64
+    assert sent == [{"reasoningContent": {"redactedContent": wire}}, {"text": "Hi"}]  # boto3 sends bytes as base64
 
 
 def test_unknown_part_type_raises():
