@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from agent import attachments, budget, sql
-from agent.backends.base import Backend, CallContext, call_context, zero_usage
+from agent.backends.base import Backend, CallContext, Interrupt, call_context, zero_usage
 from agent.models import ContextSummary, Session
 from agent.state import Run
 from agent.transcript import read_after, release_connection
@@ -53,7 +53,7 @@ def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *
         keep = settings.AGENT_CONTEXT_KEEP_MESSAGES if not force else max(1, settings.AGENT_CONTEXT_KEEP_MESSAGES // 2)
         cut = cut_index(pairs, keep)
         if cut > 0:
-            summary = summarize(session, backend, model, summary, pairs[:cut])
+            summary = summarize(session, backend, model, summary, pairs[:cut], interrupt=run.interrupt)
             run.summary, run.history = summary, pairs[cut:]
             pairs, system = run.history, _system(session, summary)
     return Context(system, attachments.for_model([m for _, m in pairs]))
@@ -94,8 +94,11 @@ def summarize(
     model: str,
     previous: ContextSummary | None,
     prefix: list[tuple[int, dict[str, Any]]],
+    *,
+    interrupt: Interrupt | None = None,
 ) -> ContextSummary:
-    """Ask the model to condense `prefix` (and the previous summary); budgeted like any call."""
+    """Ask the model to condense `prefix` (and the previous summary); budgeted like any call. A Stop
+    (the turn's `interrupt`) cuts it as it cuts a chat call: it then raises BackendError."""
     text = render(previous.text if previous else "", [m for _, m in prefix])
     request = [{"role": "user", "parts": [{"type": "text", "text": text}]}]
     reservation = budget.reserve(
@@ -106,7 +109,7 @@ def summarize(
     )
     release_connection()
     out, usage = [], zero_usage()
-    token = call_context.set(CallContext(str(session.pk), -1, purpose="summary"))
+    token = call_context.set(CallContext(str(session.pk), -1, purpose="summary", interrupt=interrupt))
     try:
         for event in backend.stream(
             system=SUMMARY_PROMPT, messages=request, tools=[], model=model, inference={"max_tokens": SUMMARY_MAX_TOKENS}

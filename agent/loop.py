@@ -144,6 +144,9 @@ def _call_model(
         try:
             ctx = context.build(run, backend, model, specs, force=attempt == 1)
         except BackendError as exc:
+            if should_stop():  # a Stop cut the summary's call: the turn stops before its model call
+                call.stop_reason = "stopped"
+                return None
             logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
             return "provider_error"
         if index is None and backend.uses_call_index:

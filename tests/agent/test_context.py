@@ -116,3 +116,39 @@ def test_context_too_long_triggers_one_summarise_and_retry(api, chat, script, se
     summary_call, retried = calls[1], calls[2]
     assert summary_call == 1  # the summary request is one user message
     assert retried < calls[0]
+
+
+def test_a_stop_cuts_a_summary_the_model_is_slow_to_write(chat, settings):
+    """The summary's call is cut by a Stop like a chat call: the turn stops before the model is asked."""
+    import threading
+
+    from agent.backends import reset_backends
+    from agent.backends.base import Interrupt
+    from agent.loop import run_agent
+    from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
+
+    server = ScriptedOpenAIServer().start()
+    try:
+        chunk = {"choices": [{"index": 0, "delta": {"content": "A summary."}, "finish_reason": "stop"}]}
+        server.script(Reply(body=sse(chunk), pause_before={0: 30.0}))
+        settings.AGENT_BACKEND, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "openai", server.url, "k"
+        settings.AGENT_CONTEXT_MAX_TOKENS, settings.AGENT_CONTEXT_KEEP_MESSAGES = 700, 6
+        reset_backends()
+        history(chat, 10)
+        add_message(Run(chat), "user", [{"type": "text", "text": "and now?"}])
+        run, stopped = Run(chat), threading.Event()
+        run.interrupt = Interrupt()
+
+        def stop() -> None:
+            stopped.set()
+            run.interrupt.fire()
+
+        threading.Timer(0.3, stop).start()
+        events = list(run_agent(chat, run=run, should_stop=stopped.is_set))
+    finally:
+        server.stop()
+        reset_backends()
+    assert events[-1][0] == "done" and events[-1][1]["stop_reason"] == "stopped", events
+    assert len(server.requests) == 1 and server.requests[0].pieces_sent == 0  # the summary's, cut; no chat call
+    assert not ContextSummary.objects.filter(session=chat).exists()
+    assert_transcript_valid(chat)
