@@ -112,6 +112,6 @@ def end_running_turns(since: float, grace: float) -> None:
     while hub.running_channels() and time.monotonic() < stop_at:
         gevent.sleep(0.1)
     for channel in hub.running_channels():
-        channel.stop = True  # (checked at the model's next event: one that stays silent is cut)
+        channel.request_stop()  # (a model's read is cut too: a silent one ends at once)
     while hub.running_channels() and time.monotonic() < exit_at:
         gevent.sleep(0.1)

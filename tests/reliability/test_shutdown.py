@@ -77,12 +77,12 @@ def test_sigterm_ends_live_page_streams_and_lets_the_running_answer_finish(serve
         alice.close()
 
 
-def _turn_after_stop(server, standin, words: list[str], delay: float) -> tuple[float, list, list, list]:
+def _turn_after_stop(server, standin, words: list[str], delay: float, *, fault=None) -> tuple[float, list, list, list]:
     """Start an answer nobody streams (the tab was closed), stop the server gracefully, and read back
     how long it took, the chat's turns, its lease and its assistant messages."""
     standin.reset()
     alice = Client(server, "alice")
-    standin.script(standin.text(*words, delay=delay))
+    standin.script(fault or standin.text(*words, delay=delay))
     sid = alice.new_chat()
     assert alice.send(sid, "Write slowly.").status_code == 202
     wait_for(lambda: standin.requests, timeout=10)  # the turn talks to its model
@@ -120,3 +120,22 @@ def test_sigterm_stops_a_turn_that_would_outlast_the_grace_and_keeps_what_it_wro
     assert took < 6  # within the grace, before the master would kill it
     assert turns == [("stopped", "done")] and lease == [(None, None)]
     assert len(texts) == 1 and texts[0].startswith("w0 w1 ") and "w59" not in texts[0]
+
+
+def test_sigterm_stops_a_turn_whose_model_is_silent(server_factory, standin):
+    """A model that stops talking (thinking, say) is stopped in time too: its read is cut, where the
+    Stop flag alone waited for a next event that came after the worker had exited."""
+    settings = {
+        **FAULT_SETTINGS,
+        "OPENAI_BASE_URL": standin.url,
+        "GUNICORN_CMD_ARGS": "--graceful-timeout 6",
+        "AGENT_FIRST_EVENT_TIMEOUT_SECONDS": "60",
+        "AGENT_EVENT_TIMEOUT_SECONDS": "60",
+    }
+    server = server_factory("shutdown-silent", settings)
+    took, turns, lease, texts = _turn_after_stop(
+        server, standin, [], 0, fault=standin.stall_after("Let me think. ", 60)
+    )
+    assert took < 6
+    assert turns == [("stopped", "done")] and lease == [(None, None)]
+    assert texts == ["Let me think. "]
