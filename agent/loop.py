@@ -189,6 +189,8 @@ def _call_model(
             budget.settle(reservation, zero_usage())
             continue
         written = None if call.finished else call.output_chars()
+        if written is None and call.stop_reason == "stopped" and not call.finished:
+            written = 0  # stopped while the model was silent (thinking): it had read the prompt all the same
         if written is not None:
             # Stopped, or failed after output: the provider bills the prompt and what it wrote, but sent
             # no count. Counted at an estimate, never as free (else Stop would empty no bucket).

@@ -287,6 +287,23 @@ def test_a_call_that_fails_before_any_output_costs_nothing(chat, script):
 
 
 @pytest.mark.django_db
+def test_a_call_stopped_while_the_model_was_silent_is_counted_at_its_prompt(chat, script):
+    """Stop cuts a model that had said nothing yet (thinking): it had read the prompt, which is billed."""
+    from agent.backends.base import Interrupt
+
+    script([[{"kind": "text", "text": "late", "delay_ms": 30_000}, {"kind": "done", "stop_reason": "end_turn"}]])
+    transcript.add_message(Run(chat), "user", [{"type": "text", "text": "x" * 4000}])  # ~1,000 tokens
+    run = Run(chat)
+    run.interrupt = Interrupt()
+    run.interrupt.fire()
+    assert [event for event in run_agent(chat, run=run, should_stop=lambda: True)][-1][1]["stop_reason"] == "stopped"
+    row = Spend.objects.get()
+    answer = Message.objects.get(session=chat, role="assistant")
+    assert answer.stop_reason == "stopped" and 1000 < answer.input_tokens < 1200
+    assert row.tokens == answer.input_tokens + answer.output_tokens and row.cost_usd == answer.cost_usd > 0
+
+
+@pytest.mark.django_db
 def test_stopping_every_answer_still_fills_the_buckets(chat, script, settings):
     """Stop ends a call before the provider's count: at zero, Stop pressed at once would never hit a cap."""
     settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 4000  # the third call's prompt (~3,000) finds it full
