@@ -100,7 +100,11 @@
 
   document.addEventListener("htmx:sseClose", function (e) {
     var article = e.target.closest && e.target.closest("article.streaming");
-    if (article) article.classList.remove("streaming");
+    if (article) {
+      article.classList.remove("streaming");
+      // (a stream closed before its final fragment: what it brought is all there is, and may be read)
+      article.querySelectorAll("[aria-busy]").forEach(function (el) { el.removeAttribute("aria-busy"); });
+    }
     setRunning(false);
     scrollLog();
   });

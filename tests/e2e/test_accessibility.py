@@ -1,0 +1,55 @@
+"""What a keyboard or screen-reader user meets on the blog and editor pages, in a real browser:
+what the live regions announce, where focus goes when the control that had it is swapped away,
+a countdown that counts, and a focus ring on every control."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.e2e.ui import (
+    BLOG,
+    WATCH_ANNOUNCEMENTS,
+    announcements,
+    ask,
+    login,
+    new_chat,
+    post_item,
+)
+
+GREETING = "I'm the offline demo assistant."  # the demo's answer to "hello"
+
+# Where focus went, in order: one entry per focusin, naming the element by id, else by its classes.
+WATCH_FOCUS = """
+() => {
+  window.__focused = [];
+  document.addEventListener("focusin", (e) => {
+    window.__focused.push(e.target.id || e.target.className || e.target.tagName);
+  });
+}
+"""
+
+
+def _create_draft(page, base: str, title: str) -> None:
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill(title)
+    page.get_by_role("button", name="Create draft").click()
+    expect(post_item(page, title)).to_be_visible()
+    page.wait_for_load_state()  # (htmx has taken in the post list's buttons)
+
+
+# Live regions -----------------------------------------------------------------------------------------------
+
+
+def test_an_answer_is_announced_once_when_complete_and_the_typing_indicator_is_heard(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+
+    reply = ask(page, "hello")
+    expect(reply).to_contain_text(GREETING)
+    heard = announcements(page)
+    assert "The assistant is answering" in [" ".join(text.split()) for text in heard], heard
+    # Not word by word while it streamed, and then whole once more: once, complete.
+    assert "".join(heard).count(GREETING) == 1, heard
+    assert [text.strip() for text in heard if GREETING in text][0].startswith(GREETING), heard
