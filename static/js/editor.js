@@ -13,6 +13,16 @@
     return a.title === b.title && lines(a.body) === lines(b.body);
   }
 
+  // The preview is not a live region (it would read the whole post at every pause in typing): what the
+  // writer must hear, that the body is too long to save, goes to its status, and only when that changes.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var status = document.getElementById("preview-status"), preview = event.detail.target;
+    if (!status || !preview || preview.id !== "preview") return;  // (the SSE swaps name no target)
+    var note = preview.querySelector("[data-preview-status]");
+    var text = note ? note.textContent : "";
+    if (status.textContent !== text) status.textContent = text;
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.querySelector("form[data-guard-unsaved]");
     if (!form) return;

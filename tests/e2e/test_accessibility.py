@@ -53,3 +53,27 @@ def test_an_answer_is_announced_once_when_complete_and_the_typing_indicator_is_h
     # Not word by word while it streamed, and then whole once more: once, complete.
     assert "".join(heard).count(GREETING) == 1, heard
     assert [text.strip() for text in heard if GREETING in text][0].startswith(GREETING), heard
+
+
+def test_the_preview_refreshes_silently_and_only_a_too_long_body_is_announced(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    body = page.get_by_label("Body (markdown)")
+
+    body.fill("Some **bold** words about herons.")
+    expect(page.locator("#preview strong")).to_have_text("bold")
+    body.fill("Some **bold** words about herons and kingfishers.")
+    expect(page.locator("#preview")).to_contain_text("kingfishers")
+    assert not any("herons" in text for text in announcements(page)), announcements(page)
+
+    body.fill("x" * 100_001)
+    expect(page.locator("#preview")).to_contain_text("This post is too long")
+    expect(page.locator("#preview-status")).to_contain_text("This post is too long")
+    body.fill("x" * 100_002)  # still too long: said once, not at every pause in typing
+    body.fill("Short again.")
+    expect(page.locator("#preview")).to_contain_text("Short again.")
+    expect(page.locator("#preview-status")).to_have_text("")
+    heard = announcements(page)
+    assert len(heard) == 1 and heard[0].strip().startswith("This post is too long"), heard
