@@ -77,3 +77,29 @@ def test_the_preview_refreshes_silently_and_only_a_too_long_body_is_announced(de
     expect(page.locator("#preview-status")).to_have_text("")
     heard = announcements(page)
     assert len(heard) == 1 and heard[0].strip().startswith("This post is too long"), heard
+
+
+# Focus after a swap -----------------------------------------------------------------------------------------
+
+
+def test_publish_and_unpublish_keep_focus_on_the_rows_button(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    _create_draft(page, base, "Focus publish check")
+    row = post_item(page, "Focus publish check")
+
+    def press_enter() -> None:
+        # The list is swapped twice: by the answer, and by the blog's channel telling every open page.
+        refreshed = f"/blogs/{BLOG}/posts/"
+        with page.expect_response(lambda r: r.request.method == "GET" and r.url.endswith(refreshed)):
+            page.keyboard.press("Enter")
+
+    row.get_by_role("button", name="Publish").focus()
+    press_enter()
+    expect(row.locator(".badge")).to_have_text("Published")
+    expect(row.get_by_role("button", name="Unpublish")).to_be_focused()
+    expect(page.locator("#post-list.htmx-added")).to_have_count(0)  # (htmx has taken in the new buttons)
+
+    press_enter()
+    expect(row.locator(".badge")).to_have_text("Draft")
+    expect(row.get_by_role("button", name="Publish")).to_be_focused()
