@@ -11,9 +11,11 @@ from tests.e2e.ui import (
     WATCH_ANNOUNCEMENTS,
     announcements,
     ask,
+    chat_input,
     login,
     new_chat,
     post_item,
+    wait_turn_finished,
 )
 
 GREETING = "I'm the offline demo assistant."  # the demo's answer to "hello"
@@ -103,3 +105,33 @@ def test_publish_and_unpublish_keep_focus_on_the_rows_button(demo_server, page):
     press_enter()
     expect(row.locator(".badge")).to_have_text("Draft")
     expect(row.get_by_role("button", name="Publish")).to_be_focused()
+
+
+def test_approve_and_reject_move_focus_to_the_cards_result_then_to_the_chat_input(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Focus approval check")
+
+    asked = ask(page, "publish Focus approval check").get_attribute("id")
+    card = page.locator(f"#{asked} .approval")  # (the answer after it will be the last)
+    page.evaluate(WATCH_FOCUS)
+    card.get_by_role("button", name="Approve").focus()
+    page.keyboard.press("Enter")
+    expect(card).to_have_text("Approved.")
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_be_focused()
+    # The result held focus until the answer ended (focus never fell to the page's body).
+    assert page.evaluate("window.__focused") == ["primary", card.get_attribute("id"), "chat-text"], page.evaluate(
+        "window.__focused"
+    )
+
+    asked = ask(page, "delete Focus approval check").get_attribute("id")
+    card = page.locator(f"#{asked} .approval")
+    card.get_by_role("button", name="Reject").focus()
+    page.keyboard.press("Enter")
+    expect(card).to_have_text("Rejected.")
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_be_focused()
+    assert card.get_attribute("id") in page.evaluate("window.__focused")
+    expect(post_item(page, "Focus approval check")).to_be_visible()
