@@ -216,9 +216,22 @@
     if (images.length) { e.preventDefault(); addFiles(f, images); }
   });
 
+  // "New chat" loads a new page, where focus would start at the top: the person who pressed it lands
+  // in the new chat's input instead (only then; a page reached any other way starts at the top).
+  document.addEventListener("submit", function (e) {
+    if (e.target.hasAttribute("data-new-chat")) sessionStorage.setItem("chat:new", "1");
+  });
+
+  function focusNewChat(f) {
+    if (!sessionStorage.getItem("chat:new")) return;
+    sessionStorage.removeItem("chat:new");
+    if (/[?&]chat=/.test(location.search) && !f.dataset.running) f.querySelector("textarea").focus();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var f = form();
     if (f && f.dataset.running) setRunning(true);
+    if (f) focusNewChat(f);
     scrollLog(true);
   });
 })();

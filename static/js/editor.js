@@ -84,13 +84,16 @@
         }
         if (!card) { saved = version; return; }  // the saved version is what the form holds already
         box.appendChild(card);
+        // Either choice removes the card with the button that had focus: the editor takes it back.
         card.querySelector("[data-incoming=take]").addEventListener("click", function () {
           take(version);
           box.innerHTML = "";
+          form.elements.body.focus();
         });
         card.querySelector("[data-incoming=keep]").addEventListener("click", function () {
           saved = version;  // the saved version is known now; the form still differs, so leaving asks
           box.innerHTML = "";
+          form.elements.body.focus();
         });
       };
       request.send(new FormData(form));

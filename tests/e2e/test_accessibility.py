@@ -4,6 +4,8 @@ a countdown that counts, and a focus ring on every control."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.e2e.ui import (
@@ -14,6 +16,7 @@ from tests.e2e.ui import (
     chat_input,
     login,
     new_chat,
+    open_blog,
     post_item,
     wait_turn_finished,
 )
@@ -135,3 +138,39 @@ def test_approve_and_reject_move_focus_to_the_cards_result_then_to_the_chat_inpu
     expect(chat_input(page)).to_be_focused()
     assert card.get_attribute("id") in page.evaluate("window.__focused")
     expect(post_item(page, "Focus approval check")).to_be_visible()
+
+
+def test_the_editors_conflict_card_gives_focus_back_to_the_editor(demo_server, context):
+    base = demo_server.url
+    editor, other = context.new_page(), context.new_page()
+    login(editor, base, "alice")
+    _create_draft(editor, base, "Focus conflict check")
+    with editor.expect_response(lambda response: response.url.endswith(f"/blogs/{BLOG}/events/")):
+        post_item(editor, "Focus conflict check").get_by_role("link", name="Edit", exact=True).click()
+    body = editor.get_by_label("Body (markdown)")
+    body.fill("Typed here, not saved.")
+
+    for title, choice in (("Focus conflict, renamed", "Keep mine"), ("Focus conflict, again", "Use the saved version")):
+        other.goto(editor.url)
+        other.get_by_label("Title").fill(title)
+        other.get_by_role("button", name="Save").click()
+        expect(other).to_have_url(f"{base}/blogs/{BLOG}/")
+        card = editor.locator("#incoming .incoming")
+        card.get_by_role("button", name=choice).focus()
+        editor.keyboard.press("Enter")
+        expect(card).to_have_count(0)
+        expect(body).to_be_focused()
+    expect(editor.get_by_label("Title")).to_have_value("Focus conflict, again")
+
+
+def test_new_chat_puts_focus_in_the_chat_input(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    open_blog(page, base)
+    page.locator("#assistant").get_by_role("button", name="New chat").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"[?&]chat="))
+    expect(chat_input(page)).to_be_focused()
+
+    page.reload()  # reaching the chat any other way leaves focus where the page starts
+    expect(chat_input(page)).not_to_be_focused()
