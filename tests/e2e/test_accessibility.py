@@ -8,6 +8,7 @@ import re
 
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
 from tests.e2e.ui import (
     BLOG,
     WATCH_ANNOUNCEMENTS,
@@ -174,3 +175,32 @@ def test_new_chat_puts_focus_in_the_chat_input(demo_server, page):
 
     page.reload()  # reaching the chat any other way leaves focus where the page starts
     expect(chat_input(page)).not_to_be_focused()
+
+
+# A wait that counts down ------------------------------------------------------------------------------------
+
+
+def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    server = server_factory("rate-countdown", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **limits)
+    base = server.url
+    page.clock.install()
+    login(page, base, "alice")
+    new_chat(page, base)  # (a new chat counts under the message rate)
+    chat_input(page).fill("hello")
+    chat_input(page).press("Enter")
+    notice = page.locator("#chat-log .notice")
+    expect(notice).to_contain_text("You're sending messages too quickly.")
+    retry = notice.locator(".retry")
+    first = int(retry.get_attribute("data-retry-seconds"))
+    assert 50 <= first <= 60
+    shown = retry.locator("[aria-hidden=true]")  # (a screen reader keeps the server's sentence meanwhile)
+    expect(shown).to_have_text(re.compile(rf"Try again in ({first}|{first - 1}) s\."))
+    notice.screenshot(path=str(SCREENSHOTS / "rate-limit-countdown.png"))
+
+    page.clock.run_for(3_000)
+    expect(shown).to_have_text(re.compile(rf"Try again in ({first - 3}|{first - 4}) s\."))
+    expect(retry.locator(".visually-hidden")).to_have_text(f"Try again in {first} s.")
+    page.clock.run_for(first * 1000)
+    expect(retry).to_have_text("You can send a message now.")
+    expect(chat_input(page)).to_be_enabled()
