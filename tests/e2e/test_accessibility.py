@@ -204,3 +204,29 @@ def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
     page.clock.run_for(first * 1000)
     expect(retry).to_have_text("You can send a message now.")
     expect(chat_input(page)).to_be_enabled()
+
+
+# Focus visibility -------------------------------------------------------------------------------------------
+
+
+def test_the_attach_control_shows_a_focus_ring_from_the_keyboard(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    attach = page.locator("#chat-form .attach-button")
+
+    def ring() -> tuple[str, float, str]:
+        style, width, color = attach.evaluate(
+            "el => { const s = getComputedStyle(el); return [s.outlineStyle, s.outlineWidth, s.outlineColor]; }"
+        )
+        return style, float(width.removesuffix("px")), color
+
+    assert ring()[0] == "none"
+    chat_input(page).focus()
+    page.keyboard.press("Tab")
+    expect(page.locator("#chat-files")).to_be_focused()
+    style, width, color = ring()
+    assert style == "solid" and width >= 2, (style, width)
+    assert color == "rgb(47, 91, 234)"  # the accent: 5.5:1 against the white panel (WCAG 2.2 asks 3:1)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#chat-form").screenshot(path=str(SCREENSHOTS / "attach-focus-ring.png"))
