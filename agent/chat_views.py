@@ -15,8 +15,9 @@ from agent.models import Turn
 from agent.views import own_session, resolve_approval, stream_url
 
 
-def _notice(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "agent/_notice.html", {"message": message})
+def notice(request: HttpRequest, message: str, retry_after_seconds: int | None = None) -> HttpResponse:
+    """A refused message as one calm line in the chat, with the wait (if any) the page counts down."""
+    return render(request, "agent/_notice.html", {"message": message, "retry_after_seconds": retry_after_seconds})
 
 
 @require_POST
@@ -28,8 +29,7 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         files = intake.uploaded_files(request)
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
-        wait = f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else ""
-        return _notice(request, exc.message + wait)
+        return notice(request, exc.message, exc.retry_after_seconds)
     context = {
         "text": text,
         "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from django.urls import reverse
+from django.utils import timezone
 
 from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
@@ -203,7 +204,19 @@ def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], stat
     failed = turn is not None and turn.status == Turn.ERROR
     payload = (turn.terminal_payload or {}) if failed else {}
     item["error"] = payload.get("message", "")
-    item["retry_after_seconds"] = payload.get("retry_after_seconds")
+    item["retry_after_seconds"] = retry_left(turn, payload) if failed else None
+
+
+def retry_left(turn: Turn, payload: dict[str, Any]) -> int | None:
+    """What is left of an error's `retry_after_seconds`, counted from when its turn ended (None once over).
+
+    The error keeps the wait as it was when the turn ended; a page shown later says what remains.
+    """
+    wait = payload.get("retry_after_seconds")
+    if not wait or turn.finished_at is None:
+        return wait
+    left = wait - int((timezone.now() - turn.finished_at).total_seconds())
+    return left if left > 0 else None
 
 
 def approvals_for(turn: Turn) -> list[dict[str, Any]]:

@@ -80,6 +80,6 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
         "session_id": turn.session_id,
         "approvals": display.approvals_for(turn) if name == "confirm" else [],
         "blocks": display.turn_blocks(messages, display.turn_result_statuses(messages, turn.session_id)),
-        "error": payload if name == "error" else None,
+        "error": {**payload, "retry_after_seconds": display.retry_left(turn, payload)} if name == "error" else None,
         "meter": display.meter_display(meter),
     }

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 
 from agent import budget, display, intake
 from agent.api import message_text
+from agent.chat_views import notice
 from agent.models import Session
 from agent.policy import Access
 from agent.views import stream_url
@@ -118,17 +119,17 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     try:
         files = intake.uploaded_files(request)  # (first: a body stopped as it arrived has no text either)
     except intake.Refused as exc:
-        return _notice(request, _refusal(exc))
+        return notice(request, exc.message, exc.retry_after_seconds)
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
-        return _notice(request, intake.BAD_MESSAGE)
+        return notice(request, intake.BAD_MESSAGE)
     session = start_session(request.user, blog, post)
     try:
         # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
         run, message = intake.accept(session, request.user, text, files, access=Access(read=True, use=True))
     except intake.Refused as exc:
         session.delete()
-        return _notice(request, _refusal(exc))
+        return notice(request, exc.message, exc.retry_after_seconds)
     context = {
         "blog": blog,
         "chat": session,
@@ -138,7 +139,3 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         "stream_url": stream_url(session, run.turn, request),
     }
     return render(request, "blog/_first_sent.html", context)
-
-
-def _notice(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "agent/_notice.html", {"message": message})

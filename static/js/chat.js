@@ -100,7 +100,11 @@
 
   document.addEventListener("htmx:sseClose", function (e) {
     var article = e.target.closest && e.target.closest("article.streaming");
-    if (article) article.classList.remove("streaming");
+    if (article) {
+      article.classList.remove("streaming");
+      // (a stream closed before its final fragment: what it brought is all there is, and may be read)
+      article.querySelectorAll("[aria-busy]").forEach(function (el) { el.removeAttribute("aria-busy"); });
+    }
     setRunning(false);
     scrollLog();
   });
@@ -212,9 +216,49 @@
     if (images.length) { e.preventDefault(); addFiles(f, images); }
   });
 
+  // A wait the server counted ("Try again in 36 s.") counts down where it is shown, and ends saying the
+  // person can send now. The ticking number is hidden from screen readers (it sits in an alert, which
+  // would be read out at every tick): they keep the server's sentence, and hear once that the wait is over.
+  function countDown(el) {
+    if (el.dataset.counting) return;
+    el.dataset.counting = "1";
+    var end = Date.now() + Number(el.dataset.retrySeconds) * 1000;
+    var sentence = el.textContent;
+    var shown = document.createElement("span"), heard = document.createElement("span");
+    shown.setAttribute("aria-hidden", "true");
+    heard.className = "visually-hidden";
+    heard.textContent = sentence;
+    el.textContent = "";
+    el.append(shown, heard);
+    (function tick() {
+      var left = Math.ceil((end - Date.now()) / 1000);
+      if (left <= 0) { el.textContent = el.dataset.retryDone; return; }
+      shown.textContent = sentence.replace(/\d+/, left);
+      setTimeout(tick, (end - Date.now()) % 1000 || 1000);  // at each whole second left
+    })();
+  }
+
+  htmx.onLoad(function (root) {
+    if (root.matches && root.matches("[data-retry-seconds]")) countDown(root);
+    if (root.querySelectorAll) root.querySelectorAll("[data-retry-seconds]").forEach(countDown);
+  });
+
+  // "New chat" loads a new page, where focus would start at the top: the person who pressed it lands
+  // in the new chat's input instead (only then; a page reached any other way starts at the top).
+  document.addEventListener("submit", function (e) {
+    if (e.target.hasAttribute("data-new-chat")) sessionStorage.setItem("chat:new", "1");
+  });
+
+  function focusNewChat(f) {
+    if (!sessionStorage.getItem("chat:new")) return;
+    sessionStorage.removeItem("chat:new");
+    if (/[?&]chat=/.test(location.search) && !f.dataset.running) f.querySelector("textarea").focus();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var f = form();
     if (f && f.dataset.running) setRunning(true);
+    if (f) focusNewChat(f);
     scrollLog(true);
   });
 })();

@@ -13,6 +13,16 @@
     return a.title === b.title && lines(a.body) === lines(b.body);
   }
 
+  // The preview is not a live region (it would read the whole post at every pause in typing): what the
+  // writer must hear, that the body is too long to save, goes to its status, and only when that changes.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var status = document.getElementById("preview-status"), preview = event.detail.target;
+    if (!status || !preview || preview.id !== "preview") return;  // (the SSE swaps name no target)
+    var note = preview.querySelector("[data-preview-status]");
+    var text = note ? note.textContent : "";
+    if (status.textContent !== text) status.textContent = text;
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.querySelector("form[data-guard-unsaved]");
     if (!form) return;
@@ -74,13 +84,16 @@
         }
         if (!card) { saved = version; return; }  // the saved version is what the form holds already
         box.appendChild(card);
+        // Either choice removes the card with the button that had focus: the editor takes it back.
         card.querySelector("[data-incoming=take]").addEventListener("click", function () {
           take(version);
           box.innerHTML = "";
+          form.elements.body.focus();
         });
         card.querySelector("[data-incoming=keep]").addEventListener("click", function () {
           saved = version;  // the saved version is known now; the form still differs, so leaving asks
           box.innerHTML = "";
+          form.elements.body.focus();
         });
       };
       request.send(new FormData(form));

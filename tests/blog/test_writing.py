@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
+
 import pytest
 
 from blog.models import Post
@@ -35,6 +37,42 @@ def test_an_empty_body_and_an_oversize_one_say_so(team):
     assert "x" * 100 in browser(team.owner).post(URL, {"body": "x" * MAX_BODY_CHARS}).content.decode()
     html = browser(team.owner).post(URL, {"body": "x" * (MAX_BODY_CHARS + 1)}).content.decode()
     assert "This post is too long: a post's body can be at most 100,000 characters." in html
+
+
+class Around(HTMLParser):
+    """The start tags enclosing the element with `target` as its id, outermost first, and its own."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target, self.open, self.found = target, [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if self.found is None and attrs.get("id") == self.target:
+            self.found = [*self.open, attrs]
+        if tag not in self.VOID:
+            self.open.append(attrs)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.open:
+            self.open.pop()
+
+
+def test_the_preview_is_not_a_live_region_and_has_a_status_for_a_body_too_long(team):
+    """A live preview read the whole post again at every refresh; only "too long" is for the status."""
+    post = make_post(team.blog, "Draft")
+    for url in ("/blogs/notes/posts/new/", f"/blogs/notes/posts/{post.pk}/edit/"):
+        html = browser(team.owner).get(url).content.decode()
+        parser = Around("preview")
+        parser.feed(html)
+        assert parser.found, url
+        assert not [a for a in parser.found if "aria-live" in a or a.get("role") in ("log", "status", "alert")]
+        assert ("p", {"class": "visually-hidden", "id": "preview-status", "role": "status"}) in tags_of(html)
+    html = browser(team.owner).post(URL, {"body": "x" * (MAX_BODY_CHARS + 1)}).content.decode()
+    assert ("p", {"class": "hint", "data-preview-status": None}) in tags_of(html)
+    assert "data-preview-status" not in browser(team.owner).post(URL, {"body": "Fine."}).content.decode()
 
 
 @pytest.mark.parametrize("role", ["viewer", "outsider"])

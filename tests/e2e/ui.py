@@ -98,3 +98,51 @@ def ask(page: Page, text: str, timeout: float = 15_000) -> Locator:
     send(page, text)
     wait_turn_finished(page, timeout)
     return replies(page).last
+
+
+# Records what a screen reader following ARIA would announce: every node added inside a live
+# region (aria-live other than "off", or role log, status or alert), unless it lies in a part that
+# says it is still being updated (aria-busy="true") or is hidden from assistive technology. Each
+# addition is recorded as its text, spaces kept (an element's aria-label stands for its content when
+# it has no text).
+WATCH_ANNOUNCEMENTS = """
+() => {
+  window.__announced = [];
+  const LIVE = "[aria-live], [role=log], [role=status], [role=alert]";
+  function region(node) {
+    const start = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement;
+    const live = start && start.closest(LIVE);
+    return live && live.getAttribute("aria-live") !== "off" ? live : null;
+  }
+  function muted(node, live) {
+    for (let el = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement; el; el = el.parentElement) {
+      if (el.hidden || el.getAttribute("aria-hidden") === "true" || el.getAttribute("aria-busy") === "true") return true;
+      if (el === live) return false;
+    }
+    return false;
+  }
+  function spoken(node) {
+    if (node.nodeType === Node.TEXT_NODE) return node.data;
+    if (node.nodeType !== Node.ELEMENT_NODE) return "";
+    if (node.hidden || node.getAttribute("aria-hidden") === "true" || node.getAttribute("aria-busy") === "true") return "";
+    if (node.getAttribute("aria-label") && !node.textContent.trim()) return node.getAttribute("aria-label");
+    return Array.from(node.childNodes).map(spoken).join("");
+  }
+  new MutationObserver((records) => {
+    for (const record of records) {
+      for (const node of record.addedNodes) {
+        if (!document.contains(node)) continue;
+        const live = region(node);
+        if (!live || muted(node, live)) continue;
+        const text = spoken(node);
+        if (text.trim()) window.__announced.push(text);
+      }
+    }
+  }).observe(document.body, {subtree: true, childList: true});
+}
+"""
+
+
+def announcements(page: Page) -> list[str]:
+    """What WATCH_ANNOUNCEMENTS recorded since it started."""
+    return page.evaluate("window.__announced")

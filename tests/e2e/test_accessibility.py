@@ -1,0 +1,232 @@
+"""What a keyboard or screen-reader user meets on the blog and editor pages, in a real browser:
+what the live regions announce, where focus goes when the control that had it is swapped away,
+a countdown that counts, and a focus ring on every control."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
+from tests.e2e.ui import (
+    BLOG,
+    WATCH_ANNOUNCEMENTS,
+    announcements,
+    ask,
+    chat_input,
+    login,
+    new_chat,
+    open_blog,
+    post_item,
+    wait_turn_finished,
+)
+
+GREETING = "I'm the offline demo assistant."  # the demo's answer to "hello"
+
+# Where focus went, in order: one entry per focusin, naming the element by id, else by its classes.
+WATCH_FOCUS = """
+() => {
+  window.__focused = [];
+  document.addEventListener("focusin", (e) => {
+    window.__focused.push(e.target.id || e.target.className || e.target.tagName);
+  });
+}
+"""
+
+
+def _create_draft(page, base: str, title: str) -> None:
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill(title)
+    page.get_by_role("button", name="Create draft").click()
+    expect(post_item(page, title)).to_be_visible()
+    page.wait_for_load_state()  # (htmx has taken in the post list's buttons)
+
+
+# Live regions -----------------------------------------------------------------------------------------------
+
+
+def test_an_answer_is_announced_once_when_complete_and_the_typing_indicator_is_heard(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+
+    reply = ask(page, "hello")
+    expect(reply).to_contain_text(GREETING)
+    heard = announcements(page)
+    assert "The assistant is answering" in [" ".join(text.split()) for text in heard], heard
+    # Not word by word while it streamed, and then whole once more: once, complete.
+    assert "".join(heard).count(GREETING) == 1, heard
+    assert [text.strip() for text in heard if GREETING in text][0].startswith(GREETING), heard
+
+
+def test_the_preview_refreshes_silently_and_only_a_too_long_body_is_announced(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    body = page.get_by_label("Body (markdown)")
+
+    body.fill("Some **bold** words about herons.")
+    expect(page.locator("#preview strong")).to_have_text("bold")
+    body.fill("Some **bold** words about herons and kingfishers.")
+    expect(page.locator("#preview")).to_contain_text("kingfishers")
+    assert not any("herons" in text for text in announcements(page)), announcements(page)
+
+    body.fill("x" * 100_001)
+    expect(page.locator("#preview")).to_contain_text("This post is too long")
+    expect(page.locator("#preview-status")).to_contain_text("This post is too long")
+    body.fill("x" * 100_002)  # still too long: said once, not at every pause in typing
+    body.fill("Short again.")
+    expect(page.locator("#preview")).to_contain_text("Short again.")
+    expect(page.locator("#preview-status")).to_have_text("")
+    heard = announcements(page)
+    assert len(heard) == 1 and heard[0].strip().startswith("This post is too long"), heard
+
+
+# Focus after a swap -----------------------------------------------------------------------------------------
+
+
+def test_publish_and_unpublish_keep_focus_on_the_rows_button(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    _create_draft(page, base, "Focus publish check")
+    row = post_item(page, "Focus publish check")
+
+    def press_enter() -> None:
+        # The list is swapped twice: by the answer, and by the blog's channel telling every open page.
+        refreshed = f"/blogs/{BLOG}/posts/"
+        with page.expect_response(lambda r: r.request.method == "GET" and r.url.endswith(refreshed)):
+            page.keyboard.press("Enter")
+
+    row.get_by_role("button", name="Publish").focus()
+    press_enter()
+    expect(row.locator(".badge")).to_have_text("Published")
+    expect(row.get_by_role("button", name="Unpublish")).to_be_focused()
+    expect(page.locator("#post-list.htmx-added")).to_have_count(0)  # (htmx has taken in the new buttons)
+
+    press_enter()
+    expect(row.locator(".badge")).to_have_text("Draft")
+    expect(row.get_by_role("button", name="Publish")).to_be_focused()
+
+
+def test_approve_and_reject_move_focus_to_the_cards_result_then_to_the_chat_input(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Focus approval check")
+
+    asked = ask(page, "publish Focus approval check").get_attribute("id")
+    card = page.locator(f"#{asked} .approval")  # (the answer after it will be the last)
+    page.evaluate(WATCH_FOCUS)
+    card.get_by_role("button", name="Approve").focus()
+    page.keyboard.press("Enter")
+    expect(card).to_have_text("Approved.")
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_be_focused()
+    # The result held focus until the answer ended (focus never fell to the page's body).
+    assert page.evaluate("window.__focused") == ["primary", card.get_attribute("id"), "chat-text"], page.evaluate(
+        "window.__focused"
+    )
+
+    asked = ask(page, "delete Focus approval check").get_attribute("id")
+    card = page.locator(f"#{asked} .approval")
+    card.get_by_role("button", name="Reject").focus()
+    page.keyboard.press("Enter")
+    expect(card).to_have_text("Rejected.")
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_be_focused()
+    assert card.get_attribute("id") in page.evaluate("window.__focused")
+    expect(post_item(page, "Focus approval check")).to_be_visible()
+
+
+def test_the_editors_conflict_card_gives_focus_back_to_the_editor(demo_server, context):
+    base = demo_server.url
+    editor, other = context.new_page(), context.new_page()
+    login(editor, base, "alice")
+    _create_draft(editor, base, "Focus conflict check")
+    with editor.expect_response(lambda response: response.url.endswith(f"/blogs/{BLOG}/events/")):
+        post_item(editor, "Focus conflict check").get_by_role("link", name="Edit", exact=True).click()
+    body = editor.get_by_label("Body (markdown)")
+    body.fill("Typed here, not saved.")
+
+    for title, choice in (("Focus conflict, renamed", "Keep mine"), ("Focus conflict, again", "Use the saved version")):
+        other.goto(editor.url)
+        other.get_by_label("Title").fill(title)
+        other.get_by_role("button", name="Save").click()
+        expect(other).to_have_url(f"{base}/blogs/{BLOG}/")
+        card = editor.locator("#incoming .incoming")
+        card.get_by_role("button", name=choice).focus()
+        editor.keyboard.press("Enter")
+        expect(card).to_have_count(0)
+        expect(body).to_be_focused()
+    expect(editor.get_by_label("Title")).to_have_value("Focus conflict, again")
+
+
+def test_new_chat_puts_focus_in_the_chat_input(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    open_blog(page, base)
+    page.locator("#assistant").get_by_role("button", name="New chat").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"[?&]chat="))
+    expect(chat_input(page)).to_be_focused()
+
+    page.reload()  # reaching the chat any other way leaves focus where the page starts
+    expect(chat_input(page)).not_to_be_focused()
+
+
+# A wait that counts down ------------------------------------------------------------------------------------
+
+
+def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    server = server_factory("rate-countdown", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **limits)
+    base = server.url
+    page.clock.install()
+    login(page, base, "alice")
+    new_chat(page, base)  # (a new chat counts under the message rate)
+    chat_input(page).fill("hello")
+    chat_input(page).press("Enter")
+    notice = page.locator("#chat-log .notice")
+    expect(notice).to_contain_text("You're sending messages too quickly.")
+    retry = notice.locator(".retry")
+    first = int(retry.get_attribute("data-retry-seconds"))
+    assert 50 <= first <= 60
+    shown = retry.locator("[aria-hidden=true]")  # (a screen reader keeps the server's sentence meanwhile)
+    expect(shown).to_have_text(re.compile(rf"Try again in ({first}|{first - 1}) s\."))
+    notice.screenshot(path=str(SCREENSHOTS / "rate-limit-countdown.png"))
+
+    page.clock.run_for(3_000)
+    expect(shown).to_have_text(re.compile(rf"Try again in ({first - 3}|{first - 4}) s\."))
+    expect(retry.locator(".visually-hidden")).to_have_text(f"Try again in {first} s.")
+    page.clock.run_for(first * 1000)
+    expect(retry).to_have_text("You can send a message now.")
+    expect(chat_input(page)).to_be_enabled()
+
+
+# Focus visibility -------------------------------------------------------------------------------------------
+
+
+def test_the_attach_control_shows_a_focus_ring_from_the_keyboard(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    attach = page.locator("#chat-form .attach-button")
+
+    def ring() -> tuple[str, float, str]:
+        style, width, color = attach.evaluate(
+            "el => { const s = getComputedStyle(el); return [s.outlineStyle, s.outlineWidth, s.outlineColor]; }"
+        )
+        return style, float(width.removesuffix("px")), color
+
+    assert ring()[0] == "none"
+    chat_input(page).focus()
+    page.keyboard.press("Tab")
+    expect(page.locator("#chat-files")).to_be_focused()
+    style, width, color = ring()
+    assert style == "solid" and width >= 2, (style, width)
+    assert color == "rgb(47, 91, 234)"  # the accent: 5.5:1 against the white panel (WCAG 2.2 asks 3:1)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#chat-form").screenshot(path=str(SCREENSHOTS / "attach-focus-ring.png"))
