@@ -539,8 +539,85 @@ def test_owner_adds_a_member_by_username(team, django_user_model):
 def test_bad_member_additions_change_nothing(team, data):
     before = everything()
     response = browser(team.owner).post("/blogs/notes/members/", data)
-    assert response.status_code == 302
+    assert response.status_code == 200  # the form again, with what was typed and why it failed
     assert everything() == before
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ({"username": " nobody ", "role": "author"}, "There is no user named “nobody”."),
+        ({"username": "editor", "role": "viewer"}, "editor is already a member."),
+        ({"username": "outsider", "role": "owner"}, "Choose editor, author or viewer."),
+        ({"username": "  ", "role": "author"}, "Enter the username of the person to add."),
+        ({"username": "<b>x</b>", "role": "author"}, "There is no user named “&lt;b&gt;x&lt;/b&gt;”."),
+    ],
+)
+def test_a_failed_addition_keeps_the_name_and_says_why_beside_the_field(team, data, error):
+    html = browser(team.owner).post("/blogs/notes/members/", {"action": "add", **data}).content.decode()
+    form = html[html.index('<form method="post" class="add-member"') :]
+    form = form[: form.index("</form>")]
+    field = next(a for t, a in tags_of(form) if t == "input" and a.get("name") == "username")
+    assert field["value"] == data["username"].strip()
+    assert (field.get("aria-invalid"), field.get("aria-describedby"), "autofocus" in field) == (
+        "true",
+        "add-member-error",
+        True,
+    )
+    assert f'<p class="error field-error" id="add-member-error" role="alert">{error}</p>' in form
+    assert '<ul class="flash">' not in html  # said once, beside the field
+    if data["role"] != "owner":
+        chosen = re.search(r'<option value="(\w+)" selected>', form)
+        assert chosen is not None and chosen.group(1) == data["role"]
+
+
+def test_a_fresh_add_form_is_empty_and_unmarked(team):
+    html = browser(team.owner).get("/blogs/notes/members/").content.decode()
+    field = next(a for t, a in tags_of(html) if t == "input" and a.get("name") == "username")
+    assert field["value"] == "" and "aria-invalid" not in field and "autofocus" not in field
+    assert "add-member-error" not in html
+
+
+def member_rows(html: str) -> dict[str, str]:
+    """username → the HTML of the member's table row."""
+    body = html[html.index("<tbody>") : html.index("</tbody>")]
+    return {
+        m.group(1): m.group(0)
+        for m in re.finditer(r'<tr id="member-\d+">\s*<th scope="row"[^>]*>([^<]*)</th>.*?</tr>', body, re.S)
+    }
+
+
+def test_members_table_has_one_cell_per_column(team):
+    html = browser(team.owner).get("/blogs/notes/members/").content.decode()
+    head = html[html.index("<thead>") : html.index("</thead>")]
+    assert len(re.findall(r"<th\b", head)) == 4
+    rows = member_rows(html)
+    assert sorted(rows) == ["author", "editor", "owner", "viewer"]
+    for name, row in rows.items():
+        assert len(re.findall(r"<t[hd]\b", row)) == 4, name
+        assert "colspan" not in row, name
+        if name == "owner":
+            continue
+        seat = team.seat(name)
+        form_id = f"seat-{seat.pk}"
+        controls = [a for t, a in tags_of(row) if t in ("select", "input", "button") and a.get("type") != "hidden"]
+        assert all(a.get("form") == form_id for a in controls if a.get("name") in ("role", "may_use_assistant"))
+        assert f'<form method="post" id="{form_id}">' in row
+
+
+def test_each_members_controls_name_the_member(team):
+    rows = member_rows(browser(team.owner).get("/blogs/notes/members/").content.decode())
+    for name in ("author", "editor", "viewer"):
+        seat = team.seat(name)
+        row = rows[name]
+        assert f'aria-label="Role of {name}"' in row
+        assert f'<span class="visually-hidden">{name} may use the assistant</span>' in row
+        assert f'Save<span class="visually-hidden"> {name}</span></button>' in row
+        assert (
+            f'<a class="danger" href="/blogs/notes/members/{seat.pk}/remove/">'
+            f'Remove<span class="visually-hidden"> {name}</span></a>'
+        ) in row
+    assert "(viewers can't)" in rows["viewer"] and "viewers can" not in rows["editor"]
 
 
 def test_owner_changes_role_and_allows_the_assistant(team):
@@ -561,7 +638,7 @@ def test_removing_a_member_drops_their_grants_so_re_adding_restores_nothing(team
     Consent.objects.create(user=team.editor, blog=team.blog, client="some-app", scopes=[READ])
     kept = set_consent(team.author, team.blog, [READ])  # another member's grant stays
     client = browser(team.owner)
-    client.post("/blogs/notes/members/", {"action": "remove", "seat": team.seat("editor").pk})
+    client.post(f"/blogs/notes/members/{team.seat('editor').pk}/remove/")
     assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
     client.post("/blogs/notes/members/", {"action": "add", "username": "editor", "role": "editor"})
     Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=True)
@@ -597,14 +674,47 @@ def test_owner_seat_and_other_blogs_seats_cannot_be_changed(team, other_team):
         {"action": "update", "seat": other_team.seat("viewer").pk, "role": "editor", "may_use_assistant": "on"},
     )
     client.post("/blogs/notes/members/", {"action": "update", "seat": team.seat("author").pk, "role": "owner"})
+    client.post("/blogs/notes/members/", {"action": "update", "seat": "1e3", "role": "editor"})
+    assert client.post(f"/blogs/notes/members/{team.seat('owner').pk}/remove/").status_code == 404
+    assert client.post(f"/blogs/notes/members/{other_team.seat('viewer').pk}/remove/").status_code == 404
+    assert client.get(f"/blogs/notes/members/{other_team.seat('viewer').pk}/remove/").status_code == 404
     assert everything() == before
 
 
 def test_owner_removes_a_member(team):
     seat = team.seat("author")
-    browser(team.owner).post("/blogs/notes/members/", {"action": "remove", "seat": seat.pk})
+    response = browser(team.owner).post(f"/blogs/notes/members/{seat.pk}/remove/")
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/members/"
     assert not Seat.objects.filter(pk=seat.pk).exists()
     assert browser(team.author).get("/blogs/notes/").status_code == 404
+
+
+def test_removing_a_member_asks_first(team):
+    seat = team.seat("author")
+    client = browser(team.owner)
+    before = everything()
+    response = client.get(f"/blogs/notes/members/{seat.pk}/remove/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<h1>Remove author from Notes?</h1>" in html
+    assert '<button type="submit" class="danger">Remove author</button>' in html
+    assert '<a href="/blogs/notes/members/">Cancel</a>' in html
+    assert 'name="csrfmiddlewaretoken"' in html
+    # The row's old one-click form asks first too: it leads to the question and removes nobody.
+    response = client.post("/blogs/notes/members/", {"action": "remove", "seat": seat.pk})
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/members/{seat.pk}/remove/"
+    assert client.post("/blogs/notes/members/", {"action": "remove", "seat": "x"}).status_code == 302
+    assert everything() == before
+
+
+@pytest.mark.parametrize("role", ["editor", "author", "viewer", "outsider"])
+def test_only_the_owner_may_remove_members(team, role):
+    seat = team.seat("viewer" if role != "viewer" else "author")
+    before = everything()
+    client = browser(team.user(role))
+    assert client.get(f"/blogs/notes/members/{seat.pk}/remove/").status_code == 404
+    assert client.post(f"/blogs/notes/members/{seat.pk}/remove/").status_code == 404
+    assert everything() == before
 
 
 # The Clients screen ----------------------------------------------------------------------------------------------
@@ -829,7 +939,7 @@ def state_changing_posts(team):
         (f"/blogs/notes/posts/{draft.pk}/revert/{rev.pk}/", {}),
         ("/blogs/notes/members/", {"action": "add", "username": "outsider", "role": "editor"}),
         ("/blogs/notes/members/", {"action": "update", "seat": team.seat("viewer").pk, "role": "editor"}),
-        ("/blogs/notes/members/", {"action": "remove", "seat": team.seat("author").pk}),
+        (f"/blogs/notes/members/{team.seat('author').pk}/remove/", {}),
         ("/blogs/notes/clients/", {"action": "save", "scopes": list(ALL)}),
         ("/blogs/notes/clients/", {"action": "revoke"}),
         ("/blogs/notes/chats/new/", {}),
