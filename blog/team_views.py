@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from blog import grants
-from blog.access import ALL_SCOPES, ROLE_SCOPES, SCOPE_LABELS
+from blog.access import scope_choices
 from blog.models import Blog, Consent, PostRevision, Seat
 from blog.views import membership
 
@@ -111,7 +111,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
     """Your own grants only: the assistant's scopes on this blog, never beyond your seat."""
     blog, seat, actor = membership(request, slug)
     consent = Consent.objects.filter(user=request.user, blog=blog, client=grants.ASSISTANT).first()
-    mine = ROLE_SCOPES[seat.role]
+    grantable = grants.assistant_grantable(seat)
     if request.method == "POST":
         wanted = set(request.POST.getlist("scopes"))
         if request.POST.get("action") == "revoke" or not wanted:
@@ -120,7 +120,9 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
                 consent.scopes = []
                 consent.save()
             messages.success(request, "The assistant can no longer act for you on this blog.")
-        elif not wanted <= mine:
+        elif not grantable:
+            messages.error(request, "Viewers can't use the assistant, so there is nothing to allow it.")
+        elif not wanted <= grantable:
             messages.error(request, "You can only grant what you can do yourself.")
         else:
             consent = consent or Consent(user=request.user, blog=blog, client=grants.ASSISTANT)
@@ -130,7 +132,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("blog:clients", slug=blog.slug)
     granted = set(consent.scopes) if consent and consent.active else set()
     effective = grants.assistant(request.user, blog).scopes
-    scopes = [{"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine} for s in ALL_SCOPES]
+    scopes = scope_choices(grantable, granted)
     # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
     # and list a chat once per change the assistant made in it.
     used_in = (
@@ -155,6 +157,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
             "scopes": scopes,
             "effective": sorted(effective),
             "may_summon": grants.may_summon(seat),
+            "grantable": bool(grantable),
             "sessions_used": used_in,
         },
     )

@@ -750,15 +750,44 @@ def test_clients_screen_shows_only_my_own_grant(team):
     assert '<span id="effective-scopes">can read, draft, publish, delete</span>' in html
 
 
+def assistant_card(html: str) -> str:
+    start = html.index('id="assistant-grant"')
+    return html[start : html.index("</form>", start)]
+
+
 def test_clients_screen_for_viewer(team):
     html = browser(team.viewer).get("/blogs/notes/clients/").content.decode()
-    assert "Viewers can't use the assistant." in html
-    assert checkboxes(html) == {
-        READ: (False, False),
-        WRITE: (False, True),
-        PUBLISH: (False, True),
-        DELETE: (False, True),
+    card = assistant_card(html)
+    assert (
+        "Viewers can't use the assistant, so there is nothing to allow it here. "
+        "A client you connect yourself (below) can still read for you."
+    ) in card
+    assert checkboxes(html) == {}  # nothing offered that could never take effect
+    assert "<button" not in card and "Not granted yet." not in card
+    assert '<span id="effective-scopes">nothing</span>' in card
+
+
+def test_a_scope_beyond_the_role_says_who_may_grant_it(team):
+    html = browser(team.author).get("/blogs/notes/clients/").content.decode()
+    labels = dict(re.findall(r'<input type="checkbox" name="scopes" value="([^"]+)"[^>]*>(.*?)</label>', html))
+    assert labels == {
+        READ: " Read your posts and drafts",
+        WRITE: " Create and edit drafts",
+        PUBLISH: ' Publish and unpublish posts <span class="why-not">(only owners and editors can)</span>',
+        DELETE: ' Delete posts <span class="why-not">(only owners and editors can)</span>',
     }
+
+
+def test_a_viewers_earlier_grant_is_shown_unused_and_can_be_revoked(team):
+    consent = set_consent(team.viewer, team.blog, [READ, WRITE])  # given while they were an editor
+    client = browser(team.viewer)
+    card = assistant_card(client.get("/blogs/notes/clients/").content.decode())
+    assert "What you allowed it before (to read, draft) stays unused while you are a viewer" in card
+    assert '<button type="submit" name="action" value="revoke" class="danger">Revoke all</button>' in card
+    assert 'value="save"' not in card
+    client.post("/blogs/notes/clients/", {"action": "revoke"})
+    consent.refresh_from_db()
+    assert consent.revoked_at is not None and consent.scopes == []
 
 
 def test_saving_my_grant_touches_nobody_elses(team):
@@ -782,6 +811,14 @@ def test_scopes_beyond_the_seat_are_refused(team, scopes):
 
 def test_viewer_cannot_grant_write(team):
     browser(team.viewer).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ, WRITE]})
+    assert not Consent.objects.filter(user=team.viewer).exists()
+
+
+def test_a_viewer_cannot_grant_the_assistant_even_read(team):
+    before = everything()
+    response = browser(team.viewer).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ]}, follow=True)
+    assert "Viewers can&#x27;t use the assistant, so there is nothing to allow it." in response.content.decode()
+    assert everything() == before
     assert not Consent.objects.filter(user=team.viewer).exists()
 
 
