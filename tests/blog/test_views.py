@@ -6,8 +6,12 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 from agent.models import Session
+from agent.state import Run
+from agent.transcript import add_message
 from blog import grants
 from blog.chat import tool_available
 from blog.models import Consent, Post, PostRevision, Seat
@@ -470,6 +474,51 @@ def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
     assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={second.pk}"
     assert f'hx-post="/chat/{second.pk}/send"' in client.get("/blogs/notes/").content.decode()
     assert f'hx-post="/chat/{first.pk}/send"' in client.get(f"/blogs/notes/?chat={first.pk}").content.decode()
+
+
+def earlier_chats(html: str) -> list[tuple[str, str, str]]:
+    """(chat id, label, date) of each link in the panel's list of earlier chats."""
+    start = html.index('<details class="history">')
+    found = re.findall(
+        r'<a href="\?chat=([0-9a-f-]+)"[^>]*><span class="chat-label">([^<]*)</span> '
+        r'<time class="meta" datetime="[^"]+">([^<]+)</time></a>',
+        html[start : html.index("</details>", start)],
+    )
+    return [(sid, label, when) for sid, label, when in found]
+
+
+def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
+    def chat(*texts: str, attach: bool = False) -> Session:
+        session = blog_chat(team.editor, team.blog)
+        for i, text in enumerate(texts):
+            parts = [{"type": "text", "text": text}] if text else []
+            if attach:
+                parts.append({"type": "image", "media_type": "image/png", "media_ref": "x/a.png", "name": "a.png"})
+            add_message(Run(session), "user" if i % 2 == 0 else "assistant", parts)
+        return session
+
+    long = chat(
+        "Draft a post about the\n\nmorning light over the river, with three   photos and a short caption", "Ok."
+    )
+    hostile = chat("<script>alert(1)</script> & more", "Sure.", "a second message")
+    only_files = chat("", attach=True)
+    empty = blog_chat(team.editor, team.blog)
+    titled = chat("whatever was said")
+    Session.objects.filter(pk=titled.pk).update(title="Named chat")
+    html = browser(team.editor).get(f"/blogs/notes/?chat={hostile.pk}").content.decode()
+    labels = {sid: label for sid, label, _when in earlier_chats(html)}
+    assert labels == {
+        str(long.pk): "Draft a post about the morning light over the r…",
+        str(hostile.pk): "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more",
+        str(only_files.pk): "Untitled chat",
+        str(empty.pk): "Untitled chat",
+        str(titled.pk): "Named chat",
+    }
+    when = {sid: w for sid, _label, w in earlier_chats(html)}
+    created = timezone.localtime(Session.objects.get(pk=long.pk).created_at)
+    assert when[str(long.pk)] == date_format(created, "M j, H:i")
+    assert f'<a href="?chat={hostile.pk}" aria-current="true">' in html
+    assert "<script>alert(1)" not in html
 
 
 def test_new_chat_counts_under_the_message_rate_limit(team, settings):
