@@ -1,11 +1,14 @@
-"""Screens as a person meets them in Chromium: the Members table, laid out, named and confirmed."""
+"""Screens as a person meets them in Chromium: the Members table, laid out, named and confirmed; a
+chat's transcript in the admin, fitting a 1280 px window."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import BLOG, login
+from tests.e2e.ui import BLOG, ask, login, new_chat
 from tests.servers import ARTIFACTS
 
 SHOTS = ARTIFACTS / "screenshots"
@@ -90,3 +93,38 @@ def test_removing_a_member_asks_first(server, page):
     page.get_by_label("Role", exact=True).select_option("viewer")
     page.get_by_role("button", name="Add", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Added carol as viewer.")
+
+
+FITS = """(selector) => {
+  const page = document.documentElement;
+  const tables = [...document.querySelectorAll(selector)].map(t => {
+    const box = t.getBoundingClientRect(), holder = t.parentElement.getBoundingClientRect();
+    return box.right <= holder.right + 1;
+  });
+  return {page: page.scrollWidth <= window.innerWidth, tables};
+}"""
+
+
+def test_the_admin_transcript_fits_1280_px(server, page):
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+    ask(page, "list my posts")
+    ask(page, "and this one: https://example.com/" + "x" * 240)  # one long word, nowhere to break it
+    chat = re.search(r"chat=([0-9a-f-]+)", page.url).group(1)
+    page.context.clear_cookies()
+    login(page, server.url, "admin")
+
+    page.goto(f"{server.url}/admin/agent/session/{chat}/change/")
+    messages = page.locator("#messages-group table")
+    expect(messages).to_contain_text("Welcome to Field Notes")  # the tool's result, there to read
+    expect(messages).to_contain_text("https://example.com/" + "x" * 240)
+    assert page.evaluate(FITS, "#messages-group table") == {"page": True, "tables": [True]}
+    messages.locator("summary", has_text="tools").first.click()
+    expect(messages.locator("details[open]").first).to_contain_text("list_posts")
+    shot(page, "admin-session-transcript")
+
+    page.locator("#messages-group tr", has_text="tool_result").first.get_by_role("link", name="View").click()
+    parts = page.locator("#parts-group table")
+    expect(parts).to_contain_text('"title": "Welcome to Field Notes"')
+    assert page.evaluate(FITS, "#parts-group table") == {"page": True, "tables": [True]}
+    shot(page, "admin-message-parts")
