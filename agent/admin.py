@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
+from django import forms
 from django.contrib import admin
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
@@ -20,23 +26,19 @@ class ReadOnlyMixin:
         return request.user.is_superuser
 
 
+#: The transcript's stylesheet: its tables fit the page (fixed columns, long values wrap).
+TRANSCRIPT_MEDIA = forms.Media(css={"all": ["agent/admin.css"]})
+
+
 class MessageInline(ReadOnlyMixin, admin.TabularInline):
+    """A session's messages, one row each, in as many columns as fit a 1280 px window: what each model
+    call was (backend, model, stop reason, thinking asked) and what it used (tokens, cost) share one."""
+
     model = Message
     extra = 0
     can_delete = False
-    fields = [
-        "position",
-        "role",
-        "content",
-        "backend",
-        "model_id",
-        "stop_reason",
-        "tokens",
-        "reasoning",
-        "cost_usd",
-        "tools_offered",
-        "created_at",
-    ]
+    classes = ["agent-transcript", "agent-messages"]
+    fields = ["position", "role", "content", "call", "usage", "offered", "created"]
     readonly_fields = fields
     show_change_link = True
 
@@ -49,14 +51,45 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
             "", "<div class='agent-part'><b>{}</b> {}</div>", ((p.type, _part_text(p)) for p in message.parts.all())
         )
 
-    @admin.display(description="tokens in/out/cache")
-    def tokens(self, message: Message):
+    @admin.display(description="backend / model · stop reason")
+    def call(self, message: Message):
+        if message.role != Message.ASSISTANT:
+            return "-"
         return format_html(
-            "{} / {} / {}+{}",
+            "{} / {}<br>{}{}",
+            message.backend or "?",
+            message.model_id or "?",
+            message.stop_reason or "-",
+            format_html("<br>thinking: {}", message.reasoning) if message.reasoning else "",
+        )
+
+    @admin.display(description="tokens in/out/cache · cost USD")
+    def usage(self, message: Message):
+        return format_html(
+            "{} / {} / {}+{}<br>{}",
             message.input_tokens,
             message.output_tokens,
             message.cache_read_tokens,
             message.cache_write_tokens,
+            message.cost_usd,
+        )
+
+    @admin.display(description="tools offered")
+    def offered(self, message: Message):
+        tools = message.tools_offered
+        if not tools:
+            return "-"
+        names = format_html_join("", "<li>{}</li>", ((name,) for name in tools))
+        return format_html(
+            "<details><summary>{} tool{}</summary><ul>{}</ul></details>", len(tools), pluralize(tools), names
+        )
+
+    @admin.display(description="created at")
+    def created(self, message: Message):
+        return format_html(
+            '<time datetime="{}">{}</time>',
+            message.created_at.isoformat(),
+            date_format(timezone.localtime(message.created_at), "M j, Y H:i:s"),
         )
 
 
@@ -102,34 +135,46 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     ]
     inlines = [MessageInline]
 
+    @property
+    def media(self):
+        return super().media + TRANSCRIPT_MEDIA
+
     def get_search_results(self, request, queryset, search_term):
         qs, dup = super().get_search_results(request, queryset, search_term)
         return qs.distinct(), dup
 
 
 class PartInline(ReadOnlyMixin, admin.TabularInline):
+    """A message's parts, whole: each part's text, or its call (tool and input) or result (tool, status
+    and result) as indented JSON, or its file (type, name, storage key), in one column that wraps."""
+
     model = Part
     extra = 0
     can_delete = False
-    fields = [
-        "position",
-        "type",
-        "text",
-        "tool_use_id",
-        "tool_name",
-        "tool_input",
-        "tool_result",
-        "tool_status",
-        "effects",
-        "state",
-        "media_type",
-        "media_ref",
-    ]
+    classes = ["agent-transcript", "agent-parts"]
+    fields = ["position", "type", "body", "tool_use_id", "effects", "state"]
     readonly_fields = fields
+
+    @admin.display(description="text, call or result")
+    def body(self, part: Part):
+        match part.type:
+            case "tool_use":
+                head, text = part.tool_name, _json(part.tool_input)
+            case "tool_result":
+                head, text = f"{part.tool_name or '?'}: {part.tool_status}", _json(part.tool_result)
+            case "image" | "document":
+                head, text = f"{part.media_type} {part.text}", part.media_ref
+            case _:
+                head, text = "", "(redacted thinking)" if is_redacted(part) else part.text
+        return format_html("{}<div class='agent-part'>{}</div>", format_html("<b>{}</b>", head) if head else "", text)
 
     @admin.display(description="provider state")
     def state(self, part: Part) -> str:
         return provider_state(part)
+
+
+def _json(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
 @admin.register(Message)
@@ -154,6 +199,10 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
     search_fields = ["session__id", "parts__text", "session__user__username"]
     readonly_fields = [f.name for f in Message._meta.fields]
     inlines = [PartInline]
+
+    @property
+    def media(self):
+        return super().media + TRANSCRIPT_MEDIA
 
 
 @admin.register(Turn)

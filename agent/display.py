@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -13,8 +14,10 @@ from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
 from agent.markdown import render_markdown
 from agent.models import Approval, Message, Part, Session, Turn
-from agent.tools import REGISTRY
+from agent.tools import REGISTRY, Shown
 from agent.transcript import is_redacted
+
+logger = logging.getLogger("agent.display")
 
 REDACTED_THINKING = "Redacted thinking (the provider keeps it encrypted)."
 # What people are told when an answer did not end normally.
@@ -78,16 +81,42 @@ def meter_display(meter: dict[str, float], threshold: float = 0.8) -> dict[str, 
     return near or None
 
 
-def chip(tool_use_id: str, name: str, input: Any, status: str) -> dict[str, Any]:
-    tool = REGISTRY.get(name)
-    order = list((tool.input_schema.get("properties") or {}).keys()) if tool else []
+def chip(tool_use_id: str, name: str, status: str, summary: str = "") -> dict[str, Any]:
+    """A tool call's chip; `summary` from `summaries`."""
     return {
         "id": chip_id(tool_use_id),
         "name": name,
-        "summary": summarize_input(input, order),
+        "summary": summary,
         "status": status,
         "label": TOOL_LABELS.get(status, status),
     }
+
+
+def summaries(session: Any, calls: list[tuple[str, Any]]) -> list[str]:
+    """Each `(name, input)` call's summary for its chip: the input as its tool's `shown` hook gives
+    it (one call of each hook for all its calls), else as the model sent it, in the schema's order."""
+    shown: list[dict[str, Any] | None] = [None] * len(calls)
+    hooks: dict[Shown, list[int]] = {}
+    for i, (name, input) in enumerate(calls):
+        tool = REGISTRY.get(name)
+        if tool is not None and tool.shown is not None and isinstance(input, dict) and input:
+            hooks.setdefault(tool.shown, []).append(i)
+    for hook, indexes in hooks.items():
+        try:
+            said = hook(session, [calls[i] for i in indexes])
+            for i, value in zip(indexes, said, strict=True):
+                shown[i] = value
+        except Exception:  # a chip without names is still a chip: it reads the input as given
+            logger.exception("the shown hook of %s failed", calls[indexes[0]][0])
+    return [
+        summarize_input(said, list(said)) if said is not None else summarize_input(input, _schema_order(name))
+        for (name, input), said in zip(calls, shown, strict=True)
+    ]
+
+
+def _schema_order(name: str) -> list[str]:
+    tool = REGISTRY.get(name)
+    return list((tool.input_schema.get("properties") or {}).keys()) if tool else []
 
 
 def result_statuses(session_id: Any) -> dict[str, str]:
@@ -123,8 +152,33 @@ def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, 
     return statuses
 
 
-def turn_blocks(messages: list[Message], statuses: dict[str, str]) -> list[dict[str, Any]]:
-    """Assistant messages of one turn as display blocks, in order; `statuses` from `result_statuses`."""
+def chip_summaries(session: Session | None, messages: list[Message]) -> dict[int, str]:
+    """The summary of every tool call among `messages` (parts prefetched), by its part's pk, as shown
+    in `session` (theirs; read from a message, only when there is a call, when not given)."""
+    calls = [
+        part
+        for message in messages
+        if message.role == Message.ASSISTANT
+        for part in message.parts.all()
+        if part.type == "tool_use"
+    ]
+    if not calls:
+        return {}
+    said = summaries(session or messages[0].session, [(p.tool_name, p.tool_input) for p in calls])
+    return {part.pk: text for part, text in zip(calls, said, strict=True)}
+
+
+def turn_blocks(
+    messages: list[Message],
+    statuses: dict[str, str],
+    session: Session | None = None,
+    summary: dict[int, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Assistant messages of one turn as display blocks, in order; `statuses` from `result_statuses`.
+    Chips read `summary` (from `chip_summaries`, made once for a whole page), else their own, shown
+    in `session`."""
+    if summary is None:
+        summary = chip_summaries(session, messages)
     blocks: list[dict[str, Any]] = []
     for message in messages:
         if message.role != Message.ASSISTANT:
@@ -138,7 +192,7 @@ def turn_blocks(messages: list[Message], statuses: dict[str, str]) -> list[dict[
                 blocks.append({"kind": "text", "html": render_markdown(part.text)})
             elif part.type == "tool_use":
                 status = statuses.get(part.tool_use_id, "error")
-                blocks.append({"kind": "chip", **chip(part.tool_use_id, part.tool_name, part.tool_input, status)})
+                blocks.append({"kind": "chip", **chip(part.tool_use_id, part.tool_name, status, summary[part.pk])})
         if note := STOP_NOTES.get(message.stop_reason):
             blocks.append({"kind": "note", "text": note})
     return blocks
@@ -169,9 +223,10 @@ def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
             else:
                 items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": [message]})
     statuses = result_statuses(session.pk)
+    summary = chip_summaries(session, [m for i in items if i["kind"] == "assistant" for m in i["messages"]])
     for item in items:
         if item["kind"] == "assistant":
-            _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"), statuses)
+            _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"), statuses, summary)
     return [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]], running
 
 
@@ -197,9 +252,11 @@ def attachment_items(parts: Any, session_id: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _fill(item: dict[str, Any], turn: Turn | None, messages: list[Message], statuses: dict[str, str]) -> None:
+def _fill(
+    item: dict[str, Any], turn: Turn | None, messages: list[Message], statuses: dict[str, str], summary: dict[int, str]
+) -> None:
     item["turn_id"] = turn.pk if turn else None
-    item["blocks"] = turn_blocks(messages, statuses)
+    item["blocks"] = turn_blocks(messages, statuses, summary=summary)
     item["approvals"] = approvals_for(turn) if turn and turn.status == Turn.PAUSED else []
     failed = turn is not None and turn.status == Turn.ERROR
     payload = (turn.terminal_payload or {}) if failed else {}

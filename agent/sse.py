@@ -50,11 +50,12 @@ def encode_html(name: str, payload: Any, turn: Any, event_id: int | None = None)
         case "token" | "reasoning":
             html = escape_text(payload["text"])  # what django.utils.html.escape returns, as a plain str
         case "tool_use":
-            chip = display.chip(payload["id"], payload["name"], payload.get("input"), "running")
+            [summary] = display.summaries(turn.session, [(payload["name"], payload.get("input"))])
+            chip = display.chip(payload["id"], payload["name"], "running", summary)
             html = render_to_string("agent/_chip.html", {"chip": chip})
         case "tool_result":
             chip = display.chip(
-                payload["id"], payload["name"], None, display.shown_status(payload["status"], payload.get("result"))
+                payload["id"], payload["name"], display.shown_status(payload["status"], payload.get("result"))
             )
             html = render_to_string("agent/_chip_status.html", {"chip": chip})
             if display.lapsed(payload.get("result")):  # its card, if the page still shows one, says so
@@ -79,7 +80,7 @@ def _final_context(name: str, payload: Any, turn: Any) -> dict[str, Any]:
         "turn_id": turn.pk,
         "session_id": turn.session_id,
         "approvals": display.approvals_for(turn) if name == "confirm" else [],
-        "blocks": display.turn_blocks(messages, display.turn_result_statuses(messages, turn.session_id)),
+        "blocks": display.turn_blocks(messages, display.turn_result_statuses(messages, turn.session_id), turn.session),
         "error": {**payload, "retry_after_seconds": display.retry_left(turn, payload)} if name == "error" else None,
         "meter": display.meter_display(meter),
     }

@@ -38,6 +38,7 @@ class Description:
 Describe = Callable[[Any, str, dict[str, Any]], "str | Description"]
 ConfirmAs = Callable[[Any, str, dict[str, Any]], str]
 Version = Callable[[Any, str, dict[str, Any]], Any]
+Shown = Callable[[Any, list[tuple[str, dict[str, Any]]]], list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Tool:
     confirm_as: ConfirmAs | None = None
     version: Version | None = None
     writes: bool = True  # counts against AGENT_MAX_MUTATIONS_PER_TURN (agent/limits.py)
+    shown: Shown | None = None  # how its calls' inputs read on their chips (agent/display.py)
 
     def spec(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
@@ -72,6 +74,7 @@ def register(
     confirm_as: ConfirmAs | None = None,
     version: Version | None = None,
     writes: bool = True,
+    shown: Shown | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register `handler(session, **input)` under `name`.
 
@@ -84,6 +87,10 @@ def register(
     different value when the call would run voids the approval.
     `writes=False` marks a tool that only reads: it does not count against a turn's limit on
     changes (AGENT_MAX_MUTATIONS_PER_TURN). A tool is taken to change something unless it says otherwise.
+    `shown(session, calls)` gives, for a list of `(name, input)` calls, each input as a person reads
+    it on the call's chip: a dict in the order to show, its values plain text (the ids a domain
+    knows replaced by the names of what they point at, only where the session's user may see it).
+    Tools sharing one `shown` get it once for all their calls of a page, so it can read at once.
     """
     if not TOOL_NAME.match(name):
         raise ValueError(f"Tool name {name!r} must match [a-zA-Z0-9_-]{{1,64}}.")
@@ -103,6 +110,7 @@ def register(
             confirm_as,
             version,
             writes,
+            shown,
         )
         return fn
 

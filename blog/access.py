@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from blog.models import Seat
 
 READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
@@ -29,3 +32,25 @@ SCOPE_WORDS = {READ: "read", WRITE: "draft", PUBLISH: "publish", DELETE: "delete
 def plain_scopes(scopes) -> str:
     """Scopes as the words a person reads, in a fixed order: "read, draft, publish" ("" for none)."""
     return ", ".join(SCOPE_WORDS[scope] for scope in ALL_SCOPES if scope in scopes)
+
+
+def holders(scope: str) -> str:
+    """The roles whose seat holds `scope`, as a person reads them: "owners and editors"."""
+    roles = [f"{role}s" for role, _label in Seat.ROLES if scope in ROLE_SCOPES[role]]
+    return roles[0] if len(roles) == 1 else f"{', '.join(roles[:-1])} and {roles[-1]}"
+
+
+def scope_choices(allowed: Iterable[str], granted: Iterable[str]) -> list[dict[str, Any]]:
+    """Every scope as a grant form offers it: checked when granted, open only when allowed, and
+    for one that is not, why (who may grant it), so a greyed-out box never goes unexplained."""
+    allowed, granted = frozenset(allowed), frozenset(granted)
+    return [
+        {
+            "name": scope,
+            "label": SCOPE_LABELS[scope],
+            "granted": scope in granted,
+            "allowed": scope in allowed,
+            "why_not": "" if scope in allowed else f"only {holders(scope)} can",
+        }
+        for scope in ALL_SCOPES
+    ]

@@ -11,7 +11,7 @@ from django.http import Http404
 from agent.models import Session
 from agent.policy import Access, SessionPolicy
 from agent.tools import Description, as_object, call_scratch, register
-from blog import grants
+from blog import chips, grants
 from blog.access import PUBLISH
 from blog.diffs import Line, diff_lines
 from blog.models import Blog, ChatLink, Post, PostRevision
@@ -165,7 +165,8 @@ def describe_call(session: Session, name: str, data: dict[str, Any]) -> Descript
     target = f"the post “{post.title}”" if post else f"post #{data.get('post_id')}"
     if name == "update_post" and post is not None:
         live = "the published post" if post.status == Post.PUBLISHED else "the post"
-        detail = change_detail(post, data.get("title"), data.get("body"), data.get("cover_attachment_id"))
+        cover = chips.attachment_name(session, data.get("cover_attachment_id"))
+        detail = change_detail(post, data.get("title"), data.get("body"), cover)
         return Description(f"Change {live} “{post.title}”", detail)
     if name == "publish_post" and post is not None and post.status != Post.PUBLISHED:
         # Published before: what goes live again is shown against what was live, so a post taken
@@ -185,19 +186,19 @@ def last_live(post: Post) -> dict[str, Any] | None:
     return revision.after if (revision.after or {}).get("status") == Post.PUBLISHED else revision.before
 
 
-def change_detail(post: Post, title: Any, body: Any, cover: Any = None) -> str:
+def change_detail(post: Post, title: Any, body: Any, cover: str | None = None) -> str:
     """What an edit changes: the title's old and new lines, a new cover, and the body's lines removed
     ("- "), added ("+ ") and kept ("  "), long unchanged runs folded to "  …" (`blog.diffs`, as the
     history page shows them)."""
     return _detail(post.title, post.body, title, body, cover)
 
 
-def _detail(old_title: str, old_body: str, title: Any, body: Any, cover: Any = None) -> str:
+def _detail(old_title: str, old_body: str, title: Any, body: Any, cover: str | None = None) -> str:
     lines: list[str] = []
     if isinstance(title, str) and title.strip() != old_title:
         lines += ["Title:", f"- {old_title}", f"+ {title.strip()}"]
-    if isinstance(cover, int):
-        lines += ["Cover:", f"+ the image attached as #{cover}"]
+    if cover is not None:  # the attachment's file name in this chat (`chips.file_names`)
+        lines += ["Cover:", f"+ {cover}"]
     if isinstance(body, str) and body != old_body:
         lines += ["Body:", *(_marked(line) for line in diff_lines(old_body, body))]
     return "\n".join(lines)
@@ -246,4 +247,5 @@ def register_tools() -> None:
             confirm_as=confirm_as,
             version=post_version,
             writes=op.scope != "posts:read",
+            shown=chips.shown_inputs,
         )(lambda session, _n=name, **raw: dispatch(session, _n, raw))

@@ -11,6 +11,8 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,17 +21,36 @@ from django.views.decorators.http import require_POST
 from agent import budget, display, intake
 from agent.api import message_text
 from agent.chat_views import notice
-from agent.models import Session
+from agent.models import Message, Part, Session
 from agent.policy import Access
 from agent.views import stream_url
 from blog import grants
 from blog.chat import start_session
 from blog.models import Blog, Post, Seat
 
+#: How much of a chat's first message names it in the list of earlier chats.
+LABEL_CHARS = 48
+
 
 def blog_sessions(user: Any, blog: Blog, post: Post | None = None):
     """The user's chats on the blog page (`post` None), or beside one post's editor."""
     return Session.objects.filter(user=user, blog_link__blog=blog, blog_link__post=post).order_by("-updated_at")
+
+
+def labelled(sessions) -> list[Session]:
+    """The chats, each with `label`: its title, else the start of its first message (read in the same
+    query, at most a few words more than shown), so a person knows them apart by more than a date."""
+    first_text = (
+        Part.objects.filter(message__session=OuterRef("pk"), message__role=Message.USER, type="text")
+        .exclude(text="")
+        .order_by("message__position", "position")
+        .values("text")[:1]
+    )
+    found = list(sessions.annotate(first_words=Substr(Subquery(first_text), 1, LABEL_CHARS * 2)))
+    for session in found:
+        words = " ".join((session.title or session.first_words or "").split())
+        session.label = words[: LABEL_CHARS - 1].rstrip() + "…" if len(words) > LABEL_CHARS else words
+    return found
 
 
 def panel_context(
@@ -38,7 +59,7 @@ def panel_context(
     """The panel on the blog page, or (with `post`) beside that post's editor, in chats about it."""
     if not grants.may_summon(seat):
         return {"assistant": False}
-    sessions = list(blog_sessions(request.user, blog, post)[:20])
+    sessions = labelled(blog_sessions(request.user, blog, post)[:20])
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
     current = current or (sessions[0] if sessions else None)
     items, running = display.conversation(current) if current else ([], None)

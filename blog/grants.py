@@ -77,6 +77,14 @@ def may_summon(seat: Seat | None) -> bool:
     return seat.role == Seat.OWNER or seat.may_use_assistant
 
 
+def assistant_grantable(seat: Seat | None) -> frozenset[str]:
+    """What a member may grant the assistant: their seat's scopes; nothing for a viewer (who never
+    summons it) or a non-member, since such a grant could never take effect."""
+    if seat is None or seat.role == Seat.VIEWER:
+        return frozenset()
+    return ROLE_SCOPES[seat.role]
+
+
 def assistant_consent(user: Any, blog: Blog) -> Consent | None:
     """The user's live (not revoked) Consent for the assistant on the blog, if any."""
     if not getattr(user, "is_authenticated", False):

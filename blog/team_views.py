@@ -7,52 +7,97 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from blog import grants
-from blog.access import ALL_SCOPES, ROLE_SCOPES, SCOPE_LABELS
-from blog.models import Consent, PostRevision, Seat
+from blog.access import scope_choices
+from blog.models import Blog, Consent, PostRevision, Seat
 from blog.views import membership
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
 def members(request: HttpRequest, slug: str) -> HttpResponse:
-    blog, seat, actor = membership(request, slug)
-    if seat.role != Seat.OWNER:
-        raise Http404("Not found.")
+    blog = _owned_blog(request, slug)
+    adding = {"username": "", "role": Seat.EDITOR, "error": ""}
     if request.method == "POST":
-        _apply_member_change(request, blog)
-        return redirect("blog:members", slug=blog.slug)
+        action = request.POST.get("action")
+        if action == "remove":  # a form from before removing asked first: ask now
+            return redirect("blog:member_remove", slug=blog.slug, pk=_seat_pk(request))
+        if action != "add":
+            _update_member(request, blog)
+            return redirect("blog:members", slug=blog.slug)
+        adding = _add_member(request, blog)
+        if not adding["error"]:
+            return redirect("blog:members", slug=blog.slug)
     seats = Seat.objects.filter(blog=blog).select_related("user").order_by("user__username")
-    return render(request, "blog/members.html", {"blog": blog, "seats": seats, "roles": Seat.ROLES})
+    return render(
+        request,
+        "blog/members.html",
+        {"blog": blog, "seats": seats, "roles": _GRANTABLE_ROLES, "adding": adding},
+    )
 
 
-def _apply_member_change(request: HttpRequest, blog) -> None:
-    action = request.POST.get("action")
-    role = request.POST.get("role", Seat.AUTHOR)
-    if role not in dict(Seat.ROLES) or role == Seat.OWNER:
-        messages.error(request, "Choose editor, author or viewer.")
-        return
-    if action == "add":
-        user = get_user_model().objects.filter(username=request.POST.get("username", "").strip()).first()
-        if user is None:
-            messages.error(request, "There is no user with that username.")
-        elif Seat.objects.filter(blog=blog, user=user).exists():
-            messages.error(request, f"{user.username} is already a member.")
-        else:
-            Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
-            messages.success(request, f"Added {user.username} as {role}.")
-        return
-    target = Seat.objects.filter(blog=blog, pk=request.POST.get("seat")).exclude(role=Seat.OWNER).first()
-    if target is None:
-        messages.error(request, "That member can't be changed.")
-        return
-    if action == "remove":
+@require_http_methods(["GET", "POST"])
+@login_required
+def member_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """Removing a member asks first (as deleting a post does); the POST removes them."""
+    blog = _owned_blog(request, slug)
+    target = get_object_or_404(Seat.objects.select_related("user").exclude(role=Seat.OWNER), blog=blog, pk=pk)
+    if request.method == "POST":
         target.delete()
         messages.success(request, f"Removed {target.user.username}.")
+        return redirect("blog:members", slug=blog.slug)
+    return render(request, "blog/member_confirm_remove.html", {"blog": blog, "seat": target})
+
+
+#: The roles an owner gives on the Members screen (a blog has one owner).
+_GRANTABLE_ROLES = [(value, label) for value, label in Seat.ROLES if value != Seat.OWNER]
+
+
+def _owned_blog(request: HttpRequest, slug: str) -> Blog:
+    """The blog, for its owner; 404 for everyone else (the Members screen does not exist for them)."""
+    blog, seat, _actor = membership(request, slug)
+    if seat.role != Seat.OWNER:
+        raise Http404("Not found.")
+    return blog
+
+
+def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:
+    """Add the named user; what was asked for and, when it failed, why (shown beside the field)."""
+    username, role = request.POST.get("username", "").strip(), request.POST.get("role", Seat.AUTHOR)
+    adding = {"username": username, "role": role, "error": ""}
+    user = get_user_model().objects.filter(username=username).first() if username else None
+    if role not in dict(_GRANTABLE_ROLES):
+        adding["error"] = "Choose editor, author or viewer."
+    elif not username:
+        adding["error"] = "Enter the username of the person to add."
+    elif user is None:
+        adding["error"] = f"There is no user named “{username}”."
+    elif Seat.objects.filter(blog=blog, user=user).exists():
+        adding["error"] = f"{user.username} is already a member."
+    else:
+        Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
+        messages.success(request, f"Added {user.username} as {role}.")
+    return adding
+
+
+def _seat_pk(request: HttpRequest) -> int:
+    """The posted seat's id; 0 (no seat) for anything that is not one."""
+    seat = request.POST.get("seat", "")
+    return int(seat) if seat.isascii() and seat.isdigit() and len(seat) < 19 else 0
+
+
+def _update_member(request: HttpRequest, blog: Blog) -> None:
+    role = request.POST.get("role", Seat.AUTHOR)
+    if role not in dict(_GRANTABLE_ROLES):
+        messages.error(request, "Choose editor, author or viewer.")
+        return
+    target = Seat.objects.filter(blog=blog, pk=_seat_pk(request)).exclude(role=Seat.OWNER).first()
+    if target is None:
+        messages.error(request, "That member can't be changed.")
         return
     target.role = role
     target.may_use_assistant = request.POST.get("may_use_assistant") == "on" and role != Seat.VIEWER
@@ -66,7 +111,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
     """Your own grants only: the assistant's scopes on this blog, never beyond your seat."""
     blog, seat, actor = membership(request, slug)
     consent = Consent.objects.filter(user=request.user, blog=blog, client=grants.ASSISTANT).first()
-    mine = ROLE_SCOPES[seat.role]
+    grantable = grants.assistant_grantable(seat)
     if request.method == "POST":
         wanted = set(request.POST.getlist("scopes"))
         if request.POST.get("action") == "revoke" or not wanted:
@@ -75,7 +120,9 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
                 consent.scopes = []
                 consent.save()
             messages.success(request, "The assistant can no longer act for you on this blog.")
-        elif not wanted <= mine:
+        elif not grantable:
+            messages.error(request, "Viewers can't use the assistant, so there is nothing to allow it.")
+        elif not wanted <= grantable:
             messages.error(request, "You can only grant what you can do yourself.")
         else:
             consent = consent or Consent(user=request.user, blog=blog, client=grants.ASSISTANT)
@@ -85,7 +132,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("blog:clients", slug=blog.slug)
     granted = set(consent.scopes) if consent and consent.active else set()
     effective = grants.assistant(request.user, blog).scopes
-    scopes = [{"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine} for s in ALL_SCOPES]
+    scopes = scope_choices(grantable, granted)
     # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
     # and list a chat once per change the assistant made in it.
     used_in = (
@@ -110,6 +157,7 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
             "scopes": scopes,
             "effective": sorted(effective),
             "may_summon": grants.may_summon(seat),
+            "grantable": bool(grantable),
             "sessions_used": used_in,
         },
     )

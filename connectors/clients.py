@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
 from blog import grants
-from blog.access import ALL_SCOPES, ROLE_SCOPES, SCOPE_LABELS
+from blog.access import ROLE_SCOPES, scope_choices
 from blog.models import Blog, Consent, Seat
 from blog.views import membership
 from connectors.models import McpCall
@@ -37,10 +37,7 @@ def rows(user: Any, blog: Blog, seat: Seat) -> list[dict[str, Any]]:
         found.append(
             {
                 "consent": consent,
-                "scopes": [
-                    {"name": s, "label": SCOPE_LABELS[s], "granted": s in granted, "allowed": s in mine}
-                    for s in ALL_SCOPES
-                ],
+                "scopes": scope_choices(mine, granted),
                 "effective": sorted(grants.client_scopes(seat, consent)),
                 "recent": list(recent),
             }

@@ -22,7 +22,7 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from blog.access import ALL_SCOPES, ROLE_SCOPES, SCOPE_LABELS
+from blog.access import ROLE_SCOPES, scope_choices
 from blog.models import Consent, Seat
 from config.middleware import POLICY
 from connectors.oauth import blog_scope, resource_url
@@ -119,10 +119,7 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
 
     def _offer(self, seat: Seat | None, requested: list[str]) -> list[dict[str, Any]]:
         mine = ROLE_SCOPES[seat.role] if seat else frozenset()
-        return [
-            {"name": s, "label": SCOPE_LABELS[s], "allowed": s in mine, "checked": s in mine and s in requested}
-            for s in ALL_SCOPES
-        ]
+        return scope_choices(mine, mine & set(requested))
 
     def _page(self, request: HttpRequest, context: dict[str, Any], redirect_uri: str) -> HttpResponse:
         response = render(request, self.template_name, context)

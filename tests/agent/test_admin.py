@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -61,3 +62,77 @@ def test_the_session_page_lists_its_own_fields_first(auditor, user):
     session = Session.objects.create(user=user, purpose="chat")
     body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
     assert body.index("Id:") < body.index("Awaiting people")
+
+
+def transcript_with_everything(user) -> tuple[Session, str]:
+    """A session whose messages carry every kind of value the transcript shows, some long."""
+    session = Session.objects.create(user=user, purpose="chat")
+    run = Run(session)
+    long_word = "https://example.com/" + "a" * 300  # no place to break it
+    add_message(run, "user", [{"type": "text", "text": f"Look at {long_word} please"}])
+    add_message(
+        run,
+        "assistant",
+        [
+            {"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "call_77", "name": "read_note", "input": {"note_id": 7, "why": "<b>asked</b>"}},
+        ],
+        backend="openai",
+        model_id="anthropic.claude-3-5-haiku-20241022-v1:0-with-a-long-suffix",
+        stop_reason="tool_use",
+        input_tokens=1234,
+        output_tokens=56,
+        cache_read_tokens=7,
+        cache_write_tokens=8,
+        cost_usd="0.012345",
+        reasoning="high",
+        tools_offered=["list_notes", "read_note", "write_note", "delete_note"],
+    )
+    add_message(
+        run,
+        "tool",
+        [{"type": "tool_result", "tool_use_id": "call_77", "name": "read_note", "result": {"body": "x" * 50}}],
+    )
+    return session, long_word
+
+
+def test_the_session_page_shows_every_messages_values_in_columns_that_fit(auditor, user):
+    session, long_word = transcript_with_everything(user)
+    body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    assert '<link href="/static/agent/admin.css" media="all" rel="stylesheet">' in body
+    assert 'class="module agent-transcript agent-messages"' in body
+    head = body[body.index("<thead>", body.index("agent-messages")) :]
+    head = head[: head.index("</thead>")]
+    columns = [c.strip() for c in re.findall(r'<th class="column-[^"]*">\s*([^<]*)', head)]
+    assert columns == [
+        "Position",
+        "Role",
+        "Content",
+        "Backend / model · stop reason",
+        "Tokens in/out/cache · cost USD",
+        "Tools offered",
+        "Created at",
+    ]
+    assert long_word in body  # wrapped, not cut
+    assert "openai / anthropic.claude-3-5-haiku-20241022-v1:0-with-a-long-suffix<br>tool_use<br>thinking: high" in body
+    assert "1234 / 56 / 7+8<br>0.012345" in body
+    assert (
+        "<details><summary>4 tools</summary><ul><li>list_notes</li><li>read_note</li><li>write_note</li>"
+        "<li>delete_note</li></ul></details>" in body
+    )  # the whole list, one click away
+    assert "read_note({&#x27;note_id&#x27;: 7, &#x27;why&#x27;: &#x27;&lt;b&gt;asked&lt;/b&gt;&#x27;})" in body
+
+
+def test_a_message_page_shows_its_parts_whole(auditor, user):
+    session, long_word = transcript_with_everything(user)
+    call = session.messages.get(role="assistant")
+    body = auditor.get(f"/admin/agent/message/{call.pk}/change/").content.decode()
+    assert '<link href="/static/agent/admin.css" media="all" rel="stylesheet">' in body
+    assert "<b>read_note</b><div class='agent-part'>{\n  &quot;note_id&quot;: 7," in body
+    assert "&quot;why&quot;: &quot;&lt;b&gt;asked&lt;/b&gt;&quot;\n}</div>" in body
+    result = session.messages.get(role="tool")
+    body = auditor.get(f"/admin/agent/message/{result.pk}/change/").content.decode()
+    assert (
+        f"<b>read_note: ok</b><div class='agent-part'>{{\n  &quot;body&quot;: &quot;{'x' * 50}&quot;\n}}</div>" in body
+    )
+    assert "call_77" in body

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from agent.display import meter_display, summarize_input
+import pytest
+
+from agent.display import meter_display, summaries, summarize_input
+from agent.tools import register, unregister
 
 
 def test_chip_summary_follows_schema_order_not_storage_order():
@@ -17,3 +20,50 @@ def test_chip_summary_follows_schema_order_not_storage_order():
 def test_meter_shows_only_near_limits_and_caps_at_100():
     assert meter_display({"minute": 0.1, "hour": 0.2, "month": 0.0, "global": 0.0}) is None
     assert meter_display({"minute": 172.0, "hour": 0.85, "month": 0.0, "global": 0.0}) == {"minute": 100, "hour": 85}
+
+
+@pytest.fixture
+def toy_tools():
+    """Two tools sharing one `shown` hook (as a domain registers its own), and one without."""
+    asked: list[tuple[object, list]] = []
+
+    def shown(session, calls):
+        asked.append((session, calls))
+        if any(data.get("thing_id") == 666 for _name, data in calls):
+            raise RuntimeError("the domain's lookup failed")
+        return [{"thing": f"“Thing {data['thing_id']}”", "note": data.get("note", "")} for _name, data in calls]
+
+    schema = {"type": "object", "properties": {"thing_id": {"type": "integer"}, "note": {"type": "string"}}}
+    for name in ("open_thing", "shut_thing"):
+        register(name, input_schema=schema, shown=shown)(lambda session, **raw: raw)
+    register("plain_thing", input_schema=schema)(lambda session, **raw: raw)
+    yield asked
+    for name in ("open_thing", "shut_thing", "plain_thing"):
+        unregister(name)
+
+
+def test_chips_read_inputs_as_the_tools_shown_hook_gives_them_once_per_page(toy_tools):
+    session = object()
+    calls = [
+        ("open_thing", {"thing_id": 1}),
+        ("plain_thing", {"note": "n", "thing_id": 2}),
+        ("shut_thing", {"note": "bye", "thing_id": 3}),
+        ("unknown_tool", {"thing_id": 4}),
+        ("open_thing", {}),
+    ]
+    assert summaries(session, calls) == [
+        "thing: “Thing 1”, note: ",
+        "thing_id: 2, note: n",  # no hook: the input as sent, in the schema's order
+        "thing: “Thing 3”, note: bye",  # the hook's own order
+        "thing_id: 4",
+        "",
+    ]
+    assert toy_tools == [(session, [("open_thing", {"thing_id": 1}), ("shut_thing", {"note": "bye", "thing_id": 3})])]
+
+
+def test_a_failing_shown_hook_leaves_the_input_as_sent(toy_tools, caplog):
+    assert summaries(None, [("open_thing", {"thing_id": 666}), ("plain_thing", {"thing_id": 5})]) == [
+        "thing_id: 666",
+        "thing_id: 5",
+    ]
+    assert "the shown hook of open_thing failed" in caplog.text

@@ -6,8 +6,12 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
 
 from agent.models import Session
+from agent.state import Run
+from agent.transcript import add_message
 from blog import grants
 from blog.chat import tool_available
 from blog.models import Consent, Post, PostRevision, Seat
@@ -472,6 +476,51 @@ def test_latest_chat_is_shown_again_and_earlier_ones_reachable(team):
     assert f'hx-post="/chat/{first.pk}/send"' in client.get(f"/blogs/notes/?chat={first.pk}").content.decode()
 
 
+def earlier_chats(html: str) -> list[tuple[str, str, str]]:
+    """(chat id, label, date) of each link in the panel's list of earlier chats."""
+    start = html.index('<details class="history">')
+    found = re.findall(
+        r'<a href="\?chat=([0-9a-f-]+)"[^>]*><span class="chat-label">([^<]*)</span> '
+        r'<time class="meta" datetime="[^"]+">([^<]+)</time></a>',
+        html[start : html.index("</details>", start)],
+    )
+    return [(sid, label, when) for sid, label, when in found]
+
+
+def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
+    def chat(*texts: str, attach: bool = False) -> Session:
+        session = blog_chat(team.editor, team.blog)
+        for i, text in enumerate(texts):
+            parts = [{"type": "text", "text": text}] if text else []
+            if attach:
+                parts.append({"type": "image", "media_type": "image/png", "media_ref": "x/a.png", "name": "a.png"})
+            add_message(Run(session), "user" if i % 2 == 0 else "assistant", parts)
+        return session
+
+    long = chat(
+        "Draft a post about the\n\nmorning light over the river, with three   photos and a short caption", "Ok."
+    )
+    hostile = chat("<script>alert(1)</script> & more", "Sure.", "a second message")
+    only_files = chat("", attach=True)
+    empty = blog_chat(team.editor, team.blog)
+    titled = chat("whatever was said")
+    Session.objects.filter(pk=titled.pk).update(title="Named chat")
+    html = browser(team.editor).get(f"/blogs/notes/?chat={hostile.pk}").content.decode()
+    labels = {sid: label for sid, label, _when in earlier_chats(html)}
+    assert labels == {
+        str(long.pk): "Draft a post about the morning light over the r…",
+        str(hostile.pk): "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more",
+        str(only_files.pk): "Untitled chat",
+        str(empty.pk): "Untitled chat",
+        str(titled.pk): "Named chat",
+    }
+    when = {sid: w for sid, _label, w in earlier_chats(html)}
+    created = timezone.localtime(Session.objects.get(pk=long.pk).created_at)
+    assert when[str(long.pk)] == date_format(created, "M j, H:i")
+    assert f'<a href="?chat={hostile.pk}" aria-current="true">' in html
+    assert "<script>alert(1)" not in html
+
+
 def test_new_chat_counts_under_the_message_rate_limit(team, settings):
     settings.AGENT_MESSAGES_PER_MINUTE = 2
     client = browser(team.editor)
@@ -539,8 +588,85 @@ def test_owner_adds_a_member_by_username(team, django_user_model):
 def test_bad_member_additions_change_nothing(team, data):
     before = everything()
     response = browser(team.owner).post("/blogs/notes/members/", data)
-    assert response.status_code == 302
+    assert response.status_code == 200  # the form again, with what was typed and why it failed
     assert everything() == before
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ({"username": " nobody ", "role": "author"}, "There is no user named “nobody”."),
+        ({"username": "editor", "role": "viewer"}, "editor is already a member."),
+        ({"username": "outsider", "role": "owner"}, "Choose editor, author or viewer."),
+        ({"username": "  ", "role": "author"}, "Enter the username of the person to add."),
+        ({"username": "<b>x</b>", "role": "author"}, "There is no user named “&lt;b&gt;x&lt;/b&gt;”."),
+    ],
+)
+def test_a_failed_addition_keeps_the_name_and_says_why_beside_the_field(team, data, error):
+    html = browser(team.owner).post("/blogs/notes/members/", {"action": "add", **data}).content.decode()
+    form = html[html.index('<form method="post" class="add-member"') :]
+    form = form[: form.index("</form>")]
+    field = next(a for t, a in tags_of(form) if t == "input" and a.get("name") == "username")
+    assert field["value"] == data["username"].strip()
+    assert (field.get("aria-invalid"), field.get("aria-describedby"), "autofocus" in field) == (
+        "true",
+        "add-member-error",
+        True,
+    )
+    assert f'<p class="error field-error" id="add-member-error" role="alert">{error}</p>' in form
+    assert '<ul class="flash">' not in html  # said once, beside the field
+    if data["role"] != "owner":
+        chosen = re.search(r'<option value="(\w+)" selected>', form)
+        assert chosen is not None and chosen.group(1) == data["role"]
+
+
+def test_a_fresh_add_form_is_empty_and_unmarked(team):
+    html = browser(team.owner).get("/blogs/notes/members/").content.decode()
+    field = next(a for t, a in tags_of(html) if t == "input" and a.get("name") == "username")
+    assert field["value"] == "" and "aria-invalid" not in field and "autofocus" not in field
+    assert "add-member-error" not in html
+
+
+def member_rows(html: str) -> dict[str, str]:
+    """username → the HTML of the member's table row."""
+    body = html[html.index("<tbody>") : html.index("</tbody>")]
+    return {
+        m.group(1): m.group(0)
+        for m in re.finditer(r'<tr id="member-\d+">\s*<th scope="row"[^>]*>([^<]*)</th>.*?</tr>', body, re.S)
+    }
+
+
+def test_members_table_has_one_cell_per_column(team):
+    html = browser(team.owner).get("/blogs/notes/members/").content.decode()
+    head = html[html.index("<thead>") : html.index("</thead>")]
+    assert len(re.findall(r"<th\b", head)) == 4
+    rows = member_rows(html)
+    assert sorted(rows) == ["author", "editor", "owner", "viewer"]
+    for name, row in rows.items():
+        assert len(re.findall(r"<t[hd]\b", row)) == 4, name
+        assert "colspan" not in row, name
+        if name == "owner":
+            continue
+        seat = team.seat(name)
+        form_id = f"seat-{seat.pk}"
+        controls = [a for t, a in tags_of(row) if t in ("select", "input", "button") and a.get("type") != "hidden"]
+        assert all(a.get("form") == form_id for a in controls if a.get("name") in ("role", "may_use_assistant"))
+        assert f'<form method="post" id="{form_id}">' in row
+
+
+def test_each_members_controls_name_the_member(team):
+    rows = member_rows(browser(team.owner).get("/blogs/notes/members/").content.decode())
+    for name in ("author", "editor", "viewer"):
+        seat = team.seat(name)
+        row = rows[name]
+        assert f'aria-label="Role of {name}"' in row
+        assert f'<span class="visually-hidden">{name} may use the assistant</span>' in row
+        assert f'Save<span class="visually-hidden"> {name}</span></button>' in row
+        assert (
+            f'<a class="danger" href="/blogs/notes/members/{seat.pk}/remove/">'
+            f'Remove<span class="visually-hidden"> {name}</span></a>'
+        ) in row
+    assert "(viewers can't)" in rows["viewer"] and "viewers can" not in rows["editor"]
 
 
 def test_owner_changes_role_and_allows_the_assistant(team):
@@ -561,7 +687,7 @@ def test_removing_a_member_drops_their_grants_so_re_adding_restores_nothing(team
     Consent.objects.create(user=team.editor, blog=team.blog, client="some-app", scopes=[READ])
     kept = set_consent(team.author, team.blog, [READ])  # another member's grant stays
     client = browser(team.owner)
-    client.post("/blogs/notes/members/", {"action": "remove", "seat": team.seat("editor").pk})
+    client.post(f"/blogs/notes/members/{team.seat('editor').pk}/remove/")
     assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
     client.post("/blogs/notes/members/", {"action": "add", "username": "editor", "role": "editor"})
     Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=True)
@@ -597,14 +723,47 @@ def test_owner_seat_and_other_blogs_seats_cannot_be_changed(team, other_team):
         {"action": "update", "seat": other_team.seat("viewer").pk, "role": "editor", "may_use_assistant": "on"},
     )
     client.post("/blogs/notes/members/", {"action": "update", "seat": team.seat("author").pk, "role": "owner"})
+    client.post("/blogs/notes/members/", {"action": "update", "seat": "1e3", "role": "editor"})
+    assert client.post(f"/blogs/notes/members/{team.seat('owner').pk}/remove/").status_code == 404
+    assert client.post(f"/blogs/notes/members/{other_team.seat('viewer').pk}/remove/").status_code == 404
+    assert client.get(f"/blogs/notes/members/{other_team.seat('viewer').pk}/remove/").status_code == 404
     assert everything() == before
 
 
 def test_owner_removes_a_member(team):
     seat = team.seat("author")
-    browser(team.owner).post("/blogs/notes/members/", {"action": "remove", "seat": seat.pk})
+    response = browser(team.owner).post(f"/blogs/notes/members/{seat.pk}/remove/")
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/members/"
     assert not Seat.objects.filter(pk=seat.pk).exists()
     assert browser(team.author).get("/blogs/notes/").status_code == 404
+
+
+def test_removing_a_member_asks_first(team):
+    seat = team.seat("author")
+    client = browser(team.owner)
+    before = everything()
+    response = client.get(f"/blogs/notes/members/{seat.pk}/remove/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<h1>Remove author from Notes?</h1>" in html
+    assert '<button type="submit" class="danger">Remove author</button>' in html
+    assert '<a href="/blogs/notes/members/">Cancel</a>' in html
+    assert 'name="csrfmiddlewaretoken"' in html
+    # The row's old one-click form asks first too: it leads to the question and removes nobody.
+    response = client.post("/blogs/notes/members/", {"action": "remove", "seat": seat.pk})
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/members/{seat.pk}/remove/"
+    assert client.post("/blogs/notes/members/", {"action": "remove", "seat": "x"}).status_code == 302
+    assert everything() == before
+
+
+@pytest.mark.parametrize("role", ["editor", "author", "viewer", "outsider"])
+def test_only_the_owner_may_remove_members(team, role):
+    seat = team.seat("viewer" if role != "viewer" else "author")
+    before = everything()
+    client = browser(team.user(role))
+    assert client.get(f"/blogs/notes/members/{seat.pk}/remove/").status_code == 404
+    assert client.post(f"/blogs/notes/members/{seat.pk}/remove/").status_code == 404
+    assert everything() == before
 
 
 # The Clients screen ----------------------------------------------------------------------------------------------
@@ -640,15 +799,44 @@ def test_clients_screen_shows_only_my_own_grant(team):
     assert '<span id="effective-scopes">can read, draft, publish, delete</span>' in html
 
 
+def assistant_card(html: str) -> str:
+    start = html.index('id="assistant-grant"')
+    return html[start : html.index("</form>", start)]
+
+
 def test_clients_screen_for_viewer(team):
     html = browser(team.viewer).get("/blogs/notes/clients/").content.decode()
-    assert "Viewers can't use the assistant." in html
-    assert checkboxes(html) == {
-        READ: (False, False),
-        WRITE: (False, True),
-        PUBLISH: (False, True),
-        DELETE: (False, True),
+    card = assistant_card(html)
+    assert (
+        "Viewers can't use the assistant, so there is nothing to allow it here. "
+        "A client you connect yourself (below) can still read for you."
+    ) in card
+    assert checkboxes(html) == {}  # nothing offered that could never take effect
+    assert "<button" not in card and "Not granted yet." not in card
+    assert '<span id="effective-scopes">nothing</span>' in card
+
+
+def test_a_scope_beyond_the_role_says_who_may_grant_it(team):
+    html = browser(team.author).get("/blogs/notes/clients/").content.decode()
+    labels = dict(re.findall(r'<input type="checkbox" name="scopes" value="([^"]+)"[^>]*>(.*?)</label>', html))
+    assert labels == {
+        READ: " Read your posts and drafts",
+        WRITE: " Create and edit drafts",
+        PUBLISH: ' Publish and unpublish posts <span class="why-not">(only owners and editors can)</span>',
+        DELETE: ' Delete posts <span class="why-not">(only owners and editors can)</span>',
     }
+
+
+def test_a_viewers_earlier_grant_is_shown_unused_and_can_be_revoked(team):
+    consent = set_consent(team.viewer, team.blog, [READ, WRITE])  # given while they were an editor
+    client = browser(team.viewer)
+    card = assistant_card(client.get("/blogs/notes/clients/").content.decode())
+    assert "What you allowed it before (to read, draft) stays unused while you are a viewer" in card
+    assert '<button type="submit" name="action" value="revoke" class="danger">Revoke all</button>' in card
+    assert 'value="save"' not in card
+    client.post("/blogs/notes/clients/", {"action": "revoke"})
+    consent.refresh_from_db()
+    assert consent.revoked_at is not None and consent.scopes == []
 
 
 def test_saving_my_grant_touches_nobody_elses(team):
@@ -672,6 +860,14 @@ def test_scopes_beyond_the_seat_are_refused(team, scopes):
 
 def test_viewer_cannot_grant_write(team):
     browser(team.viewer).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ, WRITE]})
+    assert not Consent.objects.filter(user=team.viewer).exists()
+
+
+def test_a_viewer_cannot_grant_the_assistant_even_read(team):
+    before = everything()
+    response = browser(team.viewer).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ]}, follow=True)
+    assert "Viewers can&#x27;t use the assistant, so there is nothing to allow it." in response.content.decode()
+    assert everything() == before
     assert not Consent.objects.filter(user=team.viewer).exists()
 
 
@@ -829,7 +1025,7 @@ def state_changing_posts(team):
         (f"/blogs/notes/posts/{draft.pk}/revert/{rev.pk}/", {}),
         ("/blogs/notes/members/", {"action": "add", "username": "outsider", "role": "editor"}),
         ("/blogs/notes/members/", {"action": "update", "seat": team.seat("viewer").pk, "role": "editor"}),
-        ("/blogs/notes/members/", {"action": "remove", "seat": team.seat("author").pk}),
+        (f"/blogs/notes/members/{team.seat('author').pk}/remove/", {}),
         ("/blogs/notes/clients/", {"action": "save", "scopes": list(ALL)}),
         ("/blogs/notes/clients/", {"action": "revoke"}),
         ("/blogs/notes/chats/new/", {}),

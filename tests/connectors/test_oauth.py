@@ -130,6 +130,9 @@ def test_the_consent_page_offers_only_the_role_and_names_the_client(team):
     assert "127.0.0.1:5999" in html
     assert 'value="posts:publish" disabled' in html and 'value="posts:write" checked' in html
     assert "form-action 'self' http://127.0.0.1:5999" in page["Content-Security-Policy"]
+    assert (
+        'disabled> Delete posts <code>posts:delete</code> <span class="why-not">(only owners and editors can)</span>'
+    ) in html
 
 
 def test_signed_out_people_sign_in_first(team):

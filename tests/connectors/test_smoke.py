@@ -55,3 +55,34 @@ def test_the_clients_screen_gives_the_address_to_connect_a_client_with(team):
     page = browser.get(f"/blogs/{team.blog.slug}/clients/").content.decode()
     assert "Test Client" in page and "No other clients are connected." not in page
     assert '<code class="mcp-url">http://testserver/mcp</code>' in page  # and to connect another
+
+
+def test_a_viewers_connected_client_offers_read_and_says_why_not_more(team):
+    from django.test import Client
+
+    from blog.models import Consent
+
+    conn = connect(team.viewer, team.blog.slug, ["posts:read"])
+    browser = Client()
+    browser.force_login(team.viewer)
+    page = browser.get(f"/blogs/{team.blog.slug}/clients/").content.decode()
+    card = page[page.index('class="card stack connected-client"') :]
+    card = card[: card.index("</form>")]
+    assert '<input type="checkbox" name="scopes" value="posts:read" checked> Read your posts and drafts</label>' in card
+    for scope, label, who in (
+        ("posts:write", "Create and edit drafts", "owners, editors and authors"),
+        ("posts:publish", "Publish and unpublish posts", "owners and editors"),
+        ("posts:delete", "Delete posts", "owners and editors"),
+    ):
+        assert (
+            f'<input type="checkbox" name="scopes" value="{scope}" disabled> {label}'
+            f' <span class="why-not">(only {who} can)</span></label>'
+        ) in card
+    refused = browser.post(
+        f"/blogs/{team.blog.slug}/clients/{conn.client_id}/",
+        {"scopes": ["posts:read", "posts:write"], "action": "save"},
+        follow=True,
+    )
+    assert "You can only grant what you can do yourself." in refused.content.decode()
+    assert Consent.objects.get(user=team.viewer, client=conn.client_id).scopes == ["posts:read"]
+    assert conn.tool_names() == ["get_post", "list_posts"]
