@@ -20,10 +20,13 @@
     if (files) files.disabled = running;
     stop.hidden = !running;
     stopping(false);
-    if (!running) text.focus();
+    // The answer is over: the person who waited in the chat may write again. One who went elsewhere
+    // meanwhile (the post list, an editor) keeps their place; focus is never taken from them.
+    var active = document.activeElement;
+    if (!running && (!active || active === document.body || (f.closest("#assistant") || f).contains(active))) text.focus();
   }
 
-  // Stop takes effect at the model's next word, which a slow model may be seconds from sending:
+  // Stop takes a moment to reach the turn (when it runs on another worker, up to the watcher's poll):
   // meanwhile the button says it was heard, and cannot be pressed again.
   function stopping(on) {
     var stop = document.getElementById("chat-stop");

@@ -19,6 +19,8 @@ from tests.e2e.ui import (
     new_chat,
     open_blog,
     post_item,
+    send,
+    streaming_reply,
     wait_turn_finished,
 )
 
@@ -175,6 +177,25 @@ def test_new_chat_puts_focus_in_the_chat_input(demo_server, page):
 
     page.reload()  # reaching the chat any other way leaves focus where the page starts
     expect(chat_input(page)).not_to_be_focused()
+
+
+def test_the_end_of_an_answer_leaves_focus_where_the_person_went(slow_demo_server, page):
+    """Who moved on to the post list while the assistant answered keeps their place when it ends;
+    who stayed in the chat is put back in its input."""
+    base = slow_demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    elsewhere = page.get_by_role("link", name="New post")
+    elsewhere.focus()
+    page.locator("#chat-stop").click()  # (the answer ends: as at its natural end)
+    elsewhere.focus()
+    wait_turn_finished(page)
+    expect(elsewhere).to_be_focused()
+
+    ask(page, "hello")  # stayed in the chat: the input again
+    expect(chat_input(page)).to_be_focused()
 
 
 # A wait that counts down ------------------------------------------------------------------------------------
