@@ -60,6 +60,26 @@ def test_members_table_lines_up_and_names_each_members_controls(server, page):
     expect(page.get_by_label("Role of bob")).to_have_value("editor")
 
 
+def test_a_viewer_made_an_editor_may_be_allowed_the_assistant_in_the_same_save(server, page):
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/members/")
+    box = page.get_by_role("checkbox", name="carol may use the assistant")
+    expect(box).to_be_disabled()
+    page.get_by_label("Role of carol").select_option("editor")
+    expect(box).to_be_enabled()
+    box.check()
+    page.get_by_role("button", name="Save carol").click()
+    expect(page.get_by_role("status")).to_have_text("Updated carol.")
+    expect(page.get_by_label("Role of carol")).to_have_value("editor")
+    expect(page.get_by_role("checkbox", name="carol may use the assistant")).to_be_checked()
+
+    page.get_by_label("Role of carol").select_option("viewer")  # and back: the box follows, unticked
+    expect(box).to_be_disabled()
+    expect(box).not_to_be_checked()
+    page.get_by_role("button", name="Save carol").click()
+    expect(page.get_by_label("Role of carol")).to_have_value("viewer")
+
+
 def test_a_failed_addition_keeps_the_name_and_focus_in_the_field(server, page):
     login(page, server.url, "alice")
     page.goto(f"{server.url}/blogs/{BLOG}/members/")
