@@ -80,6 +80,24 @@ def test_a_viewer_made_an_editor_may_be_allowed_the_assistant_in_the_same_save(s
     expect(page.get_by_label("Role of carol")).to_have_value("viewer")
 
 
+def test_a_long_title_stays_inside_the_post_list_and_its_notice(server, page):
+    """A title of one long word (a pasted URL, say) wraps inside its card and inside the "created"
+    notice: that one ran under the assistant's panel."""
+    login(page, server.url, "alice")
+    title = "Riverwalk" * 12 + " and more"
+    page.goto(f"{server.url}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill(title)
+    page.get_by_role("button", name="Create draft").click()
+    notice = page.locator(".flash li").filter(has_text="created")
+    expect(notice).to_be_visible()
+    row = page.locator("li.post").filter(has_text="and more")
+    for box in (notice, row.locator(".post-title"), row.locator(".badge")):
+        assert box.evaluate("el => el.scrollWidth <= el.clientWidth"), box
+    pane, badge = page.locator("#post-list").bounding_box(), row.locator(".badge").bounding_box()
+    assert badge["x"] + badge["width"] <= pane["x"] + pane["width"]
+    shot(page, "post-list-long-title")
+
+
 def test_a_failed_addition_keeps_the_name_and_focus_in_the_field(server, page):
     login(page, server.url, "alice")
     page.goto(f"{server.url}/blogs/{BLOG}/members/")
