@@ -101,14 +101,10 @@ def summarize(
     (the turn's `interrupt`) cuts it as it cuts a chat call: it then raises BackendError."""
     text = render(previous.text if previous else "", [m for _, m in prefix])
     request = [{"role": "user", "parts": [{"type": "text", "text": text}]}]
-    reservation = budget.reserve(
-        session.user,
-        model,
-        max_tokens=SUMMARY_MAX_TOKENS,
-        input_estimate=budget.estimate_tokens(SUMMARY_PROMPT, request, []),
-    )
+    estimate = budget.estimate_tokens(SUMMARY_PROMPT, request, [])
+    reservation = budget.reserve(session.user, model, max_tokens=SUMMARY_MAX_TOKENS, input_estimate=estimate)
     release_connection()
-    out, usage = [], zero_usage()
+    out, usage, finished = [], zero_usage(), False
     token = call_context.set(CallContext(str(session.pk), -1, purpose="summary", interrupt=interrupt))
     try:
         for event in backend.stream(
@@ -117,9 +113,13 @@ def summarize(
             if event["kind"] == "text":
                 out.append(event["text"])
             elif event["kind"] == "done":
-                usage = {**usage, **(event.get("usage") or {})}
+                usage, finished = {**usage, **(event.get("usage") or {})}, True
     finally:
         call_context.reset(token)
+        if not finished and (out or (interrupt is not None and interrupt.fired)):
+            # Stopped, or failed after it began: billed without a count, so counted at an estimate,
+            # as a chat call is (`loop._call_model`); a failure before any output costs nothing.
+            usage = budget.estimated_usage(estimate, sum(map(len, out)))
         cost = budget.settle(reservation, usage)
     logger.info("summarised %d messages of session %s", len(prefix), session.pk)
     return ContextSummary.objects.create(

@@ -140,6 +140,9 @@ def _call_model(
     """
     session = run.session
     where = _Where(session, run.turn)  # (formatted only when a log line is written)
+    if should_stop():  # asked before the model was (Stop pressed at once, or during the tools): no call
+        call.stop_reason = "stopped"
+        return None
     for attempt in (0, 1):
         try:
             ctx = context.build(run, backend, model, specs, force=attempt == 1)
@@ -174,6 +177,8 @@ def _call_model(
         except Exception as exc:
             if should_stop():  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
                 call.stop_reason, call.tool_uses = "stopped", []
+                if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
+                    logger.warning("model call failed unexpectedly after a Stop (%s)", where, exc_info=exc)
             elif isinstance(exc, BackendError):
                 logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
                 failure = "provider_error"

@@ -196,6 +196,8 @@ def _drive(run: Run) -> Iterator[tuple[str, Any] | Phase]:
     turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     channel.interrupt = run.interrupt = Interrupt()
+    if channel.stop:  # (Stop was pressed before the turn got here: `request_stop` found no Interrupt to fire)
+        run.interrupt.fire()
     terminal: tuple[str, Any] | None = None
     try:
         try:

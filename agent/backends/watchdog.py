@@ -71,7 +71,12 @@ def each_expecting(events: Iterator[Any], watchdog: Watchdog, between: float) ->
 
 def cut_response(response: Any) -> None:
     """Shut an httpx response's socket down, so that a read blocked on it returns (the watchdog's cut).
-    httpx documents the `network_stream` response extension and its `get_extra_info("socket")`."""
+    httpx documents the `network_stream` response extension and its `get_extra_info("socket")`.
+
+    Not once the response is closed: its body was read to the end, and its connection may be back in
+    the client's pool, carrying another call's request."""
+    if response.is_closed:
+        return
     stream = response.extensions.get("network_stream")
     sock = stream.get_extra_info("socket") if stream is not None else None
     if sock is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from datetime import timedelta
 from decimal import Decimal
@@ -295,8 +296,9 @@ def test_a_call_stopped_while_the_model_was_silent_is_counted_at_its_prompt(chat
     transcript.add_message(Run(chat), "user", [{"type": "text", "text": "x" * 4000}])  # ~1,000 tokens
     run = Run(chat)
     run.interrupt = Interrupt()
-    run.interrupt.fire()
-    assert [event for event in run_agent(chat, run=run, should_stop=lambda: True)][-1][1]["stop_reason"] == "stopped"
+    threading.Timer(0.2, run.interrupt.fire).start()  # while the model says nothing
+    events = list(run_agent(chat, run=run, should_stop=lambda: run.interrupt.fired))
+    assert events[-1][1]["stop_reason"] == "stopped"
     row = Spend.objects.get()
     answer = Message.objects.get(session=chat, role="assistant")
     assert answer.stop_reason == "stopped" and 1000 < answer.input_tokens < 1200
@@ -313,7 +315,8 @@ def test_stopping_every_answer_still_fills_the_buckets(chat, script, settings):
     ends = []
     for _ in range(3):
         transcript.add_message(Run(chat), "user", [{"type": "text", "text": "x" * 4000}])
-        ends.append([event for event in run_agent(chat, should_stop=lambda: True)][-1])
+        looks = iter([False])  # Stop pressed as the answer began: not yet when the loop looks before the call
+        ends.append([event for event in run_agent(chat, should_stop=functools.partial(next, looks, True))][-1])
     assert [name for name, _ in ends] == ["done", "done", "error"]
     assert ends[0][1]["stop_reason"] == "stopped" and ends[2][1]["code"] == "budget_exceeded"
 

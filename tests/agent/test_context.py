@@ -6,7 +6,7 @@ import pytest
 
 from agent.backends import get_backend
 from agent.context import cut_index
-from agent.models import ContextSummary, Message
+from agent.models import ContextSummary, Message, Spend
 from agent.state import Run
 from agent.transcript import add_message
 from tests.agent.test_api_turns import assert_transcript_valid
@@ -152,3 +152,5 @@ def test_a_stop_cuts_a_summary_the_model_is_slow_to_write(chat, settings):
     assert len(server.requests) == 1 and server.requests[0].pieces_sent == 0  # the summary's, cut; no chat call
     assert not ContextSummary.objects.filter(session=chat).exists()
     assert_transcript_valid(chat)
+    # Cut, it is billed all the same: counted at its prompt, as a stopped chat call is.
+    assert Spend.objects.filter(user=chat.user, tokens__gt=0, settled=True).count() == 1

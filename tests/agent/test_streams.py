@@ -37,7 +37,7 @@ def test_stop_flag_ends_the_turn_and_keeps_what_was_streamed(chat, script, setti
 
         def should_stop():
             seen.append(1)
-            if len(seen) == 2:
+            if len(seen) == 3:  # (the first look is before the model is called; then one per word)
                 Turn.objects.filter(pk=r.turn.pk).update(stop_requested=True)
             return check()
 
@@ -128,6 +128,44 @@ def test_stop_reaches_a_model_that_is_silent(user, settings, tmp_path, how):
     message = Message.objects.get(session=session, role="assistant")
     assert message.stop_reason == "stopped" and [p.text for p in message.parts.all()] == ["Thinking"]
     connections.close_all()
+
+
+@pytest.mark.django_db
+def test_stop_pressed_before_the_turn_began_never_asks_the_model(chat, script):
+    """Stop can be pressed as soon as the message is accepted, before the turn's runner took it up
+    (the turn's Interrupt not made yet): the turn ends stopped without calling the model."""
+    from agent.backends import get_backend
+
+    script([[{"kind": "text", "text": "never", "delay_ms": SILENT_MS}, DONE]])
+    run, _ = turns.begin(chat, "think hard")
+    hub.open_channel(str(run.turn.pk)).request_stop()
+    events = list(turns.drive(run))
+    assert events[-1][0] == "done" and events[-1][1]["stop_reason"] == "stopped", events
+    assert not [name for name, _ in events if name == "token"]
+    assert Turn.objects.get(pk=run.turn.pk).status == "stopped"
+    assert not get_backend().requests  # never called
+
+
+@pytest.mark.django_db
+def test_an_adapters_bug_that_meets_a_stop_is_still_logged(chat, script, caplog):
+    from agent.backends import get_backend
+
+    script([[DONE]])
+    run, _ = turns.begin(chat, "hello")
+    backend = get_backend()
+
+    def stream(**kwargs):
+        yield {"kind": "text", "text": "Hel"}
+        hub.get_channel(str(run.turn.pk)).request_stop()
+        raise TypeError("an adapter's bug")
+
+    backend.stream = stream
+    try:
+        events = list(turns.drive(run))
+    finally:
+        del backend.stream
+    assert events[-1][1]["stop_reason"] == "stopped"
+    assert any(r.exc_info and "an adapter's bug" in str(r.exc_info[1]) for r in caplog.records), caplog.text
 
 
 @pytest.mark.django_db

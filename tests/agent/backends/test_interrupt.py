@@ -12,11 +12,13 @@ import sys
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent.backends.base import CallContext, Interrupt, call_context, interruptible
 from agent.backends.openai import OpenAIBackend
 from agent.backends.retry import stream_with_retries
+from agent.backends.watchdog import cut_response
 from agent.exceptions import BackendError
 from tests.agent.backends.openai_server import Reply, sse
 
@@ -61,6 +63,23 @@ def test_a_stop_before_the_answer_began_is_not_retried(server, make_backend, sle
     with pytest.raises(BackendError):
         list(make_backend(retries=3, first_event_timeout=60).stream(system="", messages=USER, tools=[], model="m1"))
     assert len(server.requests) == 1 and sleeps == []
+
+
+def test_a_late_cut_leaves_alone_a_connection_given_back_to_the_pool(server):
+    """A response read to its end gives its connection back to the pool, where the next request takes
+    it; a cut that comes late (a Stop as the call ends) must not shut that request's socket down."""
+    server.script(
+        Reply(body='{"id": "c1"}', headers={"Content-Type": "application/json"}),
+        Reply(body=sse(chunk("a"), chunk("b"), chunk(finish="stop")), pause_before={1: 0.5}),
+    )
+    with httpx.Client() as client:
+        with client.stream("POST", f"{server.url}/chat/completions", json={}) as first:
+            first.read()
+        with client.stream("POST", f"{server.url}/chat/completions", json={}) as second:
+            assert second.extensions["network_stream"] is first.extensions["network_stream"]  # reused
+            cut_response(first)
+            body = second.read()
+    assert body.endswith(b"data: [DONE]\n\n")
 
 
 def test_without_a_turn_nothing_is_cut(server, backend):
