@@ -212,6 +212,7 @@ def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
     chat_input(page).press("Enter")
     notice = page.locator("#chat-log .notice")
     expect(notice).to_contain_text("You're sending messages too quickly.")
+    expect(page.locator("#chat-log > .hint")).to_be_hidden()  # (not "Ask me to…" beside it)
     retry = notice.locator(".retry")
     first = int(retry.get_attribute("data-retry-seconds"))
     assert 50 <= first <= 60
