@@ -136,6 +136,15 @@ def chat(user) -> Session:
     return Session.objects.create(user=user, purpose="chat", system_prompt="You are helpful.")
 
 
+def streamed_turn(stream_url: str) -> tuple[Any, Any]:
+    """The chat and turn a `stream_url` follows: two URLs handed out by different requests may differ
+    in their pass (`agent.stream_pass`, signed with the second it was made) and still be one stream."""
+    from django.urls import resolve
+
+    match = resolve(stream_url)
+    return match.kwargs["session_id"], match.kwargs["turn_id"]
+
+
 def parse_sse(body: bytes) -> list[tuple[str, Any]]:
     """Events of an SSE body as (name, decoded JSON data); comments ignored."""
     events = []
