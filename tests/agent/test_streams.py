@@ -99,7 +99,7 @@ def test_turn_in_a_thread_streams_stops_and_outlives_its_reader(user, settings, 
 SILENT_MS = 30_000  # a model silent this long (thinking, slow to start): longer than the test may take
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, databases="__all__")  # (the watcher's own connection, with a pool)
 @pytest.mark.parametrize("how", ["here", "watcher"])
 def test_stop_reaches_a_model_that_is_silent(user, settings, tmp_path, how):
     """Stop while the model says nothing: the turn ends now, as stopped, with what it had said; not
