@@ -401,6 +401,7 @@ def test_signed_out_in_another_tab_the_next_action_goes_to_sign_in(demo_server, 
     other = page.context.new_page()
     other.goto(f"{base}/blogs/{BLOG}/")
     other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url(re.compile(r"/accounts/login/$"))  # signed out, its page settled (not closed mid-navigation)
     other.close()
 
     chat_input(page).fill("list my posts")
