@@ -57,8 +57,8 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
 class Interrupt:
     """How a Stop reaches a model call that waits on its server (docs/engine.md, "Stop").
 
-    Between events the loop sees a Stop itself; but a model may be silent for a long while (a
-    reasoning model thinking, a server slow to start), and a read blocked on it would hold the Stop
+    Between events the loop sees a Stop itself; but a model may be silent for a long while once it
+    has begun to answer (a reasoning model thinking), and a read blocked on it would hold the Stop
     until the next event. A running turn has one Interrupt; whoever raises its Stop flag calls
     `fire()`, from another thread or greenlet. An adapter reading a response says how to cut it
     (`interruptible`): the cut makes the blocked read return at once, and the loop, seeing the Stop,
