@@ -91,6 +91,13 @@ def send(page: Page, text: str) -> None:
 def wait_turn_finished(page: Page, timeout: float = 15_000) -> None:
     expect(streaming_reply(page)).to_have_count(0, timeout=timeout)
     expect(chat_input(page)).to_be_enabled(timeout=timeout)
+    wait_settled(page, timeout)
+
+
+def wait_settled(page: Page, timeout: float = 15_000) -> None:
+    """htmx has taken in what it last swapped. Until it settles (20 ms later, longer on a busy host)
+    a new form's hx-post is not yet wired, and pressing its button submits the form natively."""
+    expect(page.locator(".htmx-added, .htmx-settling")).to_have_count(0, timeout=timeout)
 
 
 def ask(page: Page, text: str, timeout: float = 15_000) -> Locator:
