@@ -341,9 +341,20 @@ def meter(user: Any) -> dict[str, float]:
     }
 
 
+def counted_at_estimate(*, finished: bool, stopped: bool, output_chars: int) -> bool:
+    """Whether a model call (a chat call or a summary) is counted at an estimate (`estimated_usage`)
+    rather than at the provider's own count.
+
+    A call that finished reported its usage. One stopped (even before it wrote anything: it had read
+    the prompt) or failed after it began to answer is billed by the provider for its prompt and what
+    it wrote, but sent no count: it is counted at an estimate, never as free (else pressing Stop
+    would empty no bucket). One that failed before any output costs nothing."""
+    return not finished and (stopped or output_chars > 0)
+
+
 def estimated_usage(prompt_tokens: int, output_chars: int) -> Usage:
-    """The usage of a call that ended without the provider's count (stopped, or failed mid-answer):
-    its prompt as estimated, and what it wrote at about four characters a token."""
+    """The usage of a call that ended without the provider's count: its prompt as estimated, and
+    what it wrote at about four characters a token."""
     return {**zero_usage(), "input_tokens": prompt_tokens, "output_tokens": tokens_in(output_chars)}
 
 

@@ -116,10 +116,11 @@ def summarize(
                 usage, finished = {**usage, **(event.get("usage") or {})}, True
     finally:
         call_context.reset(token)
-        if not finished and (out or (interrupt is not None and interrupt.fired)):
-            # Stopped, or failed after it began: billed without a count, so counted at an estimate,
-            # as a chat call is (`loop._call_model`); a failure before any output costs nothing.
-            usage = budget.estimated_usage(estimate, sum(map(len, out)))
+        written = sum(map(len, out))
+        if budget.counted_at_estimate(
+            finished=finished, stopped=interrupt is not None and interrupt.fired, output_chars=written
+        ):
+            usage = budget.estimated_usage(estimate, written)
         cost = budget.settle(reservation, usage)
     logger.info("summarised %d messages of session %s", len(prefix), session.pk)
     return ContextSummary.objects.create(

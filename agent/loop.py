@@ -52,10 +52,10 @@ class _Call:
         self.cost = Decimal(0)
         self.ledger: Spend | None = None  # its ledger row, still to write with the answer (no cap on)
 
-    def output_chars(self) -> int | None:
-        """Characters the model wrote before its call ended, or None when it wrote nothing."""
+    def output_chars(self) -> int:
+        """Characters the model wrote before its call ended."""
         if not (self.text or self.reasoning or self.tool_uses):
-            return None
+            return 0
         reasoning = sum(len(block.get("text") or "") for block in self.reasoning)
         return sum(map(len, self.text)) + reasoning + len(json.dumps([tu.get("input") for tu in self.tool_uses]))
 
@@ -193,12 +193,10 @@ def _call_model(
         if retry:
             budget.settle(reservation, zero_usage())
             continue
-        written = None if call.finished else call.output_chars()
-        if written is None and call.stop_reason == "stopped" and not call.finished:
-            written = 0  # stopped while the model was silent (thinking): it had read the prompt all the same
-        if written is not None:
-            # Stopped, or failed after output: the provider bills the prompt and what it wrote, but sent
-            # no count. Counted at an estimate, never as free (else Stop would empty no bucket).
+        written = call.output_chars()
+        if budget.counted_at_estimate(
+            finished=call.finished, stopped=call.stop_reason == "stopped", output_chars=written
+        ):
             prompt = estimate or budget.estimate_tokens(ctx.system, ctx.messages, specs)
             call.usage = budget.estimated_usage(prompt, written)
         # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
