@@ -450,3 +450,33 @@ def test_moving_on_without_deciding_retires_the_card(demo_server, page):
     expect(chip(page, "delete_post").locator(".chip-status")).to_have_text("not approved")
     expect(post_item(page, "Lapse check")).to_be_visible()
     assert page.js_errors == []
+
+
+# Presses a card's Reject button the moment the card is in the page (a MutationObserver runs before
+# the browser does anything else), as a quick keyboard could, and records the page's address then.
+REJECT_ON_ARRIVAL = """
+() => {
+  new MutationObserver((changes, observer) => {
+    const button = [...document.querySelectorAll("#chat-log .approval button")].find((b) => b.textContent === "Reject");
+    if (!button) return;
+    observer.disconnect();
+    window.__pressed_at = location.href;
+    button.click();
+  }).observe(document.getElementById("chat-log"), {subtree: true, childList: true});
+}
+"""
+
+
+def test_a_cards_buttons_work_the_moment_it_appears(demo_server, page):
+    """htmx wires what it swaps in as it swaps it (no settle delay): a button pressed at once is
+    sent as the chat's request, not submitted as a plain form that reloads the page."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Pressed at once")
+    page.evaluate(REJECT_ON_ARRIVAL)
+    send(page, "delete Pressed at once")
+    expect(chat_log(page).locator(".approval").last).to_have_text("Rejected.")
+    assert page.url == page.evaluate("window.__pressed_at")  # (a plain submit adds ?approve=0)
+    wait_turn_finished(page)
+    expect(post_item(page, "Pressed at once")).to_be_visible()
