@@ -12,16 +12,27 @@ from tests.blog.conftest import ALL, browser, make_post
 pytestmark = pytest.mark.django_db
 
 
-def open_stream(client, slug: str):
-    response = client.get(f"/blogs/{slug}/events/")
-    assert response.status_code == 200
-    assert response["Content-Type"] == "text/event-stream"
-    chunks = iter(response.streaming_content)
-    assert next(chunks) == b": keep-alive\n\n"  # listening from here on
-    return response, chunks
+@pytest.fixture
+def open_stream():
+    """Opens a page's stream; every one opened is closed at the end of the test, passed or not (an
+    open stream holds its place among its user's, `agent.streams`, for the next test)."""
+    opened = []
+
+    def open_stream(client, slug: str):
+        response = client.get(f"/blogs/{slug}/events/")
+        assert response.status_code == 200
+        assert response["Content-Type"] == "text/event-stream"
+        opened.append(response)
+        chunks = iter(response.streaming_content)
+        assert next(chunks) == b": keep-alive\n\n"  # listening from here on
+        return response, chunks
+
+    yield open_stream
+    for response in opened:
+        response.close()
 
 
-def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks):
+def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks, open_stream):
     response, chunks = open_stream(browser(team.viewer), team.blog.slug)
     actor = Actor(team.editor, frozenset(ALL))
     with django_capture_on_commit_callbacks(execute=True):
@@ -33,7 +44,7 @@ def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture
     response.close()
 
 
-def test_another_blogs_changes_are_not_heard(team, other_team, django_capture_on_commit_callbacks):
+def test_another_blogs_changes_are_not_heard(team, other_team, django_capture_on_commit_callbacks, open_stream):
     response, chunks = open_stream(browser(team.owner), team.blog.slug)
     theirs = make_post(other_team.blog, "Theirs")
     ours = make_post(team.blog, "Ours")
@@ -52,7 +63,7 @@ def test_only_members_may_listen(team, other_team, client):
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
 
 
-def test_a_member_removed_while_listening_hears_no_more(team, monkeypatch):
+def test_a_member_removed_while_listening_hears_no_more(team, monkeypatch, open_stream):
     from blog import live
 
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.01)
@@ -69,7 +80,7 @@ def test_the_blog_page_listens_on_its_channel(team):
     assert 'sse-swap="effects"' in page
 
 
-def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings):
+def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings, open_stream):
     """Each open page holds a stream in its worker: past AGENT_MAX_STREAMS_PER_USER pages the oldest
     ends with `superseded` (the page stops listening and shows why), and answer streams keep their
     own places."""
