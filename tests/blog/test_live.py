@@ -2,26 +2,53 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
 
-from blog import services
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agent import events
+from agent.events.redis import RedisBus
+from blog import live, services
 from blog.grants import Actor
 from blog.models import Seat
 from tests.blog.conftest import ALL, browser, make_post
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.django_db
 
-
-def open_stream(client, slug: str):
-    response = client.get(f"/blogs/{slug}/events/")
-    assert response.status_code == 200
-    assert response["Content-Type"] == "text/event-stream"
-    chunks = iter(response.streaming_content)
-    assert next(chunks) == b": keep-alive\n\n"  # listening from here on
-    return response, chunks
+NO_ACCESS = b"event: superseded\ndata: "  # the page's closing event, here saying why
 
 
-def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks):
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def open_stream():
+    """Opens a page's stream; every one opened is closed at the end of the test, passed or not (an
+    open stream holds its place among its user's, `agent.streams`, for the next test)."""
+    opened = []
+
+    def open_stream(client, slug: str):
+        response = client.get(f"/blogs/{slug}/events/")
+        assert response.status_code == 200
+        assert response["Content-Type"] == "text/event-stream"
+        opened.append(response)
+        chunks = iter(response.streaming_content)
+        assert next(chunks) == b": keep-alive\n\n"  # listening from here on
+        return response, chunks
+
+    yield open_stream
+    for response in opened:
+        response.close()
+
+
+def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks, open_stream):
     response, chunks = open_stream(browser(team.viewer), team.blog.slug)
     actor = Actor(team.editor, frozenset(ALL))
     with django_capture_on_commit_callbacks(execute=True):
@@ -33,7 +60,7 @@ def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture
     response.close()
 
 
-def test_another_blogs_changes_are_not_heard(team, other_team, django_capture_on_commit_callbacks):
+def test_another_blogs_changes_are_not_heard(team, other_team, django_capture_on_commit_callbacks, open_stream):
     response, chunks = open_stream(browser(team.owner), team.blog.slug)
     theirs = make_post(other_team.blog, "Theirs")
     ours = make_post(team.blog, "Ours")
@@ -52,15 +79,121 @@ def test_only_members_may_listen(team, other_team, client):
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
 
 
-def test_a_member_removed_while_listening_hears_no_more(team, monkeypatch):
+def test_a_member_removed_while_listening_hears_no_more(team, monkeypatch, open_stream):
     from blog import live
 
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.01)
     response, chunks = open_stream(browser(team.viewer), team.blog.slug)
     assert next(chunks) == b": keep-alive\n\n"  # still a member: a heartbeat
     Seat.objects.filter(blog=team.blog, user=team.viewer).delete()
-    assert list(chunks) == []  # the stream ends
+    assert next(chunks).startswith(NO_ACCESS)  # the stream ends, saying why
+    assert list(chunks) == []
     response.close()
+
+
+def test_a_member_removed_on_the_members_screen_hears_nothing_more(
+    team, django_capture_on_commit_callbacks, open_stream
+):
+    """The owner removes a member whose page is open, then a post changes: the page never hears of
+    it; its stream ends at once with a notice that says why (and the page stops listening)."""
+    response, chunks = open_stream(browser(team.viewer), team.blog.slug)
+    seat = team.seat("viewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        removed = browser(team.owner).post(f"/blogs/{team.blog.slug}/members/{seat.pk}/remove/")
+        assert removed.status_code == 302
+        services.post_create(blog=team.blog, actor=Actor(team.editor, frozenset(ALL)), title="After")
+    closing = next(chunks)
+    assert closing.startswith(NO_ACCESS)
+    assert b"no longer have access" in closing and b'id="live-status"' in closing
+    assert list(chunks) == []  # nothing after it, the post's change least of all
+    response.close()
+
+
+def test_changing_or_removing_a_seat_wakes_the_blogs_pages_to_check_again(
+    team, django_capture_on_commit_callbacks, open_stream
+):
+    """A seat changed or removed (the Members screen, the admin, an account deleted) sends the blog's
+    channel a message with no effects: every open page checks its member's seat again at once, not
+    at the next change or heartbeat. A member who still reads goes on listening."""
+    probe = events.subscribe(live.channel_name(team.blog))
+    response, chunks = open_stream(browser(team.editor), team.blog.slug)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            browser(team.owner).post(
+                f"/blogs/{team.blog.slug}/members/",
+                {"action": "update", "seat": team.seat("editor").pk, "role": "author"},
+            )
+        assert probe.wait(0.0) == [[]]
+        with django_capture_on_commit_callbacks(execute=True):
+            team.viewer.delete()  # its seat goes with it
+        assert probe.wait(0.0) == [[]]
+        post = make_post(team.blog, "Still heard")
+        with django_capture_on_commit_callbacks(execute=True):
+            services.post_update(post=post, actor=Actor(team.owner, frozenset(ALL)), body="x")
+        assert next(chunks) == f'event: effects\ndata: [{{"type":"post.updated","id":{post.pk}}}]\n\n'.encode()
+    finally:
+        events.unsubscribe(probe)
+        response.close()
+
+
+def test_a_change_after_the_seat_went_is_never_relayed_even_if_its_wake_up_was_lost(
+    team, django_capture_on_commit_callbacks, open_stream
+):
+    """The seat is checked after each message arrives, before it is relayed: a change published after
+    the removal is never heard, even when the removal's own message never came (its commit callback
+    lost here; a worker that died between commit and publish)."""
+    response, chunks = open_stream(browser(team.author), team.blog.slug)
+    Seat.objects.filter(blog=team.blog, user=team.author).delete()  # (its callbacks never run in this test)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
+    assert next(chunks).startswith(NO_ACCESS)
+    assert list(chunks) == []
+    response.close()
+
+
+def test_an_account_turned_off_hears_nothing_more(team, django_capture_on_commit_callbacks, open_stream):
+    response, chunks = open_stream(browser(team.viewer), team.blog.slug)
+    team.viewer.is_active = False
+    team.viewer.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
+    assert next(chunks).startswith(NO_ACCESS)
+    assert list(chunks) == []
+    response.close()
+
+
+def test_one_check_per_message_whatever_the_number_of_open_pages(team, django_capture_on_commit_callbacks, open_stream):
+    """Every page of the blog open in this process shares one read of who may still read it per
+    message: a change heard by five pages of four members costs one query, not five."""
+    pages = [open_stream(browser(user), team.blog.slug) for user in (team.owner, team.editor, team.author, team.viewer)]
+    pages.append(open_stream(browser(team.viewer), team.blog.slug))  # a second tab
+    with django_capture_on_commit_callbacks(execute=True):
+        post = services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Fresh")
+    heard = f'event: effects\ndata: [{{"type":"post.created","id":{post.pk}}}]\n\n'.encode()
+    with CaptureQueriesContext(connection) as queries:
+        assert [next(chunks) for _response, chunks in pages] == [heard] * 5
+    assert len(queries) == 1, [q["sql"] for q in queries]
+    for response, _chunks in pages:
+        response.close()
+
+
+def test_with_redis_a_removed_member_hears_nothing_published_on_another_worker(
+    team, redis_server, settings, open_stream
+):
+    """With AGENT_EVENTS_URL, a change made on another worker reaches this worker's pages through
+    Redis; a member removed meanwhile never hears it."""
+    settings.AGENT_EVENTS_URL = redis_server.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    elsewhere = RedisBus(redis_server.url)  # another worker
+    member, member_chunks = open_stream(browser(team.editor), team.blog.slug)
+    removed, removed_chunks = open_stream(browser(team.viewer), team.blog.slug)
+    Seat.objects.filter(blog=team.blog, user=team.viewer).delete()
+    elsewhere.publish(live.channel_name(team.blog), [{"type": "post.updated", "id": 7}])
+    assert next(member_chunks) == b'event: effects\ndata: [{"type":"post.updated","id":7}]\n\n'
+    assert next(removed_chunks).startswith(NO_ACCESS)
+    assert list(removed_chunks) == []
+    member.close()
+    removed.close()
 
 
 def test_the_blog_page_listens_on_its_channel(team):
@@ -69,7 +202,7 @@ def test_the_blog_page_listens_on_its_channel(team):
     assert 'sse-swap="effects"' in page
 
 
-def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings):
+def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings, open_stream):
     """Each open page holds a stream in its worker: past AGENT_MAX_STREAMS_PER_USER pages the oldest
     ends with `superseded` (the page stops listening and shows why), and answer streams keep their
     own places."""

@@ -1,6 +1,7 @@
 """A blog page listens for the blog's changes on a stream its worker holds open. Past
 AGENT_MAX_STREAMS_PER_USER open pages the oldest stops listening, says so, and does not reconnect
-(which would only stop another)."""
+(which would only stop another). A member removed while their page is open stops hearing the blog
+at once, and the page says so."""
 
 from __future__ import annotations
 
@@ -49,3 +50,36 @@ def test_opening_the_blog_in_one_tab_too_many_stops_live_updates_in_the_oldest(s
     first.get_by_role("link", name="Reload").click()  # back on: now the other tab is the oldest
     opens(first).to_have_attribute("data-opens", "1")
     expect(second.locator("#live-status")).to_contain_text("open in too many tabs")
+
+
+def test_a_member_removed_while_their_page_is_open_stops_hearing_the_blog_at_once(server_factory, browser, context):
+    """Alice removes Carol on the Members screen while Carol's blog page is open: Carol's page says it
+    no longer has access and stops listening (no reconnection), before any later change."""
+    server = server_factory("demo-member-removed", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(COUNT_OPENS)
+    carol = context.new_page()
+    login(carol, server.url, "carol")
+    carol.goto(f"{server.url}/blogs/{BLOG}/")
+    opens(carol).to_have_attribute("data-opens", "1")
+
+    alice_context = browser.new_context()
+    try:
+        alice_context.set_default_timeout(15_000)
+        alice = alice_context.new_page()
+        login(alice, server.url, "alice")
+        alice.goto(f"{server.url}/blogs/{BLOG}/members/")
+        alice.get_by_role("link", name="Remove carol").click()
+        alice.get_by_role("button", name="Remove carol").click()
+        expect(alice.get_by_text("Removed carol.")).to_be_visible()
+
+        notice = carol.locator("#live-status")
+        expect(notice).to_contain_text("Live updates stopped: you no longer have access to Field Notes")
+        alice.goto(f"{server.url}/blogs/{BLOG}/posts/new/")
+        alice.get_by_label("Title").fill("Made after Carol left")
+        alice.get_by_role("button", name="Create draft").click()
+        expect(alice.get_by_text("Made after Carol left").first).to_be_visible()
+        carol.wait_for_timeout(4_000)  # longer than the extension's reconnect delay
+        opens(carol).to_have_attribute("data-opens", "1")  # it stopped listening
+        expect(carol.get_by_text("Made after Carol left")).to_have_count(0)
+    finally:
+        alice_context.close()
