@@ -182,19 +182,26 @@ def execute(run: Run) -> None:
         pass
 
 
-def drive(run: Run | Any) -> Iterator[tuple[str, Any] | Phase]:
+def drive(run: Run | Any, *, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]:
     """Run a claimed turn (its Run, or the turn's id), yielding and publishing its events; always
-    records a terminal event and gives the lease back."""
+    records a terminal event and gives the lease back.
+
+    `watched`: the process's watcher (`agent.watch`) renews the turn's lease and checks its Stop
+    flag, as for a turn `start` runs in the background, however long the model or a tool stays
+    silent (the terminal). Else both are looked at between the turn's events (`_stop_check`)."""
     if not isinstance(run, Run):
         turn = Turn.objects.select_related("session", "session__user").get(pk=run)
         run = Run(turn.session, turn)
     with logcontext.bind(session_id=run.session.pk, user_id=run.session.user_id, turn_id=run.turn.pk):
-        yield from _drive(run)
+        yield from _drive(run, watched)
 
 
-def _drive(run: Run) -> Iterator[tuple[str, Any] | Phase]:
+def _drive(run: Run, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]:
     turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
+    if watched and not channel.watched:
+        channel.watched = True
+        watch.ensure_running()
     channel.interrupt = run.interrupt = Interrupt()
     if channel.stop:  # (Stop was pressed before the turn got here: `request_stop` found no Interrupt to fire)
         run.interrupt.fire()
@@ -254,8 +261,9 @@ def _finish(run: Run, name: str, payload: Any) -> None:
 
 
 def _stop_check(run: Run, channel: hub.TurnChannel) -> Callable[[], bool]:
-    """A cheap `should_stop`: the in-process flag; for turns run inline (terminal, evals) also the
-    database flag and the lease renewal now and then, which the watcher does for background turns."""
+    """A cheap `should_stop`: the in-process flag; for turns run inline and not watched (tests,
+    evals) also the database flag and the lease renewal now and then, which the watcher does for
+    the others."""
     turn = run.turn
     poll = settings.AGENT_STOP_POLL_SECONDS
     renew_every = settings.AGENT_TURN_LEASE_SECONDS / 4

@@ -58,11 +58,16 @@ def tick(*, renew: bool) -> bool:
     """One pass of the watcher (`poll`), its failure logged; True when it succeeded.
 
     On a database of its own (`AGENT_LEASE_DATABASE`, outside the pool: config/settings.py) the
-    connection is kept between passes, checked before each and dropped after a failure, so the
-    next pass connects afresh instead of waiting behind the pool's reconnections.
+    connection is kept between passes while turns run, checked before each and dropped after a
+    failure, so the next pass connects afresh instead of waiting behind the pool's reconnections;
+    it is closed when no turn runs here, so an idle process holds none.
     """
     alias = _alias()
     own = alias != DEFAULT_DB_ALIAS
+    if not hub.running_channels():
+        if own:
+            connections[alias].close()
+        return True
     if own:
         connections[alias].close_if_unusable_or_obsolete()  # (a dead connection is found before use)
     try:

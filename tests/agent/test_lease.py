@@ -119,3 +119,19 @@ def test_the_watcher_reconnects_on_its_own_while_the_pool_has_nothing_to_give(li
             watcher.submit(connections.close_all).result()
     give_back()
     assert_still_owned(live_turn)
+
+
+def test_the_watcher_holds_no_connection_while_no_turn_runs_here(live_turn):
+    """Kept between passes while turns run; given back once none does, so an idle worker holds none."""
+    with ThreadPoolExecutor(1) as watcher:
+        try:
+            assert watcher.submit(watch.tick, renew=True).result()
+            before = watcher.submit(watcher_pid).result()
+            assert watcher.submit(watch.tick, renew=False).result()
+            assert watcher.submit(watcher_pid).result() == before  # (the same connection: kept)
+            hub.get_channel(str(live_turn.turn.pk)).close()
+            assert watcher.submit(watch.tick, renew=False).result()
+            with admin() as db:
+                assert not db.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [before]).fetchall()
+        finally:
+            watcher.submit(connections.close_all).result()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from agent.backends import reset_backends
 from agent.models import Approval
@@ -95,3 +97,33 @@ def test_a_chat_continued_with_a_call_still_waiting_asks_about_it_first(team):
     post.refresh_from_db()
     assert post.status == Post.PUBLISHED
     assert Approval.objects.get().status == Approval.APPROVED
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")  # (the watcher has a connection of its own)
+def test_the_terminals_turn_keeps_its_chat_while_the_model_is_silent(team, script, settings):
+    """The process watcher renews the lease of the terminal's turn as for a web turn: a model silent
+    for longer than the lease does not let the chat be taken from it (by a message sent on the web)."""
+    from agent.models import Session
+
+    settings.AGENT_TURN_LEASE_SECONDS, settings.AGENT_STOP_POLL_SECONDS = 2, 0.2
+    script(
+        [[{"kind": "text", "text": "Thought it over.", "delay_ms": 3_500}, {"kind": "done", "stop_reason": "end_turn"}]]
+    )
+    seen = []
+
+    def look() -> None:  # (as another worker would: a connection of its own)
+        from django.db import connections
+
+        try:
+            seen.append(Session.objects.filter(lease_until__gt=timezone.now()).exists())
+        finally:
+            connections.close_all()
+
+    looks = [threading.Timer(at, look) for at in (2.5, 3.2)]  # past the lease taken at the start
+    for timer in looks:
+        timer.start()
+    shown = chat(team, "hello")
+    for timer in looks:
+        timer.join()
+    assert "Thought it over." in shown
+    assert seen == [True, True]

@@ -96,7 +96,7 @@ class Command(BaseCommand):
         waiting: list[dict] = []
         self.last_call = None  # the tool call shown last in this turn, whose result goes on its line
         self.stdout.write("assistant> ", ending="")
-        for item in turns.drive(run):
+        for item in turns.drive(run, watched=True):  # (its lease kept while the model thinks)
             if isinstance(item, tuple):  # (a driver's phase marks are not events)
                 name, payload = item
                 if name == "confirm":
