@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.test import Client
 
 from agent.backends import reset_backends
 from agent.models import Session
+from tests.redis_server import RedisServer
 
 ENGINE_TESTS = Path(__file__).resolve().parent / "agent"
 ENGINE_SETTINGS = "tests.agent.settings"
@@ -194,3 +196,11 @@ class ApiClient:
         response = self.get(f"/api/agent/sessions/{session.pk}")
         assert response.status_code == 200
         return response.json()
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A redis-server of the tests' own, on a free loopback port, for the module's tests."""
+    server = RedisServer().start()
+    yield server
+    server.stop()

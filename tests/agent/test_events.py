@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -22,13 +21,6 @@ from agent.events.redis import RedisBus, turn_key
 from agent.follow import follow
 from agent.models import Session, Turn
 from tests.redis_server import RedisServer
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

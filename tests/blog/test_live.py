@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -14,18 +12,10 @@ from blog import live, services
 from blog.grants import Actor
 from blog.models import Seat
 from tests.blog.conftest import ALL, browser, make_post
-from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.django_db
 
 NO_ACCESS = b"event: superseded\ndata: "  # the page's closing event, here saying why
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
