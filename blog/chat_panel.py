@@ -110,7 +110,7 @@ def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
 
 
 def _refusal(exc: intake.Refused) -> str:
-    return exc.message + (f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else "")
+    return exc.reason + (f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else "")
 
 
 @require_POST
@@ -140,7 +140,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     try:
         files = intake.uploaded_files(request)  # (first: a body stopped as it arrived has no text either)
     except intake.Refused as exc:
-        return notice(request, exc.message, exc.retry_after_seconds)
+        return notice(request, exc.reason, exc.retry_after_seconds)
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
         return notice(request, intake.BAD_MESSAGE)
@@ -150,7 +150,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         run, message = intake.accept(session, request.user, text, files, access=Access(read=True, use=True))
     except intake.Refused as exc:
         session.delete()
-        return notice(request, exc.message, exc.retry_after_seconds)
+        return notice(request, exc.reason, exc.retry_after_seconds)
     context = {
         "blog": blog,
         "chat": session,

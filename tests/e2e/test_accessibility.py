@@ -229,6 +229,22 @@ def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
     expect(chat_input(page)).to_be_enabled()
 
 
+def test_a_refused_message_says_to_wait_once(server_factory, page):
+    """The notice names its wait in one sentence, the one that counts down, not also "please wait"."""
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    base = server_factory("rate-said-once", AGENT_BACKEND="demo", **limits).url
+    login(page, base, "alice")
+    new_chat(page, base)  # (takes the minute's one slot)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    chat_input(page).fill("hello")
+    chat_input(page).press("Enter")
+    notice = page.locator("#chat-log .notice")
+    expect(notice).to_contain_text("You're sending messages too quickly.")
+    seconds = notice.locator(".retry").get_attribute("data-retry-seconds")
+    heard = [" ".join(text.split()) for text in announcements(page)]
+    assert heard == [f"You're sending messages too quickly. Try again in {seconds} s."], heard
+
+
 # Focus visibility -------------------------------------------------------------------------------------------
 
 
