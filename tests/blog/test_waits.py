@@ -75,3 +75,14 @@ def test_a_wait_shown_later_is_what_is_left_of_it(team, ago, left):
     assert [int(s["data-retry-seconds"]) for s in retry_spans(final)] in (
         ([], []) if left is None else ([left], [left - 1])
     )
+
+
+def test_an_error_in_the_chat_log_is_no_alert_of_its_own(team):
+    """The chat's log (role=log) announces what is added to it: an alert inside it would be heard twice."""
+    set_consent(team.editor, team.blog, [READ])
+    turn = _failed_turn(team, timedelta(0))
+    page = browser(team.editor).get(f"/blogs/notes/?chat={turn.session_id}").content.decode()
+    final = encode_html("error", turn.terminal_payload, turn).decode()
+    for html in (page, final):
+        assert ("p", {"class": "chat-error"}) in tags_of(html)
+        assert 'role="alert"' not in html

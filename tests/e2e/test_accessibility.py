@@ -8,6 +8,8 @@ import re
 
 from playwright.sync_api import expect
 
+from agent.approvals import NOT_DECIDED
+from agent.loop import CALM
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
 from tests.e2e.ui import (
     BLOG,
@@ -86,6 +88,40 @@ def test_the_preview_refreshes_silently_and_only_a_too_long_body_is_announced(de
     expect(page.locator("#preview-status")).to_have_text("")
     heard = announcements(page)
     assert len(heard) == 1 and heard[0].strip().startswith("This post is too long"), heard
+
+
+def test_an_error_in_the_chat_is_announced_once(server_factory, write_script, page):
+    """The chat's log announces what is added to it: an error there is no alert of its own as well,
+    which a screen reader would announce a second time."""
+    script = write_script("provider-error", [[{"kind": "text", "text": "Partial"}, {"kind": "error"}]])
+    base = server_factory("fake-error", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script).url
+    login(page, base, "alice")
+    new_chat(page, base)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+
+    reply = ask(page, "hello?")
+    expect(reply.locator(".chat-error")).to_have_text(CALM["provider_error"])
+    heard = announcements(page)
+    assert "".join(heard).count(CALM["provider_error"]) == 1, heard
+
+
+def test_a_card_decided_elsewhere_says_so_once(demo_server, context):
+    base = demo_server.url
+    here, there = context.new_page(), context.new_page()
+    login(here, base, "alice")
+    new_chat(here, base)
+    ask(here, "draft a post titled Decided elsewhere check")
+    ask(here, "publish Decided elsewhere check")
+    there.goto(here.url)  # the same chat in another tab, its card still asking
+    here.locator("#chat-log .approval").last.get_by_role("button", name="Approve").click()
+    wait_turn_finished(here)
+
+    there.evaluate(WATCH_ANNOUNCEMENTS)
+    card = there.locator("#chat-log .approval").last
+    card.get_by_role("button", name="Reject").click()
+    expect(card.locator(".chat-error")).to_have_text(NOT_DECIDED["gone"])
+    heard = announcements(there)
+    assert "".join(heard).count(NOT_DECIDED["gone"]) == 1, heard
 
 
 # Focus after a swap -----------------------------------------------------------------------------------------
