@@ -251,6 +251,15 @@
     if (e.target.hasAttribute("data-new-chat")) sessionStorage.setItem("chat:new", "1");
   });
 
+  // Refused (over the message rate), it loads nothing: the log shows why, and the person is put in the
+  // chat's input, as after a refused message.
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (!e.detail.elt.hasAttribute("data-new-chat") || e.detail.xhr.getResponseHeader("HX-Redirect")) return;
+    sessionStorage.removeItem("chat:new");
+    var f = form();
+    if (f && !f.dataset.running) f.querySelector("textarea").focus();
+  });
+
   function focusNewChat(f) {
     if (!sessionStorage.getItem("chat:new")) return;
     sessionStorage.removeItem("chat:new");

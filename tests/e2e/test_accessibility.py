@@ -216,6 +216,27 @@ def test_new_chat_puts_focus_in_the_chat_input(demo_server, page):
     expect(chat_input(page)).not_to_be_focused()
 
 
+def test_a_refused_new_chat_says_why_once_and_keeps_focus_in_the_chat(server_factory, page):
+    """Over the message rate, "New chat" stays on the page: the notice in the chat's log says why (heard
+    once), and focus goes to the chat input, as after a refused message (not to the top of a new page)."""
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    base = server_factory("rate-new-chat", AGENT_BACKEND="demo", **limits).url
+    login(page, base, "alice")
+    new_chat(page, base)  # (takes the minute's one slot)
+    chat = page.url
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    page.locator("#assistant").get_by_role("button", name="New chat").focus()
+    page.keyboard.press("Enter")
+
+    expect(chat_input(page)).to_be_focused()
+    notice = page.locator("#chat-log .notice")
+    expect(notice).to_contain_text("You're sending messages too quickly.")
+    assert page.url == chat
+    seconds = notice.locator(".retry").get_attribute("data-retry-seconds")
+    heard = [" ".join(text.split()) for text in announcements(page)]
+    assert heard == [f"You're sending messages too quickly. Try again in {seconds} s."], heard
+
+
 def test_the_end_of_an_answer_leaves_focus_where_the_person_went(slow_demo_server, page):
     """Who moved on to the post list while the assistant answered keeps their place when it ends;
     who stayed in the chat is put back in its input."""
