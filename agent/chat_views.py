@@ -29,7 +29,7 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         files = intake.uploaded_files(request)
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
-        return notice(request, exc.message, exc.retry_after_seconds)
+        return notice(request, exc.reason, exc.retry_after_seconds)
     context = {
         "text": text,
         "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],

@@ -20,26 +20,34 @@ from agent.uploads import Upload, UploadRefused, check_all
 
 
 class Refused(Exception):
-    """The message was not accepted; nothing was stored. Carries the HTTP status, code and calm sentence."""
+    """The message was not accepted; nothing was stored. Carries the HTTP status, code and calm sentence.
 
-    def __init__(self, status: int, code: str, message: str, retry_after_seconds: int | None = None) -> None:
+    `reason` is the sentence without its own request to wait, for a page that says the wait itself
+    ("Try again in 36 s.", counting down); it is `message` when that has none.
+    """
+
+    def __init__(
+        self, status: int, code: str, message: str, retry_after_seconds: int | None = None, *, reason: str = ""
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.retry_after_seconds = retry_after_seconds
+        self.reason = reason or message
 
     @property
     def extra(self) -> dict[str, Any]:
         return {} if self.retry_after_seconds is None else {"retry_after_seconds": self.retry_after_seconds}
 
 
-RATE_LIMITED = "You're sending messages too quickly. Please wait a moment."
+TOO_QUICKLY = "You're sending messages too quickly."
+RATE_LIMITED = f"{TOO_QUICKLY} Please wait a moment."  # (the API's: its wait is `retry_after_seconds`)
 
 
 def rate_slot(user: Any) -> None:
     """Take one slot of AGENT_MESSAGES_PER_MINUTE, or raise Refused 429 rate_limited."""
     wait = take_rate_slot(user)
     if wait is not None:
-        raise Refused(429, "rate_limited", RATE_LIMITED, wait)
+        raise Refused(429, "rate_limited", RATE_LIMITED, wait, reason=TOO_QUICKLY)
 
 
 def open_session(user: Any, data: dict[str, Any]) -> Session:

@@ -2,7 +2,8 @@
 
 Showing the page writes nothing: with no chat yet, the panel's form posts to `first_message`, which
 creates the chat with its first message; "New chat" is an explicit POST. Both count under the
-message rate limit.
+message rate limit; a refused "New chat" from the page (htmx) answers the notice the chat's log shows
+for a refused message, and the page stays where it is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from agent import budget, display, intake
 from agent.api import message_text
@@ -110,7 +112,7 @@ def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
 
 
 def _refusal(exc: intake.Refused) -> str:
-    return exc.message + (f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else "")
+    return exc.reason + (f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else "")
 
 
 @require_POST
@@ -122,8 +124,12 @@ def new_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResp
     try:
         session = intake.open_session(request.user, data)
     except intake.Refused as exc:
+        if request.htmx:
+            return notice(request, exc.reason, exc.retry_after_seconds)
         messages.error(request, _refusal(exc))
         return redirect(_panel_page(blog, post))
+    if request.htmx:
+        return HttpResponseClientRedirect(_panel_page(blog, post, session))
     return redirect(_panel_page(blog, post, session))
 
 
@@ -140,7 +146,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     try:
         files = intake.uploaded_files(request)  # (first: a body stopped as it arrived has no text either)
     except intake.Refused as exc:
-        return notice(request, exc.message, exc.retry_after_seconds)
+        return notice(request, exc.reason, exc.retry_after_seconds)
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
         return notice(request, intake.BAD_MESSAGE)
@@ -150,7 +156,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         run, message = intake.accept(session, request.user, text, files, access=Access(read=True, use=True))
     except intake.Refused as exc:
         session.delete()
-        return notice(request, exc.message, exc.retry_after_seconds)
+        return notice(request, exc.reason, exc.retry_after_seconds)
     context = {
         "blog": blog,
         "chat": session,

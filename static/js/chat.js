@@ -220,19 +220,18 @@
   });
 
   // A wait the server counted ("Try again in 36 s.") counts down where it is shown, and ends saying the
-  // person can send now. The ticking number is hidden from screen readers (it sits in an alert, which
-  // would be read out at every tick): they keep the server's sentence, and hear once that the wait is over.
+  // person can send now. The ticking number is hidden from screen readers (it sits in a live region, which
+  // would read it out at every tick): they keep the server's sentence, left in place (moved, it would be
+  // announced again) and only hidden from sight, and hear once that the wait is over.
   function countDown(el) {
     if (el.dataset.counting) return;
     el.dataset.counting = "1";
     var end = Date.now() + Number(el.dataset.retrySeconds) * 1000;
-    var sentence = el.textContent;
-    var shown = document.createElement("span"), heard = document.createElement("span");
+    var heard = el.firstElementChild, sentence = heard.textContent;
+    var shown = document.createElement("span");
     shown.setAttribute("aria-hidden", "true");
-    heard.className = "visually-hidden";
-    heard.textContent = sentence;
-    el.textContent = "";
-    el.append(shown, heard);
+    heard.classList.add("visually-hidden");
+    el.prepend(shown);
     (function tick() {
       var left = Math.ceil((end - Date.now()) / 1000);
       if (left <= 0) { el.textContent = el.dataset.retryDone; return; }
@@ -250,6 +249,15 @@
   // in the new chat's input instead (only then; a page reached any other way starts at the top).
   document.addEventListener("submit", function (e) {
     if (e.target.hasAttribute("data-new-chat")) sessionStorage.setItem("chat:new", "1");
+  });
+
+  // Refused (over the message rate), it loads nothing: the log shows why, and the person is put in the
+  // chat's input, as after a refused message.
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (!e.detail.elt.hasAttribute("data-new-chat") || e.detail.xhr.getResponseHeader("HX-Redirect")) return;
+    sessionStorage.removeItem("chat:new");
+    var f = form();
+    if (f && !f.dataset.running) f.querySelector("textarea").focus();
   });
 
   function focusNewChat(f) {

@@ -528,7 +528,20 @@ def test_new_chat_counts_under_the_message_rate_limit(team, settings):
         assert client.post("/blogs/notes/chats/new/").status_code == 302
     response = client.post("/blogs/notes/chats/new/", follow=True)
     assert Session.objects.count() == 2
-    assert "You&#x27;re sending messages too quickly." in response.content.decode()
+    assert "You&#x27;re sending messages too quickly. Try again in " in response.content.decode()  # (said once)
+
+
+def test_a_refused_new_chat_from_the_page_answers_the_notice_for_its_chat_log(team, settings):
+    """From the page (htmx) a new chat is a client redirect; refused, the page stays and shows why."""
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    client = browser(team.editor)
+    opened = client.post("/blogs/notes/chats/new/", HTTP_HX_REQUEST="true")
+    assert opened.status_code == 200 and opened["HX-Redirect"] == f"/blogs/notes/?chat={Session.objects.get().pk}"
+    refused = client.post("/blogs/notes/chats/new/", HTTP_HX_REQUEST="true")
+    assert refused.status_code == 200 and "HX-Redirect" not in refused
+    html = refused.content.decode()
+    assert html.startswith('<p class="chat-error notice">You&#x27;re sending messages too quickly. <span class="retry"')
+    assert Session.objects.count() == 1
 
 
 def test_someone_elses_chat_id_is_ignored(team):

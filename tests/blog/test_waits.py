@@ -39,8 +39,8 @@ def test_a_message_over_the_rate_says_its_wait_in_words_and_for_the_countdown(te
     [span] = retry_spans(html)
     seconds = int(span["data-retry-seconds"])
     assert 1 <= seconds <= 60 and span["data-retry-done"] == "You can send a message now."
-    assert "You&#x27;re sending messages too quickly. Please wait a moment. <span" in html
-    assert f">Try again in {seconds} s.</span></p>" in html  # right without JS
+    assert "You&#x27;re sending messages too quickly. <span" in html  # (the wait said once: the next sentence)
+    assert f"><span>Try again in {seconds} s.</span></span></p>" in html  # right without JS
 
 
 def _failed_turn(team, ended_ago: timedelta) -> Turn:
@@ -75,3 +75,14 @@ def test_a_wait_shown_later_is_what_is_left_of_it(team, ago, left):
     assert [int(s["data-retry-seconds"]) for s in retry_spans(final)] in (
         ([], []) if left is None else ([left], [left - 1])
     )
+
+
+def test_an_error_in_the_chat_log_is_no_alert_of_its_own(team):
+    """The chat's log (role=log) announces what is added to it: an alert inside it would be heard twice."""
+    set_consent(team.editor, team.blog, [READ])
+    turn = _failed_turn(team, timedelta(0))
+    page = browser(team.editor).get(f"/blogs/notes/?chat={turn.session_id}").content.decode()
+    final = encode_html("error", turn.terminal_payload, turn).decode()
+    for html in (page, final):
+        assert ("p", {"class": "chat-error"}) in tags_of(html)
+        assert 'role="alert"' not in html

@@ -8,6 +8,8 @@ import re
 
 from playwright.sync_api import expect
 
+from agent.approvals import NOT_DECIDED
+from agent.loop import CALM
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
 from tests.e2e.ui import (
     BLOG,
@@ -86,6 +88,40 @@ def test_the_preview_refreshes_silently_and_only_a_too_long_body_is_announced(de
     expect(page.locator("#preview-status")).to_have_text("")
     heard = announcements(page)
     assert len(heard) == 1 and heard[0].strip().startswith("This post is too long"), heard
+
+
+def test_an_error_in_the_chat_is_announced_once(server_factory, write_script, page):
+    """The chat's log announces what is added to it: an error there is no alert of its own as well,
+    which a screen reader would announce a second time."""
+    script = write_script("provider-error", [[{"kind": "text", "text": "Partial"}, {"kind": "error"}]])
+    base = server_factory("fake-error", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script).url
+    login(page, base, "alice")
+    new_chat(page, base)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+
+    reply = ask(page, "hello?")
+    expect(reply.locator(".chat-error")).to_have_text(CALM["provider_error"])
+    heard = announcements(page)
+    assert "".join(heard).count(CALM["provider_error"]) == 1, heard
+
+
+def test_a_card_decided_elsewhere_says_so_once(demo_server, context):
+    base = demo_server.url
+    here, there = context.new_page(), context.new_page()
+    login(here, base, "alice")
+    new_chat(here, base)
+    ask(here, "draft a post titled Decided elsewhere check")
+    ask(here, "publish Decided elsewhere check")
+    there.goto(here.url)  # the same chat in another tab, its card still asking
+    here.locator("#chat-log .approval").last.get_by_role("button", name="Approve").click()
+    wait_turn_finished(here)
+
+    there.evaluate(WATCH_ANNOUNCEMENTS)
+    card = there.locator("#chat-log .approval").last
+    card.get_by_role("button", name="Reject").click()
+    expect(card.locator(".chat-error")).to_have_text(NOT_DECIDED["gone"])
+    heard = announcements(there)
+    assert "".join(heard).count(NOT_DECIDED["gone"]) == 1, heard
 
 
 # Focus after a swap -----------------------------------------------------------------------------------------
@@ -180,6 +216,27 @@ def test_new_chat_puts_focus_in_the_chat_input(demo_server, page):
     expect(chat_input(page)).not_to_be_focused()
 
 
+def test_a_refused_new_chat_says_why_once_and_keeps_focus_in_the_chat(server_factory, page):
+    """Over the message rate, "New chat" stays on the page: the notice in the chat's log says why (heard
+    once), and focus goes to the chat input, as after a refused message (not to the top of a new page)."""
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    base = server_factory("rate-new-chat", AGENT_BACKEND="demo", **limits).url
+    login(page, base, "alice")
+    new_chat(page, base)  # (takes the minute's one slot)
+    chat = page.url
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    page.locator("#assistant").get_by_role("button", name="New chat").focus()
+    page.keyboard.press("Enter")
+
+    expect(chat_input(page)).to_be_focused()
+    notice = page.locator("#chat-log .notice")
+    expect(notice).to_contain_text("You're sending messages too quickly.")
+    assert page.url == chat
+    seconds = notice.locator(".retry").get_attribute("data-retry-seconds")
+    heard = [" ".join(text.split()) for text in announcements(page)]
+    assert heard == [f"You're sending messages too quickly. Try again in {seconds} s."], heard
+
+
 def test_the_end_of_an_answer_leaves_focus_where_the_person_went(slow_demo_server, page):
     """Who moved on to the post list while the assistant answered keeps their place when it ends;
     who stayed in the chat is put back in its input."""
@@ -227,6 +284,22 @@ def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
     page.clock.run_for(first * 1000)
     expect(retry).to_have_text("You can send a message now.")
     expect(chat_input(page)).to_be_enabled()
+
+
+def test_a_refused_message_says_to_wait_once(server_factory, page):
+    """The notice names its wait in one sentence, the one that counts down, not also "please wait"."""
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    base = server_factory("rate-said-once", AGENT_BACKEND="demo", **limits).url
+    login(page, base, "alice")
+    new_chat(page, base)  # (takes the minute's one slot)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    chat_input(page).fill("hello")
+    chat_input(page).press("Enter")
+    notice = page.locator("#chat-log .notice")
+    expect(notice).to_contain_text("You're sending messages too quickly.")
+    seconds = notice.locator(".retry").get_attribute("data-retry-seconds")
+    heard = [" ".join(text.split()) for text in announcements(page)]
+    assert heard == [f"You're sending messages too quickly. Try again in {seconds} s."], heard
 
 
 # Focus visibility -------------------------------------------------------------------------------------------

@@ -111,15 +111,21 @@ def ask(page: Page, text: str, timeout: float = 15_000) -> Locator:
 # region (aria-live other than "off", or role log, status or alert), unless it lies in a part that
 # says it is still being updated (aria-busy="true") or is hidden from assistive technology. Each
 # addition is recorded as its text, spaces kept (an element's aria-label stands for its content when
-# it has no text).
+# it has no text), once for every live region around it: a region inside another (an alert in the
+# chat's log) is heard from both, up to the nearest aria-live="off". An alert is also heard when it
+# arrives inside a larger addition (browsers announce an alert as it appears).
 WATCH_ANNOUNCEMENTS = """
 () => {
   window.__announced = [];
   const LIVE = "[aria-live], [role=log], [role=status], [role=alert]";
-  function region(node) {
+  function regions(node) {
+    const found = [];
     const start = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement;
-    const live = start && start.closest(LIVE);
-    return live && live.getAttribute("aria-live") !== "off" ? live : null;
+    for (let live = start && start.closest(LIVE); live; live = live.parentElement && live.parentElement.closest(LIVE)) {
+      if (live.getAttribute("aria-live") === "off") break;
+      found.push(live);
+    }
+    return found;
   }
   function muted(node, live) {
     for (let el = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement; el; el = el.parentElement) {
@@ -135,14 +141,17 @@ WATCH_ANNOUNCEMENTS = """
     if (node.getAttribute("aria-label") && !node.textContent.trim()) return node.getAttribute("aria-label");
     return Array.from(node.childNodes).map(spoken).join("");
   }
+  function hear(node) {
+    const text = spoken(node);
+    if (text.trim()) window.__announced.push(text);
+  }
   new MutationObserver((records) => {
     for (const record of records) {
       for (const node of record.addedNodes) {
         if (!document.contains(node)) continue;
-        const live = region(node);
-        if (!live || muted(node, live)) continue;
-        const text = spoken(node);
-        if (text.trim()) window.__announced.push(text);
+        for (const live of regions(node)) if (!muted(node, live)) hear(node);
+        if (node.nodeType !== Node.ELEMENT_NODE) continue;
+        for (const alert of node.querySelectorAll("[role=alert]")) if (!muted(alert, null)) hear(alert);
       }
     }
   }).observe(document.body, {subtree: true, childList: true});
