@@ -260,6 +260,29 @@
     if (f && !f.dataset.running) f.querySelector("textarea").focus();
   });
 
+  // A request of the chat panel that failed (the site unreachable, the chat no longer theirs, an error
+  // on the server) says so in the chat's log, calmly, as the server's own notices do; the form is
+  // ready again (above) with what was typed still in it, to send again.
+  var FAILED = {
+    network: "The site couldn't be reached. Check your connection and try again.",
+    gone: "That isn't available to you any more. Reload the page to see where things stand.",
+    server: "Something went wrong on our side. Please try again in a moment."
+  };
+  function failed(e, why) {
+    var log = document.getElementById("chat-log");
+    if (!log || !e.target.closest("#assistant")) return;
+    var note = document.createElement("p");
+    note.className = "chat-error notice";
+    note.textContent = FAILED[why];
+    log.appendChild(note);
+    scrollLog();
+  }
+  document.addEventListener("htmx:sendError", function (e) { failed(e, "network"); });
+  document.addEventListener("htmx:responseError", function (e) {
+    var status = e.detail.xhr.status;
+    failed(e, status === 403 || status === 404 || status === 410 ? "gone" : "server");
+  });
+
   function focusNewChat(f) {
     if (!sessionStorage.getItem("chat:new")) return;
     sessionStorage.removeItem("chat:new");

@@ -480,3 +480,34 @@ def test_a_cards_buttons_work_the_moment_it_appears(demo_server, page):
     assert page.url == page.evaluate("window.__pressed_at")  # (a plain submit adds ?approve=0)
     wait_turn_finished(page)
     expect(post_item(page, "Pressed at once")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ("abort", "The site couldn't be reached. Check your connection and try again."),
+        (410, "That isn't available to you any more. Reload the page to see where things stand."),
+        (503, "Something went wrong on our side. Please try again in a moment."),
+    ],
+)
+def test_a_message_the_site_could_not_take_says_so_and_keeps_what_was_typed(demo_server, page, answer, said):
+    """The site unreachable, the chat gone (403, 404, 410) or the server failing (5xx). These servers
+    run with DEBUG, where django-htmx shows Django's error page for 400, 403, 404 and 500 instead (for
+    the developer): 410 and 503 take the path 404 and 500 take in production."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send_url = re.compile(r"/chat/[0-9a-f-]+/send$")
+    page.route(send_url, lambda route: route.abort() if answer == "abort" else route.fulfill(status=answer, body="x"))
+    box = chat_input(page)
+    box.fill("keep these words")
+    box.press("Enter")
+    expect(chat_log(page).locator(".notice")).to_have_text(said)
+    expect(box).to_be_enabled()
+    expect(box).to_have_value("keep these words")
+    expect(user_messages(page)).to_have_count(0)
+
+    page.unroute(send_url)  # the site back: the same words go as they are
+    box.press("Enter")
+    expect(user_messages(page)).to_have_count(1)
+    wait_turn_finished(page)
