@@ -138,6 +138,19 @@ def test_a_new_chat_beside_the_editor_returns_to_the_editor(team):
     assert chat.blog_link.post == post
 
 
+def test_a_new_chat_refused_beside_the_editor_says_why_there(team, settings):
+    """Without JS, a refused New chat goes back to the editor, which shows why (the notice used to
+    wait, unseen, for the next page that shows notices)."""
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    post = make_post(team.blog, "Open post")
+    client = browser(team.editor)
+    client.post(f"/blogs/notes/posts/{post.pk}/chats/new/")
+    refused = client.post(f"/blogs/notes/posts/{post.pk}/chats/new/", follow=True)
+    assert refused.redirect_chain == [(f"/blogs/notes/posts/{post.pk}/edit/", 302)]
+    assert "You&#x27;re sending messages too quickly. Try again in " in refused.content.decode()
+    assert "sending messages too quickly" not in client.get("/blogs/notes/").content.decode()  # (said, so gone)
+
+
 @pytest.mark.parametrize("role", ["viewer", "outsider"])
 def test_no_post_chats_for_those_who_may_not_summon(team, other_team, role):
     from agent.models import Session
