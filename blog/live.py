@@ -12,19 +12,25 @@ Only members who may read the blog hear it, checked after each message arrives a
 relayed (`blog.rosters`: one read per message for all the process's pages of the blog). A seat changed
 or removed sends the channel a message with no effects (`seat_changed`), so the page of a member who
 lost the blog stops at once, not at the blog's next change; that page's stream ends with a notice
-saying why, and the page stops listening.
+saying why, and the page stops listening. So does the page of a session that no longer signs its
+member in (signed out, or ended by a password change elsewhere), looked at once a minute at most.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Generator, Iterator
+from importlib import import_module
 from typing import Any
 
+from django.conf import settings
+from django.contrib import auth
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.utils.crypto import constant_time_compare
 from django.views.decorators.http import require_GET
 
 from agent import events, sse, streams
@@ -35,6 +41,7 @@ from blog.access import READ, ROLE_SCOPES
 from blog.models import Blog, Seat
 
 HEARTBEAT_SECONDS = 15.0
+SIGNED_IN_CHECK_SECONDS = 60.0  # how often a page's stream looks whether its session still signs its member in
 STREAM_KIND = "blog"
 
 
@@ -65,14 +72,15 @@ def blog_events(request: HttpRequest, slug: str) -> HttpResponse:
     seat = grants.seat_of(request.user, blog) if blog else None
     if seat is None or READ not in ROLE_SCOPES[seat.role]:
         raise Http404("No such blog.")
-    return event_stream(_changes(blog, request.user.pk))
+    return event_stream(_changes(blog, request.user.pk, request.session.session_key))
 
 
-def _changes(blog: Blog, user_id: int) -> Iterator[bytes]:
+def _changes(blog: Blog, user_id: int, session_key: str | None) -> Iterator[bytes]:
     """The page's stream, one of the user's live page streams (`agent.streams`, kind "blog"): past
     AGENT_MAX_STREAMS_PER_USER open pages the oldest ends with `superseded`, which tells that page
     to stop listening (not to reconnect and close another) and to say so. A page whose member may no
-    longer read the blog ends with the same event, saying that instead."""
+    longer read the blog, or whose session no longer signs them in, ends with the same event, saying
+    that instead."""
     subscription = events.subscribe(channel_name(blog))
     try:
         with (
@@ -80,31 +88,58 @@ def _changes(blog: Blog, user_id: int) -> Iterator[bytes]:
             rosters.listening(blog.pk) as roster,
         ):
             yield sse.HEARTBEAT_BYTES  # the headers and a first byte now: the page knows it listens
-            reads = yield from _relay(subscription, roster, user_id)
-        if not reads:
+            ended = yield from _relay(subscription, roster, user_id, session_key)
+        if ended == "no_access":
             yield sse.encode("superseded", render_to_string("blog/_live_closed.html", {"blog": blog}))
+        elif ended == "signed_out":
+            yield sse.encode("superseded", render_to_string("blog/_live_signed_out.html", {"blog": blog}))
         elif ticket.superseded:
             yield sse.encode("superseded", render_to_string("blog/_live_paused.html", {"blog": blog}))
     finally:
         events.unsubscribe(subscription)
 
 
-def _relay(subscription: events.Subscription, roster: rosters.Roster, user_id: int) -> Generator[bytes, None, bool]:
-    """The blog's changes while the member may read the blog. Returns False once they may not, True
-    when the subscription ended (superseded, the bus lost the channel, or the process is stopping)."""
+def _relay(
+    subscription: events.Subscription, roster: rosters.Roster, user_id: int, session_key: str | None
+) -> Generator[bytes, None, str]:
+    """The blog's changes while the member may read the blog and their session signs them in.
+    Returns why it ended: "no_access", "signed_out", or "ended" (superseded, the bus lost the
+    channel, or the process is stopping)."""
+    looked = time.monotonic()
     while True:
         release_connection()
         messages = subscription.wait(HEARTBEAT_SECONDS)
+        if time.monotonic() - looked >= SIGNED_IN_CHECK_SECONDS:
+            looked = time.monotonic()
+            if not signed_in(session_key, user_id):
+                return "signed_out"
         if messages:
             # Read after the messages arrived: nothing published after the seat went is relayed.
             if not roster.reads(user_id, after=messages[-1]):
-                return False
+                return "no_access"
             effects = [effect for message in messages for effect in message]
             if effects:  # (a seat's change brings none: only the check above)
                 yield sse.encode("effects", json.dumps(effects, separators=(",", ":")))
             continue
         if subscription.closed:
-            return True  # (the page connects again, unless superseded)
+            return "ended"  # (the page connects again, unless superseded)
         if not rosters.may_read(roster.blog_id, user_id):
-            return False
+            return "no_access"
         yield sse.HEARTBEAT_BYTES
+
+
+def signed_in(session_key: str | None, user_id: int) -> bool:
+    """Whether the session a page was opened in still signs its member in: not signed out, nor ended
+    by a password change elsewhere (the check `auth.get_user` makes of a request's session, on the
+    session as it is stored now, and only read: that would flush or re-key the session it doubts)."""
+    if session_key is None:
+        return False
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    if str(store.get(auth.SESSION_KEY)) != str(user_id):
+        return False  # (signed out: the session is gone)
+    user = auth.get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    held = store.get(auth.HASH_SESSION_KEY) or ""
+    return user is not None and any(
+        constant_time_compare(held, known)
+        for known in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
+    )

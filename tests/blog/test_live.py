@@ -214,3 +214,49 @@ def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings, open_s
     assert streams.open_count(team.editor.pk, STREAM_KIND) == 0  # and each user has their own
     second.close()
     third.close()
+
+
+SIGNED_OUT = b"this tab is no longer signed in"
+
+
+@pytest.mark.parametrize("how", ["signed out", "password changed elsewhere", "account turned off"])
+def test_a_page_whose_session_no_longer_signs_its_member_in_hears_nothing_more(
+    team, monkeypatch, django_capture_on_commit_callbacks, open_stream, how
+):
+    """Signed out in another tab, or the password changed on another device (which ends every other
+    session): the page's stream ends at its next look (once a minute at most; here at each wake),
+    saying why, and relays nothing after."""
+    monkeypatch.setattr(live, "SIGNED_IN_CHECK_SECONDS", 0)
+    page = browser(team.viewer)
+    response, chunks = open_stream(page, team.blog.slug)
+    if how == "signed out":
+        page.logout()
+    elif how == "password changed elsewhere":
+        team.viewer.set_password("a new one, 2026")
+        team.viewer.save()
+    else:
+        type(team.viewer).objects.filter(pk=team.viewer.pk).update(is_active=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
+    closing = next(chunks)
+    assert closing.startswith(NO_ACCESS) and SIGNED_OUT in closing
+    assert list(chunks) == []
+    response.close()
+
+
+def test_a_page_still_signed_in_goes_on_hearing_and_its_session_is_left_as_it_was(
+    team, monkeypatch, django_capture_on_commit_callbacks, open_stream, settings
+):
+    """The look reads the session and never writes it, even when it holds a hash made with an older
+    secret key (still accepted: `SECRET_KEY_FALLBACKS`), which Django re-keys on the next request."""
+    monkeypatch.setattr(live, "SIGNED_IN_CHECK_SECONDS", 0)
+    page = browser(team.viewer)
+    key = page.session.session_key
+    response, chunks = open_stream(page, team.blog.slug)
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "a newer key " * 4, [settings.SECRET_KEY]  # (rotated since)
+    with django_capture_on_commit_callbacks(execute=True):
+        post = services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Heard")
+    assert next(chunks) == f'event: effects\ndata: [{{"type":"post.created","id":{post.pk}}}]\n\n'.encode()
+    assert live.signed_in(key, team.viewer.pk)
+    assert page.get(f"/blogs/{team.blog.slug}/").status_code == 200  # (the session the page holds still works)
+    response.close()
