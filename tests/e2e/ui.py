@@ -95,8 +95,9 @@ def wait_turn_finished(page: Page, timeout: float = 15_000) -> None:
 
 
 def wait_settled(page: Page, timeout: float = 15_000) -> None:
-    """htmx has taken in what it last swapped. Until it settles (20 ms later, longer on a busy host)
-    a new form's hx-post is not yet wired, and pressing its button submits the form natively."""
+    """htmx has taken in what it last swapped. Until it settles a new form's hx-post is not wired,
+    and pressing its button submits the form natively. The site settles at once (defaultSettleDelay
+    0, templates/base.html); this holds a test to it whatever the setting."""
     expect(page.locator(".htmx-added, .htmx-settling")).to_have_count(0, timeout=timeout)
 
 
