@@ -25,6 +25,7 @@ from agent.api import message_text
 from agent.chat_views import notice
 from agent.models import Message, Part, Session
 from agent.policy import Access
+from agent.templatetags.agent_waits import wait
 from agent.views import stream_url
 from blog import grants
 from blog.chat import start_session
@@ -112,7 +113,7 @@ def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
 
 
 def _refusal(exc: intake.Refused) -> str:
-    return exc.reason + (f" Try again in {exc.retry_after_seconds} s." if exc.retry_after_seconds else "")
+    return exc.reason + (f" Try again in {wait(exc.retry_after_seconds)}." if exc.retry_after_seconds else "")
 
 
 @require_POST

@@ -223,6 +223,14 @@
   // person can send now. The ticking number is hidden from screen readers (it sits in a live region, which
   // would read it out at every tick): they keep the server's sentence, left in place (moved, it would be
   // announced again) and only hidden from sight, and hear once that the wait is over.
+  // A wait in words, as the server says it (agent/templatetags/agent_waits.py): rounded up.
+  function waitWords(seconds) {
+    if (seconds <= 90) return seconds + " s";
+    if (seconds < 3600) return Math.ceil(seconds / 60) + " min";
+    if (seconds < 48 * 3600) return Math.ceil(seconds / 3600) + " h";
+    return Math.ceil(seconds / 86400) + " days";
+  }
+
   function countDown(el) {
     if (el.dataset.counting) return;
     el.dataset.counting = "1";
@@ -235,7 +243,7 @@
     (function tick() {
       var left = Math.ceil((end - Date.now()) / 1000);
       if (left <= 0) { el.textContent = el.dataset.retryDone; return; }
-      shown.textContent = sentence.replace(/\d+/, left);
+      shown.textContent = sentence.replace(/\d+ (s|min|h|days)\b/, waitWords(left));
       setTimeout(tick, (end - Date.now()) % 1000 || 1000);  // at each whole second left
     })();
   }

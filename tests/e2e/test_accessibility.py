@@ -289,6 +289,27 @@ def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
     expect(chat_input(page)).to_be_enabled()
 
 
+def test_an_hours_limit_says_its_wait_in_minutes_and_counts_them_down(server_factory, page):
+    """Not "try again in 3540 s": the wait is said in the unit that reads, by the server and as the
+    page counts it down."""
+    limits = {**NO_LIMITS, "AGENT_BUDGET_TOKENS_PER_HOUR": "1"}
+    server = server_factory("hour-countdown", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **limits)
+    base = server.url
+    page.clock.install()
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "hello")  # an empty bucket admits one call
+    retry = ask(page, "list my posts").locator(".chat-error .retry")
+    seconds = int(retry.get_attribute("data-retry-seconds"))
+    assert 3000 < seconds <= 3600
+    minutes = -(-seconds // 60)
+    expect(retry.locator(".visually-hidden")).to_have_text(f"(try again in {minutes} min)")
+    shown = retry.locator("[aria-hidden=true]")
+    expect(shown).to_have_text(re.compile(rf"\(try again in ({minutes}|{minutes - 1}) min\)"))
+    page.clock.run_for(10 * 60_000)
+    expect(shown).to_have_text(re.compile(rf"\(try again in ({minutes - 10}|{minutes - 11}) min\)"))
+
+
 def test_a_refused_message_says_to_wait_once(server_factory, page):
     """The notice names its wait in one sentence, the one that counts down, not also "please wait"."""
     limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}

@@ -1,0 +1,33 @@
+"""A wait in words (`agent_waits.wait`), as the chat says it and chat.js counts it down."""
+
+from __future__ import annotations
+
+import pytest
+from django.template import Context, Template
+
+from agent.templatetags.agent_waits import wait
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (1, "1 s"),
+        (60, "60 s"),
+        (90, "90 s"),
+        (91, "2 min"),  # (rounded up: a wait is never said shorter than it is)
+        (1800, "30 min"),
+        (3599, "60 min"),
+        (3600, "1 h"),
+        (5400, "2 h"),
+        (47 * 3600, "47 h"),
+        (48 * 3600, "2 days"),
+        (30 * 86400, "30 days"),  # a month's limit, not "2592000 s"
+    ],
+)
+def test_a_wait_is_said_in_the_unit_that_reads(seconds, said):
+    assert wait(seconds) == said
+
+
+def test_the_retry_fragment_says_the_wait_in_words_and_keeps_the_seconds_for_the_countdown():
+    html = Template('{% include "agent/_retry.html" with seconds=1800 sentence=True %}').render(Context())
+    assert 'data-retry-seconds="1800"' in html and "<span>Try again in 30 min.</span>" in html
