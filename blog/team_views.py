@@ -8,10 +8,9 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from blog import grants
+from blog import grants, team
 from blog.access import scope_choices
 from blog.models import Blog, Consent, PostRevision, Seat
 from blog.views import membership
@@ -47,7 +46,7 @@ def member_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog = _owned_blog(request, slug)
     target = get_object_or_404(Seat.objects.select_related("user").exclude(role=Seat.OWNER), blog=blog, pk=pk)
     if request.method == "POST":
-        target.delete()
+        team.seat_remove(seat=target)
         messages.success(request, f"Removed {target.user.username}.")
         return redirect("blog:members", slug=blog.slug)
     return render(request, "blog/member_confirm_remove.html", {"blog": blog, "seat": target})
@@ -79,7 +78,7 @@ def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:
     elif Seat.objects.filter(blog=blog, user=user).exists():
         adding["error"] = f"{user.username} is already a member."
     else:
-        Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
+        team.seat_add(blog=blog, user=user, role=role)
         messages.success(request, f"Added {user.username} as {role}.")
     return adding
 
@@ -99,9 +98,7 @@ def _update_member(request: HttpRequest, blog: Blog) -> None:
     if target is None:
         messages.error(request, "That member can't be changed.")
         return
-    target.role = role
-    target.may_use_assistant = request.POST.get("may_use_assistant") == "on" and role != Seat.VIEWER
-    target.save()
+    team.seat_update(seat=target, role=role, may_use_assistant=request.POST.get("may_use_assistant") == "on")
     messages.success(request, f"Updated {target.user.username}.")
 
 
@@ -115,19 +112,15 @@ def clients(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         wanted = set(request.POST.getlist("scopes"))
         if request.POST.get("action") == "revoke" or not wanted:
-            if consent is not None and consent.revoked_at is None:
-                consent.revoked_at = timezone.now()
-                consent.scopes = []
-                consent.save()
+            if consent is not None:
+                team.consent_revoke(consent=consent)
             messages.success(request, "The assistant can no longer act for you on this blog.")
         elif not grantable:
             messages.error(request, "Viewers can't use the assistant, so there is nothing to allow it.")
         elif not wanted <= grantable:
             messages.error(request, "You can only grant what you can do yourself.")
         else:
-            consent = consent or Consent(user=request.user, blog=blog, client=grants.ASSISTANT)
-            consent.scopes, consent.revoked_at = sorted(wanted), None
-            consent.save()
+            team.consent_grant(user=request.user, blog=blog, client=grants.ASSISTANT, scopes=wanted)
             messages.success(request, "Saved what the assistant may do for you.")
         return redirect("blog:clients", slug=blog.slug)
     granted = set(consent.scopes) if consent and consent.active else set()

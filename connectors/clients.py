@@ -10,13 +10,13 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
-from blog import grants
+from blog import grants, team
 from blog.access import ROLE_SCOPES, scope_choices
 from blog.models import Blog, Consent, Seat
 from blog.views import membership
@@ -63,6 +63,14 @@ def revoke_tokens(user: Any, blog: Blog, client: str | None = None) -> int:
     return revoked
 
 
+def client_revoke(*, consent: Consent) -> None:
+    """A connected client may do nothing more for its person on the blog: its grant revoked and, with
+    it, its tokens there (its next call is refused with 401)."""
+    with transaction.atomic():
+        team.consent_revoke(consent=consent)
+        revoke_tokens(consent.user, consent.blog, consent.client)
+
+
 def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
     """A member is leaving the blog: their connected clients' tokens there stop working now.
 
@@ -81,14 +89,11 @@ def client_grant(request: HttpRequest, slug: str, client: str) -> HttpResponse:
         raise Http404("No such client.")
     wanted = set(request.POST.getlist("scopes"))
     if request.POST.get("action") == "revoke" or not wanted:
-        consent.revoked_at, consent.scopes = timezone.now(), []
-        consent.save()
-        revoke_tokens(request.user, blog, client)
+        client_revoke(consent=consent)
         messages.success(request, f"{consent.client_name} can no longer act for you on this blog.")
     elif not wanted <= ROLE_SCOPES[seat.role]:
         messages.error(request, "You can only grant what you can do yourself.")
     else:
-        consent.scopes = sorted(wanted)
-        consent.save()
+        consent = team.consent_grant(user=request.user, blog=blog, client=client, scopes=wanted)
         messages.success(request, f"Saved what {consent.client_name} may do for you.")
     return redirect("blog:clients", slug=blog.slug)

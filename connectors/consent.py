@@ -22,8 +22,9 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from blog import team
 from blog.access import ROLE_SCOPES, scope_choices
-from blog.models import Consent, Seat
+from blog.models import Seat
 from config.middleware import POLICY
 from connectors.oauth import blog_scope, resource_url
 
@@ -69,9 +70,9 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
         except OAuthToolkitError as error:
             return self._refuse(request, error)
         # The code is made: what it stands for is this client's Consent from now on.
-        consent, _ = Consent.objects.get_or_create(user=request.user, blog=seat.blog, client=application.client_id)
-        consent.client_name, consent.scopes, consent.revoked_at = application.name, sorted(wanted), None
-        consent.save()
+        team.consent_grant(
+            user=request.user, blog=seat.blog, client=application.client_id, scopes=wanted, client_name=application.name
+        )
         return OAuth2ResponseRedirect(uri, application.get_allowed_schemes())
 
     def _checked(self, request: HttpRequest) -> tuple[Any, list[str], dict[str, Any]] | HttpResponse:

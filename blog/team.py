@@ -1,0 +1,63 @@
+"""Who is on a blog and what they let clients do there: the writes of Seats and Consents.
+
+The Members screen, the Clients screen and the connectors' consent page and grant form call these;
+the checks (who may ask, which role or scopes may be given) stay with their callers, who explain a
+refusal on their own page. A module of its own rather than `blog.services`, which is the posts'
+write path (revisions, covers, each change announced to the blog's pages): none of that applies
+here, and its screens are `blog.team_views`.
+
+What else a seat's change brings happens in Seat signals, so the admin and cascades get it too:
+a changed or removed seat wakes the blog's open pages (`live.seat_changed`), a removed one drops
+the member's grants there (`grants.drop_grants_with_seat`) and their connected clients' tokens
+(`connectors.clients.seat_removed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from blog.models import Blog, Consent, Seat
+
+
+def seat_add(*, blog: Blog, user: AbstractBaseUser, role: str) -> Seat:
+    """Make `user` a member of `blog` with `role`; they may use the assistant once the owner allows it."""
+    return Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
+
+
+def seat_update(*, seat: Seat, role: str, may_use_assistant: bool) -> Seat:
+    """Give the member `role`, and allow or refuse them the assistant (a viewer is always refused)."""
+    seat.role = role
+    seat.may_use_assistant = may_use_assistant and role != Seat.VIEWER
+    seat.save()
+    return seat
+
+
+def seat_remove(*, seat: Seat) -> None:
+    """Remove the member, and with them their grants on the blog and their clients' tokens there."""
+    with transaction.atomic():
+        seat.delete()
+
+
+def consent_grant(
+    *, user: AbstractBaseUser, blog: Blog, client: str, scopes: Iterable[str], client_name: str | None = None
+) -> Consent:
+    """Let `client` (blank: the built-in assistant) do `scopes` for `user` on `blog` from now on: their
+    Consent for it made, or changed (and no longer revoked). `client_name`, what a connected client
+    was called when the person approved it, is kept as it was when not given."""
+    changes: dict[str, object] = {"scopes": sorted(scopes), "revoked_at": None}
+    if client_name is not None:
+        changes["client_name"] = client_name
+    consent, _created = Consent.objects.update_or_create(user=user, blog=blog, client=client, defaults=changes)
+    return consent
+
+
+def consent_revoke(*, consent: Consent) -> None:
+    """The client may do nothing more for its person on the blog (a revoked Consent stays as it was)."""
+    if consent.revoked_at is not None:
+        return
+    consent.revoked_at, consent.scopes = timezone.now(), []
+    consent.save()
