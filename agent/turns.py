@@ -121,14 +121,19 @@ def start(run: Run) -> None:
     if mode == "inline":
         execute(run)
         return
-    channel.watched = True
-    watch.ensure_running()
+    _watch(channel)
     if mode == "auto" and gevent_patched():
         import gevent
 
         gevent.spawn(_in_background, run)
     else:
         threading.Thread(target=_in_background, args=(run,), name=f"turn-{run.turn.pk}", daemon=True).start()
+
+
+def _watch(channel: hub.TurnChannel) -> None:
+    """The process's watcher (`agent.watch`) checks the turn's Stop flag and renews its lease from now on."""
+    channel.watched = True
+    watch.ensure_running()
 
 
 def _in_background(run: Run) -> None:
@@ -199,9 +204,8 @@ def drive(run: Run | Any, *, watched: bool = False) -> Iterator[tuple[str, Any] 
 def _drive(run: Run, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]:
     turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
-    if watched and not channel.watched:
-        channel.watched = True
-        watch.ensure_running()
+    if watched:
+        _watch(channel)
     channel.interrupt = run.interrupt = Interrupt()
     if channel.stop:  # (Stop was pressed before the turn got here: `request_stop` found no Interrupt to fire)
         run.interrupt.fire()

@@ -64,14 +64,15 @@ def tick(*, renew: bool) -> bool:
     """
     alias = _alias()
     own = alias != DEFAULT_DB_ALIAS
-    if not hub.running_channels():
+    channels = hub.running_channels()
+    if not channels:
         if own:
             connections[alias].close()
         return True
     if own:
         connections[alias].close_if_unusable_or_obsolete()  # (a dead connection is found before use)
     try:
-        poll(renew=renew)
+        poll(renew=renew, channels=channels)
         return True
     except Exception:
         logger.exception("watching running turns failed; retrying")
@@ -83,9 +84,11 @@ def tick(*, renew: bool) -> bool:
             connections.close_all()  # give the pooled connection back between passes
 
 
-def poll(*, renew: bool) -> None:
-    """One pass: raise the Stop flag on channels whose turn was asked to stop; renew leases if due."""
-    channels = hub.running_channels()
+def poll(*, renew: bool, channels: list[hub.TurnChannel] | None = None) -> None:
+    """One pass: raise the Stop flag on channels whose turn was asked to stop; renew leases if due.
+    `channels`: this process's running turns, as the caller has just listed them."""
+    if channels is None:
+        channels = hub.running_channels()
     if not channels:
         return
     alias = _alias()

@@ -38,6 +38,16 @@ def open_stream():
         response.close()
 
 
+def closing_after_a_change(team, django_capture_on_commit_callbacks, chunks) -> bytes:
+    """A post of the blog changes; the page's stream relays none of it: the next thing it sends is
+    its closing event, and nothing follows."""
+    with django_capture_on_commit_callbacks(execute=True):
+        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
+    closing = next(chunks)
+    assert list(chunks) == []
+    return closing
+
+
 def test_each_change_to_a_post_reaches_the_blogs_open_pages(team, django_capture_on_commit_callbacks, open_stream):
     response, chunks = open_stream(browser(team.viewer), team.blog.slug)
     actor = Actor(team.editor, frozenset(ALL))
@@ -134,10 +144,7 @@ def test_a_change_after_the_seat_went_is_never_relayed_even_if_its_wake_up_was_l
     lost here; a worker that died between commit and publish)."""
     response, chunks = open_stream(browser(team.author), team.blog.slug)
     Seat.objects.filter(blog=team.blog, user=team.author).delete()  # (its callbacks never run in this test)
-    with django_capture_on_commit_callbacks(execute=True):
-        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
-    assert next(chunks).startswith(NO_ACCESS)
-    assert list(chunks) == []
+    assert closing_after_a_change(team, django_capture_on_commit_callbacks, chunks).startswith(NO_ACCESS)
     response.close()
 
 
@@ -145,10 +152,7 @@ def test_an_account_turned_off_hears_nothing_more(team, django_capture_on_commit
     response, chunks = open_stream(browser(team.viewer), team.blog.slug)
     team.viewer.is_active = False
     team.viewer.save()
-    with django_capture_on_commit_callbacks(execute=True):
-        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
-    assert next(chunks).startswith(NO_ACCESS)
-    assert list(chunks) == []
+    assert closing_after_a_change(team, django_capture_on_commit_callbacks, chunks).startswith(NO_ACCESS)
     response.close()
 
 
@@ -236,11 +240,8 @@ def test_a_page_whose_session_no_longer_signs_its_member_in_hears_nothing_more(
         team.viewer.save()
     else:
         type(team.viewer).objects.filter(pk=team.viewer.pk).update(is_active=False)
-    with django_capture_on_commit_callbacks(execute=True):
-        services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Unheard")
-    closing = next(chunks)
+    closing = closing_after_a_change(team, django_capture_on_commit_callbacks, chunks)
     assert closing.startswith(NO_ACCESS) and SIGNED_OUT in closing
-    assert list(chunks) == []
     response.close()
 
 
