@@ -1,5 +1,5 @@
-# Patch before anything imports sockets or psycopg (see shared NOTES: psycopg picks
-# its wait function at import time).
+# Patch before anything imports sockets or psycopg: psycopg picks its wait function at import
+# time.
 from gevent import monkey
 
 monkey.patch_all()
@@ -31,6 +31,11 @@ keepalive = 5
 accesslog = os.environ.get("ACCESS_LOG", None)
 errorlog = "-"
 control_socket_disable = True
+# Who may say a request came over HTTPS (`X-Forwarded-Proto: https`): the TLS-terminating proxy's
+# addresses, comma-separated, CIDR allowed. From any other address the header is ignored, so a
+# client talking to gunicorn directly cannot pass plain HTTP off as HTTPS. Django reads the
+# scheme gunicorn settled on (settings.py sets no SECURE_PROXY_SSL_HEADER).
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1,::1"
 
 
 def post_worker_init(worker):

@@ -231,7 +231,9 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 # Security: production defaults, loosened only by DEBUG or explicit settings.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# No SECURE_PROXY_SSL_HEADER: Django would believe any client's `X-Forwarded-Proto`. gunicorn
+# decides the scheme instead, trusting that header only from FORWARDED_ALLOW_IPS (the proxy;
+# config/gunicorn.conf.py), and Django reads it from the request's `wsgi.url_scheme`.
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG and SECURE_SSL_REDIRECT)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SESSION_COOKIE_HTTPONLY = True

@@ -516,6 +516,20 @@ def test_production_headers_and_cookies(strict, login):
         assert leak not in missing.text
 
 
+def test_only_the_proxys_addresses_may_say_a_request_came_over_https(server_factory, app, strict, login):
+    """A client that reaches gunicorn directly cannot pass plain HTTP off as HTTPS with a header."""
+    elsewhere = server_factory(
+        "proxy-elsewhere",
+        {"AGENT_BACKEND": "fake", "SECURE_SSL_REDIRECT": "", "FORWARDED_ALLOW_IPS": "192.0.2.10"},
+        database=app.database,
+    )
+    spoofing = login(None, elsewhere, https=True)  # X-Forwarded-Proto: https, from 127.0.0.1
+    redirect = spoofing.get("/accounts/login/")
+    assert redirect.status_code == 301 and redirect.headers["location"].startswith("https://")
+    # The same header from an address the operator named (the default: this host) is believed.
+    assert login(None, strict, https=True).get("/accounts/login/").status_code == 200
+
+
 def test_production_settings_pass_check_deploy(tmp_path):
     env = {
         k: v
