@@ -2,8 +2,8 @@
 
 Counted per username and address: a stranger guessing at someone's username locks out only their own
 address, not the person. Failures from every address together meet a limit `FROM_ANYWHERE` times
-higher, so guessing spread over many addresses is slowed as well. (Behind a proxy that is the only
-address the site sees, the two limits are one: failures per username.)
+higher, so guessing spread over many addresses is slowed as well. Behind a proxy the address is
+the client's, as the proxy names it (`config.middleware.ClientAddressMiddleware`).
 """
 
 from __future__ import annotations

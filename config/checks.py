@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 
 
 @checks.register()
@@ -22,3 +23,15 @@ def static_files_collected(app_configs=None, **kwargs):
             id="config.E001",
         )
     ]
+
+
+@checks.register()
+def proxy_addresses_readable(app_configs=None, **kwargs):
+    """FORWARDED_ALLOW_IPS names the proxy's addresses; a typo there would fail the first request."""
+    from config.middleware import trusted_networks
+
+    try:
+        trusted_networks(settings.FORWARDED_ALLOW_IPS)
+    except ImproperlyConfigured as e:
+        return [checks.Error(str(e), id="config.E002")]
+    return []

@@ -1,10 +1,80 @@
-"""A strict Content-Security-Policy: the pages load only their own scripts and styles."""
+"""The deploy layer's middleware: the client's address behind a proxy, and a strict
+Content-Security-Policy (the pages load only their own scripts and styles)."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_networks(entries: list[str]) -> tuple[bool, list[Network]]:
+    """`FORWARDED_ALLOW_IPS` read: (any address is the proxy's, the proxy's networks)."""
+    networks = []
+    for entry in entries:
+        if entry in ("", "*"):
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"FORWARDED_ALLOW_IPS must list addresses or networks (10.0.0.5, 10.0.0.0/24) or *, got {entry!r}."
+            ) from None
+    return "*" in entries, networks
+
+
+def client_address(remote: str, forwarded_for: str, any_proxy: bool, proxies: list[Network]) -> str:
+    """The address a request came from: `remote` (the socket's peer), unless that is a trusted proxy
+    that says, in `X-Forwarded-For`, whom it forwarded for.
+
+    Each proxy appends the address it received from, so the list is read from the right: the first
+    address that is not a trusted proxy's is the client's; anything left of it was written by the
+    client and proves nothing. A value that is not an address stops the reading there.
+    """
+
+    def trusted(address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in proxies)
+
+    if not forwarded_for or not (any_proxy or trusted(remote)):
+        return remote
+    client = remote
+    for hop in reversed([hop.strip() for hop in forwarded_for.split(",")]):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            break
+        client = hop
+        if not trusted(hop):
+            break
+    return client
+
+
+class ClientAddressMiddleware:
+    """Behind a trusted proxy (`FORWARDED_ALLOW_IPS`), `REMOTE_ADDR` becomes the client's address, so
+    what is counted per address (failed sign-ins, client registrations) counts people, not the proxy."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.any_proxy, self.proxies = trusted_networks(settings.FORWARDED_ALLOW_IPS)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        meta = request.META
+        forwarded_for = meta.get("HTTP_X_FORWARDED_FOR", "")
+        if forwarded_for:
+            meta["REMOTE_ADDR"] = client_address(
+                meta.get("REMOTE_ADDR", ""), forwarded_for, self.any_proxy, self.proxies
+            )
+        return self.get_response(request)
+
 
 POLICY = "; ".join(
     [

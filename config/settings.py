@@ -69,6 +69,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.ClientAddressMiddleware",  # REMOTE_ADDR: the client's, behind a trusted proxy
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -231,6 +232,10 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 # Security: production defaults, loosened only by DEBUG or explicit settings.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+# The TLS-terminating proxy's addresses (gunicorn's own FORWARDED_ALLOW_IPS, read here too): from
+# them, and only from them, `X-Forwarded-Proto` says the scheme (gunicorn) and `X-Forwarded-For`
+# says the client's address (`config.middleware.ClientAddressMiddleware`). `*` = any address.
+FORWARDED_ALLOW_IPS = [ip.strip() for ip in (os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1,::1").split(",")]
 # No SECURE_PROXY_SSL_HEADER: Django would believe any client's `X-Forwarded-Proto`. gunicorn
 # decides the scheme instead, trusting that header only from FORWARDED_ALLOW_IPS (the proxy;
 # config/gunicorn.conf.py), and Django reads it from the request's `wsgi.url_scheme`.

@@ -156,3 +156,33 @@ def test_unicode_variants_share_the_counter_on_the_admin_sign_in(django_user_mod
     assert admin_attempt(client, "𝐫𝐨𝐨𝐭", "root-pass-123").status_code == 429
     assert admin_attempt(client, "root", "root-pass-123").status_code == 429
     assert "_auth_user_id" not in client.session
+
+
+def test_behind_the_proxy_failures_count_per_client_address(django_user_model, settings):
+    """Every request comes from the proxy; its `X-Forwarded-For` says whose it is."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    settings.FORWARDED_ALLOW_IPS = ["10.0.0.5"]
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    stranger = Client(REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_FOR="203.0.113.9")
+    alice = Client(REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_FOR="198.51.100.7")
+    for _ in range(3):
+        attempt(stranger, "alice", "wrong")
+    assert attempt(stranger, "alice", "right-pass-123").status_code == 429
+    assert attempt(alice, "alice", "right-pass-123").status_code == 302
+    assert set(FailedLogin.objects.values_list("ip", flat=True)) == {"203.0.113.9"}
+
+
+def test_a_client_cannot_name_someone_elses_address(django_user_model, settings):
+    """`X-Forwarded-For` from anyone but the proxy proves nothing: a stranger writing the person's
+    address into it still locks out only their own."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    settings.FORWARDED_ALLOW_IPS = ["10.0.0.5"]
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    direct = Client(REMOTE_ADDR="203.0.113.9", HTTP_X_FORWARDED_FOR="198.51.100.7")
+    # Through the proxy, a forged entry left of the proxy's own is skipped too.
+    forged = Client(REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_FOR="198.51.100.7, 203.0.113.10")
+    for _ in range(3):
+        attempt(direct, "alice", "wrong")
+        attempt(forged, "alice", "wrong")
+    assert set(FailedLogin.objects.values_list("ip", flat=True)) == {"203.0.113.9", "203.0.113.10"}
+    assert attempt(Client(REMOTE_ADDR="198.51.100.7"), "alice", "right-pass-123").status_code == 302
