@@ -93,16 +93,25 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
         )
 
 
+#: How much of a part the session page shows; its message's page ("View") shows it whole.
+SHOWN = 2000
+
+
 def _part_text(part: Part) -> str:
+    """A part on one line of the session page, as JSON where it is data (as on its message's page)."""
     if part.type == "tool_use":
-        return f"{part.tool_name}({part.tool_input}) [{part.tool_use_id}]"
+        return f"{part.tool_name}({_cut(_json(part.tool_input, indent=None))}) [{part.tool_use_id}]"
     if part.type == "tool_result":
-        return f"{part.tool_status}: {part.tool_result} [{part.tool_use_id}]"
+        return f"{part.tool_status}: {_cut(_json(part.tool_result, indent=None))} [{part.tool_use_id}]"
     if part.type in ("image", "document"):
         return f"{part.media_type} {part.media_ref}"
     if is_redacted(part):
         return "(redacted thinking)"
-    return part.text[:2000]
+    return _cut(part.text)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN else text[:SHOWN] + "…"
 
 
 def provider_state(part: Part) -> str:
@@ -173,8 +182,8 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
         return provider_state(part)
 
 
-def _json(value) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+def _json(value, indent: int | None = 2) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=False)
 
 
 @admin.register(Message)

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 from django.utils import timezone
+from django.utils.html import escape
 
 from agent.models import Session
 from agent.state import Run
@@ -128,11 +129,31 @@ def test_the_session_page_shows_every_messages_values_in_columns_that_fit(audito
     )  # the whole list, one click away
     # (an input's keys in the order the database keeps them: PostgreSQL's jsonb orders them its own way)
     call = re.search(r"read_note\(\{(.*?)\}\) \[call_77\]", body)
-    assert call is not None
+    assert call is not None  # as JSON, as on the message's own page
     assert sorted(call.group(1).split(", ")) == [
-        "&#x27;note_id&#x27;: 7",
-        "&#x27;why&#x27;: &#x27;&lt;b&gt;asked&lt;/b&gt;&#x27;",
+        "&quot;note_id&quot;: 7",
+        "&quot;why&quot;: &quot;&lt;b&gt;asked&lt;/b&gt;&quot;",
     ]
+    assert f"ok: {{&quot;body&quot;: &quot;{'x' * 50}&quot;}} [call_77]" in body
+
+
+def test_the_session_page_cuts_a_long_part_and_its_message_page_shows_it_whole(auditor, user):
+    session = Session.objects.create(user=user)
+    run = Run(session)
+    add_message(run, "user", [{"type": "text", "text": "read it"}])
+    add_message(run, "assistant", [{"type": "tool_use", "id": "call_1", "name": "get_post", "input": {"post_id": 1}}])
+    body_text = "heron " * 1000  # 6,000 characters, as a long post's body comes back
+    add_message(
+        run,
+        "tool",
+        [{"type": "tool_result", "tool_use_id": "call_1", "name": "get_post", "result": {"body": body_text}}],
+    )
+    page = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    head = escape(('{"body": "' + body_text)[:2000])  # the first 2,000 characters of its JSON
+    assert f"ok: {head}… [call_1]" in page
+    assert body_text not in page
+    result = session.messages.get(role="tool")
+    assert body_text.strip() in auditor.get(f"/admin/agent/message/{result.pk}/change/").content.decode()
 
 
 def test_a_message_page_shows_its_parts_whole(auditor, user):
