@@ -17,6 +17,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from agent import events, hub
+from agent.backfill import Sent
 from agent.models import Message, Part, Turn
 from agent.streams import Ticket
 from agent.transcript import part_to_neutral, release_connection
@@ -123,12 +124,12 @@ def _from_copy(
 ) -> Iterator[list[Item]]:
     """Follow the bus's copy of a turn running elsewhere; end with exactly one terminal event.
 
-    The copy ends with the turn's terminal event. If the bus loses the turn (Redis went away), or
-    the turn ended without its terminal event reaching the bus (its worker died, or Redis came
-    back too late for it), the terminal event comes from the database.
+    The copy ends with the turn's terminal event. If it stops short (the bus lost the turn: Redis
+    went away, or answered `2-0`; or the turn ended without its terminal event reaching the bus:
+    its worker died, or Redis came back too late for it), what the turn said after that point, and
+    its terminal event, come from the transcript (`agent.backfill`).
     """
     seen = 0 if last_event_id is None else last_event_id + 1
-    ended = False
     for batch in _from_channel(copy, last_event_id, heartbeat, ticket):
         if len(batch) == 1 and batch[0][0] is None and not copy.closed:
             # A quiet spell: is the turn still running somewhere?
@@ -137,14 +138,22 @@ def _from_copy(
             if now is None or now.status != Turn.RUNNING or abandoned(now):
                 bus.catch_up(copy)  # its last events may be on their way: read them now
                 if copy.count() <= seen:
-                    yield [(None, *_terminal(now if now is not None and now.finished else None))]
-                    return
+                    break  # its end never reached the bus
                 continue
         seen = max(seen, max((i for i, _, _ in batch if i is not None), default=seen - 1) + 1)
-        ended = ended or any(name in TERMINAL for _, name, _ in batch)
         yield batch
-    if copy.lost and not ended:  # the turn goes on without the bus; its end is in the database
+    had = min(seen, copy.count())
+    if (ticket is not None and ticket.superseded) or (had and copy.names[had - 1] in TERMINAL):
+        return  # (the end was sent, here or before the stream's Last-Event-ID)
+    if copy.count() < seen:
+        # Resumed after events this copy never held (it was lost before they reached it): what the
+        # client has is unknown, so nothing is sent but the end (rather than words twice).
         yield from ([item] for item in _await_terminal(turn, heartbeat))
+        return
+    # The client has had every event of the copy, up to `seen` (its own and those before its
+    # Last-Event-ID); events the reader adds from now on are not sent from the copy.
+    sent = Sent.of(copy.names[:seen], copy.payloads[:seen])
+    yield from ([item] for item in _from_database(turn, heartbeat, ticket, sent))
 
 
 def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
@@ -163,8 +172,13 @@ def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
             yield (None, *HEARTBEAT)
 
 
-def _from_database(turn: Turn, heartbeat: float, ticket: Ticket | None = None) -> Iterator[Item]:
-    """Poll the transcript: persisted messages of the turn become events, then its terminal one."""
+def _from_database(
+    turn: Turn, heartbeat: float, ticket: Ticket | None = None, sent: Sent | None = None
+) -> Iterator[Item]:
+    """Poll the transcript: persisted messages of the turn become events, then its terminal one.
+
+    Given what the client already `sent` (a copy that stopped short), only what it lacks of them.
+    """
     last_position, waited = -1, 0.0
     while True:
         if ticket is not None and ticket.superseded:
@@ -174,7 +188,8 @@ def _from_database(turn: Turn, heartbeat: float, ticket: Ticket | None = None) -
         now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
         for message in replies(turn, last_position):
             last_position = message.position
-            yield from ((None, name, payload) for name, payload in _message_events(list(message.parts.all())))
+            said = _message_events(list(message.parts.all()))
+            yield from ((None, name, payload) for name, payload in (said if sent is None else sent.missing(said)))
         release_connection()
         if now is None:
             yield (None, *_terminal(None))

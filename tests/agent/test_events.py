@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import redis
@@ -19,7 +21,11 @@ from agent import events, hub
 from agent.events.local import LocalBus
 from agent.events.redis import RedisBus, turn_key
 from agent.follow import follow
-from agent.models import Session, Turn
+from agent.loop import run_agent
+from agent.models import Message, Session, Turn
+from agent.state import Run
+from agent.transcript import add_message
+from tests.agent.testapp.models import Note, Notebook, NotebookLink
 from tests.redis_server import RedisServer
 
 
@@ -315,3 +321,129 @@ def test_a_turn_that_ended_without_its_terminal_on_redis_ends_its_followers_from
     )
     reader.join(30)
     assert [(i, name) for i, name, _ in items if name != "heartbeat"] == [(0, "token"), (None, "error")]
+
+
+# --- Redis lost mid-turn: the follower on another worker still gets everything the turn said ---------
+
+SAID = ["Let ", "me ", "write ", "that ", "down."]
+THEN = ["Written: ", "one ", "note."]
+
+
+def a_turn_that_writes_a_note(script, user) -> tuple[Turn, Iterator[tuple[str, Any]]]:
+    """A notebook chat's running turn, and its loop's events to come: five words, a `write_note`
+    call (a tool result and one effect), then three words."""
+    script(
+        [
+            [
+                *({"kind": "text", "text": word} for word in SAID),
+                {"kind": "tool_use", "id": "w1", "name": "write_note", "input": {"title": "Milk"}},
+                {"kind": "done", "stop_reason": "tool_use"},
+            ],
+            [*({"kind": "text", "text": word} for word in THEN), {"kind": "done", "stop_reason": "end_turn"}],
+        ]
+    )
+    chat = Session.objects.create(user=user, purpose="chat", system_prompt="You keep notes.")
+    NotebookLink.objects.create(session=chat, notebook=Notebook.objects.create(owner=user, name="ideas"))
+    row = Turn.objects.create(session=chat)
+    Session.objects.filter(pk=chat.pk).update(turn=row, lease_until=timezone.now() + timedelta(minutes=5))
+    add_message(Run(chat, row), Message.USER, [{"type": "text", "text": "Note milk, please."}])
+    return row, iter(run_agent(Session.objects.get(pk=chat.pk), turn=row))
+
+
+def run_to_the_end(turn: hub.TurnChannel, steps: Iterator[tuple[str, Any]], row: Turn) -> tuple[str, Any]:
+    """Publish the loop's remaining events, then end the turn as `turns.drive` does."""
+    for name, payload in steps:
+        turn.publish(name, payload)
+    Turn.objects.filter(pk=row.pk).update(status=Turn.DONE, terminal_event=name, terminal_payload=payload)
+    turn.close()
+    return name, payload
+
+
+def reply_text(row: Turn) -> str:
+    """The turn's answer as the transcript holds it: the text parts of its assistant messages."""
+    messages = Message.objects.filter(turn=row, role=Message.ASSISTANT).order_by("position")
+    return "".join(p.text for m in messages for p in m.parts.order_by("position") if p.type == "text")
+
+
+def wait_for(condition, what: str) -> None:
+    for _ in range(400):
+        if condition():
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError(f"never: {what}")
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_redis_lost_mid_turn_the_follower_still_gets_the_rest_of_the_turn_from_the_transcript(settings, script, user):
+    """Two words reach the follower through Redis; Redis dies; the turn says three more, writes a
+    note and answers. The follower ends the part it had begun, sends the rest whole, without ids,
+    and ends with exactly one terminal event."""
+    server = RedisServer().start()
+    try:
+        settings.AGENT_EVENTS_URL = server.url
+        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+        row, steps = a_turn_that_writes_a_note(script, user)
+        turn = running_turn(RedisBus(server.url), str(row.pk))
+        for _ in range(2):
+            turn.publish(*next(steps))
+        items: list = []
+        reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=30)))
+        reader.start()
+        wait_for(lambda: len(items) >= 2, "the first two words reached the follower")
+        server.kill()
+        terminal = run_to_the_end(turn, steps, row)
+        reader.join(30)
+        assert not reader.is_alive()
+        got = [item for item in items if item[1] != "heartbeat"]
+        note = Note.objects.get()
+        assert got == [
+            (0, "token", {"text": "Let "}),
+            (1, "token", {"text": "me "}),
+            (None, "token", {"text": "write that down."}),  # the rest of the part the follower had begun
+            (None, "tool_use", {"id": "w1", "name": "write_note", "input": {"title": "Milk"}}),
+            (None, "tool_result", {"id": "w1", "name": "write_note", "status": "ok", "result": {"id": note.pk}}),
+            (None, "effects", [{"type": "note.written", "id": note.pk}]),
+            (None, "token", {"text": "Written: one note."}),
+            (None, *terminal),
+        ]
+        assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row)
+    finally:
+        server.stop()
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_follower_opened_after_redis_marked_the_turn_off_it_gets_the_whole_turn_from_the_transcript(
+    settings, script, user
+):
+    """Redis restarted empty mid-turn: the turn's next event finds no stream and writes `2-0`. A
+    stream opened then on another worker has none of the turn's events: it sends all of them from the
+    transcript as they are written, then one terminal event."""
+    server = RedisServer().start()
+    try:
+        settings.AGENT_EVENTS_URL = server.url
+        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+        row, steps = a_turn_that_writes_a_note(script, user)
+        turn = running_turn(RedisBus(server.url), str(row.pk))
+        key = turn_key(turn.turn_id)
+        turn.publish(*next(steps))
+        client = redis.Redis.from_url(server.url)
+        wait_for(lambda: client.exists(key) and client.xlen(key) == 2, "the first word reached Redis")
+        server.kill()
+        server.start()  # empty
+        client = redis.Redis.from_url(server.url)
+        turn.publish(*next(steps))
+        wait_for(lambda: client.exists(key), "the turn was marked off Redis")
+        items: list = []
+        reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=0.5)))
+        reader.start()
+        wait_for(lambda: items, "the follower waited on the transcript (its first heartbeat)")
+        terminal = run_to_the_end(turn, steps, row)
+        reader.join(30)
+        assert not reader.is_alive()
+        got = [item for item in items if item[1] != "heartbeat"]
+        assert [(i, name) for i, name, _ in got] == [
+            (None, name) for name in ("token", "tool_use", "tool_result", "effects", "token", terminal[0])
+        ]
+        assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row) == "".join(SAID + THEN)
+    finally:
+        server.stop()

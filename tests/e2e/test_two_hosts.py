@@ -211,7 +211,10 @@ def test_losing_redis_mid_turn_loses_nothing_and_new_turns_use_it_once_it_is_bac
         assert_valid(body)
         reply = body["messages"][-1]
         assert reply["role"] == "assistant" and reply["stop_reason"] == "end_turn"
-        assert "".join(p["text"] for p in reply["parts"] if p["type"] == "text") == "".join(WORDS)  # all of it
+        text = "".join(p["text"] for p in reply["parts"] if p["type"] == "text")
+        assert text == "".join(WORDS)  # all of it
+        # ... and so did the follower on B: its tokens up to the loss, then the rest from the transcript
+        assert "".join(d["text"] for _, name, d in seen if name == "token") == text
 
         # Redis is still down: the next turn works, followed from the transcript (the reply whole).
         response = alice_a.send(sid, "And then?")
