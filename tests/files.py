@@ -58,6 +58,16 @@ def pdf(text: str = "Hello PDF") -> bytes:
     return out.getvalue()
 
 
+def gif_of_tiny_frames(frames: int) -> bytes:
+    """An animated GIF of `frames` one-pixel frames, 24 bytes each: hardly any pixels, a flood of frames."""
+    header = b"GIF89a" + (1).to_bytes(2, "little") * 2 + bytes([0x80, 0, 0]) + b"\x00\x00\x00\xff\xff\xff"
+    loop = b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"
+    delay = b"\x21\xf9\x04\x00\x01\x00\x00\x00"  # graphic control: 10 ms
+    place = b"\x2c" + bytes(4) + (1).to_bytes(2, "little") * 2 + b"\x00"  # at 0,0, 1×1, no local colours
+    frame = delay + place + b"\x02\x02\x44\x01\x00"  # one LZW-coded pixel
+    return header + loop + frame * frames + b"\x3b"
+
+
 def exe_as_png() -> bytes:
     """The start of a Windows executable (what a renamed `setup.exe` holds)."""
     return b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff\x00\x00" + b"\x00" * 48 + b"This program cannot be run"

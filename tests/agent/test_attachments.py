@@ -94,6 +94,13 @@ def test_documents_are_recognised_from_their_bytes():
             "“big.png” is too large an image (6000×5000 pixels): the limit is 25 megapixels.",
         ),
         ("torn.png", files.png()[:60], "“torn.png” couldn't be read as an image."),
+        # Few pixels, but each frame costs its own decoding and re-encoding (was: 5,000 accepted; 200,000 took
+        # 12 s of the worker's CPU and 200 MB, then answered 500).
+        (
+            "flood.gif",
+            files.gif_of_tiny_frames(5000),
+            "“flood.gif” has too many frames (5000): the limit is 1000 frames.",
+        ),
         (
             "nul.txt",
             b"abc\x00def",
