@@ -156,13 +156,11 @@ def _is_text(data: bytes) -> bool:
 
 
 def pdf_pages(data: bytes) -> int | None:
-    """The PDF's page count when pypdf can read it (for the budget's estimate); None otherwise."""
-    from pypdf import PdfReader
+    """The PDF's page count when pypdf can read it within `agent.pdfs`' bounds (for the budget's
+    estimate); None otherwise: such a PDF is still sent as bytes, only the estimate is rougher."""
+    from agent import pdfs
 
-    try:
-        return len(PdfReader(io.BytesIO(data), strict=False).pages)
-    except Exception:  # a PDF pypdf cannot parse is still sent as bytes; only the estimate is rougher
-        return None
+    return pdfs.page_count(data)
 
 
 def _image(name: str, data: bytes, limits: Limits) -> Upload:

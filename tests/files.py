@@ -36,14 +36,20 @@ def gif_animated(frames: int = 3) -> bytes:
 def pdf(text: str = "Hello PDF") -> bytes:
     """A minimal valid one-page PDF."""
     stream = f"BT /F1 24 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (numbered from 1, the first the catalog), with its cross-reference table."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -56,6 +62,26 @@ def pdf(text: str = "Hello PDF") -> bytes:
         out.write(f"{offset:010d} 00000 n \n".encode())
     out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
     return out.getvalue()
+
+
+def pdf_slow_to_read(pages: int, content: bytes = b"") -> bytes:
+    """A PDF of `pages` pages that all draw one Flate-compressed content stream, `content`.
+
+    Hostile either way: many pages in a small file (each costs its reader time), or one stream of
+    megabytes of operators compressed to a few KB that a reader decompresses and parses per page.
+    """
+    stream = zlib.compress(content, 9)
+    font = b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>"
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources " + font + b" /Contents 3 0 R >>"
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages)).encode()
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [" + kids + b"] /Count " + str(pages).encode() + b" >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+            *[page] * pages,
+        ]
+    )
 
 
 def gif_of_tiny_frames(frames: int) -> bytes:
