@@ -9,7 +9,6 @@ adapter. The budget's input estimate reads `tokens(part)`.
 
 from __future__ import annotations
 
-import io
 import math
 from typing import Any
 
@@ -98,19 +97,8 @@ def tokens(part: dict[str, Any]) -> int:
 
 
 def pdf_text(data: bytes, limit: int = 200_000) -> str | None:
-    """A PDF's text (pypdf), for a provider that takes no PDF files; None when none can be read."""
-    from pypdf import PdfReader
+    """A PDF's text (pypdf, within `agent.pdfs`' bounds), for a provider that takes no PDF files;
+    None when none can be read."""
+    from agent import pdfs
 
-    try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        out, total = [], 0
-        for page in reader.pages:
-            text = page.extract_text() or ""
-            out.append(text)
-            total += len(text)
-            if total >= limit:
-                break
-    except Exception:  # a PDF pypdf cannot parse has no text to offer
-        return None
-    text = "\n\n".join(out).strip()[:limit]
-    return text or None
+    return pdfs.text(data, limit)

@@ -1,7 +1,7 @@
 """Checking an attachment from its bytes, never its name, before anything is stored.
 
 Accepted: PNG, JPEG, GIF and WebP images (opened by Pillow with only those decoders, the pixel
-count checked from the header before any decoding, then re-encoded: EXIF orientation applied and
+and frame counts checked before any decoding, then re-encoded: EXIF orientation applied and
 every metadata chunk — EXIF, GPS, XMP, comments, text chunks — left behind; animation kept), PDF
 (the `%PDF-` header) and plain-text or Markdown documents (UTF-8 without NULs, named `.txt`, `.md`
 or `.markdown`). SVG and HTML are refused by name and by sniffing the leading bytes as a browser
@@ -61,6 +61,7 @@ class Limits:
     per_message: int
     files: int
     pixels: int
+    frames: int = 1000
 
     @classmethod
     def from_settings(cls) -> Limits:
@@ -69,6 +70,7 @@ class Limits:
             per_message=int(settings.AGENT_MAX_UPLOAD_MB_PER_MESSAGE * MB),
             files=settings.AGENT_MAX_UPLOAD_FILES,
             pixels=settings.AGENT_MAX_IMAGE_PIXELS,
+            frames=settings.AGENT_MAX_IMAGE_FRAMES,
         )
 
 
@@ -154,13 +156,11 @@ def _is_text(data: bytes) -> bool:
 
 
 def pdf_pages(data: bytes) -> int | None:
-    """The PDF's page count when pypdf can read it (for the budget's estimate); None otherwise."""
-    from pypdf import PdfReader
+    """The PDF's page count when pypdf can read it within `agent.pdfs`' bounds (for the budget's
+    estimate); None otherwise: such a PDF is still sent as bytes, only the estimate is rougher."""
+    from agent import pdfs
 
-    try:
-        return len(PdfReader(io.BytesIO(data), strict=False).pages)
-    except Exception:  # a PDF pypdf cannot parse is still sent as bytes; only the estimate is rougher
-        return None
+    return pdfs.page_count(data)
 
 
 def _image(name: str, data: bytes, limits: Limits) -> Upload:
@@ -176,7 +176,13 @@ def _image(name: str, data: bytes, limits: Limits) -> Upload:
         if width * height > limits.pixels:  # from the header: nothing is decoded yet
             raise _too_many_pixels(name, (width, height), limits)
         try:
+            # Counted without decoding (a GIF's by skipping from frame to frame). Each frame costs its
+            # own decoding and re-encoding whatever its size, so pixels alone do not bound the work.
             frames = getattr(im, "n_frames", 1)
+            if frames > limits.frames:
+                raise UploadRefused(
+                    f"“{name}” has too many frames ({frames}): the limit is {limits.frames} frames.", "too_many_frames"
+                )
             if width * height * frames > limits.pixels:
                 raise _too_many_pixels(name, (width, height), limits)
             media_type, extension = IMAGE_FORMATS[im.format]

@@ -345,6 +345,7 @@ AGENT_MAX_UPLOAD_MB = env_float("AGENT_MAX_UPLOAD_MB", 10.0)
 AGENT_MAX_UPLOAD_MB_PER_MESSAGE = env_float("AGENT_MAX_UPLOAD_MB_PER_MESSAGE", 20.0)
 AGENT_MAX_UPLOAD_FILES = env_int("AGENT_MAX_UPLOAD_FILES", 8)
 AGENT_MAX_IMAGE_PIXELS = env_int("AGENT_MAX_IMAGE_PIXELS", 25_000_000)
+AGENT_MAX_IMAGE_FRAMES = env_int("AGENT_MAX_IMAGE_FRAMES", 1000)  # frames of one animated image
 # 0 = the model takes no images: a message with one is refused before any call.
 AGENT_MODEL_IMAGES = env_bool("AGENT_MODEL_IMAGES", True)
 FILE_UPLOAD_HANDLERS = [

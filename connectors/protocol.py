@@ -27,6 +27,11 @@ INSTRUCTIONS = (
 )
 
 
+#: The deepest nesting of arrays and objects a message may have. The tools' arguments are flat; deeper
+#: input only costs the recursion of every JSON encoder and decoder it meets (the audit's included).
+MAX_DEPTH = 64
+
+
 class RpcError(Exception):
     """A JSON-RPC error to answer with; `message` is a calm sentence, never exception text."""
 
@@ -39,8 +44,10 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
     """The message in `body`: a request, a notification, or None for a client's response to us."""
     try:
         raw = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (Python's parser recurses once per level)
         raise RpcError(types.PARSE_ERROR, "Parse error: the body is not valid JSON.", status=400) from None
+    if nested_deeper_than(raw, MAX_DEPTH):
+        raise RpcError(types.INVALID_REQUEST, f"Invalid request: nested more than {MAX_DEPTH} deep.", status=400)
     if isinstance(raw, list):
         raise RpcError(types.INVALID_REQUEST, "Invalid request: batches are not supported.", status=400)
     if not isinstance(raw, dict) or raw.get("jsonrpc") != "2.0":
@@ -57,6 +64,17 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
     if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
         return None
     return message
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether parsed JSON nests arrays and objects more than `limit` deep (walked without recursion)."""
+    level, depth = [value], 0
+    while level := [v for v in level if isinstance(v, dict | list)]:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [m for item in level for m in (item.values() if isinstance(item, dict) else item)]
+    return False
 
 
 def answer(request_id: Any, result: BaseModel) -> dict[str, Any]:

@@ -120,7 +120,7 @@ def register(request: HttpRequest) -> JsonResponse:
         return JsonResponse(body, status=429, headers={"Retry-After": str(wait)})
     try:
         fields = clean_metadata(json.loads(request.body or b"null"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (RecursionError: nested past Python's limit)
         return _error("The body must be JSON client metadata.")
     except InvalidMetadata as exc:
         return _error(str(exc))

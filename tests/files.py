@@ -36,14 +36,20 @@ def gif_animated(frames: int = 3) -> bytes:
 def pdf(text: str = "Hello PDF") -> bytes:
     """A minimal valid one-page PDF."""
     stream = f"BT /F1 24 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+def pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (numbered from 1, the first the catalog), with its cross-reference table."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
@@ -56,6 +62,36 @@ def pdf(text: str = "Hello PDF") -> bytes:
         out.write(f"{offset:010d} 00000 n \n".encode())
     out.write(f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
     return out.getvalue()
+
+
+def pdf_slow_to_read(pages: int, content: bytes = b"") -> bytes:
+    """A PDF of `pages` pages that all draw one Flate-compressed content stream, `content`.
+
+    Hostile either way: many pages in a small file (each costs its reader time), or one stream of
+    megabytes of operators compressed to a few KB that a reader decompresses and parses per page.
+    """
+    stream = zlib.compress(content, 9)
+    font = b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>"
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources " + font + b" /Contents 3 0 R >>"
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages)).encode()
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [" + kids + b"] /Count " + str(pages).encode() + b" >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+            *[page] * pages,
+        ]
+    )
+
+
+def gif_of_tiny_frames(frames: int) -> bytes:
+    """An animated GIF of `frames` one-pixel frames, 24 bytes each: hardly any pixels, a flood of frames."""
+    header = b"GIF89a" + (1).to_bytes(2, "little") * 2 + bytes([0x80, 0, 0]) + b"\x00\x00\x00\xff\xff\xff"
+    loop = b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"
+    delay = b"\x21\xf9\x04\x00\x01\x00\x00\x00"  # graphic control: 10 ms
+    place = b"\x2c" + bytes(4) + (1).to_bytes(2, "little") * 2 + b"\x00"  # at 0,0, 1×1, no local colours
+    frame = delay + place + b"\x02\x02\x44\x01\x00"  # one LZW-coded pixel
+    return header + loop + frame * frames + b"\x3b"
 
 
 def exe_as_png() -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,13 @@ def test_documents_are_recognised_from_their_bytes():
             "“big.png” is too large an image (6000×5000 pixels): the limit is 25 megapixels.",
         ),
         ("torn.png", files.png()[:60], "“torn.png” couldn't be read as an image."),
+        # Few pixels, but each frame costs its own decoding and re-encoding (was: 5,000 accepted; 200,000 took
+        # 12 s of the worker's CPU and 200 MB, then answered 500).
+        (
+            "flood.gif",
+            files.gif_of_tiny_frames(5000),
+            "“flood.gif” has too many frames (5000): the limit is 1000 frames.",
+        ),
         (
             "nul.txt",
             b"abc\x00def",
@@ -107,6 +115,34 @@ def test_hostile_or_unsupported_files_are_refused_calmly(name, data, message):
     with pytest.raises(UploadRefused) as caught:
         check_one(name, data, LIMITS)
     assert caught.value.args == (message,)
+
+
+def test_a_pdf_with_a_flood_of_pages_is_counted_within_bounds():
+    """Counting pages is only for the budget's estimate: past the bound it gives up (the estimate goes
+    by size) instead of walking every page object (was: 20,000 counted; 9 s of CPU for 60,000)."""
+    flood = files.pdf_slow_to_read(20_000)
+    started = time.monotonic()
+    upload = check_one("pages.pdf", flood, LIMITS)
+    assert time.monotonic() - started < 1.5
+    assert upload.meta == {"size": len(flood)}
+    assert check_one("fine.pdf", files.pdf_slow_to_read(900), LIMITS).pages == 900
+
+
+def test_reading_a_pdfs_text_is_bounded_however_it_was_made(monkeypatch):
+    """For a model that takes no PDF files its text is read on every model call of the chat: a few KB
+    that make each page decompress and parse megabytes of operators must not hold the worker."""
+    huge = files.pdf_slow_to_read(4, b"BT ET " * 3_000_000)  # 18 MB a page, 20 KB in all
+    started = time.monotonic()
+    assert attachments.pdf_text(huge) is None  # (was: 8 s, 2 s a page)
+    assert time.monotonic() - started < 2
+    from agent import pdfs
+
+    monkeypatch.setattr(pdfs, "TEXT_SECONDS", 0.2)
+    many = files.pdf_slow_to_read(12, b"BT () Tj ET " * 40_000)  # 480 KB a page, under the bound of a stream
+    started = time.monotonic()
+    assert attachments.pdf_text(many) is None
+    assert time.monotonic() - started < 4  # (was: 6.6 s, half a second a page)
+    assert attachments.pdf_text(files.pdf("Still read")) == "Still read"
 
 
 def test_limits_per_file_per_message_and_count():

@@ -128,6 +128,16 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(team):
             -32602,
         ),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 5}}', 200, -32602),
+        # Nested past Python's recursion limit (was: 500, an HTML page and a RecursionError traceback)
+        (b"[" * 5000, 400, -32700),
+        # Nested deep but parseable: its audit row could not be written (was: 200 -32603 "Internal error", a
+        # traceback logged, and no McpCall, so the call did not count toward the client's rate limit)
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_posts", "arguments": '
+            b'{"search": ' + b"[" * 900 + b"]" * 900 + b"}}}",
+            400,
+            -32600,
+        ),
     ],
 )
 def test_malformed_json_rpc_gets_a_clear_error_never_a_traceback(team, raw, status, code):

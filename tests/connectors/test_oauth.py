@@ -92,6 +92,16 @@ def test_registration_admits_only_public_code_clients(metadata):
     assert response.status_code == 400
 
 
+def test_registration_refuses_a_body_nested_too_deep_calmly():
+    """It needs no account: a body of 5,000 `[` was a 500 page and a traceback in the log for anyone."""
+    response = Client().post("/oauth/register/", data=b"[" * 5000, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_client_metadata",
+        "error_description": "The body must be JSON client metadata.",
+    }
+
+
 def test_registration_answers_rfc7591():
     response = Client().post(
         "/oauth/register/",
