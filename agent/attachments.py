@@ -98,7 +98,9 @@ def tokens(part: dict[str, Any]) -> int:
 
 def pdf_text(data: bytes, limit: int = 200_000) -> str | None:
     """A PDF's text (pypdf, within `agent.pdfs`' bounds), for a provider that takes no PDF files;
-    None when none can be read."""
+    None when none can be read. Read in gevent's thread pool: the turn's greenlet waits, the
+    worker's other streams go on."""
     from agent import pdfs
+    from agent.runtime import off_the_loop
 
-    return pdfs.text(data, limit)
+    return off_the_loop(pdfs.text, data, limit)

@@ -13,7 +13,7 @@ from agent.api import message_text, take_rate_slot
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
 from agent.policy import Access, get_policy
-from agent.runtime import gevent_patched
+from agent.runtime import off_the_loop
 from agent.state import Run
 from agent.upload_handler import refusal_of
 from agent.uploads import Upload, UploadRefused, check_all
@@ -82,16 +82,6 @@ def uploaded_files(request: HttpRequest) -> list[tuple[str, bytes]]:
         with upload.open("rb") as fh:
             out.append((upload.name, fh.read()))
     return out
-
-
-def off_the_loop(fn: Any, *args: Any) -> Any:
-    """`fn(*args)` in gevent's thread pool under gevent (Pillow decodes and encodes without the GIL),
-    so checking a large image never stalls the worker's other streams; else inline."""
-    if gevent_patched():
-        import gevent
-
-        return gevent.get_hub().threadpool.apply(fn, args)
-    return fn(*args)
 
 
 def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 _patched = False  # once patched, a process stays patched
 
 
@@ -19,3 +21,14 @@ def gevent_patched() -> bool:
         return False
     _patched = monkey.is_module_patched("socket")
     return _patched
+
+
+def off_the_loop(fn: Any, *args: Any) -> Any:
+    """`fn(*args)` in gevent's thread pool under gevent, else inline: for work that takes long in one
+    piece (decoding an image, reading a PDF), so it never stalls the worker's other streams outright
+    (Pillow works without the GIL; pure-Python work shares it with them)."""
+    if gevent_patched():
+        import gevent
+
+        return gevent.get_hub().threadpool.apply(fn, args)
+    return fn(*args)

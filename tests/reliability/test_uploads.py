@@ -7,6 +7,7 @@ only to their chat's person, with headers that keep a browser from running them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -74,6 +75,9 @@ def test_attachments_are_served_only_to_their_chat_and_never_run(app, provider, 
     response = _upload(alice, sid, [("photo.png", files.png(32, 24)), ("report.pdf", files.pdf())])
     assert response.status_code == 202, response.text
     alice.read_stream(response.json()["stream_url"])
+    # The stand-in is not api.openai.com, so the model got the PDF's text, read in gevent's thread pool.
+    sent = json.dumps(provider.requests[-1].body["messages"][-1])
+    assert "its text, extracted" in sent and "Hello PDF" in sent
     parts = [p for m in alice.get(f"/api/agent/sessions/{sid}").json()["messages"] for p in m["parts"] if "url" in p]
     image, pdf = parts
     # The stored image was re-encoded from its pixels: nothing of the upload but the picture.
