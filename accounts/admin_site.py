@@ -1,4 +1,4 @@
-"""The admin's sign-in, behind the same limit on failed attempts as the site's (accounts.views)."""
+"""The admin's sign-in, behind the same limit on guesses as the site's (accounts.throttle)."""
 
 from __future__ import annotations
 
@@ -6,30 +6,37 @@ from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.template.response import TemplateResponse
 
-from accounts.views import address, attempted_username, locked_message, record_failure, seconds_locked, unchecked_form
+from accounts import throttle
+from accounts.views import unchecked_form
 
 
 class ThrottledAdminSite(admin.AdminSite):
     """Django's AdminSite; its login counts failures and, past the limit, refuses without checking the password."""
 
     def login(self, request, extra_context=None):
-        if request.method == "POST":
-            wait = seconds_locked(attempted_username(request), address(request))
-            if wait:
-                form = unchecked_form(self.login_form or AdminAuthenticationForm, request, locked_message(wait))
-                context = {
-                    **self.each_context(request),
-                    "title": "Log in",
-                    "subtitle": None,
-                    "app_path": request.get_full_path(),
-                    "form": form,
-                    **(extra_context or {}),
-                }
-                request.current_app = self.name
-                return TemplateResponse(request, self.login_template or "admin/login.html", context, status=429)
+        if request.method != "POST":
+            return super().login(request, extra_context)
+        typed = request.POST.get("username") or ""
+        attempt = throttle.begin(throttle.counted_username(typed), throttle.address(request))
+        if attempt.wait:
+            form_class = self.login_form or AdminAuthenticationForm
+            form = unchecked_form(
+                form_class(request, initial={"username": typed[:150]}), throttle.locked_message(attempt.wait)
+            )
+            context = {
+                **self.each_context(request),
+                "title": "Log in",
+                "subtitle": None,
+                "app_path": request.get_full_path(),
+                "form": form,
+                **(extra_context or {}),
+            }
+            request.current_app = self.name
+            return TemplateResponse(request, self.login_template or "admin/login.html", context, status=429)
         response = super().login(request, extra_context)
-        if request.method == "POST" and isinstance(response, TemplateResponse):
-            form = (response.context_data or {}).get("form")
-            if form is not None and form.is_bound and form.errors:
-                record_failure(request)
+        form = (response.context_data or {}).get("form") if isinstance(response, TemplateResponse) else None
+        if form is not None and form.is_bound and form.errors:
+            throttle.failed(attempt)
+        else:
+            throttle.succeeded(attempt)
         return response

@@ -186,3 +186,29 @@ def test_a_client_cannot_name_someone_elses_address(django_user_model, settings)
         attempt(forged, "alice", "wrong")
     assert set(FailedLogin.objects.values_list("ip", flat=True)) == {"203.0.113.9", "203.0.113.10"}
     assert attempt(Client(REMOTE_ADDR="198.51.100.7"), "alice", "right-pass-123").status_code == 302
+
+
+def test_attempts_arriving_while_a_password_is_checked_are_counted_before_theirs_is(
+    django_user_model, settings, monkeypatch
+):
+    """Under gevent a password is checked on a thread (`config/hashers.py`) while the worker takes
+    other requests, so a burst of guesses sent at once all reached the check before the first failure
+    was written. Here each attempt's password check lets the next guess arrive, as a burst does."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    real = django_user_model.check_password
+    burst, checked, statuses = iter(range(7)), [], []
+
+    def check_password(user, raw_password):
+        checked.append(raw_password)
+        if next(burst, None) is not None:  # one more guess arrives while this one is checked
+            statuses.append(attempt(Client(), "alice", "wrong").status_code)
+        return real(user, raw_password)
+
+    monkeypatch.setattr(django_user_model, "check_password", check_password)
+    assert attempt(Client(), "alice", "wrong").status_code == 200
+    assert len(checked) == 3  # of the burst of eight, only the limit's worth were checked
+    assert statuses == [429, 200, 200]
+    assert FailedLogin.objects.count() == 3  # the refused guess is not counted
+    monkeypatch.undo()
+    assert attempt(Client(), "alice", "right-pass-123").status_code == 429
