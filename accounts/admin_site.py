@@ -1,17 +1,19 @@
-"""The admin's sign-in, behind the same limit on guesses as the site's (accounts.throttle)."""
+"""The admin's sign-in and password change, behind the same limit on guesses as the site's (accounts.throttle)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.admin.forms import AdminAuthenticationForm, AdminPasswordChangeForm
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from accounts import throttle
-from accounts.views import unchecked_form
+from accounts.views import ThrottledPasswordChangeView, unchecked_form
 
 
 class ThrottledAdminSite(admin.AdminSite):
-    """Django's AdminSite; its login counts failures and, past the limit, refuses without checking the password."""
+    """Django's AdminSite; its login counts failures and, past the limit, refuses without checking the
+    password; its password change counts a wrong current password the same way."""
 
     def login(self, request, extra_context=None):
         if request.method != "POST":
@@ -40,3 +42,15 @@ class ThrottledAdminSite(admin.AdminSite):
         else:
             throttle.succeeded(attempt)
         return response
+
+    def password_change(self, request, extra_context=None):
+        """The admin's own page (`AdminSite.password_change`), served by the throttled view."""
+        defaults = {
+            "form_class": AdminPasswordChangeForm,
+            "success_url": reverse("admin:password_change_done", current_app=self.name),
+            "extra_context": {**self.each_context(request), **(extra_context or {})},
+        }
+        if self.password_change_template is not None:
+            defaults["template_name"] = self.password_change_template
+        request.current_app = self.name
+        return ThrottledPasswordChangeView.as_view(**defaults)(request)

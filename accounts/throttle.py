@@ -1,6 +1,8 @@
 """Guesses at a password, limited per username (in the database, so it holds across workers).
 
-The site's sign-in and the admin's count here. Counted per username and address: a stranger guessing at
+Every form that checks a person's password counts here: the site's sign-in, the admin's, and the
+current password of both password change forms (a session someone else got hold of must not be an
+unlimited oracle for the password). Counted per username and address: a stranger guessing at
 someone's username locks out only their own address, not the person. Failures from every address
 together meet a limit `FROM_ANYWHERE` times higher, so guessing spread over many addresses is slowed
 as well. Behind a proxy the address is the client's, as the proxy names it

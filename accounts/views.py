@@ -1,8 +1,8 @@
-"""The site's sign-in, with guesses at the password limited (`accounts.throttle`)."""
+"""The site's sign-in and password change, with guesses at the password limited (`accounts.throttle`)."""
 
 from __future__ import annotations
 
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordChangeView
 
 from accounts import throttle
 
@@ -33,4 +33,30 @@ class ThrottledLoginView(LoginView):
 
     def form_invalid(self, form):
         throttle.failed(self.attempt)
+        return super().form_invalid(form)
+
+
+class ThrottledPasswordChangeView(PasswordChangeView):
+    """Django's PasswordChangeView; a wrong current password counts as a failed sign-in of its user,
+    and past the limit the change is refused without checking it."""
+
+    def post(self, request, *args, **kwargs):
+        username = throttle.counted_username(request.user.get_username())
+        self.attempt = throttle.begin(username, throttle.address(request))
+        if self.attempt.wait:
+            form = unchecked_form(
+                self.get_form_class()(user=request.user), throttle.locked_message(self.attempt.wait), "old_password"
+            )
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form):
+        throttle.succeeded(self.attempt)
+        return super().form_valid(form)
+
+    def form_invalid(self, form):
+        if "old_password" in form.errors:
+            throttle.failed(self.attempt)
+        else:  # the current password was right; new ones that differ or are too weak are no guess
+            throttle.succeeded(self.attempt)
         return super().form_invalid(form)

@@ -3,16 +3,17 @@ from django.contrib.auth import views as auth_views
 from django.contrib.sitemaps.views import sitemap
 from django.urls import include, path
 
-from accounts.views import ThrottledLoginView
+from accounts.views import ThrottledLoginView, ThrottledPasswordChangeView
 from blog.reading import SITEMAPS
 
 # django.contrib.auth.urls without its password reset pages: no mail is set up to send a reset
 # link, so they would only offer a form that cannot work (and an unthrottled one). A forgotten
-# password is reset by an admin (`/admin/`, or `manage.py changepassword`).
+# password is reset by an admin (`/admin/`, or `manage.py changepassword`). Sign-in and password
+# change both count guesses at the password (`accounts.throttle`).
 accounts = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password_change/", ThrottledPasswordChangeView.as_view(), name="password_change"),
     path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
 ]
 

@@ -212,3 +212,63 @@ def test_attempts_arriving_while_a_password_is_checked_are_counted_before_theirs
     assert FailedLogin.objects.count() == 3  # the refused guess is not counted
     monkeypatch.undo()
     assert attempt(Client(), "alice", "right-pass-123").status_code == 429
+
+
+def change_password(client, old, new="a-new-pass-456", again=None):
+    data = {"old_password": old, "new_password1": new, "new_password2": again or new}
+    return client.post("/accounts/password_change/", data)
+
+
+def test_guessing_the_current_password_on_the_change_form_meets_the_same_limit(django_user_model, settings):
+    """A session someone else got hold of (a stolen cookie, a computer left signed in) must not
+    become an unlimited oracle for the password, and through it the account: the change form's
+    current password is a guess at it like a sign-in's, counted with them."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    alice = django_user_model.objects.create_user("alice", password="right-pass-123")
+    thief = Client(REMOTE_ADDR="203.0.113.9")
+    thief.force_login(alice)
+    for guess in ("guess-1", "guess-2", "guess-3"):
+        response = change_password(thief, guess)
+        assert response.status_code == 200
+        assert "Your old password was entered incorrectly" in response.content.decode()
+    assert set(FailedLogin.objects.values_list("username", "ip")) == {("alice", "203.0.113.9")}
+
+    response = change_password(thief, "right-pass-123")
+    assert response.status_code == 429
+    assert "Too many failed attempts for this username. Try again in 15 minutes." in response.content.decode()
+    alice.refresh_from_db()
+    assert alice.check_password("right-pass-123")  # not changed
+    assert FailedLogin.objects.count() == 3  # the refused attempt is not counted
+    # The same guesses count on the sign-in form from that address; alice, elsewhere, is untouched.
+    assert attempt(Client(REMOTE_ADDR="203.0.113.9"), "alice", "right-pass-123").status_code == 429
+    assert attempt(Client(REMOTE_ADDR="198.51.100.7"), "alice", "right-pass-123").status_code == 302
+
+
+def test_a_change_with_the_right_current_password_counts_no_failure(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    alice = django_user_model.objects.create_user("alice", password="right-pass-123")
+    client = Client()
+    client.force_login(alice)
+    assert change_password(client, "right-pass-123", again="another-pass-789").status_code == 200  # a typo
+    assert change_password(client, "right-pass-123").status_code == 302
+    assert not FailedLogin.objects.exists()
+    alice.refresh_from_db()
+    assert alice.check_password("a-new-pass-456")
+
+
+def test_the_admins_password_change_meets_the_same_limit(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 2
+    root = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    client = Client()
+    client.force_login(root)
+    data = {"new_password1": "a-new-pass-456", "new_password2": "a-new-pass-456"}
+    for guess in ("guess-1", "guess-2"):
+        assert client.post("/admin/password_change/", {**data, "old_password": guess}).status_code == 200
+    response = client.post("/admin/password_change/", {**data, "old_password": "root-pass-123"})
+    assert response.status_code == 429
+    assert "Too many failed attempts for this username." in response.content.decode()
+    root.refresh_from_db()
+    assert root.check_password("root-pass-123")
+    FailedLogin.objects.update(created_at=timezone.now() - timedelta(minutes=16))
+    assert client.post("/admin/password_change/", {**data, "old_password": "root-pass-123"}).status_code == 302
+    assert not FailedLogin.objects.exists()
