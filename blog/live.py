@@ -14,6 +14,7 @@ or removed sends the channel a message with no effects (`seat_changed`), so the 
 lost the blog stops at once, not at the blog's next change; that page's stream ends with a notice
 saying why, and the page stops listening. So does the page of a session that no longer signs its
 member in (signed out, or ended by a password change elsewhere), looked at once a minute at most.
+Only an EventSource is answered (`from_event_source`): an image in a post cannot open a stream.
 """
 
 from __future__ import annotations
@@ -72,7 +73,18 @@ def blog_events(request: HttpRequest, slug: str) -> HttpResponse:
     seat = grants.seat_of(request.user, blog) if blog else None
     if seat is None or READ not in ROLE_SCOPES[seat.role]:
         raise Http404("No such blog.")
+    if not from_event_source(request):
+        return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")
     return event_stream(_changes(blog, request.user.pk, request.session.session_key))
+
+
+def from_event_source(request: HttpRequest) -> bool:
+    """Whether a page's EventSource asks, which always accepts `text/event-stream`. Anything else is
+    refused before a stream opens: a post's body may show images from the site's own addresses, and
+    an `<img>` of this one would hold a stream of the reader's open, taking the place of their pages'
+    (`AGENT_MAX_STREAMS_PER_USER`) and a connection of the few a browser allows the site.
+    (`request.accepts` would not do: an image accepts `*/*`.)"""
+    return "text/event-stream" in request.headers.get("Accept", "")
 
 
 def _changes(blog: Blog, user_id: int, session_key: str | None) -> Iterator[bytes]:

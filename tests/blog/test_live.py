@@ -6,8 +6,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agent import events
+from agent import events, streams
 from agent.events.redis import RedisBus
+from agent.markdown import render_markdown
 from blog import live, services
 from blog.grants import Actor
 from blog.models import Seat
@@ -16,6 +17,7 @@ from tests.blog.conftest import ALL, browser, make_post
 pytestmark = pytest.mark.django_db
 
 NO_ACCESS = b"event: superseded\ndata: "  # the page's closing event, here saying why
+EVENT_SOURCE = {"HTTP_ACCEPT": "text/event-stream"}  # what a page's EventSource sends
 
 
 @pytest.fixture
@@ -25,7 +27,7 @@ def open_stream():
     opened = []
 
     def open_stream(client, slug: str):
-        response = client.get(f"/blogs/{slug}/events/")
+        response = client.get(f"/blogs/{slug}/events/", **EVENT_SOURCE)
         assert response.status_code == 200
         assert response["Content-Type"] == "text/event-stream"
         opened.append(response)
@@ -200,7 +202,6 @@ def test_one_page_too_many_stops_the_oldest_which_says_so(team, settings, open_s
     """Each open page holds a stream in its worker: past AGENT_MAX_STREAMS_PER_USER pages the oldest
     ends with `superseded` (the page stops listening and shows why), and answer streams keep their
     own places."""
-    from agent import streams
     from blog.live import STREAM_KIND
 
     settings.AGENT_MAX_STREAMS_PER_USER = 2
@@ -261,3 +262,29 @@ def test_a_page_still_signed_in_goes_on_hearing_and_its_session_is_left_as_it_wa
     assert live.signed_in(key, team.viewer.pk)
     assert page.get(f"/blogs/{team.blog.slug}/").status_code == 200  # (the session the page holds still works)
     response.close()
+
+
+def test_an_image_in_a_post_cannot_open_a_members_live_stream(
+    team, settings, django_capture_on_commit_callbacks, open_stream
+):
+    """A post's body may show images from the site's own addresses (markdown, and the pages' CSP
+    `img-src 'self'`), so an author's `![](/blogs/<slug>/events/)` made the browser of each member who
+    read or previewed the post open one live stream per image, held as long as the page stayed open:
+    past AGENT_MAX_STREAMS_PER_USER their real pages stopped hearing the blog, and on HTTP/1.1 a few
+    such images take every connection the browser allows the site. Only an EventSource is answered."""
+    settings.AGENT_MAX_STREAMS_PER_USER = 1
+    page, chunks = open_stream(browser(team.editor), team.blog.slug)
+    body = render_markdown(f"![chart](/blogs/{team.blog.slug}/events/)")
+    assert f'src="/blogs/{team.blog.slug}/events/"' in body  # the sanitiser keeps it: a same-site image
+    image = browser(team.editor).get(
+        f"/blogs/{team.blog.slug}/events/",
+        HTTP_ACCEPT="image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8",
+        HTTP_SEC_FETCH_DEST="image",
+    )
+    assert image.status_code == 406
+    assert not image.streaming
+    assert streams.open_count(team.editor.pk, live.STREAM_KIND) == 1  # the page's own
+    with django_capture_on_commit_callbacks(execute=True):
+        post = services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Heard")
+    assert next(chunks) == f'event: effects\ndata: [{{"type":"post.created","id":{post.pk}}}]\n\n'.encode()
+    page.close()

@@ -30,7 +30,8 @@ def _read(client: Client, path: str, into: dict) -> None:
     """Read a stream to its end; records the bytes and how it ended ("end" or the error)."""
     body = b""
     try:
-        with client.http.stream("GET", path, headers=client.headers(), timeout=60.0) as response:
+        headers = {**client.headers(), "Accept": "text/event-stream"}  # as a page's EventSource asks
+        with client.http.stream("GET", path, headers=headers, timeout=60.0) as response:
             into["status"] = response.status_code
             for piece in response.iter_bytes():
                 body += piece
