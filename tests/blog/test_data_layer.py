@@ -7,11 +7,12 @@ import threading
 
 import pytest
 from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 
 from blog import services
 from blog.grants import Actor
-from blog.models import Post, PostRevision, Seat
-from tests.blog.conftest import ALL, browser, make_blog, make_post
+from blog.models import Consent, Post, PostRevision, Seat
+from tests.blog.conftest import ALL, blog_chat, browser, make_blog, make_post
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +149,56 @@ def test_a_member_added_twice_at_once_is_added_once_and_the_second_is_told(team,
     assert response.status_code == 200  # the form again, saying why
     assert "outsider is already a member." in response.content.decode()
     assert list(Seat.objects.filter(blog=team.blog, user=team.outsider).values_list("role", flat=True)) == ["viewer"]
+
+
+# --- query counts that must not grow ----------------------------------------------------------
+
+
+def queries_of(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(queries)
+
+
+def staff(team):
+    team.owner.is_staff = team.owner.is_superuser = True
+    team.owner.save()
+    return browser(team.owner)
+
+
+def revisions_by_many(team, count: int, start: int = 0) -> None:
+    """`count` posts, each by another author, changed by the assistant in a chat under a grant."""
+    from django.contrib.auth import get_user_model
+
+    consent = Consent.objects.get_or_create(user=team.owner, blog=team.blog, client="", defaults={"scopes": ALL})[0]
+    for i in range(start, start + count):
+        author = get_user_model().objects.create_user(f"writer{i}")
+        post = make_post(team.blog, f"Post {i}", author=author)
+        PostRevision.objects.create(
+            post=post,
+            blog=team.blog,
+            action="update",
+            user=author,
+            via_assistant=True,
+            consent=consent,
+            chat_session=blog_chat(team.owner, team.blog),
+        )
+
+
+@pytest.mark.parametrize("page", ["/admin/blog/post/", "/admin/blog/postrevision/"])
+def test_the_admins_post_and_history_lists_take_the_same_queries_whatever_their_length(team, page):
+    client = staff(team)
+    revisions_by_many(team, 2)
+    few = queries_of(client, page)
+    revisions_by_many(team, 6, start=2)
+    assert queries_of(client, page) == few
+
+
+def test_the_members_screen_does_not_grow_with_members(team, django_user_model):
+    """Already sound (checked with the rest): one read of the seats with their users."""
+    client = browser(team.owner)
+    few = queries_of(client, "/blogs/notes/members/")
+    for i in range(5):
+        Seat.objects.create(blog=team.blog, user=django_user_model.objects.create_user(f"extra{i}"), role=Seat.AUTHOR)
+    assert queries_of(client, "/blogs/notes/members/") == few
