@@ -250,6 +250,9 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "resolved",
     ]
     list_filter = ["status", "tool_name", "resolved"]
+    # (the admin joins only the non-null relations it shows by itself: who decided, nullable, would be
+    # one query per row)
+    list_select_related = ["session", "decided_by"]
     search_fields = ["session__id", "decided_by__username", "description"]
     readonly_fields = [f.name for f in Approval._meta.fields]
 

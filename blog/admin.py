@@ -27,6 +27,9 @@ class SeatAdmin(admin.ModelAdmin):
 @admin.register(Post)
 class PostAdmin(admin.ModelAdmin):
     list_display = ["title", "blog", "status", "author", "published_at", "updated_at"]
+    # (the admin joins only the non-null relations it shows by itself: a nullable one, the author,
+    # would be one query per row)
+    list_select_related = ["blog", "author"]
     list_filter = ["status", "blog"]
     search_fields = ["title", "body"]
 
@@ -34,6 +37,7 @@ class PostAdmin(admin.ModelAdmin):
 @admin.register(PostRevision)
 class PostRevisionAdmin(admin.ModelAdmin):
     list_display = ["created_at", "blog", "post", "action", "user", "via_assistant", "chat_session"]
+    list_select_related = ["blog", "post", "user", "chat_session"]  # (nullable ones: a query per row each)
     list_filter = ["action", "via_assistant"]
     readonly_fields = [f.name for f in PostRevision._meta.fields]
 

@@ -16,7 +16,7 @@ from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Exists, Max, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -78,13 +78,17 @@ def _plain(body_html: str) -> str:
 
 
 def public_blogs():
-    """Blogs with at least one published post, the most recently published first."""
+    """Blogs with at least one published post, the most recently published first.
+
+    Read on every front page and home page: each blog's published posts are counted through the
+    (blog, status, published_at) index, never by joining every post of the site, drafts and all."""
+    published = Post.objects.filter(blog=OuterRef("pk"), status=Post.PUBLISHED).order_by().values("blog")
     return (
-        Blog.objects.annotate(
-            published_count=Count("posts", filter=Q(posts__status=Post.PUBLISHED)),
-            last_published=Max("posts__published_at", filter=Q(posts__status=Post.PUBLISHED)),
+        Blog.objects.filter(Exists(published))
+        .annotate(
+            published_count=Subquery(published.annotate(n=Count("*")).values("n")),
+            last_published=Subquery(published.annotate(last=Max("published_at")).values("last")),
         )
-        .filter(published_count__gt=0)
         .order_by("-last_published", "title")
     )
 

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -58,6 +58,27 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
     return slug
 
 
+#: Writes of one post that find its address taken by another request meanwhile, before giving up.
+SLUG_ATTEMPTS = 5
+
+
+def save_at_free_slug(post: Post) -> None:
+    """Save the post (new or changed) at its slug, or, when another request took that slug after
+    `unique_slug` found it free, at the next free one: the unique (blog, slug) constraint decides
+    between them, and the refused write is undone alone (a savepoint), so the caller's transaction
+    goes on. Any other refusal is raised as it was."""
+    for attempt in range(1, SLUG_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                post.save()
+            return
+        except IntegrityError:
+            taken = Post.objects.filter(blog=post.blog_id, slug=post.slug).exclude(pk=post.pk).exists()
+            if not taken or attempt == SLUG_ATTEMPTS:
+                raise
+            post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+
+
 #: The longest body a post may have, however it is written (the form, the assistant, a connected
 #: client): each view renders it, and the history compares versions of it.
 MAX_BODY_CHARS = 100_000
@@ -107,12 +128,10 @@ def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "", cover: 
     try:
         title, body = clean_title(title), clean_body(body)
         with transaction.atomic():
-            post = Post.objects.create(
-                blog=blog, author=actor.user, title=title, body=body, slug=unique_slug(blog, title)
-            )
+            post = Post(blog=blog, author=actor.user, title=title, body=body, slug=unique_slug(blog, title))
             if cover:
                 post.cover_ref, post.cover_type = cover
-                post.save(update_fields=["cover_ref", "cover_type"])
+            save_at_free_slug(post)
             _revise(post, blog, "create", None, actor)
             live.announce(blog, {"type": "post.created", "id": post.pk})
     except BaseException:
@@ -138,7 +157,7 @@ def post_update(
         if cover:
             post.cover_ref, post.cover_type = cover
         with transaction.atomic():
-            post.save()
+            save_at_free_slug(post)
             _revise(post, post.blog, "update", before, actor)
             live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     except BaseException:
@@ -202,7 +221,7 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     post.title, post.body = revision.before["title"], revision.before["body"]
     post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
     with transaction.atomic():
-        post.save()
+        save_at_free_slug(post)
         _revise(post, post.blog, "revert", before, actor)
         live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post

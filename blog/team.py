@@ -24,8 +24,12 @@ from blog.models import Blog, Consent, Seat
 
 
 def seat_add(*, blog: Blog, user: AbstractBaseUser, role: str) -> Seat:
-    """Make `user` a member of `blog` with `role`; they may use the assistant once the owner allows it."""
-    return Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
+    """Make `user` a member of `blog` with `role`; they may use the assistant once the owner allows it.
+
+    Raises IntegrityError when they are a member already (added by another request since the caller
+    looked: the unique (user, blog) seat decides); the caller's transaction goes on (a savepoint)."""
+    with transaction.atomic():
+        return Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
 
 
 def seat_update(*, seat: Seat, role: str, may_use_assistant: bool) -> Seat:

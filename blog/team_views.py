@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError
 from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -78,8 +79,12 @@ def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:
     elif Seat.objects.filter(blog=blog, user=user).exists():
         adding["error"] = f"{user.username} is already a member."
     else:
-        team.seat_add(blog=blog, user=user, role=role)
-        messages.success(request, f"Added {user.username} as {role}.")
+        try:
+            team.seat_add(blog=blog, user=user, role=role)
+        except IntegrityError:  # added by another request (a second tab, a double click) since the check
+            adding["error"] = f"{user.username} is already a member."
+        else:
+            messages.success(request, f"Added {user.username} as {role}.")
     return adding
 
 

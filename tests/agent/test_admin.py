@@ -173,3 +173,38 @@ def test_a_message_page_shows_its_parts_whole(auditor, user):
         f"<b>read_note: ok</b><div class='agent-part'>{{\n  &quot;body&quot;: &quot;{'x' * 50}&quot;\n}}</div>" in body
     )
     assert "call_77" in body
+
+
+def test_the_approvals_list_takes_the_same_queries_whatever_its_length(auditor, django_user_model):
+    """Each row names the person who decided it (a nullable relation, which the admin does not join
+    by itself): one query per row until the list joins it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent.models import Approval
+
+    def approvals(count: int, start: int) -> None:
+        for i in range(start, start + count):
+            person = django_user_model.objects.create_user(f"decider{i}")
+            session = Session.objects.create(user=person, purpose="chat")
+            message = add_message(Run(session), "assistant", [{"type": "text", "text": "may I?"}])
+            Approval.objects.create(
+                session=session,
+                message=message,
+                tool_use_id=f"call_{i}",
+                tool_name="publish",
+                status=Approval.APPROVED,
+                decided_by=person,
+                decided_at=timezone.now(),
+                expires_at=timezone.now() + timedelta(minutes=15),
+            )
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get("/admin/agent/approval/").status_code == 200
+        return len(captured)
+
+    approvals(2, 0)
+    few = queries()
+    approvals(5, 2)
+    assert queries() == few
