@@ -13,8 +13,17 @@ from blog.reading import SITEMAPS
 accounts = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password_change/", ThrottledPasswordChangeView.as_view(), name="password_change"),
-    path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    # The site's own pages (the admin's password change keeps Django's `registration/` templates).
+    path(
+        "password_change/",
+        ThrottledPasswordChangeView.as_view(template_name="accounts/password_change_form.html"),
+        name="password_change",
+    ),
+    path(
+        "password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(template_name="accounts/password_change_done.html"),
+        name="password_change_done",
+    ),
 ]
 
 urlpatterns = [

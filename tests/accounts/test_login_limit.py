@@ -272,3 +272,44 @@ def test_the_admins_password_change_meets_the_same_limit(django_user_model, sett
     FailedLogin.objects.update(created_at=timezone.now() - timedelta(minutes=16))
     assert client.post("/admin/password_change/", {**data, "old_password": "root-pass-123"}).status_code == 302
     assert not FailedLogin.objects.exists()
+
+
+def test_the_change_form_is_the_sites_own_page_and_says_when_it_is_locked(django_user_model, settings):
+    """Members change their password on a page of the site (linked from every page's top bar), not
+    on the admin's: the limit's message stands by the field it is about."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 1
+    alice = django_user_model.objects.create_user("alice", password="right-pass-123")
+    client = Client()
+    client.force_login(alice)
+    home = client.get("/").content.decode()
+    assert 'href="/accounts/password_change/">Password</a>' in home
+    page = client.get("/accounts/password_change/").content.decode()
+    assert "<h1>Change your password</h1>" in page and "Django administration" not in page
+    assert 'name="csrfmiddlewaretoken"' in page and 'name="old_password"' in page
+    change_password(client, "guess-1")
+    locked = change_password(client, "right-pass-123").content.decode()
+    assert "<h1>Change your password</h1>" in locked
+    assert "Too many failed attempts for this username. Try again in 15 minutes." in locked
+    assert 'aria-invalid="true"' in locked  # on the current password's field, which it is about
+
+
+def test_a_changed_password_says_so_on_the_sites_page(django_user_model):
+    alice = django_user_model.objects.create_user("alice", password="right-pass-123")
+    client = Client()
+    client.force_login(alice)
+    done = client.post(
+        "/accounts/password_change/",
+        {"old_password": "right-pass-123", "new_password1": "a-new-pass-456", "new_password2": "a-new-pass-456"},
+        follow=True,
+    )
+    body = done.content.decode()
+    assert done.redirect_chain == [("/accounts/password_change/done/", 302)]
+    assert "<h1>Password changed</h1>" in body and "Django administration" not in body
+    alice.refresh_from_db()
+    assert alice.check_password("a-new-pass-456")
+
+
+def test_the_admins_password_change_keeps_the_admins_page(django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("root", password="root-pass-123"))
+    assert "Django administration" in client.get("/admin/password_change/").content.decode()
