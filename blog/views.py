@@ -26,6 +26,34 @@ def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Acto
     return blog, seat, grants.Actor(request.user, ROLE_SCOPES[seat.role])
 
 
+#: The posts a blog's page lists at first (the most recently changed), and how many more each
+#: "Show more posts" adds; it lists POSTS_SHOWN_MAX at the most.
+POSTS_SHOWN = 50
+POSTS_SHOWN_MAX = 1000
+
+
+def post_list_context(request: HttpRequest, blog: Blog, actor: grants.Actor) -> dict:
+    """The post list as the page shows it: `?shown=` of the blog's posts (in steps of POSTS_SHOWN, up
+    to POSTS_SHOWN_MAX), the most recently changed first; `more` when the blog has others."""
+    try:
+        asked = int(request.GET.get("shown", POSTS_SHOWN))
+    except ValueError:
+        asked = POSTS_SHOWN
+    shown = min(max(POSTS_SHOWN, -(-asked // POSTS_SHOWN) * POSTS_SHOWN), POSTS_SHOWN_MAX)
+    posts = list(Post.objects.filter(blog=blog)[: shown + 1])  # one more says whether there are others
+    more = len(posts) > shown
+    return {
+        "blog": blog,
+        "scopes": actor.scopes,
+        "posts": posts[:shown],
+        "shown": shown,
+        "more": more,
+        "next_shown": shown + POSTS_SHOWN if more and shown < POSTS_SHOWN_MAX else None,
+        # After "Show more posts", focus goes to the first post it added (not on a redraw).
+        "first_added": shown - POSTS_SHOWN if "more" in request.GET else None,
+    }
+
+
 def require_scope(actor: grants.Actor, scope: str) -> None:
     if scope not in actor.scopes:
         raise Http404("Not found.")  # a page you may not use does not exist for you
@@ -48,7 +76,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
-    context = {"blog": blog, "seat": seat, "scopes": actor.scopes, "posts": Post.objects.filter(blog=blog)}
+    context = {"seat": seat, **post_list_context(request, blog, actor)}
     context.update(panel_context(request, blog, seat, request.GET.get("chat")))
     return render(request, "blog/blog_detail.html", context)
 
@@ -57,9 +85,7 @@ def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def post_list(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
-    return render(
-        request, "blog/_post_list.html", {"blog": blog, "scopes": actor.scopes, "posts": Post.objects.filter(blog=blog)}
-    )
+    return render(request, "blog/_post_list.html", post_list_context(request, blog, actor))
 
 
 @require_http_methods(["GET", "POST"])
@@ -159,11 +185,7 @@ def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) 
     except OperationError as exc:
         messages.error(request, exc.public_message)
     if request.htmx:
-        return render(
-            request,
-            "blog/_post_list.html",
-            {"blog": blog, "scopes": actor.scopes, "posts": Post.objects.filter(blog=blog)},
-        )
+        return render(request, "blog/_post_list.html", post_list_context(request, blog, actor))
     return redirect("blog:detail", slug=blog.slug)
 
 

@@ -125,6 +125,75 @@ def test_post_list_fragment(team):
     assert f"/blogs/notes/posts/{draft.pk}/delete/" in html
 
 
+def _many_posts(blog, n):
+    """`n` drafts, "Post 0" the oldest change, "Post n-1" the latest."""
+    start = timezone.now()
+    posts = Post.objects.bulk_create(
+        Post(blog=blog, author=blog.owner, title=f"Post {i}", slug=f"post-{i}", body="x", status=Post.DRAFT)
+        for i in range(n)
+    )
+    for i, post in enumerate(posts):  # (bulk_create leaves auto_now as one instant)
+        Post.objects.filter(pk=post.pk).update(updated_at=start + timezone.timedelta(seconds=i))
+    return posts
+
+
+def listed(html: str) -> list[str]:
+    return re.findall(r'<a class="post-title"[^>]*>([^<]*)</a>', html)
+
+
+def test_a_long_blog_lists_its_latest_changes_first_and_shows_more_on_request(team):
+    _many_posts(team.blog, 120)
+    client = browser(team.owner)
+    page = client.get(f"/blogs/{team.blog.slug}/").content.decode()
+    assert listed(page) == [f"Post {i}" for i in range(119, 69, -1)]  # the 50 latest changes
+    more = re.search(r'<a class="button show-more" id="post-list-more" href="([^"]*)" hx-get="([^"]*)"', page)
+    assert more is not None
+    post_70 = Post.objects.get(title="Post 70")
+    assert more.group(1) == f"/blogs/{team.blog.slug}/?shown=100#post-{post_70.pk}"  # (without JS: the page)
+    assert more.group(2) == f"/blogs/{team.blog.slug}/posts/?shown=100&amp;more=1"
+
+    added = client.get(f"/blogs/{team.blog.slug}/posts/?shown=100&more=1", HTTP_HX_REQUEST="true").content.decode()
+    assert listed(added) == [f"Post {i}" for i in range(119, 19, -1)]
+    # Focus goes to the first post it added, and the list's redraws keep the hundred.
+    assert re.search(r'<a class="post-title" autofocus href="[^"]*">Post 69</a>', added)
+    assert added.count("autofocus") == 1
+    assert f'hx-get="/blogs/{team.blog.slug}/posts/?shown=100"' in added
+    assert "?shown=150" in added
+
+    redrawn = client.get(f"/blogs/{team.blog.slug}/posts/?shown=100", HTTP_HX_REQUEST="true").content.decode()
+    assert len(listed(redrawn)) == 100 and "autofocus" not in redrawn
+    last = client.get(f"/blogs/{team.blog.slug}/posts/?shown=150&more=1").content.decode()
+    assert len(listed(last)) == 120 and "Show more posts" not in last
+
+
+def test_publishing_from_a_longer_list_keeps_it_as_long(team):
+    posts = _many_posts(team.blog, 80)
+    client = browser(team.owner)
+    response = client.post(
+        f"/blogs/{team.blog.slug}/posts/{posts[0].pk}/publish/?shown=100", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert len(listed(response)) == 80 and "Show more posts" not in response
+    assert Post.objects.get(pk=posts[0].pk).status == Post.PUBLISHED
+
+
+@pytest.mark.parametrize("asked", ["abc", "-5", "0", "7"])
+def test_an_odd_shown_lists_the_first_fifty(team, asked):
+    _many_posts(team.blog, 60)
+    html = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/?shown={asked}").content.decode()
+    assert len(listed(html)) == 50 and "?shown=100" in html
+
+
+def test_the_list_stops_growing_at_its_most_and_says_so(team, monkeypatch):
+    from blog import views
+
+    monkeypatch.setattr(views, "POSTS_SHOWN_MAX", 100)
+    _many_posts(team.blog, 120)
+    html = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/?shown=999999").content.decode()
+    assert len(listed(html)) == 100
+    assert "Show more posts" not in html
+    assert "Showing the 100 most recently changed posts." in html
+
+
 def test_titles_are_escaped_in_the_list(team):
     make_post(team.blog, '<img src=x onerror="alert(1)">')
     html = browser(team.owner).get("/blogs/notes/posts/").content.decode()

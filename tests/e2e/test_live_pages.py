@@ -83,3 +83,43 @@ def test_a_member_removed_while_their_page_is_open_stops_hearing_the_blog_at_onc
         expect(carol.get_by_text("Made after Carol left")).to_have_count(0)
     finally:
         alice_context.close()
+
+
+def _old_drafts(server, n: int) -> None:
+    """`n` drafts "Old 0" … "Old n-1" of the demo blog, changed before anything the demo seeded."""
+    conn = server.database.connect()
+    try:
+        mark = "%s" if server.database.postgres else "?"
+        blog, owner = conn.execute(f"SELECT id, owner_id FROM blog_blog WHERE slug = {mark}", (BLOG,)).fetchone()
+        for i in range(n):
+            at = f"2020-01-01 00:{i // 60:02d}:{i % 60:02d}"
+            conn.execute(
+                "INSERT INTO blog_post (blog_id, author_id, title, slug, body, status, cover_ref, cover_type,"
+                f" created_at, updated_at) VALUES ({', '.join([mark] * 10)})",
+                (blog, owner, f"Old {i}", f"old-{i}", "x", "draft", "", "", at, at),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_show_more_posts_moves_focus_to_the_first_added_and_live_redraws_keep_them(server_factory, context):
+    server = server_factory("demo-many-posts", AGENT_BACKEND="demo", **NO_LIMITS)
+    _old_drafts(server, 60)  # with the demo's two: 62
+    page = context.new_page()
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/")
+    items = page.locator("#post-list li.post")
+    expect(items).to_have_count(50)
+
+    page.get_by_role("link", name="Show more posts").click()
+    expect(items).to_have_count(62)
+    expect(page.get_by_role("link", name="Old 11", exact=True)).to_be_focused()  # the 51st: the first added
+    expect(page.get_by_role("link", name="Show more posts")).to_have_count(0)
+
+    other = context.new_page()  # a change in another tab redraws the list live: all of it still shown
+    other.goto(f"{server.url}/blogs/{BLOG}/posts/new/")
+    other.get_by_label("Title").fill("Written meanwhile")
+    other.get_by_role("button", name="Create draft").click()
+    expect(page.locator("#post-list")).to_contain_text("Written meanwhile")
+    expect(items).to_have_count(63)
