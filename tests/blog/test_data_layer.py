@@ -233,7 +233,7 @@ def test_the_list_of_public_blogs_never_reads_the_drafts(team, django_user_model
     tenth published: 256 ms by a sequential scan; 29 ms through the index, index only.)"""
     if connection.vendor != "postgresql":
         pytest.skip(
-            "PostgreSQL only (CI runs it there): it reads PostgreSQL's query plan; the list's contents are checked on both databases by the next test"
+            "PostgreSQL only (CI runs it there): it reads PostgreSQL's query plan; the list's contents are checked on both databases by test_the_list_of_public_blogs_counts_published_posts_only"
         )
     from blog.reading import public_blogs
 
