@@ -63,8 +63,10 @@ def follow_batches(
         return
     turn.refresh_from_db()
     if turn.finished and last_event_id is None:
-        yield [(None, *_terminal(turn))]
+        yield [_end(turn)]
         return
+    if turn.finished and turn.last_event_id is not None and last_event_id >= turn.last_event_id:
+        return  # resumed at its terminal event: nothing follows it
     bus = events.get_bus()
     copy = bus.follow_turn(str(turn.pk))  # the turn runs on another worker or host, on the bus
     if copy is not None:
@@ -74,9 +76,26 @@ def follow_batches(
             bus.release(copy)
         return
     if turn.finished:
-        yield [(None, *_terminal(turn))]
+        yield [_end(turn)]
+        return
+    if last_event_id is not None:
+        # Resumed after an id with no copy of the turn's events to resume from (the bus does not
+        # answer): what the client had is unknown, so it is sent the end alone rather than words twice
+        # (the chat page then shows the whole turn from the transcript).
+        yield from ([item] for item in _await_terminal(turn, heartbeat))
         return
     yield from ([item] for item in _from_database(turn, heartbeat, ticket))
+
+
+def had_the_end(turn_id: Any, last_event_id: int | None) -> bool:
+    """Whether a stream resumed after `last_event_id` already had the turn's terminal event (on any
+    worker or host: while the turn's channel is kept here its length says, then the turn's row)."""
+    if last_event_id is None:
+        return False
+    channel = hub.get_channel(str(turn_id))
+    if channel is not None:
+        return channel.closed and last_event_id >= channel.count() - 1
+    return Turn.objects.filter(pk=turn_id, last_event_id__lte=last_event_id).exists()
 
 
 # Encoding these never touches the database; after any other event (its HTML may be rendered from
@@ -163,7 +182,7 @@ def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
         now = Turn.objects.select_related("session").filter(pk=turn.pk).first()
         release_connection()
         if now is None or now.status != Turn.RUNNING or abandoned(now):
-            yield (None, *_terminal(now if now is not None and now.finished else None))
+            yield _end(now if now is not None and now.finished else None)
             return
         time.sleep(DB_POLL_SECONDS)
         waited += DB_POLL_SECONDS
@@ -192,10 +211,10 @@ def _from_database(
             yield from ((None, name, payload) for name, payload in (said if sent is None else sent.missing(said)))
         release_connection()
         if now is None:
-            yield (None, *_terminal(None))
+            yield _end(None)
             return
         if now.status != Turn.RUNNING or abandoned(now):
-            yield (None, *_terminal(now if now.status != Turn.RUNNING else None))
+            yield _end(now if now.status != Turn.RUNNING else None)
             return
         if ticket is None:
             time.sleep(DB_POLL_SECONDS)
@@ -228,6 +247,11 @@ def _message_events(parts: list[Part]) -> Iterator[tuple[str, Any]]:
                 )
     if effects:
         yield ("effects", effects)
+
+
+def _end(turn: Turn | None) -> Item:
+    """The turn's terminal event as an item, with the id it was first sent with when that is known."""
+    return (turn.last_event_id if turn is not None else None, *_terminal(turn))
 
 
 def _terminal(turn: Turn | None) -> tuple[str, Any]:

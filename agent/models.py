@@ -52,6 +52,9 @@ class Turn(models.Model):
     stop_requested = models.BooleanField(default=False)
     terminal_event = models.CharField(max_length=20, blank=True)
     terminal_payload = models.JSONField(null=True, blank=True)
+    # The SSE id its terminal event was sent with: a stream resumed at it (`Last-Event-ID`) had the
+    # end already, whichever worker or host it reconnects to, and long after the turn ended.
+    last_event_id = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -227,7 +227,8 @@ def _drive(run: Run, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]
         if terminal is None:
             terminal = calm_error("chat_error")
             channel.publish(*terminal)
-        _with_retries(lambda: _finish(run, *terminal), "recording the end of the turn")
+        terminal_id = channel.count() - 1  # (the terminal event is the turn's last)
+        _with_retries(lambda: _finish(run, *terminal, terminal_id), "recording the end of the turn")
     finally:
         channel.close()  # whatever happened, followers get their end
     if terminal[0] == "error" and terminal[1].get("code") == "chat_error":
@@ -250,14 +251,21 @@ def _with_retries(action: Callable[[], Any], what: str, attempts: int = 3) -> No
             time.sleep(0.5 * (2**attempt))
 
 
-def _finish(run: Run, name: str, payload: Any) -> None:
-    """Record the turn's terminal event and give the session's lease back (if this turn holds it)."""
+def _finish(run: Run, name: str, payload: Any, event_id: int | None = None) -> None:
+    """Record the turn's terminal event (and the SSE id it was sent with, when it was sent here) and
+    give the session's lease back (if this turn holds it)."""
     turn = run.turn
     if name == "done":
         status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
     else:
         status = {"error": Turn.ERROR, "confirm": Turn.PAUSED}.get(name, Turn.DONE)
-    ended = {"status": status, "terminal_event": name, "terminal_payload": payload, "finished_at": timezone.now()}
+    ended = {
+        "status": status,
+        "terminal_event": name,
+        "terminal_payload": payload,
+        "last_event_id": event_id,
+        "finished_at": timezone.now(),
+    }
     if turn.user_message_id is not None:
         ended["user_message"] = turn.user_message_id  # one write at the end instead of one more at the start
     sql.end_turn(turn, ended)

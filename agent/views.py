@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agent import approvals, hub, intake, sse, stream_pass, streams, turns
 from agent.api import error, json_body
 from agent.exceptions import NothingToResume, TurnInProgress
-from agent.follow import Item, abandoned, follow_batches
+from agent.follow import Item, abandoned, follow_batches, had_the_end
 from agent.media_views import attachment_json
 from agent.models import Message, Session, Turn
 from agent.policy import Access, get_policy
@@ -120,7 +120,7 @@ def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | Non
         return _checked_stream(request, session_id, turn_id)
     user_id, chat = passed
     turn = Turn(pk=turn_id, session=chat)  # a reference to its row: the HTML flavour's last event reads through it
-    return event_stream(_users_stream(user_id, turn, _last_event_id(request), request.GET.get("flavour")))
+    return _turn_stream(request, user_id, turn)
 
 
 def _passed(request: HttpRequest, token: str, session_id: Any, turn_id: Any) -> tuple[Any, Session] | None:
@@ -149,7 +149,20 @@ def _checked_stream(request: HttpRequest, session_id: Any, turn_id: Any) -> Http
     turn.session.user = request.user  # the same row, already read for this request
     if not policy.may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
-    return event_stream(_users_stream(request.user.pk, turn, _last_event_id(request), request.GET.get("flavour")))
+    return _turn_stream(request, request.user.pk, turn)
+
+
+def _turn_stream(request: HttpRequest, user_id: Any, turn: Turn) -> HttpResponse:
+    """The turn's stream for a user the checks let follow it.
+
+    Resumed (`Last-Event-ID`) at or after its terminal event, the client has had everything: 204,
+    which tells an EventSource to stop reconnecting; the HTML flavour gets its `end` alone, which
+    closes the page's stream.
+    """
+    last_event_id, flavour = _last_event_id(request), request.GET.get("flavour")
+    if had_the_end(turn.pk, last_event_id):
+        return event_stream(iter([sse.encode("end", "end")])) if flavour == "html" else HttpResponse(status=204)
+    return event_stream(_users_stream(user_id, turn, last_event_id, flavour))
 
 
 def _users_stream(user_id: Any, turn: Turn, last_event_id: int | None, flavour: str | None) -> Iterator[bytes]:

@@ -447,3 +447,28 @@ def test_a_follower_opened_after_redis_marked_the_turn_off_it_gets_the_whole_tur
         assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row) == "".join(SAID + THEN)
     finally:
         server.stop()
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_resumed_while_redis_is_down_the_stream_sends_the_end_alone_never_words_twice(settings, script, user):
+    """A client that had the first three events reconnects (`Last-Event-ID: 2`) to a worker that
+    cannot reach Redis: what it had is unknown, so it gets no words again, only the turn's end."""
+    server = RedisServer().start()
+    try:
+        settings.AGENT_EVENTS_URL = server.url
+        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+        row, steps = a_turn_that_writes_a_note(script, user)
+        turn = running_turn(RedisBus(server.url), str(row.pk))
+        for _ in range(3):
+            turn.publish(*next(steps))
+        server.kill()
+        items: list = []
+        reader = threading.Thread(target=lambda: items.extend(follow(row, last_event_id=2, heartbeat=0.5)))
+        reader.start()
+        wait_for(lambda: items, "the follower waited for the turn (its first heartbeat)")
+        terminal = run_to_the_end(turn, steps, row)
+        reader.join(30)
+        assert not reader.is_alive()
+        assert [item for item in items if item[1] != "heartbeat"] == [(None, *terminal)]
+    finally:
+        server.stop()

@@ -183,6 +183,40 @@ def test_reconnect_with_last_event_id_resumes_after_it(api, chat, script):
         assert [n for n, _ in api.events(url, HTTP_LAST_EVENT_ID=junk)] == ["done"]
 
 
+def sse_ids(body: bytes) -> list[tuple[str | None, str]]:
+    """(id, event name) of each event of an SSE body."""
+    found = []
+    for block in body.decode().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line)
+        if "event" in fields:
+            found.append((fields.get("id"), fields["event"]))
+    return found
+
+
+@pytest.mark.django_db
+def test_a_stream_resumed_at_its_terminal_event_is_told_there_is_nothing_more(api, chat, script):
+    """While the turn's channel is kept here and after it is forgotten (the linger), the same answer:
+    204, which stops an EventSource's reconnecting; never the terminal event a second time."""
+    script([words(3) + [DONE]])
+    url = api.send(chat, "hi").json()["stream_url"]
+    response = api.client.get(url)
+    ids = sse_ids(b"".join(response.streaming_content))
+    assert ids == [("0", "token"), ("1", "token"), ("2", "token"), ("3", "done")]
+    _, turn_id = streamed_turn(url)
+    assert Turn.objects.get(pk=turn_id).last_event_id == 3
+    for forgotten in (False, True):
+        if forgotten:
+            hub._channels.pop(str(turn_id))  # what the sweep does once the channel lingered 30 s
+        assert api.client.get(url, HTTP_LAST_EVENT_ID="3").status_code == 204
+        assert api.client.get(url, HTTP_LAST_EVENT_ID="7").status_code == 204
+        html = api.client.get(url, {"flavour": "html"}, HTTP_LAST_EVENT_ID="3")
+        assert sse_ids(b"".join(html.streaming_content)) == [(None, "end")]  # the page's stream closes
+        # Resumed before the end: the end, with its id (a client resumed at it again is told 204).
+        resumed = sse_ids(b"".join(api.client.get(url, HTTP_LAST_EVENT_ID="1").streaming_content))
+        assert resumed == ([("2", "token"), ("3", "done")] if not forgotten else [("3", "done")])
+        assert [n for n, _ in api.events(url)] == ["done"]  # re-opened without an id: its end at once
+
+
 @pytest.mark.django_db
 def test_follow_from_database_when_the_turn_runs_in_another_process(chat, script):
     """No channel here (another worker runs the turn): persisted messages, then the terminal event."""
