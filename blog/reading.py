@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
 from django.core.cache import cache
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, Max, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -32,6 +32,8 @@ from blog.models import Blog, Post
 
 #: Posts per page of a blog's public index.
 PER_PAGE = 10
+#: Blogs per page of the list of public blogs (the front page, a member's home).
+BLOGS_PER_PAGE = 24
 #: Words of a post's body in an excerpt (index, description, Open Graph).
 EXCERPT_WORDS = 40
 #: A heading in a rendered body (the sanitiser closes every element it keeps).
@@ -93,9 +95,15 @@ def public_blogs():
     )
 
 
+def public_blogs_page(request: HttpRequest) -> Page:
+    """The page of `public_blogs` that `?page=` asks for (the first for none or a bad one, the last
+    past the end): the list grows with the site, the page does not."""
+    return Paginator(public_blogs(), BLOGS_PER_PAGE).get_page(request.GET.get("page"))
+
+
 def front_page(request: HttpRequest) -> HttpResponse:
     """What a visitor sees at `/`: the blogs there are to read, and a way to sign in."""
-    return render(request, "blog/front_page.html", {"blogs": public_blogs()})
+    return render(request, "blog/front_page.html", {"blogs": public_blogs_page(request)})
 
 
 def _readable_blog(slug: str) -> Blog:

@@ -69,7 +69,7 @@ def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return reading.front_page(request)
     seats = Seat.objects.filter(user=request.user).select_related("blog").order_by("blog__title")
-    return render(request, "blog/home.html", {"seats": seats, "blogs": reading.public_blogs()})
+    return render(request, "blog/home.html", {"seats": seats, "blogs": reading.public_blogs_page(request)})
 
 
 @require_GET

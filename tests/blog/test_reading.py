@@ -57,6 +57,39 @@ def test_a_visitor_front_page_lists_blogs_with_something_published(team, other_t
     assert "Your blogs" in signed_in and 'href="/read/notes/"' in signed_in
 
 
+def test_the_list_of_public_blogs_comes_a_page_at_a_time_on_the_front_page_and_at_home(team):
+    """30 public blogs: the 24 most recently published on the first page, the rest on the second,
+    with links between them; however many blogs there are, a page reads the same few rows."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from blog.models import Blog
+    from blog.reading import BLOGS_PER_PAGE
+
+    start = timezone.now() - timedelta(days=40)
+    for i in range(30):
+        blog = Blog.objects.create(owner=team.owner, slug=f"b{i:02}", title=f"Blog {i:02}")
+        post = make_post(blog, f"Post of {i}", published=True)
+        Post.objects.filter(pk=post.pk).update(published_at=start + timedelta(days=i))
+    newest_first = [f"/read/b{i:02}/" for i in reversed(range(30))]
+    for client in (browser(), browser(team.viewer)):
+        with CaptureQueriesContext(connection) as first_page:
+            html = client.get("/").content.decode()
+        assert [url for url in newest_first if f'href="{url}"' in html] == newest_first[:BLOGS_PER_PAGE]
+        assert 'rel="next" href="?page=2"' in html and "Page 1 of 2" in html and 'rel="prev"' not in html
+        page2 = client.get("/?page=2").content.decode()
+        assert [url for url in newest_first if f'href="{url}"' in page2] == newest_first[BLOGS_PER_PAGE:]
+        assert 'rel="prev" href="?page=1"' in page2 and 'rel="next"' not in page2
+        assert client.get("/?page=x").content.decode().count('class="card"') >= BLOGS_PER_PAGE  # the first page
+        assert client.get("/?page=99").status_code == 200  # the last page, not an error
+    for i in range(30, 60):
+        make_post(Blog.objects.create(owner=team.owner, slug=f"b{i:02}", title=f"Blog {i:02}"), "More", published=True)
+    client = browser(team.viewer)
+    with CaptureQueriesContext(connection) as later:
+        client.get("/")
+    assert len(later.captured_queries) == len(first_page.captured_queries)
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
