@@ -71,6 +71,41 @@ def client_revoke(*, consent: Consent) -> None:
         revoke_tokens(consent.user, consent.blog, consent.client)
 
 
+def connected_everywhere(user: Any) -> list[Consent]:
+    """The person's live client grants on every blog, by blog then newest first (each with its blog)."""
+    consents = Consent.objects.filter(user=user, revoked_at__isnull=True).exclude(client=grants.ASSISTANT)
+    return list(consents.select_related("blog").order_by("blog__title", "-created_at"))
+
+
+def disconnect_everywhere(user: Any) -> int:
+    """Every client the person connected may do nothing more for them, on any blog: each grant revoked
+    and, with it, its tokens there; then any token of theirs left (issued for a grant revoked
+    meanwhile, say). How many grants were revoked."""
+    consents = connected_everywhere(user)
+    with transaction.atomic():
+        for consent in consents:
+            client_revoke(consent=consent)
+        for token in get_refresh_token_model().objects.filter(user=user, revoked__isnull=True):
+            token.revoke()  # revokes its access token too
+        for token in get_access_token_model().objects.filter(user=user):
+            token.revoke()
+    return len(consents)
+
+
+@require_POST
+@login_required
+def disconnect_all(request: HttpRequest) -> HttpResponse:
+    """Revoke every connected client of the signed-in person (offered after a password change)."""
+    count = disconnect_everywhere(request.user)
+    if count:
+        messages.success(
+            request, f"Disconnected {count} client{'s' if count != 1 else ''}: they can no longer act for you."
+        )
+    else:
+        messages.info(request, "No clients were connected.")
+    return redirect("password_change_done")
+
+
 def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
     """A member is leaving the blog: their connected clients' tokens there stop working now.
 

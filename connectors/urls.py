@@ -9,4 +9,5 @@ app_name = "connectors"
 urlpatterns = [
     path("mcp", views.mcp, name="mcp"),
     path("blogs/<slug:slug>/clients/<str:client>/", clients.client_grant, name="client"),
+    path("accounts/clients/disconnect/", clients.disconnect_all, name="disconnect_all"),
 ]

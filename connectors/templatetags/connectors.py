@@ -18,3 +18,13 @@ def connected_clients(context, blog, seat):
         "csrf_token": context.get("csrf_token"),
         "mcp_url": resource_url(request),
     }
+
+
+@register.inclusion_tag("connectors/_connected_everywhere.html", takes_context=True)
+def connected_everywhere(context):
+    """The signed-in person's connected clients on every blog, each with its blog's Clients screen,
+    and one button that disconnects them all."""
+    return {
+        "consents": clients.connected_everywhere(context["request"].user),
+        "csrf_token": context.get("csrf_token"),
+    }

@@ -86,3 +86,47 @@ def test_a_viewers_connected_client_offers_read_and_says_why_not_more(team):
     assert "You can only grant what you can do yourself." in refused.content.decode()
     assert Consent.objects.get(user=team.viewer, client=conn.client_id).scopes == ["posts:read"]
     assert conn.tool_names() == ["get_post", "list_posts"]
+
+
+def test_after_a_password_change_every_connected_client_can_be_disconnected_at_once(team, other_team):
+    """The done page lists the clients the person connected, on every blog, each with its Clients
+    screen; one button (a CSRF-checked POST) revokes them all, and their tokens stop working.
+    Another person's clients are neither listed nor touched."""
+    from django.test import Client
+
+    from blog.grants import ASSISTANT
+    from blog.models import Consent, Seat
+    from blog.team import consent_grant
+    from tests.blog.conftest import PASSWORD
+
+    Seat.objects.create(blog=other_team.blog, user=team.owner, role=Seat.EDITOR, may_use_assistant=True)
+    consent_grant(user=team.owner, blog=team.blog, client=ASSISTANT, scopes={"posts:read"})  # the site's own
+    here = connect(team.owner, team.blog.slug, ALL)
+    there = connect(team.owner, other_team.blog.slug, ["posts:read"])
+    someone_elses = connect(team.editor, team.blog.slug, ["posts:read"])
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(team.owner)
+    form = browser.get("/accounts/password_change/")
+    csrf = form.cookies["csrftoken"].value
+    changed = browser.post(
+        "/accounts/password_change/",
+        {"old_password": PASSWORD, "new_password1": "a-new-pass-5678", "new_password2": "a-new-pass-5678"},
+        HTTP_X_CSRFTOKEN=csrf,
+    )
+    assert changed.status_code == 302
+    done = browser.get(changed["Location"]).content.decode()
+    assert done.count("<strong>Test Client</strong>") == 2
+    assert (
+        f'href="/blogs/{team.blog.slug}/clients/"' in done and f'href="/blogs/{other_team.blog.slug}/clients/"' in done
+    )
+    assert "Disconnect all 2" in done
+    assert browser.post("/accounts/clients/disconnect/").status_code == 403  # no CSRF token: refused
+    assert here.tool_names()  # still connected
+    after = browser.post("/accounts/clients/disconnect/", HTTP_X_CSRFTOKEN=csrf, follow=True).content.decode()
+    assert "Disconnected 2 clients" in after and "No assistant or MCP client is connected" in after
+    for gone in (here, there):
+        assert gone.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    assert not Consent.objects.filter(user=team.owner, revoked_at__isnull=True).exclude(client=ASSISTANT).exists()
+    assert Consent.objects.filter(user=team.owner, client=ASSISTANT, revoked_at__isnull=True).exists()  # kept
+    assert someone_elses.tool_names() == ["get_post", "list_posts"]
+    assert Client().post("/accounts/clients/disconnect/").status_code == 302  # signed out: to the sign-in page
