@@ -98,9 +98,8 @@ def disconnect_all(request: HttpRequest) -> HttpResponse:
     """Revoke every connected client of the signed-in person (offered after a password change)."""
     count = disconnect_everywhere(request.user)
     if count:
-        messages.success(
-            request, f"Disconnected {count} client{'s' if count != 1 else ''}: they can no longer act for you."
-        )
+        what = "1 client: it" if count == 1 else f"{count} clients: they"
+        messages.success(request, f"Disconnected {what} can no longer act for you.")
     else:
         messages.info(request, "No clients were connected.")
     return redirect("password_change_done")

@@ -119,11 +119,12 @@ def test_after_a_password_change_every_connected_client_can_be_disconnected_at_o
     assert (
         f'href="/blogs/{team.blog.slug}/clients/"' in done and f'href="/blogs/{other_team.blog.slug}/clients/"' in done
     )
-    assert "Disconnect all 2" in done
+    assert "Disconnect all 2 clients" in done
     assert browser.post("/accounts/clients/disconnect/").status_code == 403  # no CSRF token: refused
     assert here.tool_names()  # still connected
     after = browser.post("/accounts/clients/disconnect/", HTTP_X_CSRFTOKEN=csrf, follow=True).content.decode()
-    assert "Disconnected 2 clients" in after and "No assistant or MCP client is connected" in after
+    assert "Disconnected 2 clients: they can no longer act for you." in after
+    assert "No MCP client (Claude or another) is connected" in after
     for gone in (here, there):
         assert gone.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
     assert not Consent.objects.filter(user=team.owner, revoked_at__isnull=True).exclude(client=ASSISTANT).exists()
