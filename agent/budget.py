@@ -216,11 +216,13 @@ def add_to_day(day: Any, amount: Decimal) -> None:
         SpendDay.objects.filter(day=day).update(cost_usd=F("cost_usd") + amount)
 
 
+# What is full, not when to try again: every refusal carries `retry_after_seconds`, which the chat
+# page counts down after the message ("Try again in 40 s") and the terminal's `chat` says.
 MESSAGES = {
-    "minute": "You've sent a lot in the last minute. Please wait a moment and try again.",
-    "hour": "You've reached this hour's usage limit for the assistant. Please try again later.",
+    "minute": "You've sent a lot in the last minute.",
+    "hour": "You've reached this hour's usage limit for the assistant.",
     "month": "You've reached your monthly usage limit for the assistant.",
-    "global": "The assistant has reached its overall monthly usage limit. Please try again later.",
+    "global": "The assistant has reached its overall monthly usage limit.",
 }
 
 

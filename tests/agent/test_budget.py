@@ -36,12 +36,12 @@ def spend(user, ago, tokens=0, usd="0"):
         (
             "minute",
             lambda u, o: spend(u, timedelta(seconds=30), tokens=20000),
-            "You've sent a lot in the last minute. Please wait a moment and try again.",
+            "You've sent a lot in the last minute.",
         ),
         (
             "hour",
             lambda u, o: spend(u, timedelta(minutes=10), tokens=200000),
-            "You've reached this hour's usage limit for the assistant. Please try again later.",
+            "You've reached this hour's usage limit for the assistant.",
         ),
         (
             "month",
@@ -51,7 +51,7 @@ def spend(user, ago, tokens=0, usd="0"):
         (
             "global",
             lambda u, o: spend(o, timedelta(days=1), usd="100"),
-            "The assistant has reached its overall monthly usage limit. Please try again later.",
+            "The assistant has reached its overall monthly usage limit.",
         ),
     ],
 )

@@ -127,3 +127,13 @@ def test_the_terminals_turn_keeps_its_chat_while_the_model_is_silent(team, scrip
         timer.join()
     assert "Thought it over." in shown
     assert seen == [True, True]
+
+
+def test_a_full_budget_is_said_with_when_to_try_again(team, settings):
+    """The terminal says what is full and, from the refusal's `retry_after_seconds`, when to try
+    again, as the chat page counts it down."""
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 1  # (an empty bucket admits one call, which fills it)
+    shown = chat(team, "list my posts", "list my posts")
+    assert "You've sent a lot in the last minute. Try again in " in shown
+    wait = shown.split("Try again in ", 1)[1].split(".", 1)[0]
+    assert wait.endswith(" s") and 1 <= int(wait[:-2]) <= 60

@@ -19,6 +19,7 @@ from agent import approvals, turns
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.models import Session
 from agent.policy import get_policy
+from agent.templatetags.agent_waits import wait
 from blog.chat import BlogChatPolicy
 
 STYLE = {"reasoning": "\033[2m", "tool": "\033[36m", "error": "\033[31m", "reset": "\033[0m"}
@@ -155,6 +156,10 @@ class Command(BaseCommand):
                 return self._paint("tool", f"\n  [{payload['name']}] → {payload['status']}\n")
             case "effects":
                 return self._paint("tool", "  (" + ", ".join(f"{e['type']} #{e['id']}" for e in payload) + ")\n")
+            case "error" if payload.get("retry_after_seconds"):
+                return self._paint(
+                    "error", f"\n{payload['message']} Try again in {wait(payload['retry_after_seconds'])}."
+                )
             case "error":
                 return self._paint("error", f"\n{payload['message']}")
             case "confirm":
