@@ -83,8 +83,13 @@ BEDROCK_STREAMS = _names(("bedrock/",))
 
 # OpenAI's finish_reason -> neutral stop_reason (docs/engine.md, "Stop reasons"); any other word is
 # `incomplete`, never `end_turn`.
-FINISH = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
-FINISH["content_filter"] = "content_filtered"
+FINISH = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filtered",
+}
 # Bedrock's stopReason words that the neutral form names as they are.
 BEDROCK_STOP = {"end_turn", "tool_use", "max_tokens", "stop_sequence"}
 
