@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DJANGO6_VENV := .venv-django6
 DJANGO6_STAMP := $(DJANGO6_VENV)/.installed
 
-.PHONY: run test test-django6 install chromium redis lint clean soak bench
+.PHONY: run test test-wire test-django6 install chromium redis lint clean soak bench
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,13 @@ test: $(STAMP) chromium redis
 	$(VENV)/bin/coverage combine -q
 	$(VENV)/bin/coverage report
 	$(VENV)/bin/coverage html -q
+
+# The recorded provider streams replayed through the real adapters (tests/agent/backends/test_wire_replay.py).
+# They live outside the repository: WIRE_FIXTURES=/abs/path/to/fixtures/wire make test-wire (.ci/run does it
+# when ../shared/fixtures/wire exists). Not part of `make test`.
+test-wire: $(STAMP)
+	@if [ -z "$(WIRE_FIXTURES)" ]; then echo "test-wire: set WIRE_FIXTURES to the recorded streams' directory (an absolute path)" >&2; exit 2; fi
+	WIRE_FIXTURES="$(WIRE_FIXTURES)" $(PY) -m pytest -q --ds=tests.agent.settings tests/agent/backends/test_wire_replay.py $(PYTEST_ARGS)
 
 # A Python >= 3.12 for Django 6: PYTHON_DJANGO6 if set, else the newest 3.12+ that pyenv has.
 $(DJANGO6_STAMP): requirements.txt requirements-dev.txt

@@ -333,6 +333,56 @@ def test_done_marker_without_finish_reason_is_a_complete_answer(server, backend)
     assert run(backend)[-1] == {"kind": "done", "stop_reason": "end_turn", "usage": ZERO}
 
 
+def test_azure_leading_prompt_filter_chunk_is_neither_answer_nor_usage(server, backend):
+    """Azure first sends a chunk with `choices: []`, an empty id and model and only
+    `prompt_filter_results`; each choice then carries `content_filter_results`."""
+    filtered = {"hate": {"filtered": False, "severity": "safe"}}
+    body = sse(
+        {
+            "choices": [],
+            "created": 0,
+            "id": "",
+            "model": "",
+            "object": "",
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filtered}],
+        },
+        {
+            "id": "chatcmpl-az",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": "Capital", "role": "assistant"},
+                    "finish_reason": None,
+                    "content_filter_results": filtered,
+                }
+            ],
+        },
+        {
+            "id": "chatcmpl-az",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop", "content_filter_results": {}}],
+        },
+        {
+            "id": "chatcmpl-az",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 15,
+                "completion_tokens": 78,
+                "completion_tokens_details": {"reasoning_tokens": 64},
+                "prompt_tokens_details": {"cached_tokens": 4},
+            },
+        },
+    )
+    server.script(Reply(body=body))
+    assert run(backend) == [
+        {"kind": "text", "text": "Capital"},
+        {
+            "kind": "done",
+            "stop_reason": "end_turn",
+            "usage": {**ZERO, "input_tokens": 11, "output_tokens": 78, "cache_read_tokens": 4},
+        },
+    ]
+
+
 def test_error_after_finish_keeps_the_finished_answer(server, backend):
     body = sse(
         chunk({"reasoning": "We need"}, "length"),
