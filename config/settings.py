@@ -164,9 +164,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django picks the hasher that checks a password by its hash's algorithm, and of several with one
+# algorithm the last listed: so Django's own PBKDF2PasswordHasher (the same pbkdf2_sha256 hashes) is
+# not listed, or every sign-in would check its password with it, blocking the gevent worker.
 PASSWORD_HASHERS = [
     "config.hashers.GeventPBKDF2PasswordHasher",  # same pbkdf2_sha256 hashes; does not block gevent
-    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
     "django.contrib.auth.hashers.Argon2PasswordHasher",
     "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",

@@ -47,6 +47,23 @@ print(len(ticks) - start)
 """
 
 
+CHECK_PROBE = PROBE.replace(
+    'GeventPBKDF2PasswordHasher().encode("pw", "salt", 600_000)',
+    "check_password('pw', ENCODED)",
+).replace(
+    "from config.hashers import GeventPBKDF2PasswordHasher",
+    "from django.contrib.auth.hashers import check_password, make_password\nENCODED = make_password('pw')",
+)
+
+
+def test_a_sign_in_checks_its_password_without_blocking_other_greenlets():
+    """The path a sign-in takes (`check_password` picks the hasher by the hash's algorithm, with the
+    site's PASSWORD_HASHERS): the worker's other greenlets keep running while the key is stretched."""
+    out = subprocess.run([sys.executable, "-c", CHECK_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip().splitlines()[-1]) >= 5
+
+
 def test_hashing_under_gevent_lets_other_greenlets_run():
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
