@@ -329,6 +329,17 @@ SAID = ["Let ", "me ", "write ", "that ", "down."]
 THEN = ["Written: ", "one ", "note."]
 
 
+@pytest.fixture
+def events_redis(settings) -> Iterator[RedisServer]:
+    """A `redis-server` of the test's own as the process's event bus (`events.get_bus()`); the test may
+    kill it."""
+    server = RedisServer().start()
+    settings.AGENT_EVENTS_URL = server.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    yield server
+    server.stop()
+
+
 def a_turn_that_writes_a_note(script, user) -> tuple[Turn, Iterator[tuple[str, Any]]]:
     """A notebook chat's running turn, and its loop's events to come: five words, a `write_note`
     call (a tool result and one effect), then three words."""
@@ -374,101 +385,88 @@ def wait_for(condition, what: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True, databases="__all__")
-def test_redis_lost_mid_turn_the_follower_still_gets_the_rest_of_the_turn_from_the_transcript(settings, script, user):
+def test_redis_lost_mid_turn_the_follower_still_gets_the_rest_of_the_turn_from_the_transcript(
+    events_redis, script, user
+):
     """Two words reach the follower through Redis; Redis dies; the turn says three more, writes a
     note and answers. The follower ends the part it had begun, sends the rest whole, without ids,
     and ends with exactly one terminal event."""
-    server = RedisServer().start()
-    try:
-        settings.AGENT_EVENTS_URL = server.url
-        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
-        row, steps = a_turn_that_writes_a_note(script, user)
-        turn = running_turn(RedisBus(server.url), str(row.pk))
-        for _ in range(2):
-            turn.publish(*next(steps))
-        items: list = []
-        reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=30)))
-        reader.start()
-        wait_for(lambda: len(items) >= 2, "the first two words reached the follower")
-        server.kill()
-        terminal = run_to_the_end(turn, steps, row)
-        reader.join(30)
-        assert not reader.is_alive()
-        got = [item for item in items if item[1] != "heartbeat"]
-        note = Note.objects.get()
-        assert got == [
-            (0, "token", {"text": "Let "}),
-            (1, "token", {"text": "me "}),
-            (None, "token", {"text": "write that down."}),  # the rest of the part the follower had begun
-            (None, "tool_use", {"id": "w1", "name": "write_note", "input": {"title": "Milk"}}),
-            (None, "tool_result", {"id": "w1", "name": "write_note", "status": "ok", "result": {"id": note.pk}}),
-            (None, "effects", [{"type": "note.written", "id": note.pk}]),
-            (None, "token", {"text": "Written: one note."}),
-            (None, *terminal),
-        ]
-        assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row)
-    finally:
-        server.stop()
+    server = events_redis
+    row, steps = a_turn_that_writes_a_note(script, user)
+    turn = running_turn(RedisBus(server.url), str(row.pk))
+    for _ in range(2):
+        turn.publish(*next(steps))
+    items: list = []
+    reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=30)))
+    reader.start()
+    wait_for(lambda: len(items) >= 2, "the first two words reached the follower")
+    server.kill()
+    terminal = run_to_the_end(turn, steps, row)
+    reader.join(30)
+    assert not reader.is_alive()
+    got = [item for item in items if item[1] != "heartbeat"]
+    note = Note.objects.get()
+    assert got == [
+        (0, "token", {"text": "Let "}),
+        (1, "token", {"text": "me "}),
+        (None, "token", {"text": "write that down."}),  # the rest of the part the follower had begun
+        (None, "tool_use", {"id": "w1", "name": "write_note", "input": {"title": "Milk"}}),
+        (None, "tool_result", {"id": "w1", "name": "write_note", "status": "ok", "result": {"id": note.pk}}),
+        (None, "effects", [{"type": "note.written", "id": note.pk}]),
+        (None, "token", {"text": "Written: one note."}),
+        (None, *terminal),
+    ]
+    assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row)
 
 
 @pytest.mark.django_db(transaction=True, databases="__all__")
 def test_a_follower_opened_after_redis_marked_the_turn_off_it_gets_the_whole_turn_from_the_transcript(
-    settings, script, user
+    events_redis, script, user
 ):
     """Redis restarted empty mid-turn: the turn's next event finds no stream and writes `2-0`. A
     stream opened then on another worker has none of the turn's events: it sends all of them from the
     transcript as they are written, then one terminal event."""
-    server = RedisServer().start()
-    try:
-        settings.AGENT_EVENTS_URL = server.url
-        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
-        row, steps = a_turn_that_writes_a_note(script, user)
-        turn = running_turn(RedisBus(server.url), str(row.pk))
-        key = turn_key(turn.turn_id)
-        turn.publish(*next(steps))
-        client = redis.Redis.from_url(server.url)
-        wait_for(lambda: client.exists(key) and client.xlen(key) == 2, "the first word reached Redis")
-        server.kill()
-        server.start()  # empty
-        client = redis.Redis.from_url(server.url)
-        turn.publish(*next(steps))
-        wait_for(lambda: client.exists(key), "the turn was marked off Redis")
-        items: list = []
-        reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=0.5)))
-        reader.start()
-        wait_for(lambda: items, "the follower waited on the transcript (its first heartbeat)")
-        terminal = run_to_the_end(turn, steps, row)
-        reader.join(30)
-        assert not reader.is_alive()
-        got = [item for item in items if item[1] != "heartbeat"]
-        assert [(i, name) for i, name, _ in got] == [
-            (None, name) for name in ("token", "tool_use", "tool_result", "effects", "token", terminal[0])
-        ]
-        assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row) == "".join(SAID + THEN)
-    finally:
-        server.stop()
+    server = events_redis
+    row, steps = a_turn_that_writes_a_note(script, user)
+    turn = running_turn(RedisBus(server.url), str(row.pk))
+    key = turn_key(turn.turn_id)
+    turn.publish(*next(steps))
+    client = redis.Redis.from_url(server.url)
+    wait_for(lambda: client.exists(key) and client.xlen(key) == 2, "the first word reached Redis")
+    server.kill()
+    server.start()  # empty
+    client = redis.Redis.from_url(server.url)
+    turn.publish(*next(steps))
+    wait_for(lambda: client.exists(key), "the turn was marked off Redis")
+    items: list = []
+    reader = threading.Thread(target=lambda: items.extend(follow(row, heartbeat=0.5)))
+    reader.start()
+    wait_for(lambda: items, "the follower waited on the transcript (its first heartbeat)")
+    terminal = run_to_the_end(turn, steps, row)
+    reader.join(30)
+    assert not reader.is_alive()
+    got = [item for item in items if item[1] != "heartbeat"]
+    assert [(i, name) for i, name, _ in got] == [
+        (None, name) for name in ("token", "tool_use", "tool_result", "effects", "token", terminal[0])
+    ]
+    assert "".join(p["text"] for _, name, p in got if name == "token") == reply_text(row) == "".join(SAID + THEN)
 
 
 @pytest.mark.django_db(transaction=True, databases="__all__")
-def test_resumed_while_redis_is_down_the_stream_sends_the_end_alone_never_words_twice(settings, script, user):
+def test_resumed_while_redis_is_down_the_stream_sends_the_end_alone_never_words_twice(events_redis, script, user):
     """A client that had the first three events reconnects (`Last-Event-ID: 2`) to a worker that
     cannot reach Redis: what it had is unknown, so it gets no words again, only the turn's end."""
-    server = RedisServer().start()
-    try:
-        settings.AGENT_EVENTS_URL = server.url
-        settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
-        row, steps = a_turn_that_writes_a_note(script, user)
-        turn = running_turn(RedisBus(server.url), str(row.pk))
-        for _ in range(3):
-            turn.publish(*next(steps))
-        server.kill()
-        items: list = []
-        reader = threading.Thread(target=lambda: items.extend(follow(row, last_event_id=2, heartbeat=0.5)))
-        reader.start()
-        wait_for(lambda: items, "the follower waited for the turn (its first heartbeat)")
-        terminal = run_to_the_end(turn, steps, row)
-        reader.join(30)
-        assert not reader.is_alive()
-        assert [item for item in items if item[1] != "heartbeat"] == [(None, *terminal)]
-    finally:
-        server.stop()
+    server = events_redis
+    row, steps = a_turn_that_writes_a_note(script, user)
+    turn = running_turn(RedisBus(server.url), str(row.pk))
+    for _ in range(3):
+        turn.publish(*next(steps))
+    server.kill()
+    items: list = []
+    reader = threading.Thread(target=lambda: items.extend(follow(row, last_event_id=2, heartbeat=0.5)))
+    reader.start()
+    wait_for(lambda: items, "the follower waited for the turn (its first heartbeat)")
+    terminal = run_to_the_end(turn, steps, row)
+    reader.join(30)
+    assert not reader.is_alive()
+    assert [item for item in items if item[1] != "heartbeat"] == [(None, *terminal)]
