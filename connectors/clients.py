@@ -78,13 +78,13 @@ def connected_everywhere(user: Any) -> list[Consent]:
 
 
 def disconnect_everywhere(user: Any) -> int:
-    """Every client the person connected may do nothing more for them, on any blog: each grant revoked
-    and, with it, its tokens there; then any token of theirs left (issued for a grant revoked
-    meanwhile, say). How many grants were revoked."""
+    """Every client the person connected may do nothing more for them, on any blog: each grant revoked,
+    then every token of theirs (all blogs at once, so not blog by blog as `client_revoke` does). How
+    many grants were revoked."""
     consents = connected_everywhere(user)
     with transaction.atomic():
         for consent in consents:
-            client_revoke(consent=consent)
+            team.consent_revoke(consent=consent)
         for token in get_refresh_token_model().objects.filter(user=user, revoked__isnull=True):
             token.revoke()  # revokes its access token too
         for token in get_access_token_model().objects.filter(user=user):

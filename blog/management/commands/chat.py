@@ -156,12 +156,10 @@ class Command(BaseCommand):
                 return self._paint("tool", f"\n  [{payload['name']}] → {payload['status']}\n")
             case "effects":
                 return self._paint("tool", "  (" + ", ".join(f"{e['type']} #{e['id']}" for e in payload) + ")\n")
-            case "error" if payload.get("retry_after_seconds"):
-                return self._paint(
-                    "error", f"\n{payload['message']} Try again in {wait(payload['retry_after_seconds'])}."
-                )
             case "error":
-                return self._paint("error", f"\n{payload['message']}")
+                seconds = payload.get("retry_after_seconds")
+                when = f" Try again in {wait(seconds)}." if seconds else ""
+                return self._paint("error", f"\n{payload['message']}{when}")
             case "confirm":
                 return "".join(
                     self._paint("tool", f"\n  (waiting for you: {call.get('description') or call['name']})")
