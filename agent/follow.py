@@ -65,7 +65,7 @@ def follow_batches(
     if turn.finished and last_event_id is None:
         yield [_end(turn)]
         return
-    if turn.finished and turn.last_event_id is not None and last_event_id >= turn.last_event_id:
+    if _had_its_end(turn, last_event_id):
         return  # resumed at its terminal event: nothing follows it
     bus = events.get_bus()
     copy = bus.follow_turn(str(turn.pk))  # the turn runs on another worker or host, on the bus
@@ -95,7 +95,14 @@ def had_the_end(turn_id: Any, last_event_id: int | None) -> bool:
     channel = hub.get_channel(str(turn_id))
     if channel is not None:
         return channel.closed and last_event_id >= channel.count() - 1
-    return Turn.objects.filter(pk=turn_id, last_event_id__lte=last_event_id).exists()
+    turn = Turn.objects.filter(pk=turn_id).only("last_event_id").first()
+    return turn is not None and _had_its_end(turn, last_event_id)
+
+
+def _had_its_end(turn: Turn, last_event_id: int | None) -> bool:
+    """Whether `last_event_id` is at or past the turn's terminal event (its row keeps that event's id
+    once the turn has ended)."""
+    return last_event_id is not None and turn.last_event_id is not None and last_event_id >= turn.last_event_id
 
 
 # Encoding these never touches the database; after any other event (its HTML may be rendered from
