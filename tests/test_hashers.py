@@ -21,7 +21,8 @@ def test_same_hashes_as_djangos_pbkdf2():
     assert django.verify("s3cret-pass", encoded) and ours.verify("s3cret-pass", encoded)
 
 
-PROBE = r"""
+# Counts how often a greenlet ticks while `{work}` runs (after `{setup}`): 0 if the work blocks gevent.
+TICKS_PROBE = r"""
 from gevent import monkey
 monkey.patch_all()
 import os, time
@@ -30,7 +31,7 @@ os.environ["DEBUG"] = "1"
 import django
 django.setup()
 import gevent
-from config.hashers import GeventPBKDF2PasswordHasher
+{setup}
 
 ticks = []
 def ticker():
@@ -41,34 +42,30 @@ def ticker():
 t = gevent.spawn(ticker)
 gevent.sleep(0.05)
 start = len(ticks)
-GeventPBKDF2PasswordHasher().encode("pw", "salt", 600_000)
+{work}
 t.kill()
 print(len(ticks) - start)
 """
 
 
-CHECK_PROBE = PROBE.replace(
-    'GeventPBKDF2PasswordHasher().encode("pw", "salt", 600_000)',
-    "check_password('pw', ENCODED)",
-).replace(
-    "from config.hashers import GeventPBKDF2PasswordHasher",
-    "from django.contrib.auth.hashers import check_password, make_password\nENCODED = make_password('pw')",
-)
+def ticks_while(setup: str, work: str) -> int:
+    probe = TICKS_PROBE.format(setup=setup, work=work)
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip().splitlines()[-1])
 
 
 def test_a_sign_in_checks_its_password_without_blocking_other_greenlets():
     """The path a sign-in takes (`check_password` picks the hasher by the hash's algorithm, with the
     site's PASSWORD_HASHERS): the worker's other greenlets keep running while the key is stretched."""
-    out = subprocess.run([sys.executable, "-c", CHECK_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stdout.strip().splitlines()[-1]) >= 5
+    setup = "from django.contrib.auth.hashers import check_password, make_password\nENCODED = make_password('pw')"
+    assert ticks_while(setup, "check_password('pw', ENCODED)") >= 5
 
 
 def test_hashing_under_gevent_lets_other_greenlets_run():
-    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
     # While the key is stretched, the ticker greenlet keeps running (it would not tick at all if blocked).
-    assert int(out.stdout.strip().splitlines()[-1]) >= 5
+    setup = "from config.hashers import GeventPBKDF2PasswordHasher"
+    assert ticks_while(setup, 'GeventPBKDF2PasswordHasher().encode("pw", "salt", 600_000)') >= 5
 
 
 LOCKED_PROBE = r"""
