@@ -10,6 +10,7 @@ events (`events`).
 from __future__ import annotations
 
 import json
+import math
 import time
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -50,7 +51,12 @@ def scrub(text: str, secret: str) -> str:
 
 
 def retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or HTTP date)."""
+    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or HTTP date), else `X-RateLimit-Reset`.
+
+    The last is OpenRouter's, sent with its 429s instead of `Retry-After`: when the limit resets, in epoch
+    milliseconds. Read as epoch seconds when it is too small for milliseconds, and as seconds from now when
+    it is too small to be a time at all (the header has no standard; these are the shapes servers send).
+    """
     if (millis := headers.get("retry-after-ms")) is not None:
         try:
             return max(float(millis) / 1000, 0.0)
@@ -58,7 +64,7 @@ def retry_after(headers: httpx.Headers) -> float | None:
             pass
     value = headers.get("retry-after")
     if not value:
-        return None
+        return _ratelimit_reset(headers.get("x-ratelimit-reset"))
     try:
         return max(float(value), 0.0)
     except ValueError:
@@ -67,6 +73,20 @@ def retry_after(headers: httpx.Headers) -> float | None:
         return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
     except (TypeError, ValueError, IndexError):
         return None
+
+
+def _ratelimit_reset(value: str | None) -> float | None:
+    try:
+        reset = float(value) if value else None
+    except ValueError:
+        return None
+    if reset is None or not math.isfinite(reset) or reset < 0:
+        return None
+    if reset >= 1e11:  # epoch milliseconds (1e11 ms is 1973; 1e11 s is far beyond any reset)
+        return max(reset / 1000 - time.time(), 0.0)
+    if reset >= 1e9:  # epoch seconds (2001 onwards)
+        return max(reset - time.time(), 0.0)
+    return reset
 
 
 def error_body(response: httpx.Response) -> Any:

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from agent.backends.http import retry_after
 from agent.backends.openai import OpenAIBackend, SSEEvent, iter_sse, parse_stream
 from agent.exceptions import BackendError
 from tests.agent.backends.openai_server import Reply, closed_port, sse
@@ -947,6 +948,39 @@ def test_a_retry_after_within_the_cap_is_waited_in_full(server, backend, sleeps,
     )
     assert text_of(run(backend)) == "ok"
     assert sleeps == [25.0]  # not cut to a shorter backoff
+
+
+def test_openrouter_429_waits_until_its_rate_limit_resets(server, backend, sleeps, settings, monkeypatch):
+    """OpenRouter answers a rate limit with `X-RateLimit-Reset` (epoch milliseconds), not `Retry-After`."""
+    settings.AGENT_MAX_RETRY_WAIT_SECONDS = 30
+    monkeypatch.setattr("agent.backends.http.time.time", lambda: 1_754_667_640.0)
+    limited = json.dumps({"error": {"message": "Rate limit exceeded: limit_rpm/…", "code": 429}})
+    headers = {"X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1754667660000"}
+    server.script(
+        Reply(status=429, headers=headers, body=limited),
+        Reply(body=sse(chunk({"content": "ok"}), chunk({}, "stop"))),
+    )
+    assert text_of(run(backend)) == "ok"
+    assert sleeps == [20.0]  # until the reset, not the adapter's own shorter backoff
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"x-ratelimit-reset": "1000000020"}, 20.0),  # epoch seconds
+        ({"x-ratelimit-reset": "1000000020000"}, 20.0),  # epoch milliseconds
+        ({"x-ratelimit-reset": "12"}, 12.0),  # seconds from now
+        ({"x-ratelimit-reset": "999999000000"}, 0.0),  # already past
+        ({"x-ratelimit-reset": "6m0s"}, None),  # not a number: the adapter's own backoff
+        ({"x-ratelimit-reset": "inf"}, None),
+        ({"x-ratelimit-reset": "-5"}, None),
+        ({"retry-after": "3", "x-ratelimit-reset": "1000000020"}, 3.0),  # Retry-After wins
+        ({}, None),
+    ],
+)
+def test_retry_after_reads_the_rate_limit_reset_when_there_is_no_retry_after(headers, wait, monkeypatch):
+    monkeypatch.setattr("agent.backends.http.time.time", lambda: 1_000_000_000.0)
+    assert retry_after(httpx.Headers(headers)) == wait
 
 
 @pytest.mark.parametrize(

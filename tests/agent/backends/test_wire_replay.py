@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -417,7 +418,7 @@ def test_openai_400_context_length_exceeded_is_context_too_long(openai_server, o
     assert error.context_too_long is True and error.retryable is False
 
 
-def test_openrouter_429_with_integer_code_is_retryable(openai_server, openai_backend):
+def test_openrouter_429_with_integer_code_is_retryable(openai_server, openai_backend, monkeypatch):
     """The recorded HTTP answer (status line, headers, blank line, JSON body) served as it was."""
     _expected()
     raw = (FIXTURES / "errors/openrouter_429_rate_limit.http").read_bytes()
@@ -426,10 +427,14 @@ def test_openrouter_429_with_integer_code_is_retryable(openai_server, openai_bac
     headers = dict(line.split(": ", 1) for line in header_lines if line)
     headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "transfer-encoding")}
     openai_server.script(Reply(status=int(status_line.split()[1]), body=body, headers=headers))
+    recorded_at = parsedate_to_datetime(headers["Date"]).timestamp()
+    monkeypatch.setattr("agent.backends.http.time.time", lambda: recorded_at)
     events, error = collect(openai_backend, "meta-llama/llama-3.2-3b-instruct:free")
     assert events == [] and error is not None
     assert "Rate limit exceeded" in str(error)
     assert error.retryable is True and error.context_too_long is False
+    # Its wait is read from `X-Ratelimit-Reset` (epoch milliseconds): 26 s after the recording's Date.
+    assert error.retry_after == pytest.approx(26.0)
 
 
 def test_bedrock_400_validation_exception_is_not_retryable(bedrock_server, bedrock_backend):
