@@ -23,7 +23,8 @@ from agent.budget import estimate_tokens
 
 HELP = (
     "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
-    "“publish Morning light”, “unpublish Morning light”, “delete Morning light”, “write something long”, "
+    "“write a post about autumn birds”, “publish Morning light” (or “publish it” after a draft), "
+    "“unpublish Morning light”, “delete Morning light”, “write something long”, "
     "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
     "Evening light”."
 )
@@ -42,6 +43,14 @@ PATTERNS = [
         "draft",
         re.compile(
             r"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I
+        ),
+    ),
+    (  # "write a short draft about autumn birds": titled after its subject
+        "draft_about",
+        re.compile(
+            r"\b(?:draft|write|create|start)\b(?:\s+\S+){0,3}?\s+(?:post|draft|piece|article|entry)\s+"
+            r"(?:about|on)\s+[\"“']?(?P<t>.+?)[\"”']?[.!]*\s*$",
+            re.I,
         ),
     ),
     ("long", re.compile(r"\b(long|story)\b", re.I)),
@@ -73,13 +82,40 @@ LONG_TEXT = " ".join(
 )
 
 
+#: A post named by what the chat last did with it ("publish it"), not by its title.
+PRONOUN = re.compile(
+    r"^(?:it|this|that|(?:this|that) one|(?:this|that|the|my) (?:post|draft))(?: now| please)?[.!]?$", re.I
+)
+
+
 def intent(text: str) -> tuple[str, str]:
     text = " ".join(text.split())  # a request typed over several lines reads as one
     for name, pattern in PATTERNS:
         m = pattern.search(text)
         if m:
-            return name, (m.groupdict().get("t") or "").strip()
+            title = (m.groupdict().get("t") or "").strip()
+            if name == "draft_about":
+                return "draft", title[:1].upper() + title[1:]
+            return name, title
     return "help", ""
+
+
+def last_post_title(messages: list[dict[str, Any]]) -> str | None:
+    """The title of the post a tool last drafted, changed or read in these messages (not one it deleted)."""
+    for message in reversed(messages):
+        for part in reversed(message["parts"]):
+            result = part.get("result") if part["type"] == "tool_result" and part.get("status") == "ok" else None
+            if isinstance(result, dict) and "id" in result and result.get("title") and "deleted" not in result:
+                return str(result["title"])
+    return None
+
+
+def named_post(messages: list[dict[str, Any]], last_user: dict[str, Any], title: str) -> str | None:
+    """The title a request names: as typed, or for "it"/"this post" the chat's last post before the request."""
+    if not PRONOUN.match(title):
+        return title
+    before = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is last_user)
+    return last_post_title(messages[:before])
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -218,6 +254,9 @@ class DemoBackend(Backend):
         if kind == "draft":
             body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
+        title = named_post(messages, last_user, title)
+        if title is None:
+            return f"Which post? Say its title, like “{kind} Morning light”.", []
         if kind == "delete" and "delete_post" not in settings.AGENT_CONFIRM_TOOLS:
             # Without the approval buttons the model itself must ask first.
             return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
@@ -271,6 +310,7 @@ class DemoBackend(Backend):
                 "",
             )
         if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
+            title = named_post(messages, last_user, title) or title
             return self._act_on(kind, title, result.get("items", []), offered)
         if name == "list_posts":
             items = result.get("items", [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
 
 from agent.backends import get_backend
 from blog.demo import DemoBackend, intent
@@ -21,6 +22,9 @@ from blog.demo import DemoBackend, intent
         ("delete Old notes", ("delete", "Old notes")),
         ("yes", ("yes", "")),
         ("write something long", ("long", "")),
+        ("Write a short draft about autumn birds", ("draft", "Autumn birds")),
+        ("write a post on “Winter wrens”.", ("draft", "Winter wrens")),
+        ("publish it", ("publish", "it")),
         ("what's the weather?", ("help", "")),
     ],
 )
@@ -58,3 +62,32 @@ def test_the_demo_is_the_blogs_backend_registered_by_setting(settings):
     assert exc.value.args == (
         "AGENT_BACKEND must be one of anthropic, bedrock, fake, openai, openai-responses; got 'demo'.",
     )
+
+
+def test_a_draft_about_a_subject_is_titled_after_it_and_it_is_what_publish_it_publishes(tmp_path, capsys, db):
+    """Through real turns and tools: the words a newcomer types first, then a pronoun for what was drafted."""
+    dataset = tmp_path / "it.yaml"
+    dataset.write_text("""
+name: it
+posts:
+  - {title: "Notes from the river", status: draft}
+cases:
+  - id: draft-about-then-publish-it
+    requests: ["Write a short draft about autumn birds", "publish it"]
+    approve: true
+    expect_tools: [create_post, list_posts, publish_post]
+    expect_state:
+      - post: {title: "Autumn birds", status: published}
+      - post: {title: "Notes from the river", status: draft}
+""")
+    call_command("agent_eval", "--backend", "demo", "--dataset", str(dataset))
+    assert "passed — demo: 1/1" in capsys.readouterr().out  # (a failing case raises)
+
+
+def test_publish_it_with_nothing_drafted_asks_which_post(settings):
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "publish_post")]
+    messages = [{"role": "user", "parts": [{"type": "text", "text": "publish it"}]}]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+    assert not [e for e in events if e["kind"] == "tool_use"]
+    assert "".join(e.get("text", "") for e in events) == "Which post? Say its title, like “publish Morning light”."
