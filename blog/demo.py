@@ -29,6 +29,15 @@ HELP = (
     "Evening light”."
 )
 
+#: A post's title after its verb: "publish Morning light", "publish the post “Morning light”".
+TITLE = r"(?:(?:(?:the|my)\s+)?post\s+)?[\"“']?(?P<t>.+?)[\"”']?\s*$"
+#: Courtesy around a request, which the patterns do not need: "Could you publish it, please?"
+COURTESY = re.compile(
+    r"^(?:(?:hi|hey|ok|okay)\b[,!]?\s*)?(?:(?:please|kindly)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?P<request>.*?)(?:[\s,]+(?:please|thanks|thank you))?[\s.!?]*$",
+    re.I,
+)
+
 PATTERNS = [
     (
         "photo_post",
@@ -53,11 +62,12 @@ PATTERNS = [
             re.I,
         ),
     ),
-    ("long", re.compile(r"\b(long|story)\b", re.I)),
-    ("unpublish", re.compile(r"^\s*unpublish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
-    ("publish", re.compile(r"^\s*publish\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
-    ("delete", re.compile(r"^\s*delete\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I)),
+    ("unpublish", re.compile(rf"^\s*unpublish\s+{TITLE}", re.I)),
+    ("publish", re.compile(rf"^\s*publish\s+{TITLE}", re.I)),
+    ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
     ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
+    ("list", re.compile(r"\bwhat\b.*\bposts?\b|\bposts?\b.*\bdo i have\b", re.I)),
+    ("long", re.compile(r"\b(long|story)\b", re.I)),  # (after the rest: "publish A long walk" publishes)
     (
         "rename",
         re.compile(r"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I),
@@ -90,6 +100,7 @@ PRONOUN = re.compile(
 
 def intent(text: str) -> tuple[str, str]:
     text = " ".join(text.split())  # a request typed over several lines reads as one
+    text = COURTESY.fullmatch(text)["request"] or text
     for name, pattern in PATTERNS:
         m = pattern.search(text)
         if m:

@@ -25,6 +25,11 @@ from blog.demo import DemoBackend, intent
         ("Write a short draft about autumn birds", ("draft", "Autumn birds")),
         ("write a post on “Winter wrens”.", ("draft", "Winter wrens")),
         ("publish it", ("publish", "it")),
+        ("Could you please publish “Notes from the river”?", ("publish", "Notes from the river")),
+        ("delete the post Old notes, please.", ("delete", "Old notes")),
+        ("what posts do I have?", ("list", "")),
+        ("publish A long walk", ("publish", "A long walk")),  # (not "write something long")
+        ("unpublish the post", ("unpublish", "the post")),
         ("what's the weather?", ("help", "")),
     ],
 )
