@@ -20,6 +20,8 @@ from agent.attachments import is_note
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
 from agent.budget import estimate_tokens
+from blog.access import SCOPE_WORDS
+from blog.operations import OPERATIONS
 
 HELP = (
     "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
@@ -96,6 +98,15 @@ LONG_TEXT = " ".join(
 PRONOUN = re.compile(
     r"^(?:it|this|that|(?:this|that) one|(?:this|that|the|my) (?:post|draft))(?: now| please)?[.!]?$", re.I
 )
+
+
+def not_allowed(tool: str) -> str:
+    """Why a request's tool was not offered, in the words of the Clients screen, not the tool's name."""
+    doing = SCOPE_WORDS[OPERATIONS[tool].scope]
+    return (
+        f"I'm not allowed to {doing} posts on this blog for you. "
+        "The Clients screen shows what I may do, and lets you change it."
+    )
 
 
 def intent(text: str) -> tuple[str, str]:
@@ -251,10 +262,7 @@ class DemoBackend(Backend):
             return LONG_TEXT, []
         needed = NEEDS[kind]
         if needed not in offered:
-            return (
-                f"I can't do that here: you haven't let me use “{needed}” on this blog. "
-                "You can grant it on the Clients screen."
-            ), []
+            return not_allowed(needed), []
         if kind == "list":
             return "Let me look at your posts.", [("list_posts", {})]
         if kind == "rename":
@@ -346,5 +354,5 @@ class DemoBackend(Backend):
             return f"I couldn't find a post titled “{title}”.", []
         tool = NEEDS[kind]
         if tool not in offered:
-            return f"I can't do that here: you haven't let me use “{tool}” on this blog.", []
+            return not_allowed(tool), []
         return "", [(tool, {"post_id": match["id"]})]

@@ -96,3 +96,15 @@ def test_publish_it_with_nothing_drafted_asks_which_post(settings):
     events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
     assert not [e for e in events if e["kind"] == "tool_use"]
     assert "".join(e.get("text", "") for e in events) == "Which post? Say its title, like “publish Morning light”."
+
+
+def test_a_request_past_the_grant_is_refused_in_the_clients_screens_words(settings):
+    """What a person reads names what they may allow, never a tool's name ("list_posts")."""
+    settings.AGENT_DEMO_DELAY_MS = 0
+    messages = [{"role": "user", "parts": [{"type": "text", "text": "list my posts"}]}]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=[], model="demo"))
+    assert not [e for e in events if e["kind"] == "tool_use"]
+    assert "".join(e.get("text", "") for e in events) == (
+        "I'm not allowed to read posts on this blog for you. "
+        "The Clients screen shows what I may do, and lets you change it."
+    )

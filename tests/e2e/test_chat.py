@@ -269,8 +269,8 @@ def test_editor_without_consent_is_told_no(demo_server, page):
     expect(page.locator("#assistant .grant")).to_contain_text("nothing yet")
 
     reply = ask(page, "draft a post titled Nope")
-    expect(reply).to_contain_text("I can't do that here")
-    expect(reply).to_contain_text("create_post")
+    expect(reply).to_contain_text("I'm not allowed to draft posts on this blog for you.")
+    expect(reply).not_to_contain_text("create_post")  # (the Clients screen's words, not a tool's name)
     expect(reply.locator(".chip")).to_have_count(0)
     expect(post_item(page, "Nope")).to_have_count(0)
 
