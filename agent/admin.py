@@ -6,6 +6,7 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
@@ -24,6 +25,26 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
+
+
+class DeletedWithItsOwner:
+    """A row that is part of a record (a chat's transcript, the spending ledger, a post's history):
+    deleted with what it belongs to (its chat, its person's account, its blog), never on its own,
+    which would leave a call without its result, a budget that forgot spending or a gap in history.
+
+    So it has no delete page or action of its own, while its delete permission stays as it was:
+    deleting what it belongs to asks that permission of each row it takes with it."""
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_view(self, request, object_id, extra_context=None):
+        raise PermissionDenied
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), "show_delete": False})
 
 
 #: The transcript's stylesheet: its tables fit the page (fixed columns, long values wrap).
@@ -152,6 +173,13 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
         qs, dup = super().get_search_results(request, queryset, search_term)
         return qs.distinct(), dup
 
+    def has_delete_permission(self, request, obj=None):
+        """A superuser deletes a chat whole, but not while a turn runs in it (the turn would go on
+        writing into a chat that is gone); a lease run out is a dead worker's."""
+        if obj is not None and obj.turn_id is not None and obj.lease_until and obj.lease_until > timezone.now():
+            return False
+        return super().has_delete_permission(request, obj)
+
 
 class PartInline(ReadOnlyMixin, admin.TabularInline):
     """A message's parts, whole: each part's text, or its call (tool and input) or result (tool, status
@@ -187,7 +215,7 @@ def _json(value, indent: int | None = 2) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MessageAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "session",
         "position",
@@ -215,7 +243,7 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Turn)
-class TurnAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TurnAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
@@ -223,13 +251,13 @@ class TurnAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(SpendDay)
-class SpendDayAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class SpendDayAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["day", "cost_usd"]
     ordering = ["-day"]
 
 
 @admin.register(Spend)
-class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class SpendAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["user", "created_at", "model_id", "tokens", "cost_usd", "settled"]
     list_filter = ["model_id", "settled"]
     search_fields = ["user__username"]
@@ -237,7 +265,7 @@ class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Approval)
-class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ApprovalAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "created_at",
         "session",
@@ -258,7 +286,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(ContextSummary)
-class ContextSummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ContextSummaryAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["created_at", "session", "up_to_position", "model_id", "input_tokens", "output_tokens", "cost_usd"]
     search_fields = ["session__id", "text"]
     readonly_fields = [f.name for f in ContextSummary._meta.fields]

@@ -208,3 +208,72 @@ def test_the_approvals_list_takes_the_same_queries_whatever_its_length(auditor, 
     few = queries()
     approvals(5, 2)
     assert queries() == few
+
+
+def a_whole_record(user) -> Session:
+    """A finished chat with a call and its result, its turn, a summary, an approval and the ledger's rows."""
+    from agent.models import Approval, ContextSummary, Spend, SpendDay, Turn
+
+    session, _ = transcript_with_everything(user)
+    call = session.messages.get(role="assistant")
+    turn = Turn.objects.create(session=session, status=Turn.DONE, terminal_event="done")
+    ContextSummary.objects.create(session=session, up_to_position=0, text="they asked")
+    Approval.objects.create(
+        session=session, message=call, tool_use_id="call_77", tool_name="read_note", expires_at=timezone.now()
+    )
+    Spend.objects.create(user=user, created_at=timezone.now(), tokens=10, cost_usd="0.5", settled=True)
+    SpendDay.objects.get_or_create(day=timezone.now().date(), defaults={"cost_usd": "0.5"})
+    session.messages.update(turn=turn)
+    return session
+
+
+def test_no_part_of_a_transcript_or_the_ledger_is_deleted_on_its_own(auditor, user):
+    """A message alone gone leaves a call without its result (the next model call is refused); a turn,
+    approval or summary alone gone, a chat whose record has a hole; a ledger row gone, a budget that
+    forgot spending. Each goes only with its chat or its person's account."""
+    from agent.models import Approval, ContextSummary, Message, Spend, SpendDay, Turn
+
+    a_whole_record(user)
+    for model in (Message, Turn, Approval, ContextSummary, Spend, SpendDay):
+        row = model.objects.first()
+        page = f"/admin/agent/{model._meta.model_name}/"
+        assert auditor.get(f"{page}{row.pk}/delete/").status_code == 403, page
+        assert auditor.post(f"{page}{row.pk}/delete/", {"post": "yes"}).status_code == 403, page
+        selected = {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"}
+        auditor.post(page, selected)
+        assert model.objects.filter(pk=row.pk).exists(), page
+        assert "delete_selected" not in auditor.get(page).content.decode(), page
+        assert f"{page}{row.pk}/delete/" not in auditor.get(f"{page}{row.pk}/change/").content.decode(), page
+
+
+def test_a_whole_chat_or_account_is_still_deleted_with_its_record(auditor, user):
+    from agent.models import Message, Spend, Turn
+
+    session = a_whole_record(user)
+    assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Session.objects.filter(pk=session.pk).exists()
+    assert not Message.objects.filter(session_id=session.pk).exists()
+    assert not Turn.objects.filter(session_id=session.pk).exists()
+    a_whole_record(user)
+    assert auditor.post(f"/admin/auth/user/{user.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Session.objects.filter(user_id=user.pk).exists()
+    assert not Spend.objects.filter(user_id=user.pk).exists()
+
+
+def test_a_chat_is_not_deleted_while_a_turn_runs_in_it(auditor, user):
+    """The turn would go on writing into a chat that is gone; its person's account waits for it too."""
+    from agent.models import Turn
+
+    session = Session.objects.create(user=user, purpose="chat")
+    turn = Turn.objects.create(session=session)
+    Session.objects.filter(pk=session.pk).update(turn=turn, lease_until=timezone.now() + timedelta(minutes=2))
+    assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 403
+    auditor.post(
+        "/admin/agent/session/", {"action": "delete_selected", "_selected_action": [session.pk], "post": "yes"}
+    )
+    auditor.post(f"/admin/auth/user/{user.pk}/delete/", {"post": "yes"})
+    assert Session.objects.filter(pk=session.pk).exists()
+    # a lease run out is a dead worker's: nothing writes into the chat any more
+    Session.objects.filter(pk=session.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Session.objects.filter(pk=session.pk).exists()
