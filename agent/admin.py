@@ -144,6 +144,42 @@ def provider_state(part: Part) -> str:
     return f"{part.provider_backend or '?'} / {part.provider_model or '?'}: {', '.join(keys)}"
 
 
+class TurnInline(ReadOnlyMixin, admin.TabularInline):
+    """A session's turns, oldest first: how each ended (an error's code and message are here, not on
+    a message)."""
+
+    model = Turn
+    extra = 0
+    can_delete = False
+    classes = ["agent-transcript", "agent-turns"]
+    fields = ["created_at", "status", "terminal_event", "ending", "finished_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).order_by("created_at")
+
+    @admin.display(description="terminal payload")
+    def ending(self, turn: Turn) -> str:
+        return "-" if turn.terminal_payload is None else _cut(_json(turn.terminal_payload, indent=None))
+
+
+class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
+    """The calls the session's turns put to its person, and who decided each, and when."""
+
+    model = Approval
+    extra = 0
+    can_delete = False
+    classes = ["agent-transcript", "agent-approvals"]
+    fields = ["created_at", "tool_name", "tool_use_id", "description", "status", "decided_by", "decided_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        # (who decided is nullable: the admin would read it once per row)
+        return super().get_queryset(request).select_related("decided_by").order_by("created_at")
+
+
 @admin.register(Session)
 class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "user", "purpose", "status", "created_at", "updated_at"]
@@ -163,7 +199,7 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "lease_until",
         "awaiting_people",
     ]
-    inlines = [MessageInline]
+    inlines = [MessageInline, TurnInline, ApprovalInline]
 
     @property
     def media(self):
@@ -247,6 +283,7 @@ class TurnAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
+    search_fields = ["session__id", "session__user__username"]
     readonly_fields = [f.name for f in Turn._meta.fields]
 
 

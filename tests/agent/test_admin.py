@@ -277,3 +277,69 @@ def test_a_chat_is_not_deleted_while_a_turn_runs_in_it(auditor, user):
     Session.objects.filter(pk=session.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
     assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 302
     assert not Session.objects.filter(pk=session.pk).exists()
+
+
+def test_the_session_page_shows_how_each_turn_ended_and_who_decided_each_call(auditor, user, django_user_model):
+    """Errors (a budget met, a provider down) and the person's Approve or Reject are on turns and
+    approvals, not on messages: the session page lists both, so its transcript reads whole."""
+    from agent.models import Approval, Turn
+
+    session = a_whole_record(user)
+    Turn.objects.filter(session=session).update(
+        status=Turn.ERROR, terminal_event="error", terminal_payload={"code": "budget_exceeded", "message": "<b>x"}
+    )
+    Approval.objects.filter(session=session).update(
+        status=Approval.APPROVED, decided_by=user, decided_at=timezone.now(), description="Publish “<b>x”"
+    )
+    body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    turns = body[body.index('class="module agent-transcript agent-turns"') :]
+    assert "budget_exceeded" in turns and "&lt;b&gt;x" in turns and "<b>x" not in turns
+    approvals = body[body.index('class="module agent-transcript agent-approvals"') :]
+    assert "read_note" in approvals and "approved" in approvals and "uma" in approvals
+    assert "Publish “&lt;b&gt;x”" in approvals
+
+
+def test_turns_are_found_by_their_session_or_person(auditor, user, other_user):
+    from agent.models import Turn
+
+    mine = Turn.objects.create(session=Session.objects.create(user=user))
+    theirs = Turn.objects.create(session=Session.objects.create(user=other_user))
+    body = auditor.get(f"/admin/agent/turn/?q={mine.session_id}").content.decode()
+    assert str(mine.pk) in body and str(theirs.pk) not in body
+    body = auditor.get(f"/admin/agent/turn/?q={other_user.username}").content.decode()
+    assert str(theirs.pk) in body and str(mine.pk) not in body
+
+
+def test_the_session_page_takes_the_same_queries_whatever_the_length_of_its_chat(auditor, user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent.models import Approval, Turn
+
+    session = Session.objects.create(user=user, purpose="chat")
+    run = Run(session)
+
+    def turns(count: int) -> None:
+        for i in range(count):
+            turn = Turn.objects.create(session=session, status=Turn.DONE, terminal_event="done")
+            add_message(run, "user", [{"type": "text", "text": "go"}])
+            call = add_message(run, "assistant", [{"type": "tool_use", "id": f"c{i}", "name": "n", "input": {}}])
+            Approval.objects.create(
+                session=session,
+                turn=turn,
+                message=call,
+                tool_use_id=f"c{i}",
+                tool_name="n",
+                expires_at=timezone.now(),
+                decided_by=user,
+            )
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get(f"/admin/agent/session/{session.pk}/change/").status_code == 200
+        return len(captured)
+
+    turns(2)
+    few = queries()
+    turns(18)
+    assert queries() == few
