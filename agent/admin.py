@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 
+from agent.media_views import attachment_url
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
 from agent.transcript import is_redacted
 
@@ -125,10 +126,16 @@ def _part_text(part: Part) -> str:
     if part.type == "tool_result":
         return f"{part.tool_status}: {_cut(_json(part.tool_result, indent=None))} [{part.tool_use_id}]"
     if part.type in ("image", "document"):
-        return f"{part.media_type} {part.media_ref}"
+        return format_html("{} {}", part.media_type, _opened(part))
     if is_redacted(part):
         return "(redacted thinking)"
     return _cut(part.text)
+
+
+def _opened(part: Part) -> str:
+    """An attachment's name, linked to where its chat's person opens it (staff with the view
+    permission on sessions may too)."""
+    return format_html('<a href="{}">{}</a>', attachment_url(part), part.text or part.type)
 
 
 def _cut(text: str) -> str:
@@ -228,6 +235,9 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
     fields = ["position", "type", "body", "tool_use_id", "effects", "state"]
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("message")  # (an attachment's link names its session)
+
     @admin.display(description="text, call or result")
     def body(self, part: Part):
         match part.type:
@@ -236,7 +246,7 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
             case "tool_result":
                 head, text = f"{part.tool_name or '?'}: {part.tool_status}", _json(part.tool_result)
             case "image" | "document":
-                head, text = f"{part.media_type} {part.text}", part.media_ref
+                head, text = part.media_type, format_html("{} ({})", _opened(part), part.media_ref)
             case _:
                 head, text = "", "(redacted thinking)" if is_redacted(part) else part.text
         return format_html("{}<div class='agent-part'>{}</div>", format_html("<b>{}</b>", head) if head else "", text)

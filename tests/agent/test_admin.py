@@ -343,3 +343,37 @@ def test_the_session_page_takes_the_same_queries_whatever_the_length_of_its_chat
     few = queries()
     turns(18)
     assert queries() == few
+
+
+def test_an_attachment_is_opened_from_the_session_and_message_pages(auditor, user):
+    """The pages named the file's storage key only; the auditor opens it where the chat's person
+    would (the attachment's URL, which serves staff with the view permission), its name escaped."""
+    session = Session.objects.create(user=user, purpose="chat")
+    name = "<img src=x onerror=alert(1)>.png"
+    message = add_message(
+        Run(session),
+        "user",
+        [{"type": "image", "media_type": "image/png", "media_ref": "attachments/k.png", "name": name}],
+    )
+    part = message.parts.get()
+    link = f'<a href="/api/agent/sessions/{session.pk}/attachments/{part.pk}">{escape(name)}</a>'
+    assert link in auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    page = auditor.get(f"/admin/agent/message/{message.pk}/change/").content.decode()
+    assert link in page and name not in page
+
+
+def test_a_message_page_takes_the_same_queries_whatever_its_number_of_attachments(auditor, user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(count: int) -> int:
+        session = Session.objects.create(user=user, purpose="chat")
+        image = {"type": "image", "media_type": "image/png", "media_ref": "attachments/k.png", "name": "k.png"}
+        message = add_message(Run(session), "user", [image] * count)
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get(f"/admin/agent/message/{message.pk}/change/").status_code == 200
+        with CaptureQueriesContext(connection) as on_the_session_page:
+            assert auditor.get(f"/admin/agent/session/{session.pk}/change/").status_code == 200
+        return len(captured), len(on_the_session_page)
+
+    assert queries(2) == queries(8)
