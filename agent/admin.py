@@ -6,11 +6,13 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 
+from agent.media_views import attachment_url
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
 from agent.transcript import is_redacted
 
@@ -24,6 +26,26 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
+
+
+class DeletedWithItsOwner:
+    """A row that is part of a record (a chat's transcript, the spending ledger, a post's history):
+    deleted with what it belongs to (its chat, its person's account, its blog), never on its own,
+    which would leave a call without its result, a budget that forgot spending or a gap in history.
+
+    So it has no delete page or action of its own, while its delete permission stays as it was:
+    deleting what it belongs to asks that permission of each row it takes with it."""
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_view(self, request, object_id, extra_context=None):
+        raise PermissionDenied
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), "show_delete": False})
 
 
 #: The transcript's stylesheet: its tables fit the page (fixed columns, long values wrap).
@@ -104,10 +126,16 @@ def _part_text(part: Part) -> str:
     if part.type == "tool_result":
         return f"{part.tool_status}: {_cut(_json(part.tool_result, indent=None))} [{part.tool_use_id}]"
     if part.type in ("image", "document"):
-        return f"{part.media_type} {part.media_ref}"
+        return format_html("{} {}", part.media_type, _opened(part))
     if is_redacted(part):
         return "(redacted thinking)"
     return _cut(part.text)
+
+
+def _opened(part: Part) -> str:
+    """An attachment's name, linked to where its chat's person opens it (staff with the view
+    permission on sessions may too)."""
+    return format_html('<a href="{}">{}</a>', attachment_url(part), part.text or part.type)
 
 
 def _cut(text: str) -> str:
@@ -121,6 +149,42 @@ def provider_state(part: Part) -> str:
         return ""
     keys = sorted(part.provider_data or {}) + (["signature"] if part.signature else [])
     return f"{part.provider_backend or '?'} / {part.provider_model or '?'}: {', '.join(keys)}"
+
+
+class TurnInline(ReadOnlyMixin, admin.TabularInline):
+    """A session's turns, oldest first: how each ended (an error's code and message are here, not on
+    a message)."""
+
+    model = Turn
+    extra = 0
+    can_delete = False
+    classes = ["agent-transcript", "agent-turns"]
+    fields = ["created_at", "status", "terminal_event", "ending", "finished_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).order_by("created_at")
+
+    @admin.display(description="terminal payload")
+    def ending(self, turn: Turn) -> str:
+        return "-" if turn.terminal_payload is None else _cut(_json(turn.terminal_payload, indent=None))
+
+
+class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
+    """The calls the session's turns put to its person, and who decided each, and when."""
+
+    model = Approval
+    extra = 0
+    can_delete = False
+    classes = ["agent-transcript", "agent-approvals"]
+    fields = ["created_at", "tool_name", "tool_use_id", "description", "status", "decided_by", "decided_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        # (who decided is nullable: the admin would read it once per row)
+        return super().get_queryset(request).select_related("decided_by").order_by("created_at")
 
 
 @admin.register(Session)
@@ -142,7 +206,7 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
         "lease_until",
         "awaiting_people",
     ]
-    inlines = [MessageInline]
+    inlines = [MessageInline, TurnInline, ApprovalInline]
 
     @property
     def media(self):
@@ -151,6 +215,13 @@ class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def get_search_results(self, request, queryset, search_term):
         qs, dup = super().get_search_results(request, queryset, search_term)
         return qs.distinct(), dup
+
+    def has_delete_permission(self, request, obj=None):
+        """A superuser deletes a chat whole, but not while a turn runs in it (the turn would go on
+        writing into a chat that is gone); a lease run out is a dead worker's."""
+        if obj is not None and obj.turn_id is not None and obj.lease_until and obj.lease_until > timezone.now():
+            return False
+        return super().has_delete_permission(request, obj)
 
 
 class PartInline(ReadOnlyMixin, admin.TabularInline):
@@ -164,6 +235,9 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
     fields = ["position", "type", "body", "tool_use_id", "effects", "state"]
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("message")  # (an attachment's link names its session)
+
     @admin.display(description="text, call or result")
     def body(self, part: Part):
         match part.type:
@@ -172,7 +246,7 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
             case "tool_result":
                 head, text = f"{part.tool_name or '?'}: {part.tool_status}", _json(part.tool_result)
             case "image" | "document":
-                head, text = f"{part.media_type} {part.text}", part.media_ref
+                head, text = part.media_type, format_html("{} ({})", _opened(part), part.media_ref)
             case _:
                 head, text = "", "(redacted thinking)" if is_redacted(part) else part.text
         return format_html("{}<div class='agent-part'>{}</div>", format_html("<b>{}</b>", head) if head else "", text)
@@ -187,7 +261,7 @@ def _json(value, indent: int | None = 2) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MessageAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "session",
         "position",
@@ -215,21 +289,22 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Turn)
-class TurnAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TurnAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
+    search_fields = ["session__id", "session__user__username"]
     readonly_fields = [f.name for f in Turn._meta.fields]
 
 
 @admin.register(SpendDay)
-class SpendDayAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class SpendDayAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["day", "cost_usd"]
     ordering = ["-day"]
 
 
 @admin.register(Spend)
-class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class SpendAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["user", "created_at", "model_id", "tokens", "cost_usd", "settled"]
     list_filter = ["model_id", "settled"]
     search_fields = ["user__username"]
@@ -237,7 +312,7 @@ class SpendAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Approval)
-class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ApprovalAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "created_at",
         "session",
@@ -258,7 +333,7 @@ class ApprovalAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(ContextSummary)
-class ContextSummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ContextSummaryAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["created_at", "session", "up_to_position", "model_id", "input_tokens", "output_tokens", "cost_usd"]
     search_fields = ["session__id", "text"]
     readonly_fields = [f.name for f in ContextSummary._meta.fields]

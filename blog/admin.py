@@ -1,5 +1,8 @@
 from django.contrib import admin
 
+from agent.admin import DeletedWithItsOwner
+from blog import services, team
+from blog.grants import Actor
 from blog.models import Blog, ChatLink, Consent, Post, PostRevision, Seat
 
 
@@ -26,6 +29,9 @@ class SeatAdmin(admin.ModelAdmin):
 
 @admin.register(Post)
 class PostAdmin(admin.ModelAdmin):
+    """Read here, written on the blog's own screens (each change a revision there); deleted here
+    through `services.post_delete`, so the blog's history says who deleted it and what it was."""
+
     list_display = ["title", "blog", "status", "author", "published_at", "updated_at"]
     # (the admin joins only the non-null relations it shows by itself: a nullable one, the author,
     # would be one query per row)
@@ -33,12 +39,26 @@ class PostAdmin(admin.ModelAdmin):
     list_filter = ["status", "blog"]
     search_fields = ["title", "body"]
 
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def delete_model(self, request, obj):
+        services.post_delete(post=obj, actor=Actor(request.user, frozenset()))
+
+    def delete_queryset(self, request, queryset):
+        for post in queryset:
+            self.delete_model(request, post)
+
 
 @admin.register(PostRevision)
-class PostRevisionAdmin(admin.ModelAdmin):
+class PostRevisionAdmin(DeletedWithItsOwner, admin.ModelAdmin):
     list_display = ["created_at", "blog", "post", "action", "user", "via_assistant", "chat_session"]
     list_select_related = ["blog", "post", "user", "chat_session"]  # (nullable ones: a query per row each)
-    list_filter = ["action", "via_assistant"]
+    list_filter = ["action", "via_assistant", "blog"]
+    search_fields = ["chat_session__id", "user__username", "blog__slug", "post__title"]
     readonly_fields = [f.name for f in PostRevision._meta.fields]
 
     def has_add_permission(self, request):
@@ -49,13 +69,47 @@ class PostRevisionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Consent)
-class ConsentAdmin(admin.ModelAdmin):
+class ConsentAdmin(DeletedWithItsOwner, admin.ModelAdmin):
+    """Read-only: a grant is its person's to give (their Clients screen); an admin may only revoke one,
+    as its person would (a connected client's tokens are then refused on that blog)."""
+
     list_display = ["user", "blog", "client", "scopes", "updated_at", "revoked_at", "last_used_at"]
     list_filter = ["revoked_at"]
     search_fields = ["user__username", "blog__slug"]
+    readonly_fields = [f.name for f in Consent._meta.fields]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_revoke_permission(self, request):
+        return request.user.has_perm("blog.change_consent")
+
+    @admin.action(description="Revoke the selected grants", permissions=["revoke"])
+    def revoke(self, request, queryset):
+        for consent in queryset:
+            team.consent_revoke(consent=consent)
 
 
 @admin.register(ChatLink)
-class ChatLinkAdmin(admin.ModelAdmin):
-    list_display = ["session", "blog"]
-    readonly_fields = ["session", "blog"]
+class ChatLinkAdmin(DeletedWithItsOwner, admin.ModelAdmin):
+    """Which blog (and post) each chat is on: made with the chat, gone with it or its blog."""
+
+    list_display = ["session", "person", "blog", "post"]
+    list_select_related = ["session__user", "blog", "post"]  # (the post is nullable: a query per row)
+    list_filter = ["blog"]
+    search_fields = ["session__id", "session__user__username", "blog__slug"]
+    readonly_fields = ["session", "blog", "post"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="person", ordering="session__user__username")
+    def person(self, link: ChatLink):
+        return link.session.user

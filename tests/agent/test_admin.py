@@ -208,3 +208,172 @@ def test_the_approvals_list_takes_the_same_queries_whatever_its_length(auditor, 
     few = queries()
     approvals(5, 2)
     assert queries() == few
+
+
+def a_whole_record(user) -> Session:
+    """A finished chat with a call and its result, its turn, a summary, an approval and the ledger's rows."""
+    from agent.models import Approval, ContextSummary, Spend, SpendDay, Turn
+
+    session, _ = transcript_with_everything(user)
+    call = session.messages.get(role="assistant")
+    turn = Turn.objects.create(session=session, status=Turn.DONE, terminal_event="done")
+    ContextSummary.objects.create(session=session, up_to_position=0, text="they asked")
+    Approval.objects.create(
+        session=session, message=call, tool_use_id="call_77", tool_name="read_note", expires_at=timezone.now()
+    )
+    Spend.objects.create(user=user, created_at=timezone.now(), tokens=10, cost_usd="0.5", settled=True)
+    SpendDay.objects.get_or_create(day=timezone.now().date(), defaults={"cost_usd": "0.5"})
+    session.messages.update(turn=turn)
+    return session
+
+
+def test_no_part_of_a_transcript_or_the_ledger_is_deleted_on_its_own(auditor, user):
+    """A message alone gone leaves a call without its result (the next model call is refused); a turn,
+    approval or summary alone gone, a chat whose record has a hole; a ledger row gone, a budget that
+    forgot spending. Each goes only with its chat or its person's account."""
+    from agent.models import Approval, ContextSummary, Message, Spend, SpendDay, Turn
+
+    a_whole_record(user)
+    for model in (Message, Turn, Approval, ContextSummary, Spend, SpendDay):
+        row = model.objects.first()
+        page = f"/admin/agent/{model._meta.model_name}/"
+        assert auditor.get(f"{page}{row.pk}/delete/").status_code == 403, page
+        assert auditor.post(f"{page}{row.pk}/delete/", {"post": "yes"}).status_code == 403, page
+        selected = {"action": "delete_selected", "_selected_action": [row.pk], "post": "yes"}
+        auditor.post(page, selected)
+        assert model.objects.filter(pk=row.pk).exists(), page
+        assert "delete_selected" not in auditor.get(page).content.decode(), page
+        assert f"{page}{row.pk}/delete/" not in auditor.get(f"{page}{row.pk}/change/").content.decode(), page
+
+
+def test_a_whole_chat_or_account_is_still_deleted_with_its_record(auditor, user):
+    from agent.models import Message, Spend, Turn
+
+    session = a_whole_record(user)
+    assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Session.objects.filter(pk=session.pk).exists()
+    assert not Message.objects.filter(session_id=session.pk).exists()
+    assert not Turn.objects.filter(session_id=session.pk).exists()
+    a_whole_record(user)
+    assert auditor.post(f"/admin/auth/user/{user.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Session.objects.filter(user_id=user.pk).exists()
+    assert not Spend.objects.filter(user_id=user.pk).exists()
+
+
+def test_a_chat_is_not_deleted_while_a_turn_runs_in_it(auditor, user):
+    """The turn would go on writing into a chat that is gone; its person's account waits for it too."""
+    from agent.models import Turn
+
+    session = Session.objects.create(user=user, purpose="chat")
+    turn = Turn.objects.create(session=session)
+    Session.objects.filter(pk=session.pk).update(turn=turn, lease_until=timezone.now() + timedelta(minutes=2))
+    assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 403
+    auditor.post(
+        "/admin/agent/session/", {"action": "delete_selected", "_selected_action": [session.pk], "post": "yes"}
+    )
+    auditor.post(f"/admin/auth/user/{user.pk}/delete/", {"post": "yes"})
+    assert Session.objects.filter(pk=session.pk).exists()
+    # a lease run out is a dead worker's: nothing writes into the chat any more
+    Session.objects.filter(pk=session.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert auditor.post(f"/admin/agent/session/{session.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Session.objects.filter(pk=session.pk).exists()
+
+
+def test_the_session_page_shows_how_each_turn_ended_and_who_decided_each_call(auditor, user, django_user_model):
+    """Errors (a budget met, a provider down) and the person's Approve or Reject are on turns and
+    approvals, not on messages: the session page lists both, so its transcript reads whole."""
+    from agent.models import Approval, Turn
+
+    session = a_whole_record(user)
+    Turn.objects.filter(session=session).update(
+        status=Turn.ERROR, terminal_event="error", terminal_payload={"code": "budget_exceeded", "message": "<b>x"}
+    )
+    Approval.objects.filter(session=session).update(
+        status=Approval.APPROVED, decided_by=user, decided_at=timezone.now(), description="Publish “<b>x”"
+    )
+    body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    turns = body[body.index('class="module agent-transcript agent-turns"') :]
+    assert "budget_exceeded" in turns and "&lt;b&gt;x" in turns and "<b>x" not in turns
+    approvals = body[body.index('class="module agent-transcript agent-approvals"') :]
+    assert "read_note" in approvals and "approved" in approvals and "uma" in approvals
+    assert "Publish “&lt;b&gt;x”" in approvals
+
+
+def test_turns_are_found_by_their_session_or_person(auditor, user, other_user):
+    from agent.models import Turn
+
+    mine = Turn.objects.create(session=Session.objects.create(user=user))
+    theirs = Turn.objects.create(session=Session.objects.create(user=other_user))
+    body = auditor.get(f"/admin/agent/turn/?q={mine.session_id}").content.decode()
+    assert str(mine.pk) in body and str(theirs.pk) not in body
+    body = auditor.get(f"/admin/agent/turn/?q={other_user.username}").content.decode()
+    assert str(theirs.pk) in body and str(mine.pk) not in body
+
+
+def test_the_session_page_takes_the_same_queries_whatever_the_length_of_its_chat(auditor, user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent.models import Approval, Turn
+
+    session = Session.objects.create(user=user, purpose="chat")
+    run = Run(session)
+
+    def turns(count: int) -> None:
+        for i in range(count):
+            turn = Turn.objects.create(session=session, status=Turn.DONE, terminal_event="done")
+            add_message(run, "user", [{"type": "text", "text": "go"}])
+            call = add_message(run, "assistant", [{"type": "tool_use", "id": f"c{i}", "name": "n", "input": {}}])
+            Approval.objects.create(
+                session=session,
+                turn=turn,
+                message=call,
+                tool_use_id=f"c{i}",
+                tool_name="n",
+                expires_at=timezone.now(),
+                decided_by=user,
+            )
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get(f"/admin/agent/session/{session.pk}/change/").status_code == 200
+        return len(captured)
+
+    turns(2)
+    few = queries()
+    turns(18)
+    assert queries() == few
+
+
+def test_an_attachment_is_opened_from_the_session_and_message_pages(auditor, user):
+    """The pages named the file's storage key only; the auditor opens it where the chat's person
+    would (the attachment's URL, which serves staff with the view permission), its name escaped."""
+    session = Session.objects.create(user=user, purpose="chat")
+    name = "<img src=x onerror=alert(1)>.png"
+    message = add_message(
+        Run(session),
+        "user",
+        [{"type": "image", "media_type": "image/png", "media_ref": "attachments/k.png", "name": name}],
+    )
+    part = message.parts.get()
+    link = f'<a href="/api/agent/sessions/{session.pk}/attachments/{part.pk}">{escape(name)}</a>'
+    assert link in auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    page = auditor.get(f"/admin/agent/message/{message.pk}/change/").content.decode()
+    assert link in page and name not in page
+
+
+def test_a_message_page_takes_the_same_queries_whatever_its_number_of_attachments(auditor, user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(count: int) -> int:
+        session = Session.objects.create(user=user, purpose="chat")
+        image = {"type": "image", "media_type": "image/png", "media_ref": "attachments/k.png", "name": "k.png"}
+        message = add_message(Run(session), "user", [image] * count)
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get(f"/admin/agent/message/{message.pk}/change/").status_code == 200
+        with CaptureQueriesContext(connection) as on_the_session_page:
+            assert auditor.get(f"/admin/agent/session/{session.pk}/change/").status_code == 200
+        return len(captured), len(on_the_session_page)
+
+    assert queries(2) == queries(8)

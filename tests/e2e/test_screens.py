@@ -157,6 +157,8 @@ def test_the_admin_transcript_fits_1280_px(server, page):
     expect(messages).to_contain_text("Welcome to Field Notes")  # the tool's result, there to read
     expect(messages).to_contain_text("https://example.com/" + "x" * 240)
     assert page.evaluate(FITS, "#messages-group table") == {"page": True, "tables": [True]}
+    expect(page.locator("#turns-group table")).to_contain_text("end_turn")  # how each turn ended
+    assert page.evaluate(FITS, "#turns-group table") == {"page": True, "tables": [True]}
     messages.locator("summary", has_text="tools").first.click()
     expect(messages.locator("details[open]").first).to_contain_text("list_posts")
     shot(page, "admin-session-transcript")

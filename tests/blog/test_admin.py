@@ -1,0 +1,124 @@
+"""The blog's admin as an auditor uses it: it reads grants, links and history, and writes none of them
+past the blog's own write paths (revisions, the person's own grants)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from blog.models import Blog, ChatLink, Consent, Post, PostRevision
+from tests.blog.conftest import ALL, READ, blog_chat, browser, make_post, set_consent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def root(django_user_model):
+    return django_user_model.objects.create_superuser("root", password="root-pass-123")
+
+
+@pytest.fixture
+def auditor(root):
+    return browser(root)
+
+
+def test_a_grant_is_neither_made_nor_widened_in_the_admin(team, auditor):
+    """A grant is its person's to give (their Clients screen): an admin who could add or edit one
+    would let the assistant act for someone beyond what they allowed."""
+    consent = set_consent(team.editor, team.blog, [READ])
+    assert auditor.get("/admin/blog/consent/add/").status_code == 403
+    fields = {"user": team.author.pk, "blog": team.blog.pk, "client": "", "scopes": '["posts:delete"]'}
+    auditor.post("/admin/blog/consent/add/", fields)
+    assert not Consent.objects.filter(user=team.author).exists()
+    auditor.post(f"/admin/blog/consent/{consent.pk}/change/", {**fields, "user": team.editor.pk})
+    consent.refresh_from_db()
+    assert consent.scopes == [READ]
+    assert auditor.post(f"/admin/blog/consent/{consent.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Consent.objects.filter(pk=consent.pk).exists()
+
+
+def test_an_admin_revokes_a_grant_as_its_person_would(team, auditor):
+    consent = set_consent(team.editor, team.blog, ALL)
+    kept = set_consent(team.author, team.blog, ALL)
+    response = auditor.post("/admin/blog/consent/", {"action": "revoke", "_selected_action": [consent.pk]})
+    assert response.status_code == 302
+    consent.refresh_from_db()
+    assert (consent.scopes, consent.revoked_at is not None) == ([], True)
+    assert Consent.objects.get(pk=kept.pk).revoked_at is None
+
+
+def test_a_chat_link_is_not_made_or_changed_in_the_admin(team, auditor):
+    """Its add page had no field for the chat or the blog, so saving it was a 500; its change page
+    pointed a chat's "this post" at any post."""
+    link = ChatLink.objects.get(session=blog_chat(team.owner, team.blog))
+    post = make_post(team.blog, "Elsewhere")
+    assert auditor.get("/admin/blog/chatlink/add/").status_code == 403
+    assert auditor.post("/admin/blog/chatlink/add/", {"post": post.pk}).status_code == 403
+    auditor.post(f"/admin/blog/chatlink/{link.pk}/change/", {"post": post.pk})
+    link.refresh_from_db()
+    assert link.post_id is None
+    assert auditor.post(f"/admin/blog/chatlink/{link.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert ChatLink.objects.filter(pk=link.pk).exists()
+
+
+def test_history_is_deleted_only_with_its_blog(team, auditor):
+    post = make_post(team.blog, "Kept")
+    revision = PostRevision.objects.create(post=post, blog=team.blog, action="create", user=team.owner)
+    page = "/admin/blog/postrevision/"
+    assert auditor.post(f"{page}{revision.pk}/delete/", {"post": "yes"}).status_code == 403
+    auditor.post(page, {"action": "delete_selected", "_selected_action": [revision.pk], "post": "yes"})
+    assert PostRevision.objects.filter(pk=revision.pk).exists()
+    assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Blog.objects.exists() and not PostRevision.objects.exists()
+
+
+def test_a_post_is_written_on_the_blogs_screens_and_an_admins_delete_is_in_its_history(team, auditor, root):
+    """Saved in the admin, a post changed with no revision (and could be published with no date)."""
+    post = make_post(team.blog, "Draft")
+    fields = {
+        "blog": team.blog.pk,
+        "author": team.owner.pk,
+        "title": "Taken over",
+        "slug": "draft",
+        "status": "published",
+    }
+    auditor.post(f"/admin/blog/post/{post.pk}/change/", fields)
+    post.refresh_from_db()
+    assert (post.title, post.status) == ("Draft", Post.DRAFT)
+    assert auditor.get("/admin/blog/post/add/").status_code == 403
+    assert auditor.post(f"/admin/blog/post/{post.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Post.objects.filter(pk=post.pk).exists()
+    deleted = PostRevision.objects.get(action="delete")
+    assert (deleted.user, deleted.before["id"], deleted.before["title"]) == (root, post.pk, "Draft")
+
+
+def test_an_admin_finds_a_blogs_chats_and_what_they_changed(team, other_team, auditor):
+    chat = blog_chat(team.editor, team.blog)
+    elsewhere = blog_chat(other_team.editor, other_team.blog)
+    PostRevision.objects.create(blog=team.blog, post=make_post(team.blog), action="create", chat_session=chat)
+    page = auditor.get(f"/admin/blog/chatlink/?blog__id__exact={team.blog.pk}").content.decode()
+    assert str(chat.pk) in page and str(elsewhere.pk) not in page
+    page = auditor.get("/admin/blog/chatlink/?q=xeditor").content.decode()
+    assert str(elsewhere.pk) in page and str(chat.pk) not in page
+    page = auditor.get(f"/admin/blog/postrevision/?q={chat.pk}").content.decode()
+    assert "1 post revision" in page
+
+
+def queries_of(client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+def test_the_chat_links_list_takes_the_same_queries_whatever_its_length(team, auditor):
+    def chats(count: int, start: int = 0) -> None:
+        for i in range(start, start + count):
+            link = ChatLink.objects.get(session=blog_chat(team.editor, team.blog))
+            link.post = make_post(team.blog, f"Post {i}")
+            link.save()
+
+    chats(2)
+    few = queries_of(auditor, "/admin/blog/chatlink/")
+    chats(18, start=2)
+    assert queries_of(auditor, "/admin/blog/chatlink/") == few
