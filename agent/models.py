@@ -61,6 +61,9 @@ class Turn(models.Model):
     class Meta:
         indexes = [models.Index(fields=["session", "created_at"])]
 
+    def __str__(self) -> str:
+        return f"Turn {str(self.pk)[:8]} ({self.status})"
+
     @property
     def finished(self) -> bool:
         return self.status != self.RUNNING
@@ -219,6 +222,9 @@ class Approval(models.Model):
             models.Index(fields=["expires_at"], name="agent_approval_expiry_idx"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"
+
 
 class ContextSummary(models.Model):
     """A model-written summary of a session's older messages, up to and including `up_to_position`."""
@@ -235,3 +241,6 @@ class ContextSummary(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["session", "-up_to_position"], name="agent_summary_latest_idx")]
+
+    def __str__(self) -> str:
+        return f"Summary up to #{self.up_to_position}"

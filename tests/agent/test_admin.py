@@ -294,9 +294,12 @@ def test_the_session_page_shows_how_each_turn_ended_and_who_decided_each_call(au
     body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
     turns = body[body.index('class="module agent-transcript agent-turns"') :]
     assert "budget_exceeded" in turns and "&lt;b&gt;x" in turns and "<b>x" not in turns
+    turn = Turn.objects.get(session=session)
+    assert f"Turn {str(turn.pk)[:8]} (error)" in turns and "Turn object" not in turns  # (each row's label)
     approvals = body[body.index('class="module agent-transcript agent-approvals"') :]
     assert "read_note" in approvals and "approved" in approvals and "uma" in approvals
     assert "Publish “&lt;b&gt;x”" in approvals
+    assert "read_note (approved)" in approvals and "Approval object" not in approvals
 
 
 def test_turns_are_found_by_their_session_or_person(auditor, user, other_user):
