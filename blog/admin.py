@@ -14,10 +14,23 @@ class SeatInline(admin.TabularInline):
 
 @admin.register(Blog)
 class BlogAdmin(admin.ModelAdmin):
+    """Where blogs are made (the site has no screen for it). Its owner always holds an owner's seat,
+    with the assistant, made or raised when the blog is saved: access goes by seats, so an owner
+    without one could not open their own blog. A former owner keeps the seat they had (edit it below)."""
+
     list_display = ["title", "slug", "owner", "created_at"]
     search_fields = ["title", "slug", "owner__username"]
     prepopulated_fields = {"slug": ["title"]}
     inlines = [SeatInline]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)  # (the seats typed below first)
+        blog = form.instance
+        seat, made = Seat.objects.get_or_create(
+            blog=blog, user=blog.owner, defaults={"role": Seat.OWNER, "may_use_assistant": True}
+        )
+        if not made and seat.role != Seat.OWNER:
+            team.seat_update(seat=seat, role=Seat.OWNER, may_use_assistant=seat.may_use_assistant)
 
 
 @admin.register(Seat)

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from blog.models import Blog, ChatLink, Consent, Post, PostRevision
+from blog.models import Blog, ChatLink, Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, READ, blog_chat, browser, make_post, set_consent
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +122,29 @@ def test_the_chat_links_list_takes_the_same_queries_whatever_its_length(team, au
     few = queries_of(auditor, "/admin/blog/chatlink/")
     chats(18, start=2)
     assert queries_of(auditor, "/admin/blog/chatlink/") == few
+
+
+SEATS_NONE = {
+    "seats-TOTAL_FORMS": "0",
+    "seats-INITIAL_FORMS": "0",
+    "seats-MIN_NUM_FORMS": "0",
+    "seats-MAX_NUM_FORMS": "1000",
+}
+
+
+def test_a_blog_made_in_the_admin_is_its_owners_to_open(team, auditor):
+    """Blogs are made in the admin; access goes by seats, so its owner gets an owner's seat with it."""
+    fields = {"title": "Hill notes", "slug": "hill-notes", "owner": team.outsider.pk, **SEATS_NONE}
+    assert auditor.post("/admin/blog/blog/add/", fields).status_code == 302
+    blog = Blog.objects.get(slug="hill-notes")
+    seat = Seat.objects.get(blog=blog, user=team.outsider)
+    assert (seat.role, seat.may_use_assistant) == (Seat.OWNER, True)
+    assert browser(team.outsider).get("/blogs/hill-notes/").status_code == 200
+
+
+def test_a_blogs_new_owner_is_raised_to_owner_and_the_former_keeps_their_seat(team, auditor):
+    fields = {"title": team.blog.title, "slug": team.blog.slug, "owner": team.viewer.pk, **SEATS_NONE}
+    assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/change/", fields).status_code == 302
+    assert team.seat("viewer").role == Seat.OWNER
+    assert team.seat("owner").role == Seat.OWNER  # (a former owner's seat is edited by hand, if at all)
+    assert Seat.objects.filter(blog=team.blog).count() == 4
