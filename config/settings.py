@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -14,10 +15,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
+    """A switch; a word that is neither on nor off is refused (a typo must not turn a protection off)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
         return default
-    return raw.strip().lower() in {"1", "true", "yes", "on"}
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}.")
 
 
 def env_int(name: str, default: int) -> int:
@@ -25,9 +31,12 @@ def env_int(name: str, default: int) -> int:
     if not raw:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}.") from None
+    if value < 0:  # every count, size and limit here is 0 (off) or more
+        raise ImproperlyConfigured(f"{name} must be 0 or more, got {raw!r}.")
+    return value
 
 
 def env_float(name: str, default: float) -> float:
@@ -35,9 +44,14 @@ def env_float(name: str, default: float) -> float:
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}.")
+    if value < 0:  # every time, size and amount here is 0 (off) or more
+        raise ImproperlyConfigured(f"{name} must be 0 or more, got {raw!r}.")
+    return value
 
 
 DEBUG = env_bool("DEBUG", False)

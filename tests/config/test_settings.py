@@ -1,0 +1,61 @@
+"""Settings from the environment (README, "Configuration"): a bad value stops the start-up with one
+sentence naming its variable, never a traceback inside a request or a silent fallback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_settings(**env: str) -> subprocess.CompletedProcess:
+    """Import `config.settings` in a fresh process, as every start-up does, with `env` set."""
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    return subprocess.run(
+        [sys.executable, "-c", "import config.settings"],
+        cwd=ROOT,
+        env={**base, "DEBUG": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def refusal(result: subprocess.CompletedProcess) -> str:
+    """The last line of a start-up that failed: the one sentence an operator reads."""
+    assert result.returncode != 0, result.stdout + result.stderr
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_the_defaults_load():
+    assert load_settings().returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "sentence"),
+    [
+        ("AGENT_MESSAGES_PER_MINUTE", "-1", "AGENT_MESSAGES_PER_MINUTE must be 0 or more, got '-1'."),
+        ("DATABASE_POOL_MAX_SIZE", "-3", "DATABASE_POOL_MAX_SIZE must be 0 or more, got '-3'."),
+        ("AGENT_MAX_TOKENS", "-5", "AGENT_MAX_TOKENS must be 0 or more, got '-5'."),
+        ("AGENT_BUDGET_USD_PER_MONTH", "-5", "AGENT_BUDGET_USD_PER_MONTH must be 0 or more, got '-5'."),
+        ("AGENT_MAX_UPLOAD_MB", "nan", "AGENT_MAX_UPLOAD_MB must be a number, got 'nan'."),
+        ("AGENT_BUDGET_GLOBAL_USD_PER_MONTH", "inf", "AGENT_BUDGET_GLOBAL_USD_PER_MONTH must be a number, got 'inf'."),
+    ],
+)
+def test_a_negative_or_endless_number_is_refused_at_start_up(name, value, sentence):
+    # (AGENT_MESSAGES_PER_MINUTE=-1 passed `check` and then answered 500 to every new chat and message.)
+    assert refusal(load_settings(**{name: value})) == f"django.core.exceptions.ImproperlyConfigured: {sentence}"
+
+
+def test_a_switch_that_is_neither_on_nor_off_is_refused_at_start_up():
+    # (SESSION_COOKIE_SECURE=ture read as off: a typo sent the session cookie over plain HTTP.)
+    assert refusal(load_settings(DEBUG="0", SECRET_KEY="x" * 50, SESSION_COOKIE_SECURE="ture")) == (
+        "django.core.exceptions.ImproperlyConfigured: "
+        "SESSION_COOKIE_SECURE must be 1 or 0 (true/false, yes/no, on/off), got 'ture'."
+    )
+    assert load_settings(DEBUG="0", SECRET_KEY="x" * 50, SESSION_COOKIE_SECURE="Off").returncode == 0
