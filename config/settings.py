@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
@@ -115,15 +116,20 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=0,
-        # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
-        # (Django passes psycopg_pool's check_connection only when health checks are on).
-        conn_health_checks=True,
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+            conn_max_age=0,
+            # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
+            # (Django passes psycopg_pool's check_connection only when health checks are on).
+            conn_health_checks=True,
+        )
+    }
+except ValueError:  # an unknown scheme, a port that is no number; not echoed: the URL may hold a password
+    raise ImproperlyConfigured(
+        "DATABASE_URL must be a database URL such as postgres://user:password@host:5432/name or sqlite:///path."
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Persistent: SQLite parses the whole schema on every new connection. The greenlets (threads)
     # that keep one are long-lived: the runners that handle requests and run turns
@@ -265,6 +271,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "").strip().upper() or "INFO"  # (`debug` as well as `DEBUG`)
+if LOG_LEVEL not in logging.getLevelNamesMapping():
+    raise ImproperlyConfigured(f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -276,7 +285,7 @@ LOGGING = {
         },
     },
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["agent_context"]}},
-    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "django.request": {"level": "ERROR"},
         "httpx": {"level": "WARNING"},

@@ -14,12 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_settings(**env: str) -> subprocess.CompletedProcess:
-    """Import `config.settings` in a fresh process, as every start-up does, with `env` set."""
+    """Set Django up with `config.settings` in a fresh process, as every start-up does, with `env` set."""
     base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     return subprocess.run(
-        [sys.executable, "-c", "import config.settings"],
+        [sys.executable, "-c", "import django; django.setup()"],
         cwd=ROOT,
-        env={**base, "DEBUG": "1", **env},
+        env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -59,3 +59,22 @@ def test_a_switch_that_is_neither_on_nor_off_is_refused_at_start_up():
         "SESSION_COOKIE_SECURE must be 1 or 0 (true/false, yes/no, on/off), got 'ture'."
     )
     assert load_settings(DEBUG="0", SECRET_KEY="x" * 50, SESSION_COOKIE_SECURE="Off").returncode == 0
+
+
+@pytest.mark.parametrize("url", ["foo", "postgres//u:sekrit@127.0.0.1/x", "postgres://u:sekrit@127.0.0.1:notaport/x"])
+def test_a_malformed_database_url_is_refused_naming_it_and_not_echoing_it(url):
+    # (dj-database-url's own errors named neither the variable nor what was wrong with it.)
+    result = load_settings(DATABASE_URL=url)
+    assert refusal(result) == (
+        "django.core.exceptions.ImproperlyConfigured: DATABASE_URL must be a database URL such as "
+        "postgres://user:password@host:5432/name or sqlite:///path."
+    )
+    assert "sekrit" not in result.stderr
+
+
+def test_log_level_is_read_in_any_case_and_an_unknown_one_is_refused():
+    assert load_settings(LOG_LEVEL="debug").returncode == 0  # (was: "ValueError: Unable to configure root logger")
+    assert refusal(load_settings(LOG_LEVEL="loud")) == (
+        "django.core.exceptions.ImproperlyConfigured: LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, "
+        "got 'LOUD'."
+    )
