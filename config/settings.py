@@ -339,10 +339,34 @@ AGENT_EVENTS_URL = os.environ.get("AGENT_EVENTS_URL", "").strip()
 AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus" if AGENT_EVENTS_URL else "agent.events.local.LocalBus"
 AGENT_EVENTS_MAX_LEN = env_int("AGENT_EVENTS_MAX_LEN", 50_000)  # entries kept per turn's Stream
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
-try:
-    AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")
-except json.JSONDecodeError:
-    raise ImproperlyConfigured("AGENT_PRICES must be a JSON object of model id to prices.") from None
+
+
+def prices_from(raw: str) -> dict[str, dict]:
+    """AGENT_PRICES read: model id to its prices, each a number ($/Mtok; `long`: the same, for long prompts).
+
+    Checked here: a price that is no number would fail every turn of its model at its first call.
+    """
+
+    def numbers(price: object, *, nested: bool = False) -> bool:
+        return isinstance(price, dict) and all(
+            (key == "long" and not nested and numbers(value, nested=True))
+            or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
+            for key, value in price.items()
+        )
+
+    try:
+        prices = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        prices = None
+    if not isinstance(prices, dict) or not all(numbers(price) for price in prices.values()):
+        raise ImproperlyConfigured(
+            'AGENT_PRICES must be a JSON object of model id to prices, e.g. {"my-model": {"input": 0.15, '
+            '"output": 0.6}} (dollars per million tokens).'
+        )
+    return prices
+
+
+AGENT_PRICES = prices_from(os.environ.get("AGENT_PRICES", ""))
 
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")

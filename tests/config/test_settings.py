@@ -78,3 +78,20 @@ def test_log_level_is_read_in_any_case_and_an_unknown_one_is_refused():
         "django.core.exceptions.ImproperlyConfigured: LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, "
         "got 'LOUD'."
     )
+
+
+@pytest.mark.parametrize(
+    "prices",
+    ["{", "[1]", '{"x": 3}', '{"x": {"input": "cheap"}}', '{"x": {"input": -1}}', '{"x": {"long": {"input": null}}}'],
+)
+def test_agent_prices_that_are_not_prices_are_refused_at_start_up(prices):
+    # (`{"x": 3}` passed `check` and failed every turn of model x: 'int' object has no attribute 'get'.)
+    assert refusal(load_settings(AGENT_PRICES=prices)) == (
+        "django.core.exceptions.ImproperlyConfigured: AGENT_PRICES must be a JSON object of model id to prices, "
+        'e.g. {"my-model": {"input": 0.15, "output": 0.6}} (dollars per million tokens).'
+    )
+
+
+def test_agent_prices_as_the_readme_gives_them_load():
+    table = '{"m": {"input": 1, "output": 2.5, "cache_read": 0, "cache_write": 0, "long_above": 100000, "long": {"input": 2}}}'
+    assert load_settings(AGENT_PRICES=table).returncode == 0
