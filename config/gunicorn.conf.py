@@ -5,6 +5,7 @@ from gevent import monkey
 monkey.patch_all()
 
 import gc  # noqa: E402
+import io  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
@@ -39,9 +40,10 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1,::1"
 
 
 def post_worker_init(worker):
-    """Tune the collector (above) and leave what the loaded app holds out of every collection;
-    on SQLite, hold one connection for the worker's life; end the pages' live streams when the
-    worker is told to stop (`end_live_streams_on_term`).
+    """Refuse to serve a misconfigured site (`run_system_checks`); tune the collector (above) and
+    leave what the loaded app holds out of every collection; on SQLite, hold one connection for the
+    worker's life; end the pages' live streams when the worker is told to stop
+    (`end_live_streams_on_term`).
 
     Closing a database's last connection makes SQLite checkpoint and remove its WAL, a file sync
     that stalls every greenlet of the worker; with this one open, other closes are cheap.
@@ -50,6 +52,7 @@ def post_worker_init(worker):
 
     from django.conf import settings
 
+    run_system_checks()
     gc.set_threshold(*GC_THRESHOLDS)
     gc.freeze()
 
@@ -59,6 +62,18 @@ def post_worker_init(worker):
         # (a connection opens the database's WAL only at its first read: make one, or it holds nothing)
         worker.sqlite_anchor.execute("SELECT count(*) FROM sqlite_master").fetchone()
     end_live_streams_on_term()
+
+
+def run_system_checks():
+    """Django's system checks, as `manage.py check` runs them: an error stops the worker's boot, and
+    with it gunicorn, saying the check's one sentence; a warning goes to the log.
+
+    gunicorn runs none of its own: an unknown AGENT_BACKEND served every page and failed every
+    first message, on a host started without `migrate` (which runs them) in its own environment.
+    """
+    from django.core.management import call_command
+
+    call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
 
 
 def end_live_streams_on_term():
