@@ -13,11 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load_settings(**env: str) -> subprocess.CompletedProcess:
-    """Set Django up with `config.settings` in a fresh process, as every start-up does, with `env` set."""
+def load_settings(code: str = "", **env: str) -> subprocess.CompletedProcess:
+    """Set Django up with `config.settings` in a fresh process, as every start-up does, with `env` set;
+    then run `code`."""
     base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
         cwd=ROOT,
         env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", **env},
         capture_output=True,
@@ -95,3 +96,12 @@ def test_agent_prices_that_are_not_prices_are_refused_at_start_up(prices):
 def test_agent_prices_as_the_readme_gives_them_load():
     table = '{"m": {"input": 1, "output": 2.5, "cache_read": 0, "cache_write": 0, "long_above": 100000, "long": {"input": 2}}}'
     assert load_settings(AGENT_PRICES=table).returncode == 0
+
+
+def test_openai_pdf_files_is_auto_or_a_switch():
+    # (`maybe`, or `on`, read as "never": every PDF went as extracted text, silently.)
+    assert refusal(load_settings(OPENAI_PDF_FILES="maybe")) == (
+        "django.core.exceptions.ImproperlyConfigured: OPENAI_PDF_FILES must be auto, 1 or 0, got 'maybe'."
+    )
+    on = "from django.conf import settings; assert settings.OPENAI_PDF_FILES == '1', settings.OPENAI_PDF_FILES"
+    assert load_settings(OPENAI_PDF_FILES="On", code=on).returncode == 0
