@@ -71,9 +71,11 @@ def run_system_checks():
     gunicorn runs none of its own: an unknown AGENT_BACKEND served every page and failed every
     first message, on a host started without `migrate` (which runs them) in its own environment.
     """
+    from django.apps import apps
     from django.core.management import call_command
 
-    call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
+    if apps.ready:  # (the app served is Django's; bench/bare_app.py, with this file, is not)
+        call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
 
 
 def end_live_streams_on_term():
