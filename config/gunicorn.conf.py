@@ -61,7 +61,7 @@ def post_worker_init(worker):
         worker.sqlite_anchor = sqlite3.connect(str(db["NAME"]), check_same_thread=False)
         # (a connection opens the database's WAL only at its first read: make one, or it holds nothing)
         worker.sqlite_anchor.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    end_live_streams_on_term()
+    end_live_streams_on_term(worker.cfg.graceful_timeout)
 
 
 def run_system_checks():
@@ -78,7 +78,7 @@ def run_system_checks():
         call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
 
 
-def end_live_streams_on_term():
+def end_live_streams_on_term(grace: float):
     """On SIGTERM (a graceful stop: a deploy, a restart, `kill`, a HUP's old workers) end the live
     streams of open pages (`agent.events.shut_down`) as well as doing what gunicorn does.
 
@@ -86,13 +86,16 @@ def end_live_streams_on_term():
     finish. A blog page listens for changes for as long as it is open, so one open page kept the
     worker for the whole 20 s and then lost its stream mid-chunk. Ended here, those streams close
     cleanly, the pages connect again to a worker that stays, and the worker exits as soon as its
-    running turns have finished (their streams are left to end with them).
+    running turns have finished (their streams are left to end with them): a turn that would outlast
+    the grace is asked to stop in time (`stop_turns_in_time`), while gunicorn still drains.
     """
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):
         global _term_at
-        _term_at = _term_at or time.monotonic()
+        if _term_at is None:
+            _term_at = time.monotonic()
+            gevent.spawn(stop_turns_in_time, _term_at, grace)
         if callable(previous):
             previous(signum, frame)  # gunicorn's own: stop taking connections, then drain
         gevent.spawn(_shut_down_events)  # not in the handler: it may run inside any greenlet
@@ -111,6 +114,22 @@ _term_at = None
 # Of that time, what is kept back: for turns asked to stop to reach their end, then to exit.
 STOP_TURNS_BEFORE = 4.0
 EXIT_BEFORE = 1.0
+
+
+def stop_turns_in_time(since: float, grace: float) -> None:
+    """Ask the turns still running `STOP_TURNS_BEFORE` the grace ends to stop, while gunicorn drains.
+
+    A stream open on this worker holds gunicorn's drain of its connections until the turn it follows
+    ends, and `worker_exit` runs only after that drain: left to it, such a turn was asked to stop only
+    once the grace was over and its stream cut, so it stayed `running`, holding the chat, and what it
+    wrote was lost. Stopped here, it ends as "stopped", its stream ends with its terminal event, and the
+    drain finishes.
+    """
+    from agent import hub
+
+    gevent.sleep(max(0.0, since + grace - STOP_TURNS_BEFORE - time.monotonic()))
+    for channel in hub.running_channels():
+        channel.request_stop()
 
 
 def worker_exit(server, worker):
