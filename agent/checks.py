@@ -42,7 +42,24 @@ def agent_settings(app_configs=None, **kwargs):
             )
         )
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
+    errors += confirm_tools_known()
     return errors
+
+
+def confirm_tools_known() -> list[checks.CheckMessage]:
+    """Each name in AGENT_CONFIRM_TOOLS is a tool's: a typo (`publish_posts`) would let the calls it was
+    meant to hold run at once. (A warning: a domain's `confirm_as` may name a tool it never registers.)"""
+    from agent.tools import REGISTRY
+
+    return [
+        checks.Warning(
+            f"AGENT_CONFIRM_TOOLS names {name!r}, which is no tool's name: the calls it was meant to hold for "
+            f"a person's approval would run at once. Tools: {', '.join(sorted(REGISTRY))}.",
+            id="agent.W004",
+        )
+        for name in settings.AGENT_CONFIRM_TOOLS
+        if name not in REGISTRY
+    ]
 
 
 @checks.register()

@@ -5,6 +5,7 @@ from gevent import monkey
 monkey.patch_all()
 
 import gc  # noqa: E402
+import io  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
@@ -39,9 +40,10 @@ forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1,::1"
 
 
 def post_worker_init(worker):
-    """Tune the collector (above) and leave what the loaded app holds out of every collection;
-    on SQLite, hold one connection for the worker's life; end the pages' live streams when the
-    worker is told to stop (`end_live_streams_on_term`).
+    """Refuse to serve a misconfigured site (`run_system_checks`); tune the collector (above) and
+    leave what the loaded app holds out of every collection; on SQLite, hold one connection for the
+    worker's life; end the pages' live streams when the worker is told to stop
+    (`end_live_streams_on_term`).
 
     Closing a database's last connection makes SQLite checkpoint and remove its WAL, a file sync
     that stalls every greenlet of the worker; with this one open, other closes are cheap.
@@ -50,6 +52,7 @@ def post_worker_init(worker):
 
     from django.conf import settings
 
+    run_system_checks()
     gc.set_threshold(*GC_THRESHOLDS)
     gc.freeze()
 
@@ -58,10 +61,24 @@ def post_worker_init(worker):
         worker.sqlite_anchor = sqlite3.connect(str(db["NAME"]), check_same_thread=False)
         # (a connection opens the database's WAL only at its first read: make one, or it holds nothing)
         worker.sqlite_anchor.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    end_live_streams_on_term()
+    end_live_streams_on_term(worker.cfg.graceful_timeout)
 
 
-def end_live_streams_on_term():
+def run_system_checks():
+    """Django's system checks, as `manage.py check` runs them: an error stops the worker's boot, and
+    with it gunicorn, saying the check's one sentence; a warning goes to the log.
+
+    gunicorn runs none of its own: an unknown AGENT_BACKEND served every page and failed every
+    first message, on a host started without `migrate` (which runs them) in its own environment.
+    """
+    from django.apps import apps
+    from django.core.management import call_command
+
+    if apps.ready:  # (the app served is Django's; bench/bare_app.py, with this file, is not)
+        call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
+
+
+def end_live_streams_on_term(grace: float):
     """On SIGTERM (a graceful stop: a deploy, a restart, `kill`, a HUP's old workers) end the live
     streams of open pages (`agent.events.shut_down`) as well as doing what gunicorn does.
 
@@ -69,13 +86,16 @@ def end_live_streams_on_term():
     finish. A blog page listens for changes for as long as it is open, so one open page kept the
     worker for the whole 20 s and then lost its stream mid-chunk. Ended here, those streams close
     cleanly, the pages connect again to a worker that stays, and the worker exits as soon as its
-    running turns have finished (their streams are left to end with them).
+    running turns have finished (their streams are left to end with them): a turn that would outlast
+    the grace is asked to stop in time (`stop_turns_in_time`), while gunicorn still drains.
     """
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):
         global _term_at
-        _term_at = _term_at or time.monotonic()
+        if _term_at is None:
+            _term_at = time.monotonic()
+            gevent.spawn(stop_turns_in_time, _term_at, grace)
         if callable(previous):
             previous(signum, frame)  # gunicorn's own: stop taking connections, then drain
         gevent.spawn(_shut_down_events)  # not in the handler: it may run inside any greenlet
@@ -94,6 +114,22 @@ _term_at = None
 # Of that time, what is kept back: for turns asked to stop to reach their end, then to exit.
 STOP_TURNS_BEFORE = 4.0
 EXIT_BEFORE = 1.0
+
+
+def stop_turns_in_time(since: float, grace: float) -> None:
+    """Ask the turns still running `STOP_TURNS_BEFORE` the grace ends to stop, while gunicorn drains.
+
+    A stream open on this worker holds gunicorn's drain of its connections until the turn it follows
+    ends, and `worker_exit` runs only after that drain: left to it, such a turn was asked to stop only
+    once the grace was over and its stream cut, so it stayed `running`, holding the chat, and what it
+    wrote was lost. Stopped here, it ends as "stopped", its stream ends with its terminal event, and the
+    drain finishes.
+    """
+    from agent import hub
+
+    gevent.sleep(max(0.0, since + grace - STOP_TURNS_BEFORE - time.monotonic()))
+    for channel in hub.running_channels():
+        channel.request_stop()
 
 
 def worker_exit(server, worker):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -14,10 +16,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
+    """A switch; a word that is neither on nor off is refused (a typo must not turn a protection off)."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
         return default
-    return raw.strip().lower() in {"1", "true", "yes", "on"}
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}.")
 
 
 def env_int(name: str, default: int) -> int:
@@ -25,9 +32,12 @@ def env_int(name: str, default: int) -> int:
     if not raw:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}.") from None
+    if value < 0:  # every count, size and limit here is 0 (off) or more
+        raise ImproperlyConfigured(f"{name} must be 0 or more, got {raw!r}.")
+    return value
 
 
 def env_float(name: str, default: float) -> float:
@@ -35,9 +45,14 @@ def env_float(name: str, default: float) -> float:
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}.")
+    if value < 0:  # every time, size and amount here is 0 (off) or more
+        raise ImproperlyConfigured(f"{name} must be 0 or more, got {raw!r}.")
+    return value
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -101,15 +116,20 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=0,
-        # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
-        # (Django passes psycopg_pool's check_connection only when health checks are on).
-        conn_health_checks=True,
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+            conn_max_age=0,
+            # With the PostgreSQL pool this is what makes the pool check a connection as it hands it out
+            # (Django passes psycopg_pool's check_connection only when health checks are on).
+            conn_health_checks=True,
+        )
+    }
+except ValueError:  # an unknown scheme, a port that is no number; not echoed: the URL may hold a password
+    raise ImproperlyConfigured(
+        "DATABASE_URL must be a database URL such as postgres://user:password@host:5432/name or sqlite:///path."
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Persistent: SQLite parses the whole schema on every new connection. The greenlets (threads)
     # that keep one are long-lived: the runners that handle requests and run turns
@@ -251,6 +271,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "").strip().upper() or "INFO"  # (`debug` as well as `DEBUG`)
+if LOG_LEVEL not in logging.getLevelNamesMapping():
+    raise ImproperlyConfigured(f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -262,7 +285,7 @@ LOGGING = {
         },
     },
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["agent_context"]}},
-    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "django.request": {"level": "ERROR"},
         "httpx": {"level": "WARNING"},
@@ -316,15 +339,44 @@ AGENT_EVENTS_URL = os.environ.get("AGENT_EVENTS_URL", "").strip()
 AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus" if AGENT_EVENTS_URL else "agent.events.local.LocalBus"
 AGENT_EVENTS_MAX_LEN = env_int("AGENT_EVENTS_MAX_LEN", 50_000)  # entries kept per turn's Stream
 AGENT_SESSION_POLICY = os.environ.get("AGENT_SESSION_POLICY", "blog.chat.BlogChatPolicy")
-try:
-    AGENT_PRICES = json.loads(os.environ.get("AGENT_PRICES", "") or "{}")
-except json.JSONDecodeError:
-    raise ImproperlyConfigured("AGENT_PRICES must be a JSON object of model id to prices.") from None
+
+
+def prices_from(raw: str) -> dict[str, dict]:
+    """AGENT_PRICES read: model id to its prices, each a number ($/Mtok; `long`: the same, for long prompts).
+
+    Checked here: a price that is no number would fail every turn of its model at its first call.
+    """
+
+    def numbers(price: object, *, nested: bool = False) -> bool:
+        return isinstance(price, dict) and all(
+            (key == "long" and not nested and numbers(value, nested=True))
+            or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
+            for key, value in price.items()
+        )
+
+    try:
+        prices = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        prices = None
+    if not isinstance(prices, dict) or not all(numbers(price) for price in prices.values()):
+        raise ImproperlyConfigured(
+            'AGENT_PRICES must be a JSON object of model id to prices, e.g. {"my-model": {"input": 0.15, '
+            '"output": 0.6}} (dollars per million tokens).'
+        )
+    return prices
+
+
+AGENT_PRICES = prices_from(os.environ.get("AGENT_PRICES", ""))
 
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 # PDFs as chat/completions `file` parts: `auto` = only for api.openai.com; `1` / `0` for any other server.
-OPENAI_PDF_FILES = os.environ.get("OPENAI_PDF_FILES", "auto")
+OPENAI_PDF_FILES = os.environ.get("OPENAI_PDF_FILES", "").strip().lower() or "auto"
+if OPENAI_PDF_FILES != "auto":  # (a word the backend did not know read as "never")
+    try:
+        OPENAI_PDF_FILES = "1" if env_bool("OPENAI_PDF_FILES", False) else "0"
+    except ImproperlyConfigured:
+        raise ImproperlyConfigured(f"OPENAI_PDF_FILES must be auto, 1 or 0, got {OPENAI_PDF_FILES!r}.") from None
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 AWS_REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""

@@ -36,3 +36,5 @@ urlpatterns = [
     path("", include("connectors.oauth_urls")),  # the namespace django-oauth-toolkit reverses: oauth2_provider
     path("", include("blog.urls")),
 ]
+
+handler500 = "config.errors.server_error"  # a reference for the person and the log; JSON for the API

@@ -54,6 +54,20 @@ def test_a_model_without_a_price_is_warned_of(settings):
     assert agent_settings() == []
 
 
+def test_a_confirmed_tool_that_no_tool_is_named_is_warned_of(settings):
+    # (A typo, `delete_notes`, held nothing for approval, and check said nothing.)
+    settings.AGENT_BACKEND, settings.AGENT_CONFIRM_TOOLS = "fake", ["delete_notes", "delete_note"]
+    (warning,) = agent_settings()
+    assert warning.id == "agent.W004"
+    assert warning.msg.startswith(
+        "AGENT_CONFIRM_TOOLS names 'delete_notes', which is no tool's name: the calls it was meant to hold for "
+        "a person's approval would run at once. Tools: "
+    )
+    assert "delete_note," in warning.msg
+    settings.AGENT_CONFIRM_TOOLS = ["delete_note"]
+    assert agent_settings() == []
+
+
 def test_an_event_bus_url_that_cannot_be_read_is_an_error_that_shows_no_password(settings):
     settings.AGENT_EVENTS_URL = "mysql://user:s3cret-pass@db/1"
     settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"  # (as config/settings.py picks it for a URL)

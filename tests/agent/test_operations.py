@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import timedelta
 
 import pytest
@@ -44,6 +45,42 @@ def test_chat_cleanup_never_deletes_a_session_with_a_running_turn_but_one_whose_
     Session.objects.filter(pk=session.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
     call_command("chat_cleanup", "--older-than", "30")  # its worker died long ago: the chat is idle
     assert not Session.objects.filter(pk=session.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # two connections, each committing as in production
+def test_chat_cleanup_never_deletes_a_chat_that_a_message_claims_while_it_deletes(user, monkeypatch):
+    """A message to an old chat, on another worker, while the cleanup lists and deletes its batch: either
+    the message's turn runs in a chat that stays, or it finds the chat gone; never a running turn deleted."""
+    from django.db import connection
+
+    from agent import media
+    from agent.turns import claim
+
+    session = Session.objects.create(user=user)
+    Session.objects.filter(pk=session.pk).update(updated_at=timezone.now() - timedelta(days=90))
+    claimed, meanwhile = [], []
+
+    def message_arrives():
+        try:
+            claim(Session.objects.get(pk=session.pk))
+            claimed.append(True)
+        except Exception:  # the chat was gone by then (a 404 or 409 for the message)
+            claimed.append(False)
+        finally:
+            connection.close()
+
+    def keys_while_a_message_arrives(ids, keys_of_sessions=media.keys_of_sessions):
+        if not meanwhile:
+            meanwhile.append(threading.Thread(target=message_arrives))
+            meanwhile[0].start()
+            meanwhile[0].join(2)  # (it waits for the cleanup's lock, once there is one)
+        return keys_of_sessions(ids)
+
+    monkeypatch.setattr(media, "keys_of_sessions", keys_while_a_message_arrives)
+    call_command("chat_cleanup", "--older-than", "30")
+    meanwhile[0].join(30)
+    assert claimed in ([True], [False])
+    assert claimed == [Session.objects.filter(pk=session.pk).exists()]
 
 
 def test_chat_cleanup_expires_stale_approvals(chat):

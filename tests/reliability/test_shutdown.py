@@ -123,6 +123,51 @@ def test_sigterm_stops_a_turn_that_would_outlast_the_grace_and_keeps_what_it_wro
     assert len(texts) == 1 and texts[0].startswith("w0 w1 ") and "w59" not in texts[0]
 
 
+def test_sigterm_stops_a_turn_streamed_here_that_would_outlast_the_grace_and_its_stream_ends_with_it(
+    server_factory, standin
+):
+    """The open stream holds gunicorn's drain of connections, and the turns were asked to stop only
+    after it (`worker_exit`): at the end of the grace the stream was cut mid-chunk, the turn was left
+    `running` holding the chat's lease, and what it wrote was lost (a deploy, or a HUP, mid-answer)."""
+    settings = {**FAULT_SETTINGS, "OPENAI_BASE_URL": standin.url, "GUNICORN_CMD_ARGS": "--graceful-timeout 6"}
+    server = server_factory("shutdown-streamed", settings)
+    standin.reset()
+    alice = Client(server, "alice")
+    try:
+        standin.script(standin.text(*[f"w{i} " for i in range(60)], delay=0.5))  # ~30 s
+        sid = alice.new_chat()
+        response = alice.send(sid, "Write slowly.")
+        assert response.status_code == 202, response.text
+        answer: dict = {}
+        reading = threading.Thread(target=_read, args=(alice, response.json()["stream_url"], answer), daemon=True)
+        reading.start()
+        wait_for(lambda: b"event: token" in answer.get("body", b""), timeout=10)  # it streams from this worker
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        reading.join(timeout=30)
+        assert time.monotonic() - started < 6  # within the grace, before the master would kill the worker
+        assert answer.get("ended") == "end", answer  # the stream ended whole ...
+        events = parse_sse(answer["body"].decode())
+        assert events[-1][0] == "done" and events[-1][1]["stop_reason"] == "stopped", events[-3:]  # ... stopped
+        assert server.process.wait(timeout=30) == 0
+    finally:
+        alice.close()
+    key = sid if server.database.postgres else sid.replace("-", "")
+    assert server.database.query("SELECT status, terminal_event FROM agent_turn WHERE session_id = %s", (key,)) == [
+        ("stopped", "done")
+    ]
+    assert server.database.query("SELECT turn_id, lease_until FROM agent_session WHERE id = %s", (key,)) == [
+        (None, None)
+    ]
+    streamed = "".join(p["text"] for name, p in events if name == "token")
+    texts = server.database.query(
+        "SELECT p.text FROM agent_part p JOIN agent_message m ON p.message_id = m.id"
+        " WHERE m.session_id = %s AND m.role = 'assistant' AND p.type = 'text'",
+        (key,),
+    )
+    assert [row[0] for row in texts] == [streamed] and streamed.startswith("w0 w1 ")
+
+
 def test_sigterm_stops_a_turn_whose_model_is_silent(server_factory, standin):
     """A model that stops talking (thinking, say) is stopped in time too: its read is cut, where the
     Stop flag alone waited for a next event that came after the worker had exited."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -36,11 +37,14 @@ class Command(BaseCommand):
             return
         deleted = files = 0
         while True:
-            ids = list(old.values_list("pk", flat=True)[:batch_size])
-            if not ids:
-                break
-            keys = media.keys_of_sessions(ids)
-            Session.objects.filter(pk__in=ids).delete()
+            # Locked while they are deleted: a message that claims one of these chats meanwhile (its
+            # conditional UPDATE) waits, then finds it gone, instead of its running turn being deleted.
+            with transaction.atomic():
+                ids = list(old.select_for_update().values_list("pk", flat=True)[:batch_size])
+                if not ids:
+                    break
+                keys = media.keys_of_sessions(ids)
+                Session.objects.filter(pk__in=ids).delete()
             # The rows first, then their files: a failure between leaves an unlisted file, never a
             # transcript pointing at nothing.
             files += media.delete(keys)

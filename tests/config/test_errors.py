@@ -1,0 +1,60 @@
+"""A request that fails: the person gets a calm answer with a reference, the operator's log the same
+reference before the traceback; the JSON API answers JSON (`config/errors.py`)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def failing(api, monkeypatch):
+    """Opening a chat fails inside the view, as a bug or a lost database would make it."""
+
+    def fail(user, data):
+        raise RuntimeError("the chat could not be opened")
+
+    monkeypatch.setattr("agent.views.intake.open_session", fail)
+    api.client.raise_request_exception = False
+    return api
+
+
+def reference_in_log(caplog) -> str:
+    lines = [r.getMessage() for r in caplog.records if r.name == "config.errors"]
+    assert len(lines) == 1 and lines[0].startswith("request failed, reference "), lines
+    return re.search(r"reference ([0-9a-f]{12})", lines[0])[1]
+
+
+def test_a_failed_api_request_answers_json_with_the_reference_the_log_has(failing, caplog):
+    with caplog.at_level(logging.ERROR):
+        response = failing.post("/api/agent/sessions", {"blog": "any"})
+    assert response.status_code == 500 and response["Content-Type"] == "application/json"
+    reference = reference_in_log(caplog)
+    assert response.json() == {
+        "error": {
+            "code": "server_error",
+            "message": f"Something went wrong on our side. Please try again in a moment (reference {reference}).",
+        }
+    }
+    assert "the chat could not be opened" not in response.content.decode()
+    traceback = [r for r in caplog.records if r.name == "django.request"]
+    assert traceback and traceback[0].exc_info[1].args == ("the chat could not be opened",)
+    assert "POST /api/agent/sessions" in caplog.text
+
+
+def test_a_failed_page_shows_the_reference_the_log_has(api, monkeypatch, caplog):
+    def fail(view, request, *args, **kwargs):
+        raise RuntimeError("the page could not be drawn")
+
+    monkeypatch.setattr("django.contrib.auth.views.LoginView.get", fail)
+    api.client.raise_request_exception = False
+    with caplog.at_level(logging.ERROR):
+        response = api.get("/accounts/login/")
+    assert response.status_code == 500
+    reference = reference_in_log(caplog)
+    assert f"Reference: <code>{reference}</code>" in response.content.decode()
+    assert "the page could not be drawn" not in response.content.decode()

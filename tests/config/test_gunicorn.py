@@ -1,0 +1,69 @@
+"""gunicorn as deployed (`config/gunicorn.conf.py`): a misconfigured site is refused when it starts,
+in one sentence, not on a person's first message (README, "Configuration")."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+
+from tests.servers import ROOT, free_port, server_env
+
+
+def serve(tmp_path, app: str = "config.wsgi", port: int = 0, **env: str) -> subprocess.Popen:
+    """gunicorn as the README runs it, on a free loopback port, its output in `tmp_path/log`."""
+    values = {"DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "MEDIA_ROOT": str(tmp_path), **env}
+    return subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", app, "-c", "config/gunicorn.conf.py"],
+        cwd=ROOT,
+        env={**server_env(**values), "BIND": f"127.0.0.1:{port or free_port()}"},
+        stdout=(tmp_path / "log").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop(server: subprocess.Popen) -> int | None:
+    """Stop a server that may still run: the session it was started in (gunicorn and its worker)."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+        return None
+    return server.returncode
+
+
+def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
+    # (It served every page, and the first message's turn failed with chat_error.)
+    server = serve(tmp_path, AGENT_BACKEND="nope")
+    try:
+        returncode = server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        returncode = stop(server)
+    log = (tmp_path / "log").read_text()
+    assert returncode == 3, log  # gunicorn's "Worker failed to boot"
+    assert (
+        "(agent.E001) AGENT_BACKEND must be one of anthropic, bedrock, demo, fake, openai, openai-responses; "
+        "got 'nope'." in log
+    )
+
+
+def test_the_same_configuration_serves_an_app_that_is_not_django(tmp_path):
+    """bench/bare_app.py (the benchmarks' physical limit) runs with this gunicorn.conf.py: no checks there."""
+    port = free_port()
+    server = serve(tmp_path, "bench.bare_app:application", port, DJANGO_SETTINGS_MODULE="config.settings")
+    try:
+        deadline, answer = time.monotonic() + 30, None
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                answer = httpx.post(f"http://127.0.0.1:{port}/api/agent/sessions/s/messages", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert server.poll() is None, (tmp_path / "log").read_text()
+        assert answer is not None and answer.status_code == 202
+    finally:
+        stop(server)
