@@ -1,5 +1,5 @@
-"""The deploy layer's middleware: the client's address behind a proxy, and a strict
-Content-Security-Policy (the pages load only their own scripts and styles)."""
+"""The deploy layer's middleware: a health check for load balancers, the client's address behind a
+proxy, and a strict Content-Security-Policy (the pages load only their own scripts and styles)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.http import HttpRequest, HttpResponse
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -56,6 +57,46 @@ def client_address(remote: str, forwarded_for: str, any_proxy: bool, proxies: li
         if not trusted(hop):
             break
     return client
+
+
+HEALTH_PATH = "/healthz"
+
+
+class HealthCheckMiddleware:
+    """`GET /healthz` for a load balancer or an orchestrator: `200` while this worker serves and its
+    database answers, `503` when the database does not. Redis is reported but never fails it: without
+    Redis streams fall back to the database, and every host shares it, so all would be taken out at once.
+
+    First in the chain, so a probe needs no allowed `Host` (a balancer asks by the host's address), is
+    never redirected to HTTPS, and opens no session. The answer names no server, address or error.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info != HEALTH_PATH:
+            return self.get_response(request)
+        if request.method not in ("GET", "HEAD"):
+            return JsonResponse({"error": {"code": "method_not_allowed"}}, status=405, headers={"Allow": "GET, HEAD"})
+        from agent.events import get_bus
+
+        database = database_answers()
+        events = "in-process" if not settings.AGENT_EVENTS_URL else "unavailable" if get_bus().check() else "ok"
+        body = {"status": "ok" if database else "unavailable", "database": "ok" if database else "unavailable"}
+        response = JsonResponse({**body, "events": events}, status=200 if database else 503)
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+
+def database_answers() -> bool:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError:
+        return False
+    return True
 
 
 class ClientAddressMiddleware:

@@ -84,6 +84,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.HealthCheckMiddleware",  # GET /healthz, before the host check and the HTTPS redirect
     "config.middleware.ClientAddressMiddleware",  # REMOTE_ADDR: the client's, behind a trusted proxy
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -1,0 +1,57 @@
+"""`GET /healthz` (`config.middleware.HealthCheckMiddleware`): what a load balancer asks of each host."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import OperationalError
+from django.test import Client
+
+from tests.agent.backends.openai_server import closed_port
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def probe(settings):
+    """As a balancer asks: by the host's own address (no allowed Host), over plain HTTP, no cookie."""
+    settings.ALLOWED_HOSTS = ["blog.example.com"]
+    settings.SECURE_SSL_REDIRECT = True
+    return Client(HTTP_HOST="10.0.3.7:8000")
+
+
+def test_a_serving_worker_with_its_database_is_healthy(probe):
+    response = probe.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "events": "in-process"}
+    assert response["Cache-Control"] == "no-store" and "Set-Cookie" not in response
+    assert probe.head("/healthz").status_code == 200
+    # The rest of the site still refuses that Host, and still sends plain HTTP to HTTPS.
+    assert probe.get("/").status_code == 400
+    assert Client(HTTP_HOST="blog.example.com").get("/").status_code == 301
+
+
+def test_without_its_database_a_worker_is_unavailable_and_says_no_more(probe, monkeypatch):
+    def refused(self, *args, **kwargs):
+        raise OperationalError('connection to server at "10.0.9.9", port 5432 failed: password authentication')
+
+    monkeypatch.setattr("django.db.backends.base.base.BaseDatabaseWrapper.cursor", refused)
+    response = probe.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "database": "unavailable", "events": "in-process"}
+    assert b"10.0.9.9" not in response.content and b"password" not in response.content
+
+
+def test_redis_down_is_reported_but_leaves_the_worker_in_service(probe, settings):
+    """Streams fall back to the database without Redis, and every host shares it: not a reason to
+    take them all out of the balancer at once."""
+    settings.AGENT_EVENTS_URL = f"redis://:s3cret@127.0.0.1:{closed_port()}/0"
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    response = probe.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "events": "unavailable"}
+    assert b"s3cret" not in response.content and b"127.0.0.1" not in response.content
+
+
+def test_only_reading_it_is_allowed(probe):
+    response = probe.post("/healthz")
+    assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
