@@ -84,7 +84,7 @@ class PostRevisionAdmin(DeletedWithItsOwner, admin.ModelAdmin):
 @admin.register(Consent)
 class ConsentAdmin(DeletedWithItsOwner, admin.ModelAdmin):
     """Read-only: a grant is its person's to give (their Clients screen); an admin may only revoke one,
-    as its person would (a connected client's tokens are then refused on that blog)."""
+    as its person would (a connected client's tokens on that blog are revoked with it)."""
 
     list_display = ["user", "blog", "client", "scopes", "updated_at", "revoked_at", "last_used_at"]
     list_filter = ["revoked_at"]

@@ -9,7 +9,8 @@ here, and its screens are `blog.team_views`.
 What else a seat's change brings happens in Seat signals, so the admin and cascades get it too:
 a changed or removed seat wakes the blog's open pages (`live.seat_changed`), a removed one drops
 the member's grants there (`grants.drop_grants_with_seat`) and their connected clients' tokens
-(`connectors.clients.seat_removed`).
+(`connectors.clients.seat_removed`). A revoked grant is announced (`signals.consent_revoked`) so a
+connected client's tokens go with it, from the Clients screen and the admin alike.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from blog import signals
 from blog.models import Blog, Consent, Seat
 
 
@@ -63,5 +65,7 @@ def consent_revoke(*, consent: Consent) -> None:
     """The client may do nothing more for its person on the blog (a revoked Consent stays as it was)."""
     if consent.revoked_at is not None:
         return
-    consent.revoked_at, consent.scopes = timezone.now(), []
-    consent.save()
+    with transaction.atomic():
+        consent.revoked_at, consent.scopes = timezone.now(), []
+        consent.save()
+        signals.consent_revoked.send(sender=Consent, consent=consent)

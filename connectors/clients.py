@@ -63,11 +63,11 @@ def revoke_tokens(user: Any, blog: Blog, client: str | None = None) -> int:
     return revoked
 
 
-def client_revoke(*, consent: Consent) -> None:
-    """A connected client may do nothing more for its person on the blog: its grant revoked and, with
-    it, its tokens there (its next call is refused with 401)."""
-    with transaction.atomic():
-        team.consent_revoke(consent=consent)
+def consent_revoked(sender: Any, consent: Consent, **kwargs: Any) -> None:
+    """A connected client's grant was revoked (on the Clients screen or in the admin): its tokens on
+    that blog are revoked with it, so its next call is refused with 401, and a token it held stays
+    dead if the person connects it again."""
+    if consent.client != grants.ASSISTANT:
         revoke_tokens(consent.user, consent.blog, consent.client)
 
 
@@ -79,7 +79,7 @@ def connected_everywhere(user: Any) -> list[Consent]:
 
 def disconnect_everywhere(user: Any) -> int:
     """Every client the person connected may do nothing more for them, on any blog: each grant revoked,
-    then every token of theirs (all blogs at once, so not blog by blog as `client_revoke` does). How
+    then every token of theirs, on any blog. How
     many grants were revoked."""
     consents = connected_everywhere(user)
     with transaction.atomic():
@@ -123,7 +123,7 @@ def client_grant(request: HttpRequest, slug: str, client: str) -> HttpResponse:
         raise Http404("No such client.")
     wanted = set(request.POST.getlist("scopes"))
     if request.POST.get("action") == "revoke" or not wanted:
-        client_revoke(consent=consent)
+        team.consent_revoke(consent=consent)
         messages.success(request, f"{consent.client_name} can no longer act for you on this blog.")
     elif not wanted <= ROLE_SCOPES[seat.role]:
         messages.error(request, "You can only grant what you can do yourself.")

@@ -226,6 +226,26 @@ def test_leaving_the_blog_ends_the_clients_grant_and_tokens(team):
     assert not get_access_token_model().objects.filter(user=team.editor).exists()
 
 
+def test_an_admins_revoke_ends_the_clients_tokens_as_the_persons_own_revoke_does(team, admin_client):
+    """Revoked in the admin, not just refused while the grant stays revoked: when the person later
+    connects the same client again, the tokens it held before the revoke still do not work."""
+    from oauth2_provider.models import get_access_token_model
+
+    conn = connect(team.owner, team.blog.slug, ALL)
+    consent = Consent.objects.get(user=team.owner, client=conn.client_id)
+    response = admin_client.post(
+        "/admin/blog/consent/", {"action": "revoke", "_selected_action": [consent.pk], "index": 0}
+    )
+    assert response.status_code == 302
+    assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    assert not get_access_token_model().objects.filter(user=team.owner, application__client_id=conn.client_id).exists()
+    again = connect(team.owner, team.blog.slug, ALL, client_id=conn.client_id)  # the person connects it again
+    assert again.tool_names() == EVERY_TOOL
+    assert conn.mcp({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    refresh = {"grant_type": "refresh_token", "refresh_token": conn.refresh_token, "client_id": conn.client_id}
+    assert Client().post("/oauth/token/", refresh).status_code == 400
+
+
 def test_browser_writes_need_the_csrf_token(team):
     conn = connect(team.owner, team.blog.slug, ALL)
     browser = Client(enforce_csrf_checks=True)
