@@ -38,7 +38,7 @@ def test_a_message_over_the_rate_says_its_wait_in_words_and_for_the_countdown(te
     html = client.post(url, {"text": "two"}).content.decode()
     [span] = retry_spans(html)
     seconds = int(span["data-retry-seconds"])
-    assert 1 <= seconds <= 60 and span["data-retry-done"] == "You can send a message now."
+    assert 1 <= seconds <= 60 and span["data-retry-done"] == "That wait is over: you can send a message now."
     assert "You&#x27;re sending messages too quickly. <span" in html  # (the wait said once: the next sentence)
     assert f"><span>Try again in {seconds} s.</span></span></p>" in html  # right without JS
 

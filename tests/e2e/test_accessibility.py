@@ -286,7 +286,7 @@ def test_a_rate_limit_counts_down_to_you_can_send_now(server_factory, page):
     expect(shown).to_have_text(re.compile(rf"Try again in ({first - 3}|{first - 4}) s\."))
     expect(retry.locator(".visually-hidden")).to_have_text(f"Try again in {first} s.")
     page.clock.run_for(first * 1000)
-    expect(retry).to_have_text("You can send a message now.")
+    expect(retry).to_have_text("That wait is over: you can send a message now.")
     expect(chat_input(page)).to_be_enabled()
 
 
