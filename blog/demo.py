@@ -26,6 +26,7 @@ from blog.operations import OPERATIONS
 HELP = (
     "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
     "“write a post about autumn birds”, “publish Morning light” (or “publish it” after a draft), "
+    "several at once (“write a post about autumn birds and publish it”), "
     "“unpublish Morning light”, “delete Morning light”, “write something long”, "
     "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
     "Evening light”."
@@ -122,6 +123,24 @@ def intent(text: str) -> tuple[str, str]:
     return "help", ""
 
 
+#: Where one request may end and the next begin: "draft X and publish it", "…, then list my posts".
+JOINS = re.compile(r"(\s*,?\s+(?:and then|and|then)\s+|\s*;\s*)", re.I)
+
+
+def requests(text: str) -> list[str]:
+    """The requests in what the person typed, in order: split at "and"/"then" only where what follows
+    is a request of its own, so "draft a post titled Salt and pepper" stays one."""
+    text = " ".join(text.split())
+    pieces = JOINS.split(text)
+    found = [pieces[0]]
+    for join, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        if intent(piece)[0] in NEEDS and intent(found[-1])[0] in NEEDS:
+            found.append(piece)
+        else:
+            found[-1] += join + piece
+    return found
+
+
 def last_post_title(messages: list[dict[str, Any]]) -> str | None:
     """The title of the post a tool last drafted, changed or read in these messages (not one it deleted)."""
     for message in reversed(messages):
@@ -132,12 +151,30 @@ def last_post_title(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def named_post(messages: list[dict[str, Any]], last_user: dict[str, Any], title: str) -> str | None:
-    """The title a request names: as typed, or for "it"/"this post" the chat's last post before the request."""
+def named_post(messages: list[dict[str, Any]], last_user: dict[str, Any], title: str, step: int = 0) -> str | None:
+    """The title a request names: as typed, or for "it"/"this post" the chat's last post before the
+    request (for a later request of several, "draft X and publish it", also what the earlier ones did)."""
     if not PRONOUN.match(title):
         return title
+    if step:
+        return last_post_title(messages)
     before = next(i for i in range(len(messages) - 1, -1, -1) if messages[i] is last_user)
     return last_post_title(messages[:before])
+
+
+def progress(messages: list[dict[str, Any]], asked: list[str]) -> tuple[int, bool]:
+    """Which of the requests the turn is on, read from the tool results since the person spoke (each
+    request ends with its kind's tool: a publish first finds its post), and whether the latest result
+    just finished one."""
+    step, finished = 0, False
+    start = max(i for i, m in enumerate(messages) if m["role"] == "user" and _text_of(m))
+    for message in messages[start + 1 :]:
+        for part in message["parts"]:
+            if part["type"] != "tool_result" or step >= len(asked):
+                continue
+            finished = part.get("name") == NEEDS.get(intent(asked[step])[0])
+            step += finished
+    return step, finished
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -245,15 +282,20 @@ class DemoBackend(Backend):
         if not users:
             return HELP, []
         if messages[-1]["role"] == "tool":
-            return self._after_tool(messages, users[-1], offered)
-        text, calls = self._reply(messages, users[-1], offered, system)
+            return self._after_tool(messages, users[-1], offered, system)
+        text, calls = self._reply(messages, users[-1], offered, system, requests(_text_of(users[-1]))[0])
         items = attachments_of(users[-1]) if users[-1] is messages[-1] else []
         return (acknowledge(items) + text if items else text), calls
 
-    def _reply(self, messages, last_user, offered, system: str = "") -> tuple[str, list[tuple[str, dict]]]:
-        kind, title = intent(_text_of(last_user))
+    def _reply(
+        self, messages, last_user, offered, system: str = "", text: str | None = None, step: int = 0
+    ) -> tuple[str, list[tuple[str, dict]]]:
+        """The answer to one request: `text` (by default the person's whole message), the `step`-th of
+        what they asked at once."""
+        text = _text_of(last_user) if text is None else text
+        kind, title = intent(text)
         if kind == "photo_post" and NEEDS[kind] in offered:
-            return self._photo_post(messages, _text_of(last_user))
+            return self._photo_post(messages, text)
         if kind == "yes":
             return self._confirmed(messages, offered)
         if kind == "help":
@@ -273,7 +315,7 @@ class DemoBackend(Backend):
         if kind == "draft":
             body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
-        title = named_post(messages, last_user, title)
+        title = named_post(messages, last_user, title, step)
         if title is None:
             return f"Which post? Say its title, like “{kind} Morning light”.", []
         if kind == "delete" and "delete_post" not in settings.AGENT_CONFIRM_TOOLS:
@@ -309,7 +351,7 @@ class DemoBackend(Backend):
                 break
         return "Yes to what? " + HELP, []
 
-    def _after_tool(self, messages, last_user, offered) -> tuple[str, list[tuple[str, dict]]]:
+    def _after_tool(self, messages, last_user, offered, system: str = "") -> tuple[str, list[tuple[str, dict]]]:
         result_part = messages[-1]["parts"][-1]
         result, name = result_part.get("result") or {}, result_part.get("name", "")
         if result_part.get("status") == "error":
@@ -317,7 +359,15 @@ class DemoBackend(Backend):
             if error in (approvals.REJECTED, approvals.NOT_APPROVED):  # (words for the model, not for people)
                 return "All right, I left it as it was.", []
             return f"That didn't work: {error}", []
-        kind, title = intent(_text_of(last_user))
+        asked = requests(_text_of(last_user))
+        step, finished = progress(messages, asked)
+        if finished:  # that request is done: say so, then start the next one asked for, if any
+            said = self._done(name, result, intent(asked[step - 1])[1])
+            if step == len(asked):
+                return said, []
+            text, calls = self._reply(messages, last_user, offered, system, asked[step], step)
+            return said + "\n\n" + text, calls
+        kind, title = intent(asked[step])
         if kind == "yes":
             kind = "delete"
             title = next(
@@ -329,14 +379,18 @@ class DemoBackend(Backend):
                 "",
             )
         if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
-            title = named_post(messages, last_user, title) or title
+            title = named_post(messages, last_user, title, step) or title
             return self._act_on(kind, title, result.get("items", []), offered)
+        return self._done(name, result, title)
+
+    def _done(self, name: str, result: dict[str, Any], title: str) -> str:
+        """What a tool's result did, in a sentence (a list, as the list)."""
         if name == "list_posts":
             items = result.get("items", [])
             if not items:
-                return "You have no posts yet. Ask me to draft one!", []
+                return "You have no posts yet. Ask me to draft one!"
             lines = "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
-            return f"Here are your posts:\n\n{lines}\n", []
+            return f"Here are your posts:\n\n{lines}\n"
         verbs = {
             "create_post": "drafted",
             "publish_post": "published",
@@ -345,7 +399,7 @@ class DemoBackend(Backend):
             "update_post": "updated",
         }
         cover = " with your photo as its cover" if result.get("cover") else ""
-        return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}.", []
+        return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}."
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
         match = next((p for p in items if p["title"].lower() == title.lower()), None)

@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from agent.backends import get_backend
-from blog.demo import DemoBackend, intent
+from blog.demo import DemoBackend, intent, requests
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,22 @@ from blog.demo import DemoBackend, intent
 )
 def test_intents(text, expected):
     assert intent(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("write a post about autumn birds and publish it", ["write a post about autumn birds", "publish it"]),
+        ("Draft a post titled Fish, then list my posts", ["Draft a post titled Fish", "list my posts"]),
+        ("draft a post titled Salt and pepper", ["draft a post titled Salt and pepper"]),
+        ("publish Salt and pepper and then list my posts", ["publish Salt and pepper", "list my posts"]),
+        ("list my posts; delete Old notes", ["list my posts", "delete Old notes"]),
+        ("write something long and publish it", ["write something long and publish it"]),  # (not a tool's)
+        ("list my posts", ["list my posts"]),
+    ],
+)
+def test_a_message_of_several_requests_is_split_only_where_each_part_is_one(text, expected):
+    assert requests(text) == expected
 
 
 def _delete_flow(settings, confirm_tools):
@@ -87,6 +103,54 @@ cases:
 """)
     call_command("agent_eval", "--backend", "demo", "--dataset", str(dataset))
     assert "passed — demo: 1/1" in capsys.readouterr().out  # (a failing case raises)
+
+
+def test_several_requests_in_one_message_are_done_in_turn_in_one_turn(tmp_path, capsys, db):
+    """Through real turns and tools: "draft X and publish it" drafts X, then publishes it (approved),
+    and a list asked for after a draft shows the draft."""
+    dataset = tmp_path / "several.yaml"
+    dataset.write_text("""
+name: several
+posts:
+  - {title: "Notes from the river", status: draft}
+cases:
+  - id: draft-and-publish-it
+    requests: ["Write a post about autumn birds and publish it"]
+    approve: true
+    expect_tools: [create_post, list_posts, publish_post]
+    expect_state:
+      - post: {title: "Autumn birds", status: published}
+      - post: {title: "Notes from the river", status: draft}
+  - id: draft-then-list
+    requests: ["Could you draft a post titled Salt and pepper, then list my posts?"]
+    expect_tools: [create_post, list_posts]
+    expect_state:
+      - post: {title: "Salt and pepper", status: draft}
+""")
+    call_command("agent_eval", "--backend", "demo", "--dataset", str(dataset))
+    assert "passed — demo: 2/2" in capsys.readouterr().out  # (a failing case raises)
+
+
+def test_each_request_of_several_is_answered_in_the_turns_text(settings):
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": n, "description": "", "input_schema": {}} for n in ("create_post", "list_posts")]
+    user = {"role": "user", "parts": [{"type": "text", "text": "draft a post titled Fish and list my posts"}]}
+    first = list(DemoBackend().stream(system="", messages=[user], tools=tools, model="demo"))
+    assert [(e["name"], e["input"]["title"]) for e in first if e["kind"] == "tool_use"] == [("create_post", "Fish")]
+    made = {"id": 3, "title": "Fish", "status": "draft"}
+    messages = [
+        user,
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": "c1", "name": "create_post", "input": {}}]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_use_id": "c1", "name": "create_post", "status": "ok", "result": made}
+            ],
+        },
+    ]
+    second = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+    assert "".join(e.get("text", "") for e in second) == "Done: I drafted “Fish”.\n\nLet me look at your posts."
+    assert [e["name"] for e in second if e["kind"] == "tool_use"] == ["list_posts"]
 
 
 def test_publish_it_with_nothing_drafted_asks_which_post(settings):
