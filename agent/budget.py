@@ -15,13 +15,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
 from agent import attachments
 from agent.backends.base import zero_usage
+from agent.conf import settings
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
 from agent.values import Usage

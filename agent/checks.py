@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+
+from agent.conf import settings
 
 
 @checks.register()
