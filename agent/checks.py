@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 
 from agent.conf import settings
 
@@ -44,7 +45,25 @@ def agent_settings(app_configs=None, **kwargs):
         )
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
     errors += confirm_tools_known()
+    errors += session_policy_loads()
     return errors
+
+
+def session_policy_loads() -> list[checks.CheckMessage]:
+    """AGENT_SESSION_POLICY names a SessionPolicy: a typo would otherwise pass here and fail every
+    request of the API with a 500."""
+    from agent.policy import SessionPolicy
+
+    path = settings.AGENT_SESSION_POLICY or "agent.policy.SessionPolicy"
+    try:
+        policy = import_string(path)
+    except ImportError as exc:
+        problem = f"cannot be imported ({exc})"
+    else:
+        if isinstance(policy, type) and issubclass(policy, SessionPolicy):
+            return []
+        problem = "is not a subclass of agent.policy.SessionPolicy"
+    return [checks.Error(f"AGENT_SESSION_POLICY names {path!r}, which {problem}.", id="agent.E008")]
 
 
 def confirm_tools_known() -> list[checks.CheckMessage]:

@@ -74,3 +74,17 @@ def test_an_event_bus_url_that_cannot_be_read_is_an_error_that_shows_no_password
     (error,) = agent_events()
     assert error.id == "agent.E005" and "redis://host:port/db" in error.msg
     assert "s3cret-pass" not in error.msg
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("tests.agent.testapp.policy.NoSuchPolicy", "cannot be imported"),
+        ("tests.agent.testapp.models.Notebook", "is not a subclass of agent.policy.SessionPolicy"),
+    ],
+)
+def test_a_session_policy_that_does_not_load_is_one_error(settings, path, why):
+    # (A typo here passed the check, and every request of the API then failed with a 500.)
+    settings.AGENT_BACKEND, settings.AGENT_SESSION_POLICY = "fake", path
+    (error,) = agent_settings()
+    assert error.id == "agent.E008" and error.msg.startswith(f"AGENT_SESSION_POLICY names {path!r}, which {why}")
