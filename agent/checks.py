@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
@@ -46,7 +48,24 @@ def agent_settings(app_configs=None, **kwargs):
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
     errors += confirm_tools_known()
     errors += session_policy_loads()
+    errors += media_root_set()
     return errors
+
+
+def media_root_set() -> list[checks.CheckMessage]:
+    """Attachments go to the default storage under `agent/<session id>/`; on the file system with
+    Django's MEDIA_ROOT default ("") that is the working directory, where a copied engine sits."""
+    from django.core.files.storage import FileSystemStorage, default_storage
+
+    if not isinstance(default_storage, FileSystemStorage) or default_storage.location != os.path.abspath(""):
+        return []
+    return [
+        checks.Warning(
+            "MEDIA_ROOT is not set: attachments would be stored in the working directory, under agent/. "
+            "Set MEDIA_ROOT to a directory of their own, not served at MEDIA_URL.",
+            id="agent.W005",
+        )
+    ]
 
 
 def session_policy_loads() -> list[checks.CheckMessage]:

@@ -88,3 +88,16 @@ def test_a_session_policy_that_does_not_load_is_one_error(settings, path, why):
     settings.AGENT_BACKEND, settings.AGENT_SESSION_POLICY = "fake", path
     (error,) = agent_settings()
     assert error.id == "agent.E008" and error.msg.startswith(f"AGENT_SESSION_POLICY names {path!r}, which {why}")
+
+
+def test_attachments_in_the_working_directory_are_warned_of(settings):
+    # (Django's MEDIA_ROOT default is "": a new project stored uploads under ./agent/<session id>/,
+    # inside the copied `agent` package itself.)
+    settings.AGENT_BACKEND, settings.MEDIA_ROOT = "fake", ""
+    (warning,) = agent_settings()
+    assert warning.id == "agent.W005" and warning.msg == (
+        "MEDIA_ROOT is not set: attachments would be stored in the working directory, under agent/. "
+        "Set MEDIA_ROOT to a directory of their own, not served at MEDIA_URL."
+    )
+    settings.MEDIA_ROOT = "/srv/media"
+    assert agent_settings() == []
