@@ -118,6 +118,20 @@ PRICES: dict[str, dict[str, Any]] = {
 _REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.")
 
 
+def prices_valid(prices: object) -> bool:
+    """Whether `AGENT_PRICES` is model id to prices, each a number of dollars per million tokens, none
+    negative (`long`: the same, for long prompts); another value would fail every turn of its model."""
+
+    def numbers(price: object, *, nested: bool = False) -> bool:
+        return isinstance(price, dict) and all(
+            (key == "long" and not nested and numbers(value, nested=True))
+            or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
+            for key, value in price.items()
+        )
+
+    return isinstance(prices, dict) and all(numbers(price) for price in prices.values())
+
+
 def price_table() -> dict[str, dict[str, Any]]:
     return {**PRICES, **(getattr(settings, "AGENT_PRICES", None) or {})}
 

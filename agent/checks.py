@@ -14,7 +14,7 @@ from agent.conf import settings
 @checks.register()
 def agent_settings(app_configs=None, **kwargs):
     from agent.backends import get_backend, model_for
-    from agent.budget import price_for
+    from agent.budget import price_for, prices_valid
 
     try:
         backend = get_backend()
@@ -37,7 +37,15 @@ def agent_settings(app_configs=None, **kwargs):
             )
         )
     model = model_for(backend)
-    if not price_for(model)[1]:
+    if not prices_valid(getattr(settings, "AGENT_PRICES", None) or {}):
+        errors.append(
+            checks.Error(
+                'AGENT_PRICES must be a dict of model id to prices, e.g. {"my-model": {"input": 0.15, "output": 0.6}} '
+                "(dollars per million tokens, none negative; `long`: the same for long prompts).",
+                id="agent.E010",
+            )
+        )
+    elif not price_for(model)[1]:
         errors.append(
             checks.Warning(
                 f"No price is known for model {model!r}; it is budgeted as the most expensive known model. "
@@ -49,7 +57,19 @@ def agent_settings(app_configs=None, **kwargs):
     errors += confirm_tools_known()
     errors += session_policy_loads()
     errors += media_root_set()
+    errors += reasoning_parses()
     return errors
+
+
+def reasoning_parses() -> list[checks.CheckMessage]:
+    """AGENT_REASONING reads (config/settings.py checks it only when it comes from the environment)."""
+    from agent.backends.reasoning import configured
+
+    try:
+        configured()
+    except ValueError as exc:
+        return [checks.Error(str(exc), id="agent.E009")]
+    return []
 
 
 def media_root_set() -> list[checks.CheckMessage]:

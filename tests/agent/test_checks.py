@@ -101,3 +101,34 @@ def test_attachments_in_the_working_directory_are_warned_of(settings):
     )
     settings.MEDIA_ROOT = "/srv/media"
     assert agent_settings() == []
+
+
+def test_a_reasoning_setting_that_does_not_parse_is_one_error(settings):
+    # (config/settings.py refuses it from the environment; set in another project's settings, it
+    # passed the check and failed the first model call of a real adapter instead.)
+    settings.AGENT_BACKEND, settings.AGENT_REASONING = "fake", "hgih"
+    (error,) = agent_settings()
+    assert error.id == "agent.E009" and error.msg == (
+        "AGENT_REASONING must be off, low, medium, high or a number of tokens; got 'hgih'."
+    )
+
+
+@pytest.mark.parametrize(
+    "prices",
+    [{"my-model": {"input": "0.15"}}, {"my-model": 0.15}, {"my-model": {"input": -1}}, ["my-model"]],
+)
+def test_prices_that_are_not_numbers_are_one_error(settings, prices):
+    # (config/settings.py refuses them from the environment; set in another project's settings,
+    # they passed the check and failed every turn of the model at its first call.)
+    settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-model", prices
+    errors = agent_settings()
+    assert ids(errors) == ["agent.E010"] and errors[0].msg == (
+        'AGENT_PRICES must be a dict of model id to prices, e.g. {"my-model": {"input": 0.15, "output": 0.6}} '
+        "(dollars per million tokens, none negative; `long`: the same for long prompts)."
+    )
+
+
+def test_prices_with_long_prompt_figures_pass(settings):
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", "my-model"
+    settings.AGENT_PRICES = {"my-model": {"input": 1, "output": 2.5, "long": {"input": 2, "output": 5}}}
+    assert agent_settings() == []
