@@ -6,6 +6,7 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
@@ -26,6 +27,18 @@ class ReadOnlyMixin:
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
+
+
+class PersonSearch:
+    """Searches people by the user model's own login field (`USERNAME_FIELD`; `__username` in
+    `search_fields` stands for it), so a project whose users sign in by email searches too."""
+
+    def get_search_fields(self, request):
+        login = get_user_model().USERNAME_FIELD
+        return [
+            f"{field.removesuffix('__username')}__{login}" if field.endswith("__username") else field
+            for field in super().get_search_fields(request)
+        ]
 
 
 class DeletedWithItsOwner:
@@ -188,7 +201,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Session)
-class SessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "user", "purpose", "status", "created_at", "updated_at"]
     ordering = ["-updated_at"]  # the latest activity first (ids are UUIDs: no order of their own)
     list_filter = ["purpose", "status", "created_at"]
@@ -261,7 +274,7 @@ def _json(value, indent: int | None = 2) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+class MessageAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "session",
         "position",
@@ -289,7 +302,7 @@ class MessageAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Turn)
-class TurnAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+class TurnAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
@@ -304,7 +317,7 @@ class SpendDayAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Spend)
-class SpendAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+class SpendAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["user", "created_at", "model_id", "tokens", "cost_usd", "settled"]
     list_filter = ["model_id", "settled"]
     search_fields = ["user__username"]
@@ -312,7 +325,7 @@ class SpendAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Approval)
-class ApprovalAdmin(DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+class ApprovalAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
     list_display = [
         "created_at",
         "session",

@@ -7,10 +7,10 @@ import math
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
+from agent.conf import settings
 from agent.models import RateEvent
 
 MAX_TEXT = 20_000

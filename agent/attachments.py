@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django.conf import settings
+from agent.conf import settings
 
 NOTE_PREFIX = "[Attachment #"
 TEXT_TYPES = ("text/plain", "text/markdown")

@@ -15,13 +15,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
 from agent import attachments
 from agent.backends.base import zero_usage
+from agent.conf import settings
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
 from agent.values import Usage
@@ -116,6 +116,20 @@ PRICES: dict[str, dict[str, Any]] = {
 
 # Bedrock cross-region inference profiles prefix the model id ("us.", "eu.", "apac.", "global.").
 _REGION_PREFIXES = ("us.", "eu.", "apac.", "global.", "us-gov.")
+
+
+def prices_valid(prices: object) -> bool:
+    """Whether `AGENT_PRICES` is model id to prices, each a number of dollars per million tokens, none
+    negative (`long`: the same, for long prompts); another value would fail every turn of its model."""
+
+    def numbers(price: object, *, nested: bool = False) -> bool:
+        return isinstance(price, dict) and all(
+            (key == "long" and not nested and numbers(value, nested=True))
+            or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
+            for key, value in price.items()
+        )
+
+    return isinstance(prices, dict) and all(numbers(price) for price in prices.values())
 
 
 def price_table() -> dict[str, dict[str, Any]]:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from django.conf import settings
+import os
+
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from agent.conf import settings
 
 
 @checks.register()
 def agent_settings(app_configs=None, **kwargs):
     from agent.backends import get_backend, model_for
-    from agent.budget import price_for
+    from agent.budget import price_for, prices_valid
 
     try:
         backend = get_backend()
@@ -33,7 +37,15 @@ def agent_settings(app_configs=None, **kwargs):
             )
         )
     model = model_for(backend)
-    if not price_for(model)[1]:
+    if not prices_valid(getattr(settings, "AGENT_PRICES", None) or {}):
+        errors.append(
+            checks.Error(
+                'AGENT_PRICES must be a dict of model id to prices, e.g. {"my-model": {"input": 0.15, "output": 0.6}} '
+                "(dollars per million tokens, none negative; `long`: the same for long prompts).",
+                id="agent.E010",
+            )
+        )
+    elif not price_for(model)[1]:
         errors.append(
             checks.Warning(
                 f"No price is known for model {model!r}; it is budgeted as the most expensive known model. "
@@ -43,7 +55,54 @@ def agent_settings(app_configs=None, **kwargs):
         )
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
     errors += confirm_tools_known()
+    errors += session_policy_loads()
+    errors += media_root_set()
+    errors += reasoning_parses()
     return errors
+
+
+def reasoning_parses() -> list[checks.CheckMessage]:
+    """AGENT_REASONING reads (config/settings.py checks it only when it comes from the environment)."""
+    from agent.backends.reasoning import configured
+
+    try:
+        configured()
+    except ValueError as exc:
+        return [checks.Error(str(exc), id="agent.E009")]
+    return []
+
+
+def media_root_set() -> list[checks.CheckMessage]:
+    """Attachments go to the default storage under `agent/<session id>/`; on the file system with
+    Django's MEDIA_ROOT default ("") that is the working directory, where a copied engine sits."""
+    from django.core.files.storage import FileSystemStorage, default_storage
+
+    if not isinstance(default_storage, FileSystemStorage) or default_storage.location != os.path.abspath(""):
+        return []
+    return [
+        checks.Warning(
+            "MEDIA_ROOT is not set: attachments would be stored in the working directory, under agent/. "
+            "Set MEDIA_ROOT to a directory of their own, not served at MEDIA_URL.",
+            id="agent.W005",
+        )
+    ]
+
+
+def session_policy_loads() -> list[checks.CheckMessage]:
+    """AGENT_SESSION_POLICY names a SessionPolicy: a typo would otherwise pass here and fail every
+    request of the API with a 500."""
+    from agent.policy import SessionPolicy
+
+    path = settings.AGENT_SESSION_POLICY or "agent.policy.SessionPolicy"
+    try:
+        policy = import_string(path)
+    except ImportError as exc:
+        problem = f"cannot be imported ({exc})"
+    else:
+        if isinstance(policy, type) and issubclass(policy, SessionPolicy):
+            return []
+        problem = "is not a subclass of agent.policy.SessionPolicy"
+    return [checks.Error(f"AGENT_SESSION_POLICY names {path!r}, which {problem}.", id="agent.E008")]
 
 
 def confirm_tools_known() -> list[checks.CheckMessage]:

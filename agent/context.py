@@ -13,10 +13,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
 from agent import attachments, budget, sql
 from agent.backends.base import Backend, CallContext, Interrupt, call_context, zero_usage
+from agent.conf import settings
 from agent.models import ContextSummary, Session
 from agent.state import Run
 from agent.transcript import read_after, release_connection

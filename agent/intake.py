@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
 from agent import media, signals, turns
 from agent.api import message_text, take_rate_slot
+from agent.conf import settings
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
 from agent.policy import Access, get_policy

@@ -8,11 +8,10 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
-
 from agent import approvals, budget, context, limits, signals, sql
 from agent.backends import get_backend, model_for
 from agent.backends.base import CallContext, call_context, zero_usage
+from agent.conf import settings
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Spend, Turn
 from agent.state import Run

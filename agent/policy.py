@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.conf import settings
 from django.utils.module_loading import import_string
 
+from agent.conf import settings
 from agent.models import Session
 
 

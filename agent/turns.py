@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, connections
 from django.utils import timezone
 
 from agent import approvals, events, hub, logcontext, runners, sql, watch
 from agent.backends.base import Interrupt
+from agent.conf import settings
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn

@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
+
+from agent.conf import settings
 
 MB = 1024 * 1024
 

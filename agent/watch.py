@@ -12,11 +12,11 @@ import threading
 import time
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from agent import hub
+from agent.conf import settings
 from agent.models import Session, Turn
 from agent.runtime import gevent_patched
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from agent.backends.base import Backend, BackendError
+from agent.conf import settings
 
 __all__ = ["Backend", "BackendError", "BACKENDS", "backend_classes", "get_backend", "model_for"]
 
@@ -38,8 +38,12 @@ def _instance(path: str) -> Backend:
 
 def get_backend(name: str | None = None) -> Backend:
     """The configured backend (or a named one). Instances are shared: they hold connection pools."""
-    name = name or settings.AGENT_BACKEND
     classes = backend_classes()
+    name = name or getattr(settings, "AGENT_BACKEND", None)
+    if not name:  # no default: a project that forgot it must not answer people with the fake's script
+        raise ImproperlyConfigured(
+            f"AGENT_BACKEND is not set: name the backend the engine calls, one of {', '.join(sorted(classes))}."
+        )
     path = classes.get(name)
     if path is None:
         raise ImproperlyConfigured(f"AGENT_BACKEND must be one of {', '.join(sorted(classes))}; got {name!r}.")

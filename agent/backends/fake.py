@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from agent.backends.base import Backend, call_context, current_interrupt, zero_usage
+from agent.conf import settings
 from agent.exceptions import BackendError
 
 REQUESTS_KEPT = 200

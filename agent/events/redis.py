@@ -30,11 +30,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import redis
-from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from agent import hub
+from agent.conf import settings
 from agent.events import reader
 from agent.events.base import EventBus, Subscription, TurnSink
 from agent.events.reader import CONTROL, spawn

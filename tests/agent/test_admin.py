@@ -380,3 +380,28 @@ def test_a_message_page_takes_the_same_queries_whatever_its_number_of_attachment
         return len(captured), len(on_the_session_page)
 
     assert queries(2) == queries(8)
+
+
+@pytest.mark.parametrize(
+    "path", ["session", "message", "turn", "spend", "approval"], ids=lambda p: f"/admin/agent/{p}/"
+)
+def test_people_are_searched_by_the_user_models_own_login_field(auditor, user, monkeypatch, path):
+    """A project whose user model signs in by email (`USERNAME_FIELD = "email"`, often with no
+    `username` at all) searches the engine's admin by that field; `user__username` was a FieldError."""
+    from django.contrib.auth import get_user_model
+
+    from agent.models import Approval, Spend, Turn
+
+    monkeypatch.setattr(get_user_model(), "USERNAME_FIELD", "email")
+    user.email = "uma@example.com"
+    user.save()
+    chat = Session.objects.create(user=user)
+    Turn.objects.create(session=chat)
+    message = add_message(Run(chat), "user", [{"type": "text", "text": "hi"}])
+    Spend.objects.create(user=user, created_at=timezone.now())
+    Approval.objects.create(
+        session=chat, message=message, tool_use_id="c1", tool_name="x", expires_at=timezone.now(), decided_by=user
+    )
+    response = auditor.get(f"/admin/agent/{path}/?q=uma@example.com")
+    assert response.status_code == 200
+    assert response.context["cl"].result_count == 1

@@ -74,3 +74,61 @@ def test_an_event_bus_url_that_cannot_be_read_is_an_error_that_shows_no_password
     (error,) = agent_events()
     assert error.id == "agent.E005" and "redis://host:port/db" in error.msg
     assert "s3cret-pass" not in error.msg
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("tests.agent.testapp.policy.NoSuchPolicy", "cannot be imported"),
+        ("tests.agent.testapp.models.Notebook", "is not a subclass of agent.policy.SessionPolicy"),
+    ],
+)
+def test_a_session_policy_that_does_not_load_is_one_error(settings, path, why):
+    # (A typo here passed the check, and every request of the API then failed with a 500.)
+    settings.AGENT_BACKEND, settings.AGENT_SESSION_POLICY = "fake", path
+    (error,) = agent_settings()
+    assert error.id == "agent.E008" and error.msg.startswith(f"AGENT_SESSION_POLICY names {path!r}, which {why}")
+
+
+def test_attachments_in_the_working_directory_are_warned_of(settings):
+    # (Django's MEDIA_ROOT default is "": a new project stored uploads under ./agent/<session id>/,
+    # inside the copied `agent` package itself.)
+    settings.AGENT_BACKEND, settings.MEDIA_ROOT = "fake", ""
+    (warning,) = agent_settings()
+    assert warning.id == "agent.W005" and warning.msg == (
+        "MEDIA_ROOT is not set: attachments would be stored in the working directory, under agent/. "
+        "Set MEDIA_ROOT to a directory of their own, not served at MEDIA_URL."
+    )
+    settings.MEDIA_ROOT = "/srv/media"
+    assert agent_settings() == []
+
+
+def test_a_reasoning_setting_that_does_not_parse_is_one_error(settings):
+    # (config/settings.py refuses it from the environment; set in another project's settings, it
+    # passed the check and failed the first model call of a real adapter instead.)
+    settings.AGENT_BACKEND, settings.AGENT_REASONING = "fake", "hgih"
+    (error,) = agent_settings()
+    assert error.id == "agent.E009" and error.msg == (
+        "AGENT_REASONING must be off, low, medium, high or a number of tokens; got 'hgih'."
+    )
+
+
+@pytest.mark.parametrize(
+    "prices",
+    [{"my-model": {"input": "0.15"}}, {"my-model": 0.15}, {"my-model": {"input": -1}}, ["my-model"]],
+)
+def test_prices_that_are_not_numbers_are_one_error(settings, prices):
+    # (config/settings.py refuses them from the environment; set in another project's settings,
+    # they passed the check and failed every turn of the model at its first call.)
+    settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-model", prices
+    errors = agent_settings()
+    assert ids(errors) == ["agent.E010"] and errors[0].msg == (
+        'AGENT_PRICES must be a dict of model id to prices, e.g. {"my-model": {"input": 0.15, "output": 0.6}} '
+        "(dollars per million tokens, none negative; `long`: the same for long prompts)."
+    )
+
+
+def test_prices_with_long_prompt_figures_pass(settings):
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", "my-model"
+    settings.AGENT_PRICES = {"my-model": {"input": 1, "output": 2.5, "long": {"input": 2, "output": 5}}}
+    assert agent_settings() == []

@@ -6,9 +6,19 @@ import importlib
 import pkgutil
 import sys
 
+import pytest
 from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
 
 import agent
+from agent.models import Session
+
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+}
+TOOL_CALL = {"kind": "tool_use", "id": "call_1", "name": "add", "input": {"a": 2, "b": 3}}
 
 
 def test_blog_is_not_installed_and_the_policy_is_the_test_apps():
@@ -23,3 +33,48 @@ def test_every_engine_module_imports_without_blog():
     for module in pkgutil.walk_packages(agent.__path__, "agent."):
         importlib.import_module(module.name)
     assert [name for name in sys.modules if name == "blog" or name.startswith("blog.")] == []
+
+
+def without_engine_settings(settings, *keep: str) -> None:
+    """Delete every `AGENT_*` setting but `keep`, as in a project that names only what it changes."""
+    from django.conf import settings as django_settings
+
+    for name in [n for n in dir(django_settings) if n.startswith("AGENT_") and n not in keep]:
+        delattr(settings, name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_project_that_sets_only_the_backend_runs_a_turn(settings, script, api):
+    """The engine's settings have defaults (docs/engine.md, 'Settings'): a new project names its
+    backend and nothing else, and a turn with a tool call runs through the HTTP API."""
+    from agent.checks import agent_events, agent_settings
+    from agent.tools import register, unregister
+
+    script([[TOOL_CALL, {"kind": "done", "stop_reason": "tool_use"}], [{"kind": "text", "text": "5."}]])
+    without_engine_settings(settings, "AGENT_BACKEND", "AGENT_FAKE_SCRIPT")
+    register("add", description="Add.", input_schema=ADD_SCHEMA, writes=False)(lambda session, a, b: {"sum": a + b})
+    try:
+        assert agent_settings() == [] and agent_events() == []
+        created = api.post("/api/agent/sessions", {"purpose": "chat"})  # the default policy: any signed-in user
+        assert created.status_code == 201, created.content
+        chat = Session.objects.get(pk=created.json()["id"])
+        events = api.turn(chat, "What is 2 + 3?")
+    finally:
+        unregister("add")
+    assert [name for name, _ in events] == ["tool_use", "tool_result", "token", "done"]
+    assert events[1][1]["result"] == {"sum": 5}
+
+
+def test_a_missing_backend_setting_is_one_clear_error(settings):
+    from agent.backends import get_backend
+    from agent.checks import agent_settings
+
+    without_engine_settings(settings)
+    with pytest.raises(ImproperlyConfigured) as raised:
+        get_backend()
+    assert raised.value.args == (
+        "AGENT_BACKEND is not set: name the backend the engine calls, one of "
+        "anthropic, bedrock, fake, openai, openai-responses.",
+    )
+    (error,) = agent_settings()
+    assert error.id == "agent.E001" and error.msg == raised.value.args[0]
