@@ -46,8 +46,18 @@ CONTEXT_MARKERS = (
 
 
 def scrub(text: str, secret: str) -> str:
-    """`text` without the API key in it."""
-    return text.replace(secret, "[redacted]") if secret else text
+    """`text` without the API key in it, as it is or as an error quotes it (escaped, or as bytes)."""
+    if not secret:
+        return text
+    quoted = repr(secret)[1:-1], repr(secret.encode("utf-8", "replace"))[2:-1]
+    for form in sorted({secret, *quoted}, key=len, reverse=True):
+        text = text.replace(form, "[redacted]")
+    return text
+
+
+def header_safe(value: str) -> bool:
+    """Whether `value` is printable ASCII with no space: what an API key is, and what a header carries."""
+    return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
 
 
 def retry_after(headers: httpx.Headers) -> float | None:
@@ -102,6 +112,8 @@ def transport_errors(secret: str) -> Iterator[None]:
     """No httpx exception leaves this block: transport failures become BackendError."""
     try:
         yield
+    except UnicodeEncodeError as exc:  # (httpx encodes header values as ASCII; `check()` names the key)
+        raise BackendError("A request header holds a non-ASCII character (is the API key pasted whole?).") from exc
     except httpx.TimeoutException as exc:
         raise BackendError(f"Timed out waiting for the model server ({type(exc).__name__}).", retryable=True) from exc
     except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
@@ -157,7 +169,7 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         sleep: Callable[[float], None],
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
+        self.api_key = api_key.strip()  # (a key read from a secrets file or a CRLF `.env` ends in a line break)
         self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
         self._clock = time.monotonic
@@ -256,6 +268,11 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             problems.append(f"{self.url_setting} must be an http:// or https:// URL; got {self.base_url!r}.")
         if not self.api_key and self.keyed_host and parts.netloc.endswith(self.keyed_host):
             problems.append(f"{self.key_setting} is not set, and {self.keyed_host} needs one.")
+        if self.api_key and not header_safe(self.api_key):  # (never echoed: it is a secret)
+            problems.append(
+                f"{self.key_setting} holds a space, a control character or a non-ASCII character (such as a "
+                "typographic quote), which no API key has: set the key alone."
+            )
         if self.first_event_timeout <= 0 or self.event_timeout <= 0:
             problems.append("AGENT_FIRST_EVENT_TIMEOUT_SECONDS and AGENT_EVENT_TIMEOUT_SECONDS must be positive.")
         if self.retries < 0:

@@ -1043,3 +1043,41 @@ def test_the_between_event_timeout_holds_when_the_first_event_timeout_is_longer(
     events, exc = collect_until_error(backend)
     assert events == [{"kind": "text", "text": "partial"}]
     assert "no event for 0.3 seconds" in str(exc) and exc.retryable
+
+
+# ------------------------------------------------------------------------------------------ the key as operators set it
+
+
+@pytest.mark.parametrize("pasted", [KEY + "\n", KEY + "\r\n", f"  {KEY} "])
+def test_a_key_pasted_with_a_line_break_or_spaces_is_sent_trimmed(server, make_backend, pasted):
+    """A key from a secrets file or a CRLF `.env` ends in a line break: sent as it is, it made httpx refuse
+    the header, and the refusal, key and all, went to the log."""
+    server.script(Reply(body=sse(chunk({"content": "Hi"}, "stop"))))
+    events = run(make_backend(api_key=pasted))
+    assert text_of(events) == "Hi"
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_key_no_api_has_is_refused_by_check_and_a_call_fails_calmly(server, make_backend):
+    """A typographic quote pasted around the key, or a space inside it: `manage.py check` says so without
+    echoing the key; a call with a non-ASCII key fails as a BackendError, not an encoding error escaping
+    the adapter."""
+    sentence = (
+        "OPENAI_API_KEY holds a space, a control character or a non-ASCII character (such as a typographic "
+        "quote), which no API key has: set the key alone."
+    )
+    assert make_backend(api_key=f"sk-test {KEY}").check() == [sentence]
+    quoted = make_backend(api_key=f"\u201c{KEY}\u201d")
+    assert quoted.check() == [sentence]
+    _, exc = collect_until_error(quoted)
+    assert not exc.retryable and KEY not in str(exc)
+    assert server.requests == []
+
+
+def test_scrub_removes_the_key_however_an_error_quotes_it():
+    """httpx quotes a refused header as bytes (`b'Bearer sk-…\\t…'`): the escaped key is scrubbed too."""
+    from agent.backends.http import scrub
+
+    key = "sk-a\tb\u201c"
+    for quoted in (key, repr(key)[1:-1], repr(f"Bearer {key}".encode())):
+        assert "sk-a" not in scrub(f"Illegal header value {quoted}.", key)
