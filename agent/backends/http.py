@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -100,11 +101,36 @@ def _ratelimit_reset(value: str | None) -> float | None:
 
 
 def error_body(response: httpx.Response) -> Any:
-    """An HTTP error answer's body (already read): its JSON, else `{"message": <its first text>}`."""
+    """An HTTP error answer's body (already read): its JSON, else `{"message": <its first text>}` (an
+    HTML page's title, when it has one: a proxy's `502 Bad Gateway` page)."""
     try:
         return json.loads(response.content[:65536])
     except (ValueError, RecursionError):
+        if is_html(response) and (title := html_title(response.content)):
+            return {"message": f"{title} (an HTML page)"}
         return {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
+
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
+def is_html(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower() in (
+        "text/html",
+        "application/xhtml+xml",
+    )
+
+
+def html_title(content: bytes) -> str:
+    """An HTML page's title, spaces collapsed and bounded; empty when it has none."""
+    match = _TITLE.search(content[:65536])
+    return " ".join(match.group(1).decode("utf-8", "replace").split())[:120] if match else ""
+
+
+def endpoint(response: httpx.Response) -> str:
+    """Where the request went, for a log line: scheme, host, port and path (no query, no user info)."""
+    url = response.request.url
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
 
 
 @contextmanager
@@ -228,6 +254,16 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             lambda: self._attempt(body), retries=self.retries, sleep=self._sleep, label=self.name
         )
 
+    def not_the_api(self, response: httpx.Response) -> BackendError:
+        """A success answered with an HTML page: the base URL reaches a web server, not the API."""
+        title = html_title(response.content)
+        return BackendError(
+            f"The model server answered HTTP {response.status_code} with an HTML page"
+            + (f" ({title})" if title else "")
+            + f", not an event stream, at {endpoint(response)}: is {self.url_setting} the API's address?",
+            retryable=False,
+        )
+
     def deadlined(self, chunks: Iterable[bytes], started: float, watchdog: Watchdog) -> Iterator[SSEEvent]:
         """The SSE events of a response's bytes, each held to its deadline (`enforce_deadlines`, the watchdog)."""
         events = enforce_deadlines(
@@ -246,6 +282,9 @@ class HttpBackend(Backend, metaclass=ABCMeta):
                 if response.status_code >= 300:
                     response.read()
                     raise self.status_error(response)
+                if is_html(response):  # (a base URL that reaches a web site or a proxy's page, not the API)
+                    response.read()
+                    raise self.not_the_api(response)
                 cut = lambda: cut_response(response)  # noqa: E731 - the watchdog's and a Stop's
                 watchdog = Watchdog(cut, clock=self._clock)
                 first_left = max(self.first_event_timeout - (self._clock() - started), 0.0)
@@ -266,6 +305,11 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             problems.append(f"{self.url_setting} must be an http:// or https:// URL; got {self.base_url!r}.")
+        elif (added := self.url().removeprefix(self.base_url)) and self.base_url.endswith(added):
+            problems.append(
+                f"{self.url_setting} names the endpoint: the backend adds {added} itself, so set it to "
+                f"{self.base_url.removesuffix(added)}."
+            )
         if not self.api_key and self.keyed_host and parts.netloc.endswith(self.keyed_host):
             problems.append(f"{self.key_setting} is not set, and {self.keyed_host} needs one.")
         if self.api_key and not header_safe(self.api_key):  # (never echoed: it is a secret)

@@ -1081,3 +1081,45 @@ def test_scrub_removes_the_key_however_an_error_quotes_it():
     key = "sk-a\tb\u201c"
     for quoted in (key, repr(key)[1:-1], repr(f"Bearer {key}".encode())):
         assert "sk-a" not in scrub(f"Illegal header value {quoted}.", key)
+
+
+# ------------------------------------------------------------------------------------------ a base URL that is not the API's
+
+
+def test_an_html_page_where_the_stream_should_be_names_the_url_and_is_not_retried(server, make_backend):
+    """A base URL that reaches a web site or a proxy's landing page (not the API) answers 200 with HTML: the
+    log says so and where, instead of "the stream ended before the answer", and nothing is retried."""
+    page = "<!doctype html><html><head><title>Welcome to nginx!</title></head><body>Hi</body></html>"
+    server.script(Reply(body=page, headers={"Content-Type": "text/html; charset=utf-8"}))
+    backend = make_backend()
+    _, exc = collect_until_error(backend)
+    assert str(exc) == (
+        f"The model server answered HTTP 200 with an HTML page (Welcome to nginx!), not an event stream, at "
+        f"{server.url}/chat/completions: is OPENAI_BASE_URL the API's address?"
+    )
+    assert not exc.retryable and len(server.requests) == 1
+
+
+def test_a_404_names_the_url_it_was_sent_to(server, make_backend):
+    """Ollama without `/v1` answers `404 page not found`: the log line names the URL, so the missing part shows."""
+    server.script(Reply(status=404, body="404 page not found", headers={"Content-Type": "text/plain"}))
+    _, exc = collect_until_error(make_backend())
+    assert str(exc) == f"Model server HTTP 404 at {server.url}/chat/completions: 404 page not found"
+    assert not exc.retryable
+
+
+def test_check_refuses_a_base_url_that_already_names_the_endpoint(make_backend):
+    assert make_backend(base_url="http://127.0.0.1:11434/v1/chat/completions").check() == [
+        "OPENAI_BASE_URL names the endpoint: the backend adds /chat/completions itself, so set it to "
+        "http://127.0.0.1:11434/v1."
+    ]
+
+
+def test_a_proxy_s_html_error_page_is_logged_by_its_title(server, make_backend):
+    page = (
+        "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>"
+    )
+    server.script(Reply(status=502, body=page, headers={"Content-Type": "text/html"}))
+    _, exc = collect_until_error(make_backend(retries=0))
+    assert str(exc) == f"Model server HTTP 502 at {server.url}/chat/completions: 502 Bad Gateway (an HTML page)"
+    assert exc.retryable
