@@ -194,7 +194,7 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         retries: int | None,
         sleep: Callable[[float], None],
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url.strip().rstrip("/")  # (a CRLF `.env` leaves a `\r` after it)
         self.api_key = api_key.strip()  # (a key read from a secrets file or a CRLF `.env` ends in a line break)
         self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
@@ -254,6 +254,15 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             lambda: self._attempt(body), retries=self.retries, sleep=self._sleep, label=self.name
         )
 
+    def redirected(self, response: httpx.Response) -> BackendError:
+        """A redirect (`http://` for an `https://` server, a moved API): where it points, and what to set."""
+        target = response.request.url.join(response.headers["location"]).copy_with(query=None, fragment=None)
+        return BackendError(
+            f"The model server at {endpoint(response)} redirects to {target} (HTTP {response.status_code}): set "
+            f"{self.url_setting} to the address it redirects to, without {self.url().removeprefix(self.base_url)}.",
+            retryable=False,
+        )
+
     def not_the_api(self, response: httpx.Response) -> BackendError:
         """A success answered with an HTML page: the base URL reaches a web server, not the API."""
         title = html_title(response.content)
@@ -281,6 +290,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             with self._client.stream("POST", self.url(), json=body, headers=self.headers(body)) as response:
                 if response.status_code >= 300:
                     response.read()
+                    if response.is_redirect:  # (httpx follows none: a POST must not be re-sent elsewhere)
+                        raise self.redirected(response)
                     raise self.status_error(response)
                 if is_html(response):  # (a base URL that reaches a web site or a proxy's page, not the API)
                     response.read()

@@ -1123,3 +1123,31 @@ def test_a_proxy_s_html_error_page_is_logged_by_its_title(server, make_backend):
     _, exc = collect_until_error(make_backend(retries=0))
     assert str(exc) == f"Model server HTTP 502 at {server.url}/chat/completions: 502 Bad Gateway (an HTML page)"
     assert exc.retryable
+
+
+@pytest.mark.parametrize("tail", ["\n", " ", "/\r\n"])
+def test_a_base_url_with_a_line_break_or_space_after_it_is_trimmed(server, make_backend, tail):
+    """A CRLF `.env` leaves `\\r` at the end of the URL: httpx refused it (InvalidURL), and a space went
+    into the path (`/v1%20/chat/completions`, a 404)."""
+    server.script(Reply(body=sse(chunk({"content": "Hi"}, "stop"))))
+    backend = make_backend(base_url=server.url + tail)
+    assert backend.check() == []
+    assert text_of(run(backend)) == "Hi"
+    assert server.requests[0].path == "/v1/chat/completions"
+
+
+def test_a_redirect_names_where_it_points_and_is_not_retried(server, make_backend):
+    """`http://` for a server that redirects to `https://` (POSTs are not followed): the log says where to."""
+    server.script(
+        Reply(
+            status=301,
+            body="<html><head><title>301 Moved Permanently</title></head></html>",
+            headers={"Content-Type": "text/html", "Location": "https://api.example.com/v1/chat/completions"},
+        )
+    )
+    _, exc = collect_until_error(make_backend())
+    assert str(exc) == (
+        f"The model server at {server.url}/chat/completions redirects to https://api.example.com/v1/chat/completions "
+        "(HTTP 301): set OPENAI_BASE_URL to the address it redirects to, without /chat/completions."
+    )
+    assert not exc.retryable and len(server.requests) == 1
