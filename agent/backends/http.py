@@ -10,6 +10,7 @@ events (`events`).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import time
@@ -23,11 +24,13 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from agent.backends.base import Backend, Event, interruptible
+from agent.backends.base import Backend, Event, interruptible, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.backends.watchdog import Watchdog, cut_response, each_expecting
 from agent.exceptions import BackendError
+
+logger = logging.getLogger("agent.backends")
 
 #: The longest error message an adapter passes on (it reaches logs, never a person).
 MAX_MESSAGE_CHARS = 600
@@ -254,6 +257,10 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             lambda: self._attempt(body), retries=self.retries, sleep=self._sleep, label=self.name
         )
 
+    def withheld(self, response: httpx.Response) -> bool:
+        """Whether an HTTP error answer (its body read) is the provider's content filter refusing the prompt."""
+        return False
+
     def redirected(self, response: httpx.Response) -> BackendError:
         """A redirect (`http://` for an `https://` server, a moved API): where it points, and what to set."""
         target = response.request.url.join(response.headers["location"]).copy_with(query=None, fragment=None)
@@ -292,6 +299,15 @@ class HttpBackend(Backend, metaclass=ABCMeta):
                     response.read()
                     if response.is_redirect:  # (httpx follows none: a POST must not be re-sent elsewhere)
                         raise self.redirected(response)
+                    if self.withheld(response):  # the answer, withheld: not a failure to try again
+                        logger.warning(
+                            "%s: the model server's content filter withheld the answer (HTTP %d at %s)",
+                            self.name,
+                            response.status_code,
+                            endpoint(response),
+                        )
+                        yield {"kind": "done", "stop_reason": "content_filtered", "usage": zero_usage()}
+                        return
                     raise self.status_error(response)
                 if is_html(response):  # (a base URL that reaches a web site or a proxy's page, not the API)
                     response.read()

@@ -93,3 +93,12 @@ def _quota_payload(payload: Any) -> bool:
         payload = payload[0]
     info = payload.get("error", payload) if isinstance(payload, dict) else None
     return isinstance(info, dict) and _is_quota(info)
+
+
+def prompt_filtered(response: httpx.Response) -> bool:
+    """Azure OpenAI's answer to a prompt its content filter flags: HTTP 400, code `content_filter`."""
+    if response.status_code != 400:
+        return False
+    payload = error_body(response)
+    info = payload.get("error") if isinstance(payload, dict) else None
+    return isinstance(info, dict) and info.get("code") == "content_filter"

@@ -1151,3 +1151,27 @@ def test_a_redirect_names_where_it_points_and_is_not_retried(server, make_backen
         "(HTTP 301): set OPENAI_BASE_URL to the address it redirects to, without /chat/completions."
     )
     assert not exc.retryable and len(server.requests) == 1
+
+
+def test_azure_s_prompt_filter_is_a_content_filtered_answer_not_a_failure(server, backend, caplog):
+    """Azure refuses a prompt its content filter flags with HTTP 400 `content_filter`: that is the model's answer
+    withheld (the page says a content filter stopped it), not a failure the person is told to try again."""
+    error = {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+            "policy. Please modify your prompt and retry.",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {
+                "code": "ResponsibleAIPolicyViolation",
+                "content_filter_result": {"hate": {"filtered": True}},
+            },
+        }
+    }
+    server.script(Reply(status=400, body=json.dumps(error)))
+    with caplog.at_level("WARNING", logger="agent.backends"):
+        assert run(backend) == [{"kind": "done", "stop_reason": "content_filtered", "usage": ZERO}]
+    assert len(server.requests) == 1
+    assert "content filter" in caplog.text and "HTTP 400" in caplog.text
