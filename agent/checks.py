@@ -42,8 +42,28 @@ def agent_settings(app_configs=None, **kwargs):
             )
         )
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
+    errors += default_model_elsewhere(backend)
     errors += confirm_tools_known()
     return errors
+
+
+def default_model_elsewhere(backend) -> list[checks.CheckMessage]:
+    """AGENT_MODEL unset for an HTTP backend pointed at another server than its provider's (Ollama, vLLM,
+    OpenRouter): the backend's default model is asked of a server that likely serves no such model."""
+    from urllib.parse import urlsplit
+
+    keyed_host, base_url = getattr(backend, "keyed_host", ""), getattr(backend, "base_url", "")
+    host = urlsplit(base_url).netloc
+    if settings.AGENT_MODEL or not keyed_host or not host or host.endswith(keyed_host):
+        return []
+    return [
+        checks.Warning(
+            f"AGENT_MODEL is not set, so the {backend.name} backend asks {host} for its default model "
+            f"{backend.default_model!r}, which a server other than {keyed_host} may not serve: set AGENT_MODEL "
+            "to one of its models.",
+            id="agent.W005",
+        )
+    ]
 
 
 def confirm_tools_known() -> list[checks.CheckMessage]:

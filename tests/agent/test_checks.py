@@ -74,3 +74,21 @@ def test_an_event_bus_url_that_cannot_be_read_is_an_error_that_shows_no_password
     (error,) = agent_events()
     assert error.id == "agent.E005" and "redis://host:port/db" in error.msg
     assert "s3cret-pass" not in error.msg
+
+
+def test_no_model_named_for_a_server_other_than_the_provider_s_own_is_warned_of(settings):
+    """Ollama, vLLM or OpenRouter with AGENT_MODEL forgotten: the default `gpt-4o-mini` is asked of a server that
+    serves no such model, and every first message failed with a 404 in the log."""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "openai", ""
+    settings.OPENAI_BASE_URL, settings.AGENT_PRICES = "http://127.0.0.1:11434/v1", {}
+    warnings = [m for m in agent_settings() if m.id == "agent.W005"]
+    assert [w.msg for w in warnings] == [
+        "AGENT_MODEL is not set, so the openai backend asks 127.0.0.1:11434 for its default model 'gpt-4o-mini', "
+        "which a server other than api.openai.com may not serve: set AGENT_MODEL to one of its models."
+    ]
+    settings.AGENT_MODEL = "qwen2.5:7b"
+    reset_backends()
+    assert "agent.W005" not in ids(agent_settings())
+    settings.AGENT_MODEL, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "", "https://api.openai.com/v1", "sk-x"
+    reset_backends()
+    assert "agent.W005" not in ids(agent_settings())
