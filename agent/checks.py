@@ -43,6 +43,7 @@ def agent_settings(app_configs=None, **kwargs):
         )
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
     errors += default_model_elsewhere(backend)
+    errors += provider_settings_unused(backend)
     errors += confirm_tools_known()
     return errors
 
@@ -62,6 +63,23 @@ def default_model_elsewhere(backend) -> list[checks.CheckMessage]:
             f"{backend.default_model!r}, which a server other than {keyed_host} may not serve: set AGENT_MODEL "
             "to one of its models.",
             id="agent.W005",
+        )
+    ]
+
+
+def provider_settings_unused(backend) -> list[checks.CheckMessage]:
+    """A real model's settings given to a backend that answers without one: AGENT_BACKEND was forgotten."""
+    if not backend.offline:
+        return []
+    given = [name for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENT_MODEL") if getattr(settings, name, "")]
+    if not given:
+        return []
+    return [
+        checks.Warning(
+            f"AGENT_BACKEND is {backend.name!r}, which answers without any model, so {' and '.join(given)} "
+            f"{'is' if len(given) == 1 else 'are'} not used: set AGENT_BACKEND to openai, openai-responses, "
+            "anthropic or bedrock for a real model.",
+            id="agent.W006",
         )
     ]
 

@@ -21,6 +21,7 @@ def ids(messages) -> list[str]:
 
 def test_a_sound_configuration_says_nothing(settings):
     settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
+    settings.OPENAI_API_KEY = settings.ANTHROPIC_API_KEY = ""  # (whatever the shell running the tests exports)
     assert agent_settings() == []
     assert agent_events() == []
 
@@ -48,10 +49,10 @@ def test_the_watcher_s_pace_and_the_lease_are_checked(settings, poll, lease, exp
 
 def test_a_model_without_a_price_is_warned_of(settings):
     settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-own-model", {}
-    (warning,) = agent_settings()
+    (warning,) = [m for m in agent_settings() if m.id != "agent.W006"]  # (W006: a model named to the fake)
     assert warning.id == "agent.W001" and "'my-own-model'" in warning.msg and "AGENT_PRICES" in warning.msg
     settings.AGENT_PRICES = {"my-own-model": {"input": 0, "output": 0}}
-    assert agent_settings() == []
+    assert ids(agent_settings()) == ["agent.W006"]
 
 
 def test_a_confirmed_tool_that_no_tool_is_named_is_warned_of(settings):
@@ -92,3 +93,18 @@ def test_no_model_named_for_a_server_other_than_the_provider_s_own_is_warned_of(
     settings.AGENT_MODEL, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "", "https://api.openai.com/v1", "sk-x"
     reset_backends()
     assert "agent.W005" not in ids(agent_settings())
+
+
+def test_provider_settings_with_a_backend_that_answers_without_a_model_are_warned_of(settings):
+    """`OPENAI_API_KEY=… AGENT_MODEL=… make run` with AGENT_BACKEND forgotten: the offline backend answered, and
+    nothing said the key was unused."""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", "gpt-6-sol"
+    settings.OPENAI_API_KEY, settings.ANTHROPIC_API_KEY = "sk-live-0000", ""
+    (warning,) = [m for m in agent_settings() if m.id == "agent.W006"]
+    assert warning.msg == (
+        "AGENT_BACKEND is 'fake', which answers without any model, so OPENAI_API_KEY and AGENT_MODEL are not "
+        "used: set AGENT_BACKEND to openai, openai-responses, anthropic or bedrock for a real model."
+    )
+    assert "sk-live" not in warning.msg
+    settings.AGENT_MODEL, settings.OPENAI_API_KEY = "", ""
+    assert "agent.W006" not in ids(agent_settings())
