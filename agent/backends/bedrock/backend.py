@@ -135,6 +135,10 @@ class BedrockBackend(Backend):
             return [f"The bedrock backend cannot read the AWS configuration: {str(exc).rstrip('.')}."]
         if not (self.region or session.region_name):
             problems.append("The bedrock backend needs an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION).")
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            value = os.environ.get(name, "")  # (boto3 reads them as they are; never echoed: they are secrets)
+            if value != value.strip():
+                problems.append(f"{name} has a space or line break around it (a CRLF .env file?): set the value alone.")
         endpoint = self.endpoint_url or _env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
         if endpoint and not endpoint.startswith(("http://", "https://")):
             problems.append("AWS_ENDPOINT_URL_BEDROCK_RUNTIME must start with http:// or https://.")

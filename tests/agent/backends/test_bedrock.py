@@ -947,3 +947,18 @@ def test_check_reports_a_profile_that_does_not_exist(monkeypatch):
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     assert len(BedrockBackend(region="").check()) == 1  # (it raised ProfileNotFound out of `check`)
+
+
+@pytest.mark.parametrize("name", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
+def test_check_reports_a_credential_with_a_line_break_after_it(monkeypatch, name):
+    """boto3 reads the keys from the environment as they are: a CRLF `.env` left a `\\r` that made every call
+    a "transport failure" (an invalid header), retried, with nothing naming the key."""
+    import os
+
+    monkeypatch.setenv(name, os.environ[name] + "\r")
+    assert BedrockBackend(region="us-east-1").check() == [
+        f"{name} has a space or line break around it (a CRLF .env file?): set the value alone."
+    ]
+    assert ACCESS_KEY not in str(BedrockBackend(region="us-east-1").check()) and SECRET not in str(
+        BedrockBackend(region="us-east-1").check()
+    )
