@@ -4,7 +4,8 @@ them, retries before the first event, and the checks of their settings.
 
 A subclass says what differs: its request body (`request_body`), where it goes (`url`) with which
 `headers`, how an error answer reads (`status_error`), and how the streamed answer becomes neutral
-events (`events`).
+events (`events`); optionally which error answer is the provider's content filter refusing the prompt
+(`withheld`).
 """
 
 from __future__ import annotations
