@@ -187,6 +187,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
     url_setting = ""
     key_setting = ""
     keyed_host = ""
+    #: Other hosted APIs that refuse a call without a key (a host ending with one of these).
+    keyed_hosts: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -338,8 +340,10 @@ class HttpBackend(Backend, metaclass=ABCMeta):
                 f"{self.url_setting} names the endpoint: the backend adds {added} itself, so set it to "
                 f"{self.base_url.removesuffix(added)}."
             )
-        if not self.api_key and self.keyed_host and parts.netloc.endswith(self.keyed_host):
-            problems.append(f"{self.key_setting} is not set, and {self.keyed_host} needs one.")
+        host = (parts.hostname or "").lower()
+        keyed = [self.keyed_host, *self.keyed_hosts] if self.keyed_host else list(self.keyed_hosts)
+        if not self.api_key and host and any(host == k or host.endswith("." + k) for k in keyed):
+            problems.append(f"{self.key_setting} is not set, and {host} needs one.")
         if self.api_key and not header_safe(self.api_key):  # (never echoed: it is a secret)
             problems.append(
                 f"{self.key_setting} holds a space, a control character or a non-ASCII character (such as a "

@@ -55,6 +55,18 @@ class OpenAIBackend(HttpBackend):
     name = "openai"
     default_model = "gpt-4o-mini"
     url_setting, key_setting, keyed_host = "OPENAI_BASE_URL", "OPENAI_API_KEY", "api.openai.com"
+    keyed_hosts = (
+        "openrouter.ai",
+        "generativelanguage.googleapis.com",
+        "openai.azure.com",
+        "api.deepseek.com",
+        "api.groq.com",
+        "api.x.ai",
+        "api.perplexity.ai",
+        "api.mistral.ai",
+        "api.together.xyz",
+        "api.fireworks.ai",
+    )
 
     def __init__(
         self,

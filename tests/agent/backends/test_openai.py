@@ -1175,3 +1175,17 @@ def test_azure_s_prompt_filter_is_a_content_filtered_answer_not_a_failure(server
         assert run(backend) == [{"kind": "done", "stop_reason": "content_filtered", "usage": ZERO}]
     assert len(server.requests) == 1
     assert "content filter" in caplog.text and "HTTP 400" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "url, host",
+    [
+        ("https://openrouter.ai/api/v1", "openrouter.ai"),
+        ("https://generativelanguage.googleapis.com/v1beta/openai", "generativelanguage.googleapis.com"),
+        ("https://my-team.openai.azure.com/openai/v1", "my-team.openai.azure.com"),
+    ],
+)
+def test_check_says_a_hosted_api_needs_a_key(make_backend, url, host):
+    """The README's OpenRouter recipe with the key forgotten: every first message failed with a 401."""
+    assert make_backend(base_url=url, api_key="").check() == [f"OPENAI_API_KEY is not set, and {host} needs one."]
+    assert make_backend(base_url="http://10.0.0.5:8000/v1", api_key="").check() == []  # (a vLLM without a key)
