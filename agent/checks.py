@@ -54,11 +54,49 @@ def agent_settings(app_configs=None, **kwargs):
             )
         )
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
+    errors += default_model_elsewhere(backend)
+    errors += provider_settings_unused(backend)
     errors += confirm_tools_known()
     errors += session_policy_loads()
     errors += media_root_set()
     errors += reasoning_parses()
     return errors
+
+
+def default_model_elsewhere(backend) -> list[checks.CheckMessage]:
+    """AGENT_MODEL unset for an HTTP backend pointed at another server than its provider's (Ollama, vLLM,
+    OpenRouter): the backend's default model is asked of a server that likely serves no such model."""
+    from urllib.parse import urlsplit
+
+    keyed_host, base_url = getattr(backend, "keyed_host", ""), getattr(backend, "base_url", "")
+    host = urlsplit(base_url).netloc
+    if settings.AGENT_MODEL or not keyed_host or not host or host.endswith(keyed_host):
+        return []
+    return [
+        checks.Warning(
+            f"AGENT_MODEL is not set, so the {backend.name} backend asks {host} for its default model "
+            f"{backend.default_model!r}, which a server other than {keyed_host} may not serve: set AGENT_MODEL "
+            "to one of its models.",
+            id="agent.W007",
+        )
+    ]
+
+
+def provider_settings_unused(backend) -> list[checks.CheckMessage]:
+    """A real model's settings given to a backend that answers without one: AGENT_BACKEND was forgotten."""
+    if not backend.offline:
+        return []
+    given = [name for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENT_MODEL") if getattr(settings, name, "")]
+    if not given:
+        return []
+    return [
+        checks.Warning(
+            f"AGENT_BACKEND is {backend.name!r}, which answers without any model, so {' and '.join(given)} "
+            f"{'is' if len(given) == 1 else 'are'} not used: set AGENT_BACKEND to openai, openai-responses, "
+            "anthropic or bedrock for a real model.",
+            id="agent.W006",
+        )
+    ]
 
 
 def reasoning_parses() -> list[checks.CheckMessage]:

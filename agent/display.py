@@ -25,6 +25,8 @@ STOP_NOTES = {
     "stopped": "Stopped.",
     "max_tokens": "The answer was cut off (it reached its length limit).",
     "incomplete": "The answer may be incomplete: the model stopped without finishing normally.",
+    "content_filtered": "A content filter stopped this answer.",  # (Azure's, a Bedrock guardrail: often mid-word)
+    "refusal": "The model declined to answer this request.",  # (Claude's `refusal` may come with no text at all)
 }
 TOOL_LABELS = {
     "ok": "done",

@@ -179,9 +179,9 @@ def _call_model(
                 if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
                     logger.warning("model call failed unexpectedly after a Stop (%s)", where, exc_info=exc)
             elif isinstance(exc, BackendError):
-                logger.error("backend %s failed (%s retryable=%s): %s", backend.name, where, exc.retryable, exc)
                 failure = "provider_error"
                 retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
+                _log_backend_error(exc, backend.name, model, where, retrying=retry, summarised=attempt == 1)
             else:
                 logger.exception("model call failed unexpectedly (%s)", where)
                 failure = "chat_error"
@@ -203,6 +203,24 @@ def _call_model(
         call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
         return failure
     return "provider_error"
+
+
+def _log_backend_error(
+    exc: BackendError, backend: str, model: str, where: _Where, *, retrying: bool, summarised: bool
+) -> None:
+    """The operator's line for a failed model call; a context window too small says what to change."""
+    refused = f"model {model!r} via {backend} refused the request as longer than its context window"
+    if exc.context_too_long and retrying:
+        logger.warning("%s; summarising the older messages and trying once more (%s): %s", refused, where, exc)
+    elif exc.context_too_long and summarised:
+        logger.error(
+            "%s even after summarising: set AGENT_CONTEXT_MAX_TOKENS below the model's window (%s): %s",
+            refused,
+            where,
+            exc,
+        )
+    else:
+        logger.error("backend %s failed (model %r, %s retryable=%s): %s", backend, model, where, exc.retryable, exc)
 
 
 class _Where:

@@ -236,6 +236,7 @@ def title_from(name: str) -> str:
 
 class DemoBackend(Backend):
     name = "demo"
+    offline = True
     uses_call_index = True  # its tool-call ids name the call's place in the session
     default_model = "demo"
 

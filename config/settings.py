@@ -369,8 +369,8 @@ def prices_from(raw: str) -> dict[str, dict]:
 
 AGENT_PRICES = prices_from(os.environ.get("AGENT_PRICES", ""))
 
-OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").rstrip("/")
-OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1").strip().rstrip("/")
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "").strip()  # (a key from a file ends in a line break)
 # PDFs as chat/completions `file` parts: `auto` = only for api.openai.com; `1` / `0` for any other server.
 OPENAI_PDF_FILES = os.environ.get("OPENAI_PDF_FILES", "").strip().lower() or "auto"
 if OPENAI_PDF_FILES != "auto":  # (a word the backend did not know read as "never")
@@ -378,8 +378,8 @@ if OPENAI_PDF_FILES != "auto":  # (a word the backend did not know read as "neve
         OPENAI_PDF_FILES = "1" if env_bool("OPENAI_PDF_FILES", False) else "0"
     except ImproperlyConfigured:
         raise ImproperlyConfigured(f"OPENAI_PDF_FILES must be auto, 1 or 0, got {OPENAI_PDF_FILES!r}.") from None
-ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
-ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").strip().rstrip("/")
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "").strip()
 AWS_REGION = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
 AGENT_FIRST_EVENT_TIMEOUT_SECONDS = env_float("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", 60.0)
 AGENT_EVENT_TIMEOUT_SECONDS = env_float("AGENT_EVENT_TIMEOUT_SECONDS", 60.0)

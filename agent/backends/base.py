@@ -162,6 +162,7 @@ class Backend:
     name = "base"
     default_model = ""
     uses_call_index = False  # True: reads CallContext.call_index, which costs a COUNT per turn
+    offline = False  # True: answers without any model server (the fake, the demo): provider settings go unused
 
     def stream(
         self,

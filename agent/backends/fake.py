@@ -25,6 +25,7 @@ class FakeBackend(Backend):
     """Replays `calls[k]` for the k-th model call of a session; no network, same answers in every process."""
 
     name = "fake"
+    offline = True
     uses_call_index = True  # picks the scripted call by its place in the session
     default_model = "fake"
 

@@ -4,13 +4,16 @@ them, retries before the first event, and the checks of their settings.
 
 A subclass says what differs: its request body (`request_body`), where it goes (`url`) with which
 `headers`, how an error answer reads (`status_error`), and how the streamed answer becomes neutral
-events (`events`).
+events (`events`); optionally which error answer is the provider's content filter refusing the prompt
+(`withheld`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 import time
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -22,11 +25,13 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
-from agent.backends.base import Backend, Event, interruptible
+from agent.backends.base import Backend, Event, interruptible, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.backends.watchdog import Watchdog, cut_response, each_expecting
 from agent.exceptions import BackendError
+
+logger = logging.getLogger("agent.backends")
 
 #: The longest error message an adapter passes on (it reaches logs, never a person).
 MAX_MESSAGE_CHARS = 600
@@ -46,8 +51,18 @@ CONTEXT_MARKERS = (
 
 
 def scrub(text: str, secret: str) -> str:
-    """`text` without the API key in it."""
-    return text.replace(secret, "[redacted]") if secret else text
+    """`text` without the API key in it, as it is or as an error quotes it (escaped, or as bytes)."""
+    if not secret:
+        return text
+    quoted = repr(secret)[1:-1], repr(secret.encode("utf-8", "replace"))[2:-1]
+    for form in sorted({secret, *quoted}, key=len, reverse=True):
+        text = text.replace(form, "[redacted]")
+    return text
+
+
+def header_safe(value: str) -> bool:
+    """Whether `value` is printable ASCII with no space: what an API key is, and what a header carries."""
+    return value.isascii() and value.isprintable() and not any(c.isspace() for c in value)
 
 
 def retry_after(headers: httpx.Headers) -> float | None:
@@ -90,11 +105,36 @@ def _ratelimit_reset(value: str | None) -> float | None:
 
 
 def error_body(response: httpx.Response) -> Any:
-    """An HTTP error answer's body (already read): its JSON, else `{"message": <its first text>}`."""
+    """An HTTP error answer's body (already read): its JSON, else `{"message": <its first text>}` (an
+    HTML page's title, when it has one: a proxy's `502 Bad Gateway` page)."""
     try:
         return json.loads(response.content[:65536])
     except (ValueError, RecursionError):
+        if is_html(response) and (title := html_title(response.content)):
+            return {"message": f"{title} (an HTML page)"}
         return {"message": response.content[:300].decode("utf-8", "replace").strip() or response.reason_phrase}
+
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
+def is_html(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower() in (
+        "text/html",
+        "application/xhtml+xml",
+    )
+
+
+def html_title(content: bytes) -> str:
+    """An HTML page's title, spaces collapsed and bounded; empty when it has none."""
+    match = _TITLE.search(content[:65536])
+    return " ".join(match.group(1).decode("utf-8", "replace").split())[:120] if match else ""
+
+
+def endpoint(response: httpx.Response) -> str:
+    """Where the request went, for a log line: scheme, host, port and path (no query, no user info)."""
+    url = response.request.url
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
 
 
 @contextmanager
@@ -102,6 +142,8 @@ def transport_errors(secret: str) -> Iterator[None]:
     """No httpx exception leaves this block: transport failures become BackendError."""
     try:
         yield
+    except UnicodeEncodeError as exc:  # (httpx encodes header values as ASCII; `check()` names the key)
+        raise BackendError("A request header holds a non-ASCII character (is the API key pasted whole?).") from exc
     except httpx.TimeoutException as exc:
         raise BackendError(f"Timed out waiting for the model server ({type(exc).__name__}).", retryable=True) from exc
     except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
@@ -145,6 +187,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
     url_setting = ""
     key_setting = ""
     keyed_host = ""
+    #: Other hosted APIs that refuse a call without a key (a host ending with one of these).
+    keyed_hosts: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -156,8 +200,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         retries: int | None,
         sleep: Callable[[float], None],
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
+        self.base_url = base_url.strip().rstrip("/")  # (a CRLF `.env` leaves a `\r` after it)
+        self.api_key = api_key.strip()  # (a key read from a secrets file or a CRLF `.env` ends in a line break)
         self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
         self._clock = time.monotonic
@@ -216,6 +260,29 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             lambda: self._attempt(body), retries=self.retries, sleep=self._sleep, label=self.name
         )
 
+    def withheld(self, response: httpx.Response) -> bool:
+        """Whether an HTTP error answer (its body read) is the provider's content filter refusing the prompt."""
+        return False
+
+    def redirected(self, response: httpx.Response) -> BackendError:
+        """A redirect (`http://` for an `https://` server, a moved API): where it points, and what to set."""
+        target = response.request.url.join(response.headers["location"]).copy_with(query=None, fragment=None)
+        return BackendError(
+            f"The model server at {endpoint(response)} redirects to {target} (HTTP {response.status_code}): set "
+            f"{self.url_setting} to the address it redirects to, without {self.url().removeprefix(self.base_url)}.",
+            retryable=False,
+        )
+
+    def not_the_api(self, response: httpx.Response) -> BackendError:
+        """A success answered with an HTML page: the base URL reaches a web server, not the API."""
+        title = html_title(response.content)
+        return BackendError(
+            f"The model server answered HTTP {response.status_code} with an HTML page"
+            + (f" ({title})" if title else "")
+            + f", not an event stream, at {endpoint(response)}: is {self.url_setting} the API's address?",
+            retryable=False,
+        )
+
     def deadlined(self, chunks: Iterable[bytes], started: float, watchdog: Watchdog) -> Iterator[SSEEvent]:
         """The SSE events of a response's bytes, each held to its deadline (`enforce_deadlines`, the watchdog)."""
         events = enforce_deadlines(
@@ -233,7 +300,21 @@ class HttpBackend(Backend, metaclass=ABCMeta):
             with self._client.stream("POST", self.url(), json=body, headers=self.headers(body)) as response:
                 if response.status_code >= 300:
                     response.read()
+                    if response.is_redirect:  # (httpx follows none: a POST must not be re-sent elsewhere)
+                        raise self.redirected(response)
+                    if self.withheld(response):  # the answer, withheld: not a failure to try again
+                        logger.warning(
+                            "%s: the model server's content filter withheld the answer (HTTP %d at %s)",
+                            self.name,
+                            response.status_code,
+                            endpoint(response),
+                        )
+                        yield {"kind": "done", "stop_reason": "content_filtered", "usage": zero_usage()}
+                        return
                     raise self.status_error(response)
+                if is_html(response):  # (a base URL that reaches a web site or a proxy's page, not the API)
+                    response.read()
+                    raise self.not_the_api(response)
                 cut = lambda: cut_response(response)  # noqa: E731 - the watchdog's and a Stop's
                 watchdog = Watchdog(cut, clock=self._clock)
                 first_left = max(self.first_event_timeout - (self._clock() - started), 0.0)
@@ -254,8 +335,20 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             problems.append(f"{self.url_setting} must be an http:// or https:// URL; got {self.base_url!r}.")
-        if not self.api_key and self.keyed_host and parts.netloc.endswith(self.keyed_host):
-            problems.append(f"{self.key_setting} is not set, and {self.keyed_host} needs one.")
+        elif (added := self.url().removeprefix(self.base_url)) and self.base_url.endswith(added):
+            problems.append(
+                f"{self.url_setting} names the endpoint: the backend adds {added} itself, so set it to "
+                f"{self.base_url.removesuffix(added)}."
+            )
+        host = (parts.hostname or "").lower()
+        keyed = [self.keyed_host, *self.keyed_hosts] if self.keyed_host else list(self.keyed_hosts)
+        if not self.api_key and host and any(host == k or host.endswith("." + k) for k in keyed):
+            problems.append(f"{self.key_setting} is not set, and {host} needs one.")
+        if self.api_key and not header_safe(self.api_key):  # (never echoed: it is a secret)
+            problems.append(
+                f"{self.key_setting} holds a space, a control character or a non-ASCII character (such as a "
+                "typographic quote), which no API key has: set the key alone."
+            )
         if self.first_event_timeout <= 0 or self.event_timeout <= 0:
             problems.append("AGENT_FIRST_EVENT_TIMEOUT_SECONDS and AGENT_EVENT_TIMEOUT_SECONDS must be positive.")
         if self.retries < 0:

@@ -21,6 +21,7 @@ def ids(messages) -> list[str]:
 
 def test_a_sound_configuration_says_nothing(settings):
     settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
+    settings.OPENAI_API_KEY = settings.ANTHROPIC_API_KEY = ""  # (whatever the shell running the tests exports)
     assert agent_settings() == []
     assert agent_events() == []
 
@@ -48,10 +49,10 @@ def test_the_watcher_s_pace_and_the_lease_are_checked(settings, poll, lease, exp
 
 def test_a_model_without_a_price_is_warned_of(settings):
     settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-own-model", {}
-    (warning,) = agent_settings()
+    (warning,) = [m for m in agent_settings() if m.id != "agent.W006"]  # (W006: a model named to the fake)
     assert warning.id == "agent.W001" and "'my-own-model'" in warning.msg and "AGENT_PRICES" in warning.msg
     settings.AGENT_PRICES = {"my-own-model": {"input": 0, "output": 0}}
-    assert agent_settings() == []
+    assert ids(agent_settings()) == ["agent.W006"]
 
 
 def test_a_confirmed_tool_that_no_tool_is_named_is_warned_of(settings):
@@ -115,12 +116,12 @@ def test_a_reasoning_setting_that_does_not_parse_is_one_error(settings):
 
 @pytest.mark.parametrize(
     "prices",
-    [{"my-model": {"input": "0.15"}}, {"my-model": 0.15}, {"my-model": {"input": -1}}, ["my-model"]],
+    [{"fake": {"input": "0.15"}}, {"fake": 0.15}, {"fake": {"input": -1}}, ["fake"]],
 )
 def test_prices_that_are_not_numbers_are_one_error(settings, prices):
     # (config/settings.py refuses them from the environment; set in another project's settings,
     # they passed the check and failed every turn of the model at its first call.)
-    settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "my-model", prices
+    settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "fake", "", prices
     errors = agent_settings()
     assert ids(errors) == ["agent.E010"] and errors[0].msg == (
         'AGENT_PRICES must be a dict of model id to prices, e.g. {"my-model": {"input": 0.15, "output": 0.6}} '
@@ -129,6 +130,39 @@ def test_prices_that_are_not_numbers_are_one_error(settings, prices):
 
 
 def test_prices_with_long_prompt_figures_pass(settings):
-    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", "my-model"
-    settings.AGENT_PRICES = {"my-model": {"input": 1, "output": 2.5, "long": {"input": 2, "output": 5}}}
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""  # (the fake's own model, "fake")
+    settings.AGENT_PRICES = {"fake": {"input": 1, "output": 2.5, "long": {"input": 2, "output": 5}}}
     assert agent_settings() == []
+
+
+def test_no_model_named_for_a_server_other_than_the_provider_s_own_is_warned_of(settings):
+    """Ollama, vLLM or OpenRouter with AGENT_MODEL forgotten: the default `gpt-4o-mini` is asked of a server that
+    serves no such model, and every first message failed with a 404 in the log."""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "openai", ""
+    settings.OPENAI_BASE_URL, settings.AGENT_PRICES = "http://127.0.0.1:11434/v1", {}
+    warnings = [m for m in agent_settings() if m.id == "agent.W007"]
+    assert [w.msg for w in warnings] == [
+        "AGENT_MODEL is not set, so the openai backend asks 127.0.0.1:11434 for its default model 'gpt-4o-mini', "
+        "which a server other than api.openai.com may not serve: set AGENT_MODEL to one of its models."
+    ]
+    settings.AGENT_MODEL = "qwen2.5:7b"
+    reset_backends()
+    assert "agent.W007" not in ids(agent_settings())
+    settings.AGENT_MODEL, settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = "", "https://api.openai.com/v1", "sk-x"
+    reset_backends()
+    assert "agent.W007" not in ids(agent_settings())
+
+
+def test_provider_settings_with_a_backend_that_answers_without_a_model_are_warned_of(settings):
+    """`OPENAI_API_KEY=… AGENT_MODEL=… make run` with AGENT_BACKEND forgotten: the offline backend answered, and
+    nothing said the key was unused."""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", "gpt-6-sol"
+    settings.OPENAI_API_KEY, settings.ANTHROPIC_API_KEY = "sk-live-0000", ""
+    (warning,) = [m for m in agent_settings() if m.id == "agent.W006"]
+    assert warning.msg == (
+        "AGENT_BACKEND is 'fake', which answers without any model, so OPENAI_API_KEY and AGENT_MODEL are not "
+        "used: set AGENT_BACKEND to openai, openai-responses, anthropic or bedrock for a real model."
+    )
+    assert "sk-live" not in warning.msg
+    settings.AGENT_MODEL, settings.OPENAI_API_KEY = "", ""
+    assert "agent.W006" not in ids(agent_settings())

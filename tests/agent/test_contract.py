@@ -437,6 +437,30 @@ class RetryContract:
             assert "They asked sums." in self.request_text(retried)  # the summary, in the system prompt
         assert chat.summaries.count() == len(self.overflow_dialects)
 
+    def test_context_still_too_long_after_summarising_tells_the_operator_what_to_change(self, chat, settings, caplog):
+        """The model's window is smaller than what is sent even after summarising (a small local model): the
+        log says so once, naming the model and the setting to lower, not the same error line twice."""
+        settings.AGENT_CONTEXT_KEEP_MESSAGES = 2
+        dialect = self.overflow_dialects[0]
+        self.serve([[text("5."), done()]])
+        list(run_agent(chat))
+        ask(chat, "And now?")
+        self.serve([[fail(f"context:{dialect}")], [text("They asked sums."), done()], [fail(f"context:{dialect}")]])
+        with caplog.at_level("WARNING", logger="agent.loop"):
+            events = list(run_agent(chat))
+        assert events == [PROVIDER_ERROR]
+        lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "agent.loop"]
+        model = settings.AGENT_MODEL
+        assert [level for level, _ in lines] == ["WARNING", "ERROR"]
+        assert lines[0][1].startswith(
+            f"model {model!r} via {self.backend} refused the request as longer than its context window; "
+            "summarising the older messages and trying once more ("
+        )
+        assert lines[1][1].startswith(
+            f"model {model!r} via {self.backend} refused the request as longer than its context window even "
+            "after summarising: set AGENT_CONTEXT_MAX_TOKENS below the model's window ("
+        )
+
     def request_text(self, request: Any) -> str:
         return json.dumps(request)
 

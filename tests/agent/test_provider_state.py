@@ -85,7 +85,7 @@ def test_a_signature_stored_before_origins_were_recorded_is_kept(chat):
     assert part_for_model(part, ("bedrock", "any")) == {"type": "reasoning", "text": "Hm.", "signature": "sig-1"}
 
 
-@pytest.mark.parametrize("stop_reason", ["incomplete", "max_tokens", "stopped"])
+@pytest.mark.parametrize("stop_reason", ["incomplete", "max_tokens", "stopped", "content_filtered", "refusal"])
 def test_an_answer_that_did_not_end_normally_says_so(chat, stop_reason):
     message = add_message(Run(chat), Message.ASSISTANT, [{"type": "text", "text": "Partial"}], stop_reason=stop_reason)
     assert turn_blocks([message], {})[-1] == {"kind": "note", "text": STOP_NOTES[stop_reason]}

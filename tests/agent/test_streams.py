@@ -432,3 +432,31 @@ def test_sse_text_gets_one_data_line_per_line_whatever_the_line_break():
     assert encode("token", "a <b>", 3) == b"id: 3\nevent: token\ndata: a <b>\n\n"
     assert encode("token", "a\r\nb\rc\nd") == b"event: token\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
     assert encode("token", "\ud800") == b"event: token\ndata: ?\n\n"  # a lone surrogate
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "deltas, finish, note",
+    [
+        ([{"content": "I"}], "content_filter", "A content filter stopped this answer."),
+        ([{"refusal": "I can't help with that."}], "stop", "The model declined to answer this request."),
+    ],
+)
+def test_an_answer_a_filter_stopped_or_the_model_refused_says_so_on_the_page(api, chat, settings, deltas, finish, note):
+    """Azure's content filter ends an answer mid-word (finish_reason content_filter), or before any text: without
+    a note the page showed a reply that just stopped, or nothing at all."""
+    from agent.backends import reset_backends
+    from tests.agent.backends.openai_server import Reply, ScriptedOpenAIServer, sse
+
+    server = ScriptedOpenAIServer().start()
+    try:
+        settings.AGENT_BACKEND, settings.OPENAI_BASE_URL, settings.AGENT_MODEL = "openai", server.url, "gpt-4o-mini"
+        reset_backends()
+        chunks = [{"choices": [{"index": 0, "delta": delta}]} for delta in deltas]
+        server.script(Reply(body=sse(*chunks, {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})))
+        url = api.send(chat, "hi").json()["stream_url"]
+        body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
+    finally:
+        server.stop()
+        reset_backends()
+    assert f'<p class="note">{note}</p>' in body.replace("&#x27;", "'")

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, error_body, retry_after, scrub
+from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, endpoint, error_body, retry_after, scrub
 from agent.exceptions import BackendError
 
 # Error types that may clear by trying again (the API's own list: 429 rate_limit_error, 500
@@ -43,4 +43,4 @@ def status_error(response: httpx.Response, secret: str = "") -> BackendError:
     payload = error_body(response)
     info = _info(payload)
     retryable = status in RETRYABLE_STATUSES or str(info.get("type")) in RETRYABLE_TYPES
-    return _error(info, secret, f"HTTP {status}", retryable, retry_after(response.headers))
+    return _error(info, secret, f"HTTP {status} at {endpoint(response)}", retryable, retry_after(response.headers))

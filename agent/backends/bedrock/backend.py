@@ -126,10 +126,19 @@ class BedrockBackend(Backend):
         problems: list[str] = []
         try:
             import boto3
+            from botocore.exceptions import BotoCoreError
         except ImportError:
             return ["The bedrock backend needs the boto3 package installed."]
-        if not (self.region or boto3.session.Session().region_name):
+        try:
+            session = boto3.session.Session()
+        except BotoCoreError as exc:  # an AWS_PROFILE no file has, a config file that does not parse
+            return [f"The bedrock backend cannot read the AWS configuration: {str(exc).rstrip('.')}."]
+        if not (self.region or session.region_name):
             problems.append("The bedrock backend needs an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION).")
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            value = os.environ.get(name, "")  # (boto3 reads them as they are; never echoed: they are secrets)
+            if value != value.strip():
+                problems.append(f"{name} has a space or line break around it (a CRLF .env file?): set the value alone.")
         endpoint = self.endpoint_url or _env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
         if endpoint and not endpoint.startswith(("http://", "https://")):
             problems.append("AWS_ENDPOINT_URL_BEDROCK_RUNTIME must start with http:// or https://.")
@@ -140,6 +149,25 @@ class BedrockBackend(Backend):
             if value <= 0:
                 problems.append(f"{label} must be a positive number of seconds.")
         return problems
+
+    def cautions(self, model: str) -> list[str]:
+        """No credentials in the chain now: a warning, not an error (an instance role's may come later)."""
+        try:
+            import boto3
+            from botocore.exceptions import BotoCoreError
+        except ImportError:
+            return []  # (`check` says so)
+        try:
+            credentials = boto3.session.Session().get_credentials()
+        except BotoCoreError:
+            return []  # (`check` says so, or the call will, in its log line)
+        if credentials is not None:
+            return []
+        return [
+            "The bedrock backend found no AWS credentials (environment, AWS_PROFILE and ~/.aws, SSO, container "
+            "or instance role): every turn will fail until it has some. Set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE."
+        ]
 
 
 #: The HTTP response of the latest ConverseStream call made in this context (`_keep_answer`).

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from agent.backends.base import Event, setting
 from agent.backends.http import HttpBackend
-from agent.backends.openai.errors import status_error
+from agent.backends.openai.errors import prompt_filtered, status_error
 from agent.backends.openai.translate import completion_events, translate
 from agent.backends.openai.wire import to_wire_messages, to_wire_tools
 from agent.backends.reasoning import Reasoning
@@ -55,6 +55,18 @@ class OpenAIBackend(HttpBackend):
     name = "openai"
     default_model = "gpt-4o-mini"
     url_setting, key_setting, keyed_host = "OPENAI_BASE_URL", "OPENAI_API_KEY", "api.openai.com"
+    keyed_hosts = (
+        "openrouter.ai",
+        "generativelanguage.googleapis.com",
+        "openai.azure.com",
+        "api.deepseek.com",
+        "api.groq.com",
+        "api.x.ai",
+        "api.perplexity.ai",
+        "api.mistral.ai",
+        "api.together.xyz",
+        "api.fireworks.ai",
+    )
 
     def __init__(
         self,
@@ -153,6 +165,9 @@ class OpenAIBackend(HttpBackend):
 
     def status_error(self, response: httpx.Response) -> BackendError:
         return status_error(response, self.api_key)
+
+    def withheld(self, response: httpx.Response) -> bool:
+        return prompt_filtered(response)
 
     def events(self, response: httpx.Response, started: float, watchdog: Watchdog) -> Iterator[Event]:
         """The answer's events: SSE as it streams, or a whole JSON body (an answer or an error)."""

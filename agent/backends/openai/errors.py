@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, error_body, retry_after, scrub
+from agent.backends.http import CONTEXT_MARKERS, MAX_MESSAGE_CHARS, endpoint, error_body, retry_after, scrub
 from agent.exceptions import BackendError
 
 RETRYABLE_MARKERS = ("server_error", "overloaded", "rate_limit", "internal_error", "service_unavailable")
@@ -55,15 +55,16 @@ def _is_context_overflow(info: dict[str, Any]) -> bool:
     return any(marker in words for marker in CONTEXT_MARKERS)
 
 
-def payload_error(error: Any, secret: str = "", status: int | None = None) -> BackendError:
-    """An `error` object (mid-stream chunk, `event: error` data, or an HTTP error body) -> BackendError."""
+def payload_error(error: Any, secret: str = "", status: int | None = None, url: str = "") -> BackendError:
+    """An `error` object (mid-stream chunk, `event: error` data, or an HTTP error body, with the `url` it
+    came from) -> BackendError."""
     if isinstance(error, list) and error:  # Gemini's OpenAI-compatible endpoint: `[{"error": {...}}]`
         error = error[0]
     if isinstance(error, dict) and "error" in error:
         error = error["error"]
     info: dict[str, Any] = error if isinstance(error, dict) else {"message": str(error)}
     label = info.get("code") or info.get("type") or ""
-    where = f"HTTP {status}" if status is not None else "error in stream"
+    where = (f"HTTP {status}" + (f" at {url}" if url else "")) if status is not None else "error in stream"
     message = (
         f"Model server {where}"
         + (f" ({label})" if label else "")
@@ -79,7 +80,7 @@ def status_error(response: httpx.Response, secret: str = "") -> BackendError:
     """An HTTP error answer (body already read) -> BackendError with retryability and context flag."""
     status = response.status_code
     payload = error_body(response)
-    error = payload_error(payload, secret, status)
+    error = payload_error(payload, secret, status, endpoint(response))
     if error.context_too_long and status != 429:  # (a rate limit may name token counts too)
         return error
     if (status == 429 or status >= 500 or status in (408, 409)) and not _quota_payload(payload):
@@ -92,3 +93,12 @@ def _quota_payload(payload: Any) -> bool:
         payload = payload[0]
     info = payload.get("error", payload) if isinstance(payload, dict) else None
     return isinstance(info, dict) and _is_quota(info)
+
+
+def prompt_filtered(response: httpx.Response) -> bool:
+    """Azure OpenAI's answer to a prompt its content filter flags: HTTP 400, code `content_filter`."""
+    if response.status_code != 400:
+        return False
+    payload = error_body(response)
+    info = payload.get("error") if isinstance(payload, dict) else None
+    return isinstance(info, dict) and info.get("code") == "content_filter"

@@ -437,3 +437,11 @@ def test_tool_ids_of_another_provider_are_made_acceptable(server, make_backend):
     use, result = (m["content"][0] for m in server.requests[0].body["messages"][1:])
     assert use["id"] == result["tool_use_id"] and use["id"].startswith("toolu_")
     assert result["is_error"] is True and json.loads(result["content"]) == {"error": "The tool call failed."}
+
+
+def test_check_refuses_a_base_url_that_already_names_the_endpoint(make_backend):
+    assert make_backend(base_url="https://api.anthropic.com/v1/messages").check() == [
+        "ANTHROPIC_BASE_URL names the endpoint: the backend adds /v1/messages itself, so set it to "
+        "https://api.anthropic.com."
+    ]
+    assert make_backend(base_url="https://gateway.example/v1").check() == []

@@ -923,3 +923,42 @@ def test_prompt_cache_points_for_the_families_that_take_them(server, model, syst
     assert (body["toolConfig"]["tools"][-1] == CACHE) is tools
     assert (body["messages"][-1]["content"][-1] == CACHE) is last
     assert json.dumps(body).count("cachePoint") == system + tools + last  # (Claude takes at most 4)
+
+
+def test_check_warns_when_the_credential_chain_finds_none(monkeypatch):
+    """The README's recipe run where no AWS credentials are set: `manage.py check` (and gunicorn's boot) says
+    so, instead of every first message failing. A warning: an instance role may answer later."""
+    assert BedrockBackend(region="us-east-1").cautions(MODEL) == []
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    assert BedrockBackend(region="us-east-1").cautions(MODEL) == [
+        "The bedrock backend found no AWS credentials (environment, AWS_PROFILE and ~/.aws, SSO, container or "
+        "instance role): every turn will fail until it has some. Set AWS_ACCESS_KEY_ID and "
+        "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE."
+    ]
+
+
+def test_check_reports_a_profile_that_does_not_exist(monkeypatch):
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    assert BedrockBackend(region="us-east-1").check() == [
+        "The bedrock backend cannot read the AWS configuration: The config profile (no-such-profile) could not "
+        "be found."
+    ]
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    assert len(BedrockBackend(region="").check()) == 1  # (it raised ProfileNotFound out of `check`)
+
+
+@pytest.mark.parametrize("name", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
+def test_check_reports_a_credential_with_a_line_break_after_it(monkeypatch, name):
+    """boto3 reads the keys from the environment as they are: a CRLF `.env` left a `\\r` that made every call
+    a "transport failure" (an invalid header), retried, with nothing naming the key."""
+    import os
+
+    monkeypatch.setenv(name, os.environ[name] + "\r")
+    assert BedrockBackend(region="us-east-1").check() == [
+        f"{name} has a space or line break around it (a CRLF .env file?): set the value alone."
+    ]
+    assert ACCESS_KEY not in str(BedrockBackend(region="us-east-1").check()) and SECRET not in str(
+        BedrockBackend(region="us-east-1").check()
+    )

@@ -1043,3 +1043,149 @@ def test_the_between_event_timeout_holds_when_the_first_event_timeout_is_longer(
     events, exc = collect_until_error(backend)
     assert events == [{"kind": "text", "text": "partial"}]
     assert "no event for 0.3 seconds" in str(exc) and exc.retryable
+
+
+# ------------------------------------------------------------------------------------------ the key as operators set it
+
+
+@pytest.mark.parametrize("pasted", [KEY + "\n", KEY + "\r\n", f"  {KEY} "])
+def test_a_key_pasted_with_a_line_break_or_spaces_is_sent_trimmed(server, make_backend, pasted):
+    """A key from a secrets file or a CRLF `.env` ends in a line break: sent as it is, it made httpx refuse
+    the header, and the refusal, key and all, went to the log."""
+    server.script(Reply(body=sse(chunk({"content": "Hi"}, "stop"))))
+    events = run(make_backend(api_key=pasted))
+    assert text_of(events) == "Hi"
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_key_no_api_has_is_refused_by_check_and_a_call_fails_calmly(server, make_backend):
+    """A typographic quote pasted around the key, or a space inside it: `manage.py check` says so without
+    echoing the key; a call with a non-ASCII key fails as a BackendError, not an encoding error escaping
+    the adapter."""
+    sentence = (
+        "OPENAI_API_KEY holds a space, a control character or a non-ASCII character (such as a typographic "
+        "quote), which no API key has: set the key alone."
+    )
+    assert make_backend(api_key=f"sk-test {KEY}").check() == [sentence]
+    quoted = make_backend(api_key=f"\u201c{KEY}\u201d")
+    assert quoted.check() == [sentence]
+    _, exc = collect_until_error(quoted)
+    assert not exc.retryable and KEY not in str(exc)
+    assert server.requests == []
+
+
+def test_scrub_removes_the_key_however_an_error_quotes_it():
+    """httpx quotes a refused header as bytes (`b'Bearer sk-…\\t…'`): the escaped key is scrubbed too."""
+    from agent.backends.http import scrub
+
+    key = "sk-a\tb\u201c"
+    for quoted in (key, repr(key)[1:-1], repr(f"Bearer {key}".encode())):
+        assert "sk-a" not in scrub(f"Illegal header value {quoted}.", key)
+
+
+# ------------------------------------------------------------------------------------------ a base URL that is not the API's
+
+
+def test_an_html_page_where_the_stream_should_be_names_the_url_and_is_not_retried(server, make_backend):
+    """A base URL that reaches a web site or a proxy's landing page (not the API) answers 200 with HTML: the
+    log says so and where, instead of "the stream ended before the answer", and nothing is retried."""
+    page = "<!doctype html><html><head><title>Welcome to nginx!</title></head><body>Hi</body></html>"
+    server.script(Reply(body=page, headers={"Content-Type": "text/html; charset=utf-8"}))
+    backend = make_backend()
+    _, exc = collect_until_error(backend)
+    assert str(exc) == (
+        f"The model server answered HTTP 200 with an HTML page (Welcome to nginx!), not an event stream, at "
+        f"{server.url}/chat/completions: is OPENAI_BASE_URL the API's address?"
+    )
+    assert not exc.retryable and len(server.requests) == 1
+
+
+def test_a_404_names_the_url_it_was_sent_to(server, make_backend):
+    """Ollama without `/v1` answers `404 page not found`: the log line names the URL, so the missing part shows."""
+    server.script(Reply(status=404, body="404 page not found", headers={"Content-Type": "text/plain"}))
+    _, exc = collect_until_error(make_backend())
+    assert str(exc) == f"Model server HTTP 404 at {server.url}/chat/completions: 404 page not found"
+    assert not exc.retryable
+
+
+def test_check_refuses_a_base_url_that_already_names_the_endpoint(make_backend):
+    assert make_backend(base_url="http://127.0.0.1:11434/v1/chat/completions").check() == [
+        "OPENAI_BASE_URL names the endpoint: the backend adds /chat/completions itself, so set it to "
+        "http://127.0.0.1:11434/v1."
+    ]
+
+
+def test_a_proxy_s_html_error_page_is_logged_by_its_title(server, make_backend):
+    page = (
+        "<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>"
+    )
+    server.script(Reply(status=502, body=page, headers={"Content-Type": "text/html"}))
+    _, exc = collect_until_error(make_backend(retries=0))
+    assert str(exc) == f"Model server HTTP 502 at {server.url}/chat/completions: 502 Bad Gateway (an HTML page)"
+    assert exc.retryable
+
+
+@pytest.mark.parametrize("tail", ["\n", " ", "/\r\n"])
+def test_a_base_url_with_a_line_break_or_space_after_it_is_trimmed(server, make_backend, tail):
+    """A CRLF `.env` leaves `\\r` at the end of the URL: httpx refused it (InvalidURL), and a space went
+    into the path (`/v1%20/chat/completions`, a 404)."""
+    server.script(Reply(body=sse(chunk({"content": "Hi"}, "stop"))))
+    backend = make_backend(base_url=server.url + tail)
+    assert backend.check() == []
+    assert text_of(run(backend)) == "Hi"
+    assert server.requests[0].path == "/v1/chat/completions"
+
+
+def test_a_redirect_names_where_it_points_and_is_not_retried(server, make_backend):
+    """`http://` for a server that redirects to `https://` (POSTs are not followed): the log says where to."""
+    server.script(
+        Reply(
+            status=301,
+            body="<html><head><title>301 Moved Permanently</title></head></html>",
+            headers={"Content-Type": "text/html", "Location": "https://api.example.com/v1/chat/completions"},
+        )
+    )
+    _, exc = collect_until_error(make_backend())
+    assert str(exc) == (
+        f"The model server at {server.url}/chat/completions redirects to https://api.example.com/v1/chat/completions "
+        "(HTTP 301): set OPENAI_BASE_URL to the address it redirects to, without /chat/completions."
+    )
+    assert not exc.retryable and len(server.requests) == 1
+
+
+def test_azure_s_prompt_filter_is_a_content_filtered_answer_not_a_failure(server, backend, caplog):
+    """Azure refuses a prompt its content filter flags with HTTP 400 `content_filter`: that is the model's answer
+    withheld (the page says a content filter stopped it), not a failure the person is told to try again."""
+    error = {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's content management "
+            "policy. Please modify your prompt and retry.",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {
+                "code": "ResponsibleAIPolicyViolation",
+                "content_filter_result": {"hate": {"filtered": True}},
+            },
+        }
+    }
+    server.script(Reply(status=400, body=json.dumps(error)))
+    with caplog.at_level("WARNING", logger="agent.backends"):
+        assert run(backend) == [{"kind": "done", "stop_reason": "content_filtered", "usage": ZERO}]
+    assert len(server.requests) == 1
+    assert "content filter" in caplog.text and "HTTP 400" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "url, host",
+    [
+        ("https://openrouter.ai/api/v1", "openrouter.ai"),
+        ("https://generativelanguage.googleapis.com/v1beta/openai", "generativelanguage.googleapis.com"),
+        ("https://my-team.openai.azure.com/openai/v1", "my-team.openai.azure.com"),
+    ],
+)
+def test_check_says_a_hosted_api_needs_a_key(make_backend, url, host):
+    """The README's OpenRouter recipe with the key forgotten: every first message failed with a 401."""
+    assert make_backend(base_url=url, api_key="").check() == [f"OPENAI_API_KEY is not set, and {host} needs one."]
+    assert make_backend(base_url="http://10.0.0.5:8000/v1", api_key="").check() == []  # (a vLLM without a key)
