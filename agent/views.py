@@ -9,10 +9,9 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 
 from agent import approvals, hub, intake, sse, stream_pass, streams, turns
-from agent.api import error, json_body
+from agent.api import api_view, error, json_body
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.follow import Item, abandoned, follow_batches, had_the_end
 from agent.media_views import attachment_json
@@ -80,7 +79,7 @@ def stream_url(session: Session, turn: Turn, request: HttpRequest | None = None)
     return reverse("agent:stream_pass", args=[session.pk, turn.pk, token])
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 def create_session(request: HttpRequest) -> HttpResponse:
     body = json_body(request)
@@ -93,7 +92,7 @@ def create_session(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"id": str(session.pk)}, status=201)
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 @session_api
 def post_message(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
@@ -111,7 +110,7 @@ def post_message(request: HttpRequest, session: Session, access: Access) -> Http
     return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn, request)}, status=202)
 
 
-@require_GET
+@api_view("GET")
 def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | None = None) -> HttpResponse:
     """The turn's events. With a valid pass (`agent.stream_pass`) for a turn running in this
     process it follows the turn at once; else the user, the chat and the policy are checked first."""
@@ -212,7 +211,7 @@ def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
     return response
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 @session_api
 def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
@@ -221,7 +220,7 @@ def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse
     return JsonResponse({}, status=202)
 
 
-@require_GET
+@api_view("GET")
 @api_login_required
 @session_api
 def transcript(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
@@ -260,7 +259,7 @@ def _part_json(part: Any) -> dict[str, Any]:
     return part_to_neutral(part)
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 @session_api
 def decide_approval(request: HttpRequest, session: Session, access: Access, approval_id: Any) -> HttpResponse:

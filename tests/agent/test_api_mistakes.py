@@ -1,0 +1,56 @@
+"""The mistakes a script makes against the JSON API each get a clear status and the API's error
+shape, `{"error": {"code", "message"}}`: never an HTML page, an empty body or a traceback."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from agent.models import Message, Session
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_error(response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}
+    assert body["error"]["code"] == code
+    return body
+
+
+def test_a_body_too_large_to_read_is_413_too_large_on_every_json_endpoint(api, chat, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    raw = b'{"text": "' + b"a" * 2000 + b'"}'
+    for url in (
+        "/api/agent/sessions",
+        f"/api/agent/sessions/{chat.pk}/messages",
+        f"/api/agent/sessions/{chat.pk}/approvals/{uuid.uuid4()}",
+    ):
+        assert_error(api.post(url, raw=raw), 413, "too_large")
+    assert Session.objects.count() == 1 and not Message.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("get", "/api/agent/sessions", "POST"),
+        ("put", "/api/agent/sessions/{id}/messages", "POST"),
+        ("get", "/api/agent/sessions/{id}/stop", "POST"),
+        ("delete", "/api/agent/sessions/{id}", "GET"),
+        ("post", "/api/agent/sessions/{id}", "GET"),
+        ("head", "/api/agent/sessions/{id}", "GET"),
+        ("options", "/api/agent/sessions/{id}/messages", "POST"),
+        ("get", "/api/agent/sessions/{id}/approvals/" + str(uuid.uuid4()), "POST"),
+        ("post", "/api/agent/sessions/{id}/turns/" + str(uuid.uuid4()) + "/stream", "GET"),
+        ("post", "/api/agent/sessions/{id}/attachments/1", "GET"),
+    ],
+)
+def test_a_wrong_method_is_405_with_allow_and_the_error_shape(api, chat, method, path, allow):
+    response = getattr(api.client, method)(path.format(id=chat.pk), HTTP_X_CSRFTOKEN=api.csrf)
+    assert response.status_code == 405
+    assert response["Allow"] == allow
+    if method != "head":  # (a HEAD answer has no body)
+        assert_error(response, 405, "method_not_allowed")
