@@ -297,3 +297,9 @@ def resolve_approval(
         return "error", (409, "turn_in_progress", approvals.STILL_ANSWERING)
     turns.start(run)
     return "started", stream_url(session, run.turn, request)
+
+
+def no_such_call(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """Any other URL under the API's prefix (a malformed id, a trailing slash): 404 in the API's shape,
+    with `DEBUG` on too (not Django's HTML page)."""
+    return error(404, "not_found", "Nothing is at this URL. Check it against the API's documentation.")

@@ -54,3 +54,22 @@ def test_a_wrong_method_is_405_with_allow_and_the_error_shape(api, chat, method,
     assert response["Allow"] == allow
     if method != "head":  # (a HEAD answer has no body)
         assert_error(response, 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/agent/sessions/not-a-uuid",
+        "/api/agent/sessions/not-a-uuid/messages",
+        "/api/agent/sessions/{id}/turns/not-a-uuid/stream",
+        "/api/agent/sessions/{id}/approvals/not-a-uuid",
+        "/api/agent/sessions/{id}/attachments/not-a-number",
+        "/api/agent/sessions/{id}/messages/",
+        "/api/agent/nothing-here",
+        "/api/agent/",
+    ],
+)
+def test_a_malformed_id_or_an_unknown_path_is_404_not_found_as_json(api, chat, path):
+    assert_error(api.get(path.format(id=chat.pk)), 404, "not_found")
+    assert_error(api.post(path.format(id=chat.pk), {"text": "hi", "approve": True}), 404, "not_found")
+    assert not Message.objects.exists()
