@@ -15,7 +15,7 @@ from agent.api import api_view, error, json_body
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.follow import Item, abandoned, follow_batches, had_the_end
 from agent.media_views import attachment_json
-from agent.models import Message, Session, Turn
+from agent.models import Approval, Message, Session, Turn
 from agent.policy import Access, get_policy
 from agent.transcript import part_to_neutral
 
@@ -284,6 +284,8 @@ def resolve_approval(
     result = approvals.decide(session, approval_id, request.user, approve)
     if result == "expired":
         return "error", (409, "approval_expired", approvals.NOT_DECIDED[result])
+    if result == "gone" and not Approval.objects.filter(pk=approval_id, session=session).exists():
+        return "error", (404, "not_found", "That request doesn't exist or isn't yours.")
     if result == "gone":
         return "error", (409, "approval_decided", approvals.NOT_DECIDED[result])
     still = approvals.waiting(session, approval_id)

@@ -7,9 +7,13 @@ import uuid
 
 import pytest
 
-from agent.models import Message, Session
+from agent.models import Approval, Message, Session
+from agent.tools import register, unregister
+from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
+
+TOOL_STOP = {"kind": "done", "stop_reason": "tool_use"}
 
 
 def assert_error(response, status: int, code: str) -> dict:
@@ -73,3 +77,23 @@ def test_a_malformed_id_or_an_unknown_path_is_404_not_found_as_json(api, chat, p
     assert_error(api.get(path.format(id=chat.pk)), 404, "not_found")
     assert_error(api.post(path.format(id=chat.pk), {"text": "hi", "approve": True}), 404, "not_found")
     assert not Message.objects.exists()
+
+
+@pytest.fixture
+def risky(settings):
+    settings.AGENT_CONFIRM_TOOLS = ["danger"]
+    register("danger", description="Irreversible")(lambda session: {"destroyed": True})
+    yield
+    unregister("danger")
+
+
+def test_an_unknown_or_another_users_approval_id_is_404_not_found(api, chat, script, other_user, risky):
+    script([[{"kind": "tool_use", "id": "d1", "name": "danger", "input": {}}, TOOL_STOP]])
+    others = ApiClient(other_user)
+    their_chat = Session.objects.create(user=other_user, purpose="chat", system_prompt="You are helpful.")
+    theirs = others.turn(their_chat, "delete it")[-1][1]["approvals"][0]["id"]
+
+    for approval_id in (uuid.uuid4(), theirs):
+        response = api.post(f"/api/agent/sessions/{chat.pk}/approvals/{approval_id}", {"approve": True})
+        assert_error(response, 404, "not_found")
+    assert Approval.objects.get(pk=theirs).status == Approval.PENDING
