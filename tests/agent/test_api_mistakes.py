@@ -97,3 +97,7 @@ def test_an_unknown_or_another_users_approval_id_is_404_not_found(api, chat, scr
         response = api.post(f"/api/agent/sessions/{chat.pk}/approvals/{approval_id}", {"approve": True})
         assert_error(response, 404, "not_found")
     assert Approval.objects.get(pk=theirs).status == Approval.PENDING
+
+
+def test_an_unknown_attachment_is_404_not_found_as_json(api, chat):
+    assert_error(api.get(f"/api/agent/sessions/{chat.pk}/attachments/12345"), 404, "not_found")
