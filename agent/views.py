@@ -22,6 +22,7 @@ from agent.transcript import part_to_neutral
 logger = logging.getLogger("agent.views")
 
 NOT_FOUND = "That chat doesn't exist or isn't yours."
+NOT_JSON = 'Send a JSON object, {"text": "..."}, or multipart/form-data.'
 
 
 def api_login_required(view):
@@ -103,7 +104,9 @@ def post_message(request: HttpRequest, session: Session, access: Access) -> Http
             text = request.POST.get("text")
         else:
             body = json_body(request)
-            files, text = [], body.get("text") if body else None
+            if body is None:
+                return error(400, "bad_message", NOT_JSON)
+            files, text = [], body.get("text")
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         return error(exc.status, exc.code, exc.message, **exc.extra)

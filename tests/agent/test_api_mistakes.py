@@ -101,3 +101,17 @@ def test_an_unknown_or_another_users_approval_id_is_404_not_found(api, chat, scr
 
 def test_an_unknown_attachment_is_404_not_found_as_json(api, chat):
     assert_error(api.get(f"/api/agent/sessions/{chat.pk}/attachments/12345"), 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "raw"),
+    [("application/x-www-form-urlencoded", b"text=hello"), ("application/json", b'{"text": "\xff"}')],
+    ids=["form-encoded", "not-utf-8"],
+)
+def test_a_message_body_that_is_not_json_says_what_to_send(api, chat, content_type, raw):
+    response = api.client.post(
+        f"/api/agent/sessions/{chat.pk}/messages", data=raw, content_type=content_type, HTTP_X_CSRFTOKEN=api.csrf
+    )
+    body = assert_error(response, 400, "bad_message")
+    assert body["error"]["message"] == 'Send a JSON object, {"text": "..."}, or multipart/form-data.'
+    assert not Message.objects.exists()
