@@ -58,3 +58,25 @@ def test_a_failed_page_shows_the_reference_the_log_has(api, monkeypatch, caplog)
     reference = reference_in_log(caplog)
     assert f"Reference: <code>{reference}</code>" in response.content.decode()
     assert "the page could not be drawn" not in response.content.decode()
+
+
+def test_an_api_request_django_refuses_to_read_answers_json(api, settings):
+    """A form-encoded body (what `curl -d` sends) over DATA_UPLOAD_MAX_MEMORY_SIZE is refused by Django
+    before any view, as the CSRF check reads the form: `handler400`, JSON for the API."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.client.post(
+        "/api/agent/sessions",
+        data=b"blog=" + b"a" * 2000,
+        content_type="application/x-www-form-urlencoded",
+        HTTP_X_CSRFTOKEN=api.csrf,
+    )
+    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert response.json() == {"error": {"code": "too_large", "message": "That request is too large to read."}}
+
+
+def test_a_page_request_django_refuses_to_read_stays_a_page(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.client.post(
+        "/accounts/login/", data=b"username=" + b"a" * 2000, content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
