@@ -20,7 +20,11 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
             {
                 "error": {
                     "code": "csrf_failed",
-                    "message": "Your session's security token is missing or stale. Reload the page and try again.",
+                    "message": (
+                        "The request's security token is missing or stale. In a browser, reload the page; a script "
+                        "sends the csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of "
+                        "this site."
+                    ),
                 }
             },
             status=403,

@@ -80,3 +80,19 @@ def test_a_page_request_django_refuses_to_read_stays_a_page(api, settings):
         "/accounts/login/", data=b"username=" + b"a" * 2000, content_type="application/x-www-form-urlencoded"
     )
     assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+
+
+CSRF_FAILED = (
+    "The request's security token is missing or stale. In a browser, reload the page; a script sends "
+    "the csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of this site."
+)
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["no-token", "https-no-referer"])
+def test_a_failed_csrf_check_on_the_api_tells_a_script_what_to_send(api, secure):
+    headers = {"HTTP_X_CSRFTOKEN": api.csrf} if secure else {}
+    response = api.client.post(
+        "/api/agent/sessions", data=b'{"blog": "x"}', content_type="application/json", secure=secure, **headers
+    )
+    assert response.status_code == 403 and response["Content-Type"] == "application/json"
+    assert response.json() == {"error": {"code": "csrf_failed", "message": CSRF_FAILED}}
