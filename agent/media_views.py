@@ -14,8 +14,8 @@ from typing import Any
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET
 
+from agent.api import api_view, error
 from agent.media import MEDIA_TYPES
 from agent.models import Part, Session
 from agent.policy import get_policy
@@ -50,7 +50,7 @@ def may_fetch(request: HttpRequest, session: Session) -> bool:
     return session.user_id == user.pk and get_policy().may_read(session)
 
 
-@require_GET
+@api_view("GET")
 def attachment(request: HttpRequest, session_id: Any, part_id: int) -> HttpResponse:
     related = ("message__session", *(f"message__session__{name}" for name in get_policy().related))
     part = (
@@ -59,7 +59,7 @@ def attachment(request: HttpRequest, session_id: Any, part_id: int) -> HttpRespo
         .first()
     )
     if part is None or not may_fetch(request, part.message.session):
-        raise Http404("No such attachment.")
+        return error(404, "not_found", "No such attachment.")
     return stored_file_response(part.media_ref, part.media_type, part.text, inline=part.type == "image")
 
 

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from agent import media_views, views
 
@@ -13,4 +13,5 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/turns/<uuid:turn_id>/stream", views.stream, name="stream"),
     path("sessions/<uuid:session_id>/turns/<uuid:turn_id>/stream/<str:token>", views.stream, name="stream_pass"),
     path("sessions/<uuid:session_id>/attachments/<int:part_id>", media_views.attachment, name="attachment"),
+    re_path(r"", views.no_such_call),  # last: anything else under the prefix answers JSON, not an HTML 404
 ]

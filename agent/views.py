@@ -9,20 +9,20 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 
 from agent import approvals, hub, intake, sse, stream_pass, streams, turns
-from agent.api import error, json_body
+from agent.api import api_view, error, json_body
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.follow import Item, abandoned, follow_batches, had_the_end
 from agent.media_views import attachment_json
-from agent.models import Message, Session, Turn
+from agent.models import Approval, Message, Session, Turn
 from agent.policy import Access, get_policy
 from agent.transcript import part_to_neutral
 
 logger = logging.getLogger("agent.views")
 
 NOT_FOUND = "That chat doesn't exist or isn't yours."
+NOT_JSON = 'Send a JSON object, {"text": "..."}, or multipart/form-data.'
 
 
 def api_login_required(view):
@@ -80,7 +80,7 @@ def stream_url(session: Session, turn: Turn, request: HttpRequest | None = None)
     return reverse("agent:stream_pass", args=[session.pk, turn.pk, token])
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 def create_session(request: HttpRequest) -> HttpResponse:
     body = json_body(request)
@@ -93,7 +93,7 @@ def create_session(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"id": str(session.pk)}, status=201)
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 @session_api
 def post_message(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
@@ -104,14 +104,16 @@ def post_message(request: HttpRequest, session: Session, access: Access) -> Http
             text = request.POST.get("text")
         else:
             body = json_body(request)
-            files, text = [], body.get("text") if body else None
+            if body is None:
+                return error(400, "bad_message", NOT_JSON)
+            files, text = [], body.get("text")
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         return error(exc.status, exc.code, exc.message, **exc.extra)
     return JsonResponse({"message_id": message.pk, "stream_url": stream_url(session, run.turn, request)}, status=202)
 
 
-@require_GET
+@api_view("GET")
 def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | None = None) -> HttpResponse:
     """The turn's events. With a valid pass (`agent.stream_pass`) for a turn running in this
     process it follows the turn at once; else the user, the chat and the policy are checked first."""
@@ -212,7 +214,7 @@ def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
     return response
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 @session_api
 def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
@@ -221,7 +223,7 @@ def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse
     return JsonResponse({}, status=202)
 
 
-@require_GET
+@api_view("GET")
 @api_login_required
 @session_api
 def transcript(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
@@ -260,7 +262,7 @@ def _part_json(part: Any) -> dict[str, Any]:
     return part_to_neutral(part)
 
 
-@require_POST
+@api_view("POST")
 @api_login_required
 @session_api
 def decide_approval(request: HttpRequest, session: Session, access: Access, approval_id: Any) -> HttpResponse:
@@ -285,6 +287,8 @@ def resolve_approval(
     result = approvals.decide(session, approval_id, request.user, approve)
     if result == "expired":
         return "error", (409, "approval_expired", approvals.NOT_DECIDED[result])
+    if result == "gone" and not Approval.objects.filter(pk=approval_id, session=session).exists():
+        return "error", (404, "not_found", "That request doesn't exist or isn't yours.")
     if result == "gone":
         return "error", (409, "approval_decided", approvals.NOT_DECIDED[result])
     still = approvals.waiting(session, approval_id)
@@ -298,3 +302,9 @@ def resolve_approval(
         return "error", (409, "turn_in_progress", approvals.STILL_ANSWERING)
     turns.start(run)
     return "started", stream_url(session, run.turn, request)
+
+
+def no_such_call(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """Any other URL under the API's prefix (a malformed id, a trailing slash): 404 in the API's shape,
+    with `DEBUG` on too (not Django's HTML page)."""
+    return error(404, "not_found", "Nothing is at this URL. Check it against the API's documentation.")

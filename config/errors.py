@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import uuid
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.template import loader
 from django.views.csrf import csrf_failure as django_csrf_failure
+from django.views.defaults import bad_request as django_bad_request
 
 logger = logging.getLogger("config.errors")
 
@@ -18,12 +20,31 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
             {
                 "error": {
                     "code": "csrf_failed",
-                    "message": "Your session's security token is missing or stale. Reload the page and try again.",
+                    "message": (
+                        "The request's security token is missing or stale. In a browser, reload the page; a script "
+                        "sends the csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of "
+                        "this site."
+                    ),
                 }
             },
             status=403,
         )
     return django_csrf_failure(request, reason=reason)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A request Django refused before any view (`handler400`): a form-encoded body over
+    DATA_UPLOAD_MAX_MEMORY_SIZE fails as the CSRF check reads the form. The API answers JSON (the
+    API's views answer a JSON body too large themselves, `agent.api.api_view`)."""
+    if request.path.startswith("/api/"):
+        if isinstance(exception, RequestDataTooBig):
+            return JsonResponse(
+                {"error": {"code": "too_large", "message": "That request is too large to read."}}, status=413
+            )
+        return JsonResponse(
+            {"error": {"code": "bad_request", "message": "That request could not be read."}}, status=400
+        )
+    return django_bad_request(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -37,4 +37,5 @@ urlpatterns = [
     path("", include("blog.urls")),
 ]
 
+handler400 = "config.errors.bad_request"  # JSON for the API (a body Django refused to read)
 handler500 = "config.errors.server_error"  # a reference for the person and the log; JSON for the API

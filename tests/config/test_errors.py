@@ -58,3 +58,41 @@ def test_a_failed_page_shows_the_reference_the_log_has(api, monkeypatch, caplog)
     reference = reference_in_log(caplog)
     assert f"Reference: <code>{reference}</code>" in response.content.decode()
     assert "the page could not be drawn" not in response.content.decode()
+
+
+def test_an_api_request_django_refuses_to_read_answers_json(api, settings):
+    """A form-encoded body (what `curl -d` sends) over DATA_UPLOAD_MAX_MEMORY_SIZE is refused by Django
+    before any view, as the CSRF check reads the form: `handler400`, JSON for the API."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.client.post(
+        "/api/agent/sessions",
+        data=b"blog=" + b"a" * 2000,
+        content_type="application/x-www-form-urlencoded",
+        HTTP_X_CSRFTOKEN=api.csrf,
+    )
+    assert response.status_code == 413 and response["Content-Type"] == "application/json"
+    assert response.json() == {"error": {"code": "too_large", "message": "That request is too large to read."}}
+
+
+def test_a_page_request_django_refuses_to_read_stays_a_page(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.client.post(
+        "/accounts/login/", data=b"username=" + b"a" * 2000, content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+
+
+CSRF_FAILED = (
+    "The request's security token is missing or stale. In a browser, reload the page; a script sends "
+    "the csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of this site."
+)
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["no-token", "https-no-referer"])
+def test_a_failed_csrf_check_on_the_api_tells_a_script_what_to_send(api, secure):
+    headers = {"HTTP_X_CSRFTOKEN": api.csrf} if secure else {}
+    response = api.client.post(
+        "/api/agent/sessions", data=b'{"blog": "x"}', content_type="application/json", secure=secure, **headers
+    )
+    assert response.status_code == 403 and response["Content-Type"] == "application/json"
+    assert response.json() == {"error": {"code": "csrf_failed", "message": CSRF_FAILED}}
