@@ -49,8 +49,10 @@ class DeletedWithItsOwner:
     So it has no delete page or action of its own, while its delete permission stays as it was:
     deleting what it belongs to asks that permission of each row it takes with it."""
 
-    def get_actions(self, request):
-        actions = super().get_actions(request)
+    def get_actions(self, request, action_location=None):
+        # (`action_location`: Django 6.1 passes where the actions show; 5.2 does not)
+        location = {} if action_location is None else {"action_location": action_location}
+        actions = super().get_actions(request, **location)
         actions.pop("delete_selected", None)
         return actions
 

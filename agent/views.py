@@ -63,7 +63,8 @@ def readable_session(request: HttpRequest, session_id: Any) -> tuple[Session, Ac
     whole answer (one look at the domain's rules serves the request's checks); else None."""
     policy = get_policy()
     try:
-        session = Session.objects.select_related(*policy.related).get(pk=session_id, user=request.user.pk)
+        sessions = Session.objects.select_related(*policy.related) if policy.related else Session.objects
+        session = sessions.get(pk=session_id, user=request.user.pk)
     except Session.DoesNotExist:
         return None
     session.user = request.user  # the same row, already read for this request
