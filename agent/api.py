@@ -23,6 +23,9 @@ def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}, **extra}, status=status)
 
 
+TOO_LARGE = "That request is too large to read."
+
+
 def api_view(*methods: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """Django's `require_http_methods`, answered in the API's error shape: another method gets
     `405 method_not_allowed` (with `Allow`), and a body over `DATA_UPLOAD_MAX_MEMORY_SIZE`, which
@@ -39,7 +42,7 @@ def api_view(*methods: str) -> Callable[[Callable[..., HttpResponse]], Callable[
             try:
                 return view(request, *args, **kwargs)
             except RequestDataTooBig:
-                return error(413, "too_large", "That request is too large to read.")
+                return error(413, "too_large", TOO_LARGE)
 
         return wrapped
 

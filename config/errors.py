@@ -6,28 +6,23 @@ import logging
 import uuid
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError
 from django.template import loader
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.defaults import bad_request as django_bad_request
+
+from agent.api import TOO_LARGE, error
 
 logger = logging.getLogger("config.errors")
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse(
-            {
-                "error": {
-                    "code": "csrf_failed",
-                    "message": (
-                        "The request's security token is missing or stale. In a browser, reload the page; a script "
-                        "sends the csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of "
-                        "this site."
-                    ),
-                }
-            },
-            status=403,
+        return error(
+            403,
+            "csrf_failed",
+            "The request's security token is missing or stale. In a browser, reload the page; a script sends the "
+            "csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of this site.",
         )
     return django_csrf_failure(request, reason=reason)
 
@@ -38,12 +33,8 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     API's views answer a JSON body too large themselves, `agent.api.api_view`)."""
     if request.path.startswith("/api/"):
         if isinstance(exception, RequestDataTooBig):
-            return JsonResponse(
-                {"error": {"code": "too_large", "message": "That request is too large to read."}}, status=413
-            )
-        return JsonResponse(
-            {"error": {"code": "bad_request", "message": "That request could not be read."}}, status=400
-        )
+            return error(413, "too_large", TOO_LARGE)
+        return error(400, "bad_request", "That request could not be read.")
     return django_bad_request(request, exception)
 
 
@@ -57,5 +48,5 @@ def server_error(request: HttpRequest) -> HttpResponse:
     logger.error("request failed, reference %s: %s %s", reference, request.method, request.path)
     if request.path.startswith("/api/"):
         message = f"Something went wrong on our side. Please try again in a moment (reference {reference})."
-        return JsonResponse({"error": {"code": "server_error", "message": message}}, status=500)
+        return error(500, "server_error", message)
     return HttpResponseServerError(loader.get_template("500.html").render({"reference": reference}))
