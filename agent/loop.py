@@ -28,10 +28,27 @@ CALM = {
     "tool_cycle_limit": "The assistant took too many steps on this request and stopped. Try a simpler request.",
     "chat_error": "Something went wrong on our side. Your message is saved; please try again.",
 }
+# A `provider_error` that trying again will not clear gets a sentence that does not ask for a retry.
+LASTING = {
+    # The provider refused in a way only the operator can mend (a wrong key or model, a bad request).
+    "refused": (
+        "The assistant can't answer this right now, and trying again won't help until the site's operator "
+        "looks into it. Your message is saved."
+    ),
+    # The transcript is longer than the model's window, even with its older messages summarised.
+    "too_long": "This chat is now longer than the assistant's model can read. Start a new chat to go on.",
+}
 
 
-def calm_error(code: str, **extra: Any) -> Event:
-    return ("error", {"code": code, "message": CALM[code], **extra})
+def calm_error(code: str, *, message: str | None = None, **extra: Any) -> Event:
+    return ("error", {"code": code, "message": message or CALM[code], **extra})
+
+
+def provider_sentence(exc: BackendError, *, summarised: bool) -> str:
+    """What the person reads after a failed model call: a retry helps, or it does not (and why)."""
+    if exc.context_too_long and summarised:
+        return LASTING["too_long"]
+    return CALM["provider_error"] if exc.retryable else LASTING["refused"]
 
 
 class _Call:
@@ -50,6 +67,7 @@ class _Call:
         self.index: int | None = None  # the session's model calls before this one, for a backend that reads it
         self.cost = Decimal(0)
         self.ledger: Spend | None = None  # its ledger row, still to write with the answer (no cap on)
+        self.sentence: str | None = None  # what the person reads if the call failed (`provider_sentence`)
 
     def output_chars(self) -> int:
         """Characters the model wrote before its call ended."""
@@ -105,7 +123,7 @@ def run_agent(
         _add(total, call.usage)
         if failure:
             signals.agent_error.send(sender=Session, session=session, code=failure)
-            yield calm_error(failure)
+            yield calm_error(failure, message=call.sentence)
             return
         if call.stop_reason == "stopped" or not call.tool_uses:
             yield ("done", {"message_id": last_id, "stop_reason": call.stop_reason, "usage": total})
@@ -150,6 +168,7 @@ def _call_model(
                 call.stop_reason = "stopped"
                 return None
             logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
+            call.sentence = provider_sentence(exc, summarised=False)
             return "provider_error"
         if index is None and backend.uses_call_index:
             index = _call_index(session)
@@ -182,6 +201,7 @@ def _call_model(
                 failure = "provider_error"
                 retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
                 _log_backend_error(exc, backend.name, model, where, retrying=retry, summarised=attempt == 1)
+                call.sentence = provider_sentence(exc, summarised=attempt == 1)
             else:
                 logger.exception("model call failed unexpectedly (%s)", where)
                 failure = "chat_error"

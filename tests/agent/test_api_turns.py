@@ -8,6 +8,7 @@ import pytest
 from django.urls import resolve
 
 from agent.backends import get_backend
+from agent.loop import CALM, LASTING
 from agent.models import Message, Part, Turn
 from agent.tools import register, unregister
 
@@ -202,18 +203,21 @@ def assert_transcript_valid(session):
     assert used == answered
 
 
+@pytest.mark.parametrize(
+    "failure, sentence",
+    [
+        ({"message": "upstream 503 secret-detail", "retryable": True}, CALM["provider_error"]),
+        ({"message": "upstream 401 secret-detail", "retryable": False}, LASTING["refused"]),
+    ],
+    ids=["retryable", "lasting"],
+)
 @pytest.mark.parametrize("after_tokens", [False, True])
-def test_backend_error_calm_event_log_valid_transcript(api, chat, script, caplog, after_tokens):
-    first = ([{"kind": "text", "text": "Partial "}] if after_tokens else []) + [
-        {"kind": "error", "message": "upstream 503 secret-detail", "retryable": False}
-    ]
+def test_backend_error_calm_event_log_valid_transcript(api, chat, script, caplog, after_tokens, failure, sentence):
+    first = ([{"kind": "text", "text": "Partial "}] if after_tokens else []) + [{"kind": "error", **failure}]
     script([first, [{"kind": "text", "text": "Recovered"}, DONE]])
     with caplog.at_level(logging.ERROR):
         events = api.turn(chat, "hi")
-    assert events[-1] == (
-        "error",
-        {"code": "provider_error", "message": "The assistant couldn't answer just now. Please try again in a moment."},
-    )
+    assert events[-1] == ("error", {"code": "provider_error", "message": sentence})
     assert "secret-detail" in caplog.text and f"session={chat.pk} turn=" in caplog.text  # whose call failed
     assert "secret-detail" not in str(events)
     failed = Message.objects.filter(session=chat, role="assistant").get()

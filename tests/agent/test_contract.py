@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent.backends import get_backend, reset_backends
-from agent.loop import CALM, run_agent
+from agent.loop import CALM, LASTING, run_agent
 from agent.models import Message, Session
 from agent.state import Run
 from agent.tools import register, unregister
@@ -30,6 +30,9 @@ pytestmark = pytest.mark.django_db
 # Provider text that must reach the log at most, never an event.
 PROVIDER_DETAIL = "upstream-detail-7f3a shard q-17"
 PROVIDER_ERROR = ("error", {"code": "provider_error", "message": CALM["provider_error"]})
+# A failure that trying again won't clear does not ask the person to try again.
+PROVIDER_REFUSED = ("error", {"code": "provider_error", "message": LASTING["refused"]})
+CHAT_TOO_LONG = ("error", {"code": "provider_error", "message": LASTING["too_long"]})
 USAGE = {"input_tokens": 12, "output_tokens": 4, "cache_read_tokens": 0, "cache_write_tokens": 0}
 ADD_SCHEMA = {
     "type": "object",
@@ -354,7 +357,7 @@ class BackendContract:
     def test_non_retryable_failure(self, chat):
         self.serve([[fail("fatal")]])
         events = list(run_agent(chat))
-        assert events == [PROVIDER_ERROR]
+        assert events == [PROVIDER_REFUSED]
         assert PROVIDER_DETAIL not in repr(events)
         (failed,) = assistants(chat)
         assert (failed.stop_reason, parts_of(failed)) == ("error", [])
@@ -448,7 +451,7 @@ class RetryContract:
         self.serve([[fail(f"context:{dialect}")], [text("They asked sums."), done()], [fail(f"context:{dialect}")]])
         with caplog.at_level("WARNING", logger="agent.loop"):
             events = list(run_agent(chat))
-        assert events == [PROVIDER_ERROR]
+        assert events == [CHAT_TOO_LONG]  # the person can go on in a new chat
         lines = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "agent.loop"]
         model = settings.AGENT_MODEL
         assert [level for level, _ in lines] == ["WARNING", "ERROR"]

@@ -17,7 +17,7 @@ from agent import loop, turns
 from agent.backends import get_backend
 from agent.exceptions import BackendError
 from agent.follow import follow
-from agent.loop import CALM, run_agent
+from agent.loop import CALM, LASTING, run_agent
 from agent.models import ContextSummary, Message, Part, Session, Turn
 from agent.tools import register, unregister
 from agent.transcript import ORPHAN_RESULT, add_message
@@ -67,19 +67,25 @@ def test_a_stop_while_tools_run_answers_the_rest_and_ends_with_stopped(chat, scr
     assert_transcript_valid(chat)
 
 
-def test_a_summary_that_cannot_be_made_is_a_calm_provider_error(api, chat, script, settings, monkeypatch, caplog):
+@pytest.mark.parametrize(
+    "retryable, sentence", [(True, CALM["provider_error"]), (False, LASTING["refused"])], ids=["503", "refused"]
+)
+def test_a_summary_that_cannot_be_made_is_a_calm_provider_error(
+    api, chat, script, settings, monkeypatch, caplog, retryable, sentence
+):
+    """The summary's call failed: the person is asked to try again only when that may help."""
     settings.AGENT_CONTEXT_MAX_TOKENS = 700
     settings.AGENT_CONTEXT_KEEP_MESSAGES = 6
     history(chat, 10)
     script([[{"kind": "text", "text": "never"}, DONE]])
 
     def no_summary(*args, **kwargs):
-        raise BackendError("summary call failed: upstream 503 shard 7")
+        raise BackendError("summary call failed: upstream 503 shard 7", retryable=retryable)
 
     monkeypatch.setattr("agent.context.summarize", no_summary)
     with caplog.at_level(logging.ERROR):
         events = api.turn(chat, "and now?")
-    assert events == [("error", {"code": "provider_error", "message": CALM["provider_error"]})]
+    assert events == [("error", {"code": "provider_error", "message": sentence})]
     assert "summarising for session=" in caplog.text and "shard 7" in caplog.text
     assert not ContextSummary.objects.exists() and not get_backend().requests  # the model was never called
     last = Message.objects.filter(session=chat, role="assistant").order_by("-position").first()

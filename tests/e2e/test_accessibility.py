@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from playwright.sync_api import expect
 
 from agent.approvals import NOT_DECIDED
-from agent.loop import CALM
+from agent.loop import LASTING
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
 from tests.e2e.ui import (
     BLOG,
@@ -101,9 +101,9 @@ def test_an_error_in_the_chat_is_announced_once(server_factory, write_script, pa
     page.evaluate(WATCH_ANNOUNCEMENTS)
 
     reply = ask(page, "hello?")
-    expect(reply.locator(".chat-error")).to_have_text(CALM["provider_error"])
+    expect(reply.locator(".chat-error")).to_have_text(LASTING["refused"])
     heard = announcements(page)
-    assert "".join(heard).count(CALM["provider_error"]) == 1, heard
+    assert "".join(heard).count(LASTING["refused"]) == 1, heard
 
 
 def test_a_card_decided_elsewhere_says_so_once(demo_server, context):

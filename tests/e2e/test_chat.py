@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agent.budget import MESSAGES
+from agent.loop import LASTING
 from tests.e2e.ui import (
     BLOG,
     LONG_WAIT,
@@ -27,7 +28,8 @@ from tests.e2e.ui import (
     wait_turn_finished,
 )
 
-PROVIDER_ERROR = "The assistant couldn't answer just now. Please try again in a moment."
+# A provider's lasting refusal (a wrong key or model): no "try again", which would not help.
+PROVIDER_ERROR = LASTING["refused"]
 XSS_TITLE = "<img src=x onerror=window.__xss=1>"
 XSS_FORM_TITLE = "<img src=x onerror=window.__xss=2>"
 

@@ -499,9 +499,9 @@ LEAKY = (
 
 
 def calm_messages() -> set[str]:
-    from agent.loop import CALM
+    from agent.loop import CALM, LASTING
 
-    return set(CALM.values())
+    return set(CALM.values()) | set(LASTING.values())
 
 
 def assert_one_terminal(turn: Turn) -> None:
