@@ -47,8 +47,18 @@ def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, act
 RESERVED_SLUGS = frozenset({"feed"})
 
 
+def slug_base(title: str) -> str:
+    """The address a title asks for: in plain letters when each of its letters has a plain form
+    ("Über den Café-Tisch" → uber-den-cafe-tisch), else in its own letters, so a title in another
+    script ("秋の鳥", "Straße") loses none of them; "post" for a title without letters or digits."""
+    own = slugify(title, allow_unicode=True)
+    plain = slugify(own)
+    base = plain if len(plain) == len(own) else own
+    return base[:200].strip("-_") or "post"
+
+
 def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
-    base = slugify(title)[:200] or "post"
+    base = slug_base(title)
     slug, n = base, 2
     taken = Post.objects.filter(blog=blog)
     if exclude:
