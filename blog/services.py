@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import unicodedata
 from typing import Any
 
 from django.core.files.storage import default_storage
@@ -102,8 +103,11 @@ def clean_body(body: str) -> str:
 
 
 def clean_title(title: str) -> str:
-    title = (title or "").strip()
-    if not title:
+    """The title in one composed form (NFC: "é" typed as e + accent is stored as "é", so searches and
+    the assistant find it however it was typed); one of spaces and invisible characters (zero-width
+    space, joiners) only is no title."""
+    title = unicodedata.normalize("NFC", title or "").strip()
+    if all(unicodedata.category(c)[0] in "ZC" for c in title):
         raise OperationError("A post needs a title.")
     if len(title) > 200:
         raise OperationError("A title can be at most 200 characters.")

@@ -7,7 +7,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from blog import grants, services
+from blog import grants, operations, services
+from blog.models import Post
 from blog.services import unique_slug
 from tests.blog.conftest import browser
 
@@ -64,3 +65,30 @@ def test_a_post_titled_in_another_script_opens_at_its_public_address(team):
     assert [e.find(f"{ATOM}link").get("href") for e in feed.iter(f"{ATOM}entry")] == ["http://testserver" + url]
     sitemap = ElementTree.fromstring(browser().get("/sitemap.xml").content)
     assert "http://testserver" + url in {loc.text for loc in sitemap.iter(f"{SITEMAP}loc")}
+
+
+def test_a_title_is_stored_composed_so_it_is_found_however_it_was_typed(team):
+    """Café typed with a combining accent (macOS file names, some keyboards) and Café typed as
+    one letter look alike: the title is stored in one form (NFC), so a search for either finds it."""
+    actor = grants.person(team.owner, team.blog)
+    post = services.post_create(actor=actor, blog=team.blog, title="Cafe\u0301 du matin", body="")
+    assert post.title == "Caf\u00e9 du matin"
+    for query in ("Caf\u00e9", "Cafe\u0301"):
+        found = operations.perform_json("list_posts", actor, team.blog, {"query": query})[0]
+        assert [p["id"] for p in found] == [post.pk]
+    services.post_update(actor=actor, post=post, title="Cafe\u0301 du soir")
+    assert Post.objects.get(pk=post.pk).title == "Caf\u00e9 du soir"
+
+
+@pytest.mark.parametrize("title", ["\u200b", "\u200b\u200d\ufeff", " \u2060 ", "\u3000"])
+def test_a_title_of_invisible_characters_only_is_no_title(team, title):
+    with pytest.raises(services.OperationError) as refused:
+        services.post_create(actor=grants.person(team.owner, team.blog), blog=team.blog, title=title, body="")
+    assert refused.value.args[0] == "A post needs a title."
+    assert not Post.objects.exists()
+
+
+def test_a_title_keeps_the_joiners_inside_it(team):
+    family = "\U0001f469\u200d\U0001f467"  # woman, zero-width joiner, girl: one emoji
+    post = services.post_create(actor=grants.person(team.owner, team.blog), blog=team.blog, title=family, body="")
+    assert post.title == family
