@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import unicodedata
 from typing import Any
 
@@ -48,11 +49,24 @@ def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, act
 RESERVED_SLUGS = frozenset({"feed"})
 
 
+def own_letters(title: str) -> str:
+    """`slugify(title, allow_unicode=True)`, keeping the combining marks that belong to a letter:
+    Django's keeps word characters only, so it drops the vowel signs of Devanagari, Bengali,
+    Tamil… (हिन्दी → हनद). A mark after anything else (an emoji's variation selector) goes with it."""
+    kept, after_letter = [], False
+    for c in unicodedata.normalize("NFKC", title).lower():
+        mark = unicodedata.category(c).startswith("M")
+        if c.isalnum() or c == "-" or c == "_" or c.isspace() or (mark and after_letter):
+            kept.append(c)
+        after_letter = c.isalnum() or (mark and after_letter)
+    return re.sub(r"[-\s]+", "-", "".join(kept)).strip("-_")
+
+
 def slug_base(title: str) -> str:
     """The address a title asks for: in plain letters when each of its letters has a plain form
     ("Über den Café-Tisch" → uber-den-cafe-tisch), else in its own letters, so a title in another
     script ("秋の鳥", "Straße") loses none of them; "post" for a title without letters or digits."""
-    own = slugify(title, allow_unicode=True)
+    own = own_letters(title)
     plain = slugify(own)
     base = plain if len(plain) == len(own) else own
     return base[:200].strip("-_") or "post"

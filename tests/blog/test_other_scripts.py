@@ -30,6 +30,10 @@ SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
         ("Straße nach Łódź", "straße-nach-łódź"),  # ß and ł have no plain form: nothing is dropped
         ("Notes on 秋の鳥", "notes-on-秋の鳥"),
         ("🌧️🌧️", "post"),  # no letters at all
+        ("हिन्दी ब्लॉग", "हिन्दी-ब्लॉग"),  # vowel signs are marks: kept with their letters
+        ("தமிழ் வலைப்பதிவு", "தமிழ்-வலைப்பதிவு"),
+        ("বাংলা", "বাংলা"),
+        ("a🌧️b 秋🌧️", "ab-秋"),  # an emoji's variation selector is a mark too, but of no letter
     ],
 )
 def test_a_title_keeps_its_letters_in_the_post_s_address(team, title, slug):
