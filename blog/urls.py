@@ -4,9 +4,10 @@ from blog import chat_panel, live, reading, team_views, views
 
 
 class PostSlugConverter:
-    """A post's address in any script (`blog.services.slug_base`): letters, digits, `-` and `_`."""
+    """A post's address in any script (`blog.services.slug_base`): letters, digits, the marks of
+    their letters (Devanagari's vowel signs, which Django's own slug pattern refuses), `-` and `_`."""
 
-    regex = r"[-\w]+"
+    regex = r"[^/]+"
 
     def to_python(self, value: str) -> str:
         return value

@@ -3,11 +3,12 @@ address, and the address opens."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
 from xml.etree import ElementTree
 
 import pytest
 
-from blog import grants, operations, services
+from blog import grants, operations, reading, services
 from blog.models import Post
 from blog.services import unique_slug
 from tests.blog.conftest import browser
@@ -69,6 +70,18 @@ def test_a_post_titled_in_another_script_opens_at_its_public_address(team):
     assert [e.find(f"{ATOM}link").get("href") for e in feed.iter(f"{ATOM}entry")] == ["http://testserver" + url]
     sitemap = ElementTree.fromstring(browser().get("/sitemap.xml").content)
     assert "http://testserver" + url in {loc.text for loc in sitemap.iter(f"{SITEMAP}loc")}
+
+
+@pytest.mark.parametrize("title", ["हिन्दी ब्लॉग", "Straße nach Łódź", "🌧️"])
+def test_every_address_a_title_gets_opens(team, title):
+    actor = grants.person(team.owner, team.blog)
+    post = services.post_publish(
+        actor=actor, post=services.post_create(actor=actor, blog=team.blog, title=title, body="Words.")
+    )
+    url = reading.post_url(post)
+    assert url == "/read/notes/" + quote(post.slug) + "/"
+    assert browser().get(url).status_code == 200
+    assert browser().get(url + "cover").status_code == 404  # found, but it has no cover
 
 
 def test_a_title_is_stored_composed_so_it_is_found_however_it_was_typed(team):
