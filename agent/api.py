@@ -63,9 +63,11 @@ def json_body(request: HttpRequest) -> dict[str, Any] | None:
 
 
 def message_text(body: dict[str, Any] | None) -> str | None:
-    """The message text when valid: a non-blank string of at most 20,000 characters."""
+    """The message text when valid: a non-blank string of at most 20,000 characters (code points, a
+    line break sent as CR LF counted once: a browser sends a textarea's line breaks so, and its
+    `maxlength` counts each once)."""
     text = (body or {}).get("text")
-    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+    if not isinstance(text, str) or not text.strip() or len(text) - text.count("\r\n") > MAX_TEXT:
         return None
     return text.encode("utf-8", "replace").decode("utf-8")  # JSON may carry a lone surrogate
 

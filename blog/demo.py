@@ -32,12 +32,16 @@ HELP = (
     "Evening light”."
 )
 
+#: Quotation marks around a title, as each language writes them: “…” "…" '…' ‘…’ „…“ ‚…‘ «…» « … »
+#: »…« 「…」 『…』 ＂…＂.
+OPEN = r"(?:[\"'“”„‚‘’«»「『＂]\s*)?"
+CLOSE = r"(?:\s*[\"'“”‘’«»」』＂])?"
 #: A post's title after its verb: "publish Morning light", "publish the post “Morning light”".
-TITLE = r"(?:(?:(?:the|my)\s+)?post\s+)?[\"“']?(?P<t>.+?)[\"”']?\s*$"
+TITLE = rf"(?:(?:(?:the|my)\s+)?post\s+)?{OPEN}(?P<t>.+?){CLOSE}\s*$"
 #: Courtesy around a request, which the patterns do not need: "Could you publish it, please?"
 COURTESY = re.compile(
     r"^(?:(?:hi|hey|ok|okay)\b[,!]?\s*)?(?:(?:please|kindly)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-    r"(?P<request>.*?)(?:[\s,]+(?:please|thanks|thank you))?[\s.!?]*$",
+    r"(?P<request>.*?)(?:[\s,]+(?:please|thanks|thank you))?[\s.!?。！？]*$",
     re.I,
 )
 
@@ -54,14 +58,14 @@ PATTERNS = [
     (
         "draft",
         re.compile(
-            r"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I
+            rf"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){CLOSE}\s*$", re.I
         ),
     ),
     (  # "write a short draft about autumn birds": titled after its subject
         "draft_about",
         re.compile(
             r"\b(?:draft|write|create|start)\b(?:\s+\S+){0,3}?\s+(?:post|draft|piece|article|entry)\s+"
-            r"(?:about|on)\s+[\"“']?(?P<t>.+?)[\"”']?[.!]*\s*$",
+            rf"(?:about|on)\s+{OPEN}(?P<t>.+?){CLOSE}[.!。！]*\s*$",
             re.I,
         ),
     ),
@@ -73,7 +77,7 @@ PATTERNS = [
     ("long", re.compile(r"\b(long|story)\b", re.I)),  # (after the rest: "publish A long walk" publishes)
     (
         "rename",
-        re.compile(r"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?[\"“']?(?P<t>.+?)[\"”']?\s*$", re.I),
+        re.compile(rf"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?{OPEN}(?P<t>.+?){CLOSE}\s*$", re.I),
     ),
 ]
 #: Where the chat beside an editor names its post (blog.chat.EDITOR_PROMPT).
@@ -336,7 +340,7 @@ class DemoBackend(Backend):
         if not images:
             return "Attach a photo first (the Attach button, or drop or paste it here), then ask me again.", []
         photo = images[-1]
-        titled = re.search(r"\b(?:titled|called|named)\s+[\"“']?(?P<t>.+?)[\"”']?\s*$", " ".join(text.split()), re.I)
+        titled = re.search(rf"\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){CLOSE}\s*$", " ".join(text.split()), re.I)
         title = titled["t"].strip() if titled else title_from(photo["name"])
         size = f" ({photo['width']}×{photo['height']})" if "width" in photo else ""
         body = f"# {title}\n\nA first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"

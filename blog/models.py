@@ -39,7 +39,7 @@ class Post(models.Model):
     blog = models.ForeignKey(Blog, on_delete=models.CASCADE, related_name="posts")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     title = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=220)
+    slug = models.SlugField(max_length=220, allow_unicode=True)
     body = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default=DRAFT)
     published_at = models.DateTimeField(null=True, blank=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +41,8 @@ def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None
     posts = Post.objects.filter(blog=blog)
     if status:
         posts = posts.filter(status=status)
-    if query:
-        posts = posts.filter(title__icontains=query)
+    if query:  # composed like every title (services.clean_title)
+        posts = posts.filter(title__icontains=unicodedata.normalize("NFC", query))
     return [services.post_summary(p) for p in posts[:100]], []
 
 

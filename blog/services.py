@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from typing import Any
 
 from django.core.files.storage import default_storage
@@ -47,8 +49,31 @@ def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, act
 RESERVED_SLUGS = frozenset({"feed"})
 
 
+def own_letters(title: str) -> str:
+    """`slugify(title, allow_unicode=True)`, keeping the combining marks that belong to a letter:
+    Django's keeps word characters only, so it drops the vowel signs of Devanagari, Bengali,
+    Tamil… (हिन्दी → हनद). A mark after anything else (an emoji's variation selector) goes with it."""
+    kept, after_letter = [], False
+    for c in unicodedata.normalize("NFKC", title).lower():
+        mark = unicodedata.category(c).startswith("M")
+        if c.isalnum() or c == "-" or c == "_" or c.isspace() or (mark and after_letter):
+            kept.append(c)
+        after_letter = c.isalnum() or (mark and after_letter)
+    return re.sub(r"[-\s]+", "-", "".join(kept)).strip("-_")
+
+
+def slug_base(title: str) -> str:
+    """The address a title asks for: in plain letters when each of its letters has a plain form
+    ("Über den Café-Tisch" → uber-den-cafe-tisch), else in its own letters, so a title in another
+    script ("秋の鳥", "Straße") loses none of them; "post" for a title without letters or digits."""
+    own = own_letters(title)
+    plain = slugify(own)
+    base = plain if len(plain) == len(own) else own
+    return base[:200].strip("-_") or "post"
+
+
 def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
-    base = slugify(title)[:200] or "post"
+    base = slug_base(title)
     slug, n = base, 2
     taken = Post.objects.filter(blog=blog)
     if exclude:
@@ -92,8 +117,11 @@ def clean_body(body: str) -> str:
 
 
 def clean_title(title: str) -> str:
-    title = (title or "").strip()
-    if not title:
+    """The title in one composed form (NFC: "é" typed as e + accent is stored as "é", so searches and
+    the assistant find it however it was typed); one of spaces and invisible characters (zero-width
+    space, joiners) only is no title."""
+    title = unicodedata.normalize("NFC", title or "").strip()
+    if all(unicodedata.category(c)[0] in "ZC" for c in title):
         raise OperationError("A post needs a title.")
     if len(title) > 200:
         raise OperationError("A title can be at most 200 characters.")

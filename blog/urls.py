@@ -1,6 +1,22 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from blog import chat_panel, live, reading, team_views, views
+
+
+class PostSlugConverter:
+    """A post's address in any script (`blog.services.slug_base`): letters, digits, the marks of
+    their letters (Devanagari's vowel signs, which Django's own slug pattern refuses), `-` and `_`."""
+
+    regex = r"[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(PostSlugConverter, "post_slug")
 
 app_name = "blog"
 
@@ -29,6 +45,6 @@ urlpatterns = [
     path("blogs/<slug:slug>/posts/<int:pk>/incoming/", views.post_incoming, name="post_incoming"),
     path("read/<slug:slug>/", reading.public_index, name="public_index"),
     path("read/<slug:slug>/feed/", reading.BlogFeed(), name="feed"),
-    path("read/<slug:slug>/<slug:post_slug>/", reading.public_post, name="public_post"),
-    path("read/<slug:slug>/<slug:post_slug>/cover", reading.public_cover, name="public_cover"),
+    path("read/<slug:slug>/<post_slug:post_slug>/", reading.public_post, name="public_post"),
+    path("read/<slug:slug>/<post_slug:post_slug>/cover", reading.public_cover, name="public_cover"),
 ]

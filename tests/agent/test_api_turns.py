@@ -332,6 +332,19 @@ def test_exactly_20000_chars_is_accepted(api, chat, script):
     assert api.send(chat, "x" * 20000).status_code == 202
 
 
+def test_the_limit_counts_characters_as_typed_a_line_break_once_an_astral_one_once(api, chat, script):
+    """A browser sends each line break of a textarea as CR LF, which its maxlength counted once; an
+    emoji outside the BMP is one character however JSON escapes it (two UTF-16 units)."""
+    url = f"/api/agent/sessions/{chat.pk}/messages"
+    typed = "é\r\n" * 10_000  # 20,000 characters in the textarea
+    sent = api.client.post(url, data={"text": typed}, HTTP_X_CSRFTOKEN=api.csrf)
+    assert sent.status_code == 202, sent.content
+    api.events(sent.json()["stream_url"])
+    assert api.send(chat, "🌧" * 20_000).status_code == 202
+    over = api.client.post(url, data={"text": "é\r\n" * 10_000 + "x"}, HTTP_X_CSRFTOKEN=api.csrf)
+    assert over.status_code == 400
+
+
 def test_reopening_finished_stream_does_not_call_model(api, chat, script):
     script([[{"kind": "text", "text": "once"}, DONE]])
     response = api.send(chat, "hi")

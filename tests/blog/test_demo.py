@@ -40,6 +40,28 @@ def test_intents(text, expected):
 @pytest.mark.parametrize(
     "text,expected",
     [
+        ("draft a post titled „Über den Café-Tisch“", ("draft", "Über den Café-Tisch")),
+        ("draft a post titled »Kaffee am Morgen«", ("draft", "Kaffee am Morgen")),
+        ("draft a post titled « Café du matin »", ("draft", "Café du matin")),
+        ("draft a post titled «Café du matin».", ("draft", "Café du matin")),
+        ("draft a post titled ‘Tea time’", ("draft", "Tea time")),
+        ("draft a post titled 「秋の鳥」", ("draft", "秋の鳥")),
+        ("write a post about 『秋の鳥』。", ("draft", "秋の鳥")),
+        ("publish 「秋の鳥」", ("publish", "秋の鳥")),
+        ("publish 秋の鳥。", ("publish", "秋の鳥")),
+        ("publish the post «Привет, мир»!", ("publish", "Привет, мир")),
+        ("delete ＂秋＂", ("delete", "秋")),
+        ("rename this post to „Abendlicht“", ("rename", "Abendlicht")),
+        ("publish שלום עולם", ("publish", "שלום עולם")),
+    ],
+)
+def test_a_title_in_the_quotes_and_stops_of_other_languages_is_read_without_them(text, expected):
+    assert intent(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
         ("write a post about autumn birds and publish it", ["write a post about autumn birds", "publish it"]),
         ("Draft a post titled Fish, then list my posts", ["Draft a post titled Fish", "list my posts"]),
         ("draft a post titled Salt and pepper", ["draft a post titled Salt and pepper"]),

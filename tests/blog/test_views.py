@@ -50,7 +50,10 @@ def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
 
 def post_links(html: str) -> dict[str, str]:
     """Title → href of every post title link in the post list."""
-    return {m.group(2): m.group(1) for m in re.finditer(r'<a class="post-title" href="([^"]*)">([^<]*)</a>', html)}
+    return {
+        m.group(2): m.group(1)
+        for m in re.finditer(r'<a class="post-title" dir="auto" href="([^"]*)">([^<]*)</a>', html)
+    }
 
 
 # Home and blog pages ----------------------------------------------------------------------------------------
@@ -155,7 +158,7 @@ def test_a_long_blog_lists_its_latest_changes_first_and_shows_more_on_request(te
     added = client.get(f"/blogs/{team.blog.slug}/posts/?shown=100&more=1", HTTP_HX_REQUEST="true").content.decode()
     assert listed(added) == [f"Post {i}" for i in range(119, 19, -1)]
     # Focus goes to the first post it added, and the list's redraws keep the hundred.
-    assert re.search(r'<a class="post-title" autofocus href="[^"]*">Post 69</a>', added)
+    assert re.search(r'<a class="post-title" dir="auto" autofocus href="[^"]*">Post 69</a>', added)
     assert added.count("autofocus") == 1
     assert f'hx-get="/blogs/{team.blog.slug}/posts/?shown=100"' in added
     assert "?shown=150" in added
