@@ -382,7 +382,7 @@ class DemoBackend(Backend):
         if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
             title = named_post(messages, last_user, title, step) or title
             return self._act_on(kind, title, result.get("items", []), offered)
-        return self._done(name, result, title)
+        return self._done(name, result, title), []
 
     def _done(self, name: str, result: dict[str, Any], title: str) -> str:
         """What a tool's result did, in a sentence (a list, as the list)."""
