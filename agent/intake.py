@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -79,6 +80,7 @@ def uploaded_files(request: HttpRequest) -> list[tuple[str, bytes]]:
         raise Refused(413 if code == "too_large" else 400, code, message)
     out = []
     for upload in request.FILES.getlist("files"):
+        assert upload.name is not None  # (Django's upload parser skips a file part without a filename)
         with upload.open("rb") as fh:
             out.append((upload.name, fh.read()))
     return out
@@ -96,7 +98,7 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
 
 
 def accept(
-    session: Session, user: Any, raw_text: Any, files: list[tuple[str, bytes]] = (), *, access: Access | None = None
+    session: Session, user: Any, raw_text: Any, files: Sequence[tuple[str, bytes]] = (), *, access: Access | None = None
 ) -> tuple[Run, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
     turn; or raise Refused, having stored nothing (no file, no message).

@@ -45,3 +45,10 @@ class Run:
     def forget_history(self) -> None:
         """Read the transcript afresh at the next model call."""
         self.summary, self.history = None, None
+
+
+@dataclass(eq=False)
+class TurnRun(Run):
+    """The run of a turn (`agent.turns`): it always has its turn."""
+
+    turn: Turn
