@@ -15,7 +15,7 @@ from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
 from agent.policy import Access, get_policy
 from agent.runtime import off_the_loop
-from agent.state import Run
+from agent.state import TurnRun
 from agent.upload_handler import refusal_of
 from agent.uploads import Upload, UploadRefused, check_all
 
@@ -99,7 +99,7 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
 
 def accept(
     session: Session, user: Any, raw_text: Any, files: Sequence[tuple[str, bytes]] = (), *, access: Access | None = None
-) -> tuple[Run, Message]:
+) -> tuple[TurnRun, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
     turn; or raise Refused, having stored nothing (no file, no message).
 

@@ -298,7 +298,9 @@ def resolve_approval(
     try:
         run = turns.resume(session)
     except NothingToResume:  # decided at the same moment as another call: that request's turn answers both
-        return "started", stream_url(session, turns.latest(session), request)
+        latest = turns.latest(session)
+        assert latest is not None  # (calls waited on people: the turn that paused for them is there)
+        return "started", stream_url(session, latest, request)
     except TurnInProgress:
         return "error", (409, "turn_in_progress", approvals.STILL_ANSWERING)
     turns.start(run)
