@@ -34,11 +34,13 @@ redis:
 	elif [ "$$(id -u)" = "0" ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
 	else echo "redis-server is missing: sudo apt-get install redis-server (the tests of the event bus need it)" >&2; exit 1; fi
 
+# ruff, then mypy on the shipped packages (pyproject.toml, [tool.mypy]; DEBUG=1 only lets config.settings load).
 # Two runs: everything but tests/agent, then the engine's own tests with blog not installed (tests/agent/settings.py),
 # both measured by coverage.py; then one report of agent/ and blog/ (pyproject.toml; README, "Development").
 test: $(STAMP) chromium redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	DEBUG=1 $(VENV)/bin/mypy
 	mkdir -p artifacts/coverage && $(VENV)/bin/coverage erase
 	$(VENV)/bin/coverage run -m pytest -q $(PYTEST_ARGS)
 	$(VENV)/bin/coverage run -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
@@ -67,7 +69,8 @@ $(DJANGO6_STAMP): requirements.txt requirements-dev.txt
 	$(DJANGO6_VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# The whole suite (lint aside: the same code as `make test`) on SQLite with the newest Django 6.x.
+# The whole suite (lint and type check aside: the same code as `make test`, and django-stubs is the 5.2 line) on
+# SQLite with the newest Django 6.x.
 test-django6: $(DJANGO6_STAMP) chromium redis
 	$(DJANGO6_VENV)/bin/pip install --quiet --upgrade "Django>=6,<7"
 	$(DJANGO6_VENV)/bin/python -c "import django, sys; print('Django', django.get_version(), 'on Python', sys.version.split()[0])"
@@ -83,6 +86,7 @@ soak: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	DEBUG=1 $(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) $(DJANGO6_VENV) staticfiles test_db.sqlite3* artifacts

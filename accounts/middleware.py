@@ -10,6 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 from django_htmx.http import HttpResponseClientRedirect
 
+from accounts.http import HtmxHttpRequest
+
 
 class SignInAsAPageMiddleware:
     """Turn `login_required`'s redirect of an htmx request into a redirect of the whole page.
@@ -23,7 +25,7 @@ class SignInAsAPageMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HtmxHttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if not getattr(request, "htmx", False) or response.status_code != 302:
             return response

@@ -75,7 +75,7 @@ class MessageInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     classes = ["agent-transcript", "agent-messages"]
-    fields = ["position", "role", "content", "call", "usage", "offered", "created"]
+    fields = ("position", "role", "content", "call", "usage", "offered", "created")
     readonly_fields = fields
     show_change_link = True
 
@@ -174,7 +174,7 @@ class TurnInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     classes = ["agent-transcript", "agent-turns"]
-    fields = ["created_at", "status", "terminal_event", "ending", "finished_at"]
+    fields = ("created_at", "status", "terminal_event", "ending", "finished_at")
     readonly_fields = fields
     show_change_link = True
 
@@ -193,7 +193,7 @@ class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     classes = ["agent-transcript", "agent-approvals"]
-    fields = ["created_at", "tool_name", "tool_use_id", "description", "status", "decided_by", "decided_at"]
+    fields = ("created_at", "tool_name", "tool_use_id", "description", "status", "decided_by", "decided_at")
     readonly_fields = fields
     show_change_link = True
 
@@ -247,7 +247,7 @@ class PartInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     classes = ["agent-transcript", "agent-parts"]
-    fields = ["position", "type", "body", "tool_use_id", "effects", "state"]
+    fields = ("position", "type", "body", "tool_use_id", "effects", "state")
     readonly_fields = fields
 
     def get_queryset(self, request):

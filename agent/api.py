@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.utils import timezone
 
 from agent.conf import settings
@@ -26,15 +26,15 @@ def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
 TOO_LARGE = "That request is too large to read."
 
 
-def api_view(*methods: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+def api_view(*methods: str) -> Callable[[Callable[..., HttpResponseBase]], Callable[..., HttpResponseBase]]:
     """Django's `require_http_methods`, answered in the API's error shape: another method gets
     `405 method_not_allowed` (with `Allow`), and a body over `DATA_UPLOAD_MAX_MEMORY_SIZE`, which
     Django refuses to read, `413 too_large` (not Django's HTML 400 page, or its traceback page with
     `DEBUG` on)."""
 
-    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    def decorator(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
         @functools.wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             if request.method not in methods:
                 response = error(405, "method_not_allowed", f"This URL takes {' or '.join(methods)} only.")
                 response["Allow"] = ", ".join(methods)

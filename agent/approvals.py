@@ -25,6 +25,7 @@ from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
+from agent.values import LoopEvent
 
 logger = logging.getLogger("agent.approvals")
 
@@ -89,7 +90,7 @@ def _record(run: Run, message: Message, tool_use: dict[str, Any], expires: Any) 
     )
 
 
-def as_event(approvals: list[Approval]) -> tuple[str, dict[str, Any]]:
+def as_event(approvals: list[Approval]) -> LoopEvent:
     return (
         "confirm",
         {
@@ -144,7 +145,7 @@ def open_approvals(session: Session) -> list[Approval]:
     return list(Approval.objects.filter(session=session, resolved=False).order_by("created_at"))
 
 
-def settle(run: Run) -> list[tuple[str, Any]]:
+def settle(run: Run) -> list[LoopEvent]:
     """Answer every open approval in the transcript: run the approved, refuse the rest. Returns events.
 
     No query when the run already knows nothing waits (its lease was taken while nothing did);
@@ -167,7 +168,9 @@ def settle(run: Run) -> list[tuple[str, Any]]:
             message__session=session, type="tool_result", tool_use_id__in=[a.tool_use_id for a in pending]
         ).values_list("tool_use_id", flat=True)
     )
-    results, effects, events = [], [], []
+    results: list[dict[str, Any]] = []
+    effects: list[dict[str, Any]] = []
+    events: list[LoopEvent] = []
     for approval in pending:
         if approval.tool_use_id in answered:
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -20,11 +21,11 @@ from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
 from agent import attachments
-from agent.backends.base import zero_usage
+from agent.backends.base import USAGE_KEYS, zero_usage
 from agent.conf import settings
 from agent.exceptions import BudgetExceeded
 from agent.models import Spend, SpendDay
-from agent.values import Usage
+from agent.values import Usage, UsageKey
 
 MINUTE, HOUR, MONTH = timedelta(minutes=1), timedelta(hours=1), timedelta(days=30)
 
@@ -154,7 +155,7 @@ def price_for(model: str) -> tuple[dict[str, Any], bool]:
 CACHE_WRITE_FACTOR = 1.25
 
 
-def cost_of(model: str, usage: dict[str, int]) -> Decimal:
+def cost_of(model: str, usage: Usage) -> Decimal:
     p, _ = price_for(model)
     long = p.get("long")
     if isinstance(long, dict) and prompt_tokens(usage) > p.get("long_above", math.inf):
@@ -169,15 +170,16 @@ def cost_of(model: str, usage: dict[str, int]) -> Decimal:
     return Decimal(str(round(dollars, 6)))
 
 
-def prompt_tokens(usage: dict[str, int]) -> int:
+def prompt_tokens(usage: Usage) -> int:
     """A call's prompt: its input, read from the cache or written to it."""
-    return sum(int(usage.get(k, 0)) for k in ("input_tokens", "cache_read_tokens", "cache_write_tokens"))
+    return sum(int(usage.get(k, 0)) for k in _PROMPT_KEYS)
 
 
-def total_tokens(usage: dict[str, int]) -> int:
-    return sum(
-        int(usage.get(k, 0)) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-    )
+def total_tokens(usage: Usage) -> int:
+    return sum(int(usage.get(k, 0)) for k in USAGE_KEYS)
+
+
+_PROMPT_KEYS: tuple[UsageKey, ...] = ("input_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 @dataclass(frozen=True)
@@ -296,7 +298,7 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     limits = Limits.from_settings()
     if not limits.any:
         return Reservation(None, model, user)  # nothing to guard: the ledger gets the call when it ends
-    worst = {"input_tokens": input_estimate, "output_tokens": max_tokens}
+    worst: Usage = {**zero_usage(), "input_tokens": input_estimate, "output_tokens": max_tokens}
     # Never reserve more than a whole bucket: an empty bucket always admits one call.
     tokens = min(x for x in (input_estimate + max_tokens, limits.per_minute, limits.per_hour) if x)
     reserved = cost_of(model, worst)
@@ -310,7 +312,7 @@ def reserve(user: Any, model: str, *, input_estimate: int, max_tokens: int) -> R
     return Reservation(spend.pk, model, user, now.date(), reserved)
 
 
-def ledger_row(reservation: Reservation, usage: dict[str, int]) -> Spend | None:
+def ledger_row(reservation: Reservation, usage: Usage) -> Spend | None:
     """The ledger row of a call made while no cap was on (so nothing was reserved), not yet written:
     for the caller to write with its own writes (the loop writes it with the message that answers
     the call, in one transaction). None when the call reserved: `settle` replaces the reservation."""
@@ -326,13 +328,14 @@ def ledger_row(reservation: Reservation, usage: dict[str, int]) -> Spend | None:
     )
 
 
-def settle(reservation: Reservation, usage: dict[str, int]) -> Decimal:
+def settle(reservation: Reservation, usage: Usage) -> Decimal:
     """Replace the reservation by what the call really used (or, with no cap on, record the call);
     returns its cost."""
     row = ledger_row(reservation, usage)
     if row is not None:
         row.save(force_insert=True)
         return row.cost_usd
+    assert reservation.spend_id is not None  # (no ledger row: the call reserved one, to replace now)
     cost = cost_of(reservation.model, usage)
     Spend.objects.filter(pk=reservation.spend_id).update(tokens=total_tokens(usage), cost_usd=cost, settled=True)
     add_to_day(reservation.day, cost - reservation.reserved_usd)
@@ -379,7 +382,7 @@ def tokens_in(chars: int) -> int:
     return chars // 4 + 1
 
 
-def estimate_tokens(system: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+def estimate_tokens(system: str, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> int:
     """A cheap upper-ish estimate of input tokens: about four characters a token."""
     chars = len(system) + _tools_chars(tools)
     for m in messages:
@@ -395,7 +398,7 @@ _SPEC_KEYS = frozenset(("name", "description", "input_schema"))
 _spec_chars: dict[tuple[str, str, int], tuple[Any, int]] = {}
 
 
-def _tools_chars(tools: list[dict[str, Any]]) -> int:
+def _tools_chars(tools: Sequence[Mapping[str, Any]]) -> int:
     """`len(json.dumps(tools))`, with each catalogue spec's own length computed once: a spec is made
     afresh for every call, but of its registered tool's schema, the same object every time (kept
     with the length, so its id cannot name another schema while the length is remembered)."""

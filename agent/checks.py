@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
+from django.apps import AppConfig
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
@@ -12,7 +15,7 @@ from agent.conf import settings
 
 
 @checks.register()
-def agent_settings(app_configs=None, **kwargs):
+def agent_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
     from agent.backends import get_backend, model_for
     from agent.budget import price_for, prices_valid
 

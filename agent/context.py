@@ -19,6 +19,7 @@ from agent.conf import settings
 from agent.models import ContextSummary, Session
 from agent.state import Run
 from agent.transcript import read_after, release_connection
+from agent.values import NeutralMessage
 
 logger = logging.getLogger("agent.context")
 
@@ -45,6 +46,7 @@ def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *
     if run.history is None:
         load(run, (backend.name, model))
     session, summary, pairs = run.session, run.summary, run.history
+    assert pairs is not None  # (`load` read it)
     system = _system(session, summary)
     limit = settings.AGENT_CONTEXT_MAX_TOKENS
     too_big = bool(limit) and budget.estimate_tokens(system, [m for _, m in pairs], tools) > limit
@@ -99,7 +101,7 @@ def summarize(
     """Ask the model to condense `prefix` (and the previous summary); budgeted like any call. A Stop
     (the turn's `interrupt`) cuts it as it cuts a chat call: it then raises BackendError."""
     text = render(previous.text if previous else "", [m for _, m in prefix])
-    request = [{"role": "user", "parts": [{"type": "text", "text": text}]}]
+    request: list[NeutralMessage] = [{"role": "user", "parts": [{"type": "text", "text": text}]}]
     estimate = budget.estimate_tokens(SUMMARY_PROMPT, request, [])
     reservation = budget.reserve(session.user, model, max_tokens=SUMMARY_MAX_TOKENS, input_estimate=estimate)
     release_connection()

@@ -260,10 +260,12 @@ def _fill(
     item["turn_id"] = turn.pk if turn else None
     item["blocks"] = turn_blocks(messages, statuses, summary=summary)
     item["approvals"] = approvals_for(turn) if turn and turn.status == Turn.PAUSED else []
-    failed = turn is not None and turn.status == Turn.ERROR
-    payload = (turn.terminal_payload or {}) if failed else {}
-    item["error"] = payload.get("message", "")
-    item["retry_after_seconds"] = retry_left(turn, payload) if failed else None
+    if turn is not None and turn.status == Turn.ERROR:
+        payload = turn.terminal_payload or {}
+        item["error"] = payload.get("message", "")
+        item["retry_after_seconds"] = retry_left(turn, payload)
+    else:
+        item["error"], item["retry_after_seconds"] = "", None
 
 
 def retry_left(turn: Turn, payload: dict[str, Any]) -> int | None:

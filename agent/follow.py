@@ -130,7 +130,7 @@ def _from_channel(
         names, payloads, end = channel.names, channel.payloads, channel.count()
         if end > seen:
             release = not _STREAMED.issuperset(names[seen:end])
-            batch = [(i, names[i], payloads[i]) for i in range(seen, end)]
+            batch: list[Item] = [(i, names[i], payloads[i]) for i in range(seen, end)]
             seen = end
             yield batch
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -14,7 +15,7 @@ from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
 from agent.policy import Access, get_policy
 from agent.runtime import off_the_loop
-from agent.state import Run
+from agent.state import TurnRun
 from agent.upload_handler import refusal_of
 from agent.uploads import Upload, UploadRefused, check_all
 
@@ -79,6 +80,7 @@ def uploaded_files(request: HttpRequest) -> list[tuple[str, bytes]]:
         raise Refused(413 if code == "too_large" else 400, code, message)
     out = []
     for upload in request.FILES.getlist("files"):
+        assert upload.name is not None  # (Django's upload parser skips a file part without a filename)
         with upload.open("rb") as fh:
             out.append((upload.name, fh.read()))
     return out
@@ -96,8 +98,8 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
 
 
 def accept(
-    session: Session, user: Any, raw_text: Any, files: list[tuple[str, bytes]] = (), *, access: Access | None = None
-) -> tuple[Run, Message]:
+    session: Session, user: Any, raw_text: Any, files: Sequence[tuple[str, bytes]] = (), *, access: Access | None = None
+) -> tuple[TurnRun, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
     turn; or raise Refused, having stored nothing (no file, no message).
 

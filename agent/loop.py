@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from agent import approvals, budget, context, limits, signals, sql
 from agent.backends import get_backend, model_for
-from agent.backends.base import CallContext, call_context, zero_usage
+from agent.backends.base import USAGE_KEYS, CallContext, call_context, zero_usage
 from agent.conf import settings
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import LoopEvent, ModelEvent, Phase
+from agent.values import LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
 
 logger = logging.getLogger("agent.loop")
 
@@ -150,7 +150,7 @@ def _call_model(
     call: _Call,
     should_stop: Callable[[], bool],
     index: int | None,
-) -> Iterator[Event | Phase]:
+) -> Generator[Event | Phase, None, str | None]:
     """One model call, budgeted; a context-too-long refusal before any output gets one summarise-and-retry.
 
     Returns the failure code (None on success); BudgetExceeded propagates.
@@ -288,6 +288,15 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
             close()
 
 
+_TOOL_USE_KEYS: tuple[Literal["id", "name", "input", "input_error", "provider_data"], ...] = (
+    "id",
+    "name",
+    "input",
+    "input_error",
+    "provider_data",
+)
+
+
 def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
     """A model event other than text: gathered into `call`, forwarded when people see it. A kind
     outside the four of docs/engine.md, "Backends" (an adapter's mistake) is ignored, never shown."""
@@ -298,7 +307,7 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use = {k: ev[k] for k in ("id", "name", "input", "input_error", "provider_data") if k in ev}
+            tool_use: dict[str, Any] = {k: ev[k] for k in _TOOL_USE_KEYS if k in ev}
             tool_use["id"] = str(tool_use["id"])
             call.order.append(("tool_use", len(call.tool_uses), len(call.text)))
             call.tool_uses.append(tool_use)
@@ -326,7 +335,7 @@ def clean_text(value: Any) -> Any:
     return value
 
 
-def _add_reasoning(call: _Call, ev: dict[str, Any]) -> bool:
+def _add_reasoning(call: _Call, ev: ReasoningEvent) -> bool:
     """Reasoning pieces join the open block; a signature or provider state closes it (redacted
     reasoning is a block of its own). True when the piece began a new block."""
     state = ev.get("provider_data")
@@ -455,6 +464,6 @@ def _run_tools(
         yield ("effects", effects)
 
 
-def _add(total: dict[str, int], usage: dict[str, int]) -> None:
-    for k in total:
+def _add(total: Usage, usage: Usage) -> None:
+    for k in USAGE_KEYS:
         total[k] += int(usage.get(k, 0) or 0)

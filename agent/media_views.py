@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponseBase
 from django.urls import reverse
 
 from agent.api import api_view, error
@@ -51,7 +51,7 @@ def may_fetch(request: HttpRequest, session: Session) -> bool:
 
 
 @api_view("GET")
-def attachment(request: HttpRequest, session_id: Any, part_id: int) -> HttpResponse:
+def attachment(request: HttpRequest, session_id: Any, part_id: int) -> HttpResponseBase:
     related = ("message__session", *(f"message__session__{name}" for name in get_policy().related))
     part = (
         Part.objects.select_related(*related)

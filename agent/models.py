@@ -7,6 +7,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from agent.values import Usage
+
 
 class Session(models.Model):
     """Identity and scope of one conversation; no foreign key into any domain."""
@@ -103,7 +105,7 @@ class Message(models.Model):
         return f"{self.role} #{self.position}"
 
     @property
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> Usage:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Field, JSONField, Model
 
 from agent.models import ContextSummary, Message, Part, Session, Spend, Turn
 
@@ -24,8 +24,17 @@ def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
+def _field(model: type[Model], name: str) -> Field[Any, Any]:
+    """One of the model's own fields by name (what this module names: never a reverse relation)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)
+    return field
+
+
 def _column(model: type[Model], name: str) -> str:
-    return connection.ops.quote_name(model._meta.get_field(name).column)
+    column = _field(model, name).column
+    assert column is not None  # (a field of the model's own has its column)
+    return connection.ops.quote_name(column)
 
 
 @cache
@@ -45,17 +54,17 @@ def _update_sql(model: type[Model], changes: tuple[str, ...], where: tuple[str, 
 
 def _prep(model: type[Model], name: str, value: Any) -> Any:
     """A value compared with a column, as a lookup prepares it."""
-    return model._meta.get_field(name).get_db_prep_value(value, connection)
+    return _field(model, name).get_db_prep_value(value, connection)
 
 
 def _prep_save(model: type[Model], name: str, value: Any) -> Any:
     """A value written to a column, as `save()` prepares it (None is SQL NULL, also for JSON)."""
-    return model._meta.get_field(name).get_db_prep_save(value, connection)
+    return _field(model, name).get_db_prep_save(value, connection)
 
 
 def _values(obj: Model, names: tuple[str, ...]) -> dict[str, Any]:
     """The instance's value of each named field (a relation's id, not its object)."""
-    return {name: getattr(obj, obj._meta.get_field(name).attname) for name in names}
+    return {name: getattr(obj, _field(type(obj), name).attname) for name in names}
 
 
 def _insert(model: type[Model], values: dict[str, Any]) -> Any:
@@ -223,6 +232,12 @@ READ_PART_FIELDS = ("id", *(name for name in PART_FIELDS if name not in ("messag
 _JSON = ("tool_input", "tool_result", "provider_data", "media_meta")
 
 
+def _json_field(name: str) -> JSONField[Any, Any]:
+    field = Part._meta.get_field(name)
+    assert isinstance(field, JSONField)
+    return field
+
+
 @cache
 def _parts_after_sql(vendor: str) -> str:
     m, p = _table(Message), _table(Part)
@@ -240,7 +255,7 @@ def parts_after(session: Session, after: int) -> list[tuple[int, str, Part]]:
     """(message position, message role, part) of every part of the messages after position `after`,
     in order; a message without parts has no row."""
     sql = _parts_after_sql(connection.vendor)
-    json_fields = {name: Part._meta.get_field(name) for name in _JSON}
+    json_fields = {name: _json_field(name) for name in _JSON}
     with connection.cursor() as cursor:
         cursor.execute(sql, [_prep(Message, "session", session.pk), after])
         rows = cursor.fetchall()
@@ -248,6 +263,7 @@ def parts_after(session: Session, after: int) -> list[tuple[int, str, Part]]:
     for position_value, role_value, *values in rows:
         fields = dict(zip(READ_PART_FIELDS, values, strict=True))
         for name, field in json_fields.items():
-            fields[name] = field.from_db_value(fields[name], None, connection)
+            # (JSONField reads `expression` only to spot a key transform: None says there is none; the stubs want one)
+            fields[name] = field.from_db_value(fields[name], None, connection)  # type: ignore[arg-type]
         out.append((position_value, role_value, Part(**fields)))
     return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent.backends.base import Interrupt
 from agent.models import ContextSummary, Session, Turn
+from agent.values import LoopEvent
 
 
 @dataclass(eq=False)
@@ -33,7 +34,7 @@ class Run:
     history: list[tuple[int, dict[str, Any]]] | None = field(default=None, repr=False)
     #: Events of calls people had decided (or let lapse), answered as the turn began
     #: (`turns.begin`), for the turn to stream before anything else.
-    answered: list[tuple[str, Any]] = field(default_factory=list, repr=False)
+    answered: list[LoopEvent] = field(default_factory=list, repr=False)
     #: The loop also yields `agent.values.Phase` marks around each model call's stream (for the
     #: background driver, `agent.turns`, which moves the run off its database connection meanwhile).
     marks_phases: bool = False
@@ -44,3 +45,10 @@ class Run:
     def forget_history(self) -> None:
         """Read the transcript afresh at the next model call."""
         self.summary, self.history = None, None
+
+
+@dataclass(eq=False)
+class TurnRun(Run):
+    """The run of a turn (`agent.turns`): it always has its turn."""
+
+    turn: Turn

@@ -60,11 +60,11 @@ def opened(user_id: Any, *, kind: str = ANSWER, on_supersede: Callable[[], None]
         yield ticket
     finally:
         with _lock:
-            queue = _open.get(key)
-            if queue is not None:
-                if ticket in queue:
-                    queue.remove(ticket)
-                if not queue:
+            held = _open.get(key)
+            if held is not None:
+                if ticket in held:
+                    held.remove(ticket)
+                if not held:
                     del _open[key]
 
 

@@ -14,6 +14,7 @@ from agent import sql
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.models import Approval, Message, Part, Session, Spend
 from agent.state import Run
+from agent.values import Usage
 
 Origin = tuple[str, str]  # (backend name, model id) of a model call
 
@@ -47,7 +48,7 @@ def part_to_neutral(part: Part) -> dict[str, Any]:
         case "text":
             return {"type": "text", "text": part.text}
         case "reasoning":
-            d = {"type": "reasoning", "text": part.text}
+            d: dict[str, Any] = {"type": "reasoning", "text": part.text}
             if part.signature:
                 d["signature"] = part.signature
             if is_redacted(part):
@@ -165,7 +166,7 @@ def persist_assistant(
     run: Run,
     *,
     parts: list[dict[str, Any]],
-    usage: dict[str, int],
+    usage: Usage,
     stop_reason: str,
     backend: str,
     model_id: str,

@@ -15,9 +15,10 @@ import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 from django.db import connection, connections
 from django.utils import timezone
@@ -29,14 +30,14 @@ from agent.exceptions import NothingToResume, TurnInProgress
 from agent.loop import calm_error, run_agent
 from agent.models import Message, Session, Turn
 from agent.runtime import gevent_patched
-from agent.state import Run
+from agent.state import TurnRun
 from agent.transcript import add_message, release_connection, repair_orphans
-from agent.values import TERMINAL, Phase
+from agent.values import TERMINAL, LoopEvent, Phase
 
 logger = logging.getLogger("agent.turns")
 
 
-def claim(session: Session, *, resuming: bool = False) -> Run:
+def claim(session: Session, *, resuming: bool = False) -> TurnRun:
     """Take the session's lease with one conditional UPDATE, or raise TurnInProgress.
 
     A lease whose worker died expires; the new turn then closes the dead one and answers
@@ -46,7 +47,7 @@ def claim(session: Session, *, resuming: bool = False) -> Run:
     now = timezone.now()
     turn = Turn(session=session, created_at=now)
     sql.insert_turn(turn)
-    run = Run(session, turn)
+    run = TurnRun(session, turn)
     until = now + timedelta(seconds=settings.AGENT_TURN_LEASE_SECONDS)
     # The usual case: nothing runs and nothing waits for a person; one UPDATE proves both.
     if not resuming and sql.take_lease(session, turn, until, now, awaiting_people=False):
@@ -64,12 +65,12 @@ def claim(session: Session, *, resuming: bool = False) -> Run:
     stale = Turn.objects.filter(session=session, status=Turn.RUNNING).exclude(pk=turn.pk)
     for dead in stale:
         logger.warning("reclaiming turn %s of session %s: its lease expired", dead.pk, session.pk)
-        _finish(Run(session, dead), "error", dict(calm_error("chat_error")[1]))
+        _finish(TurnRun(session, dead), "error", dict(calm_error("chat_error")[1]))
     repair_orphans(run)
     return run
 
 
-def begin(session: Session, text: str, attachments: list[dict[str, Any]] = ()) -> tuple[Run, Message]:
+def begin(session: Session, text: str, attachments: Sequence[dict[str, Any]] = ()) -> tuple[TurnRun, Message]:
     """Claim the session and add the user's message (its text, then its stored attachments' parts);
     calls still awaiting a person are answered first.
 
@@ -87,7 +88,7 @@ def begin(session: Session, text: str, attachments: list[dict[str, Any]] = ()) -
     return run, message
 
 
-def _end_unstarted(run: Run) -> None:
+def _end_unstarted(run: TurnRun) -> None:
     """End a turn that failed before it could start (its lease back), whatever state the connection is in."""
     try:
         _finish(run, "error", dict(calm_error("chat_error")[1]))
@@ -95,7 +96,7 @@ def _end_unstarted(run: Run) -> None:
         logger.exception("ending turn %s after a failed start failed; its lease runs out instead", run.turn.pk)
 
 
-def resume(session: Session) -> Run:
+def resume(session: Session) -> TurnRun:
     """Claim the session for a turn that carries on after people decided its pending calls.
 
     Raises NothingToResume when no call waits any more (a request that decided another call at the
@@ -108,7 +109,7 @@ def latest(session: Session) -> Turn | None:
     return Turn.objects.filter(session=session).order_by("-created_at").first()
 
 
-def start(run: Run) -> None:
+def start(run: TurnRun) -> None:
     """Run the turn in a greenlet of its own (a thread without gevent, or with AGENT_TURN_EXECUTOR
     "thread"), its database work in runners (`_in_background`); or inline when configured.
 
@@ -136,7 +137,7 @@ def _watch(channel: hub.TurnChannel) -> None:
     watch.ensure_running()
 
 
-def _in_background(run: Run) -> None:
+def _in_background(run: TurnRun) -> None:
     """Drive the turn: from its start, and after each model call's stream, in a runner (it works with
     the database there); each model call's stream here, with no connection (`agent.values.Phase`).
 
@@ -181,27 +182,27 @@ def _until(steps: Iterator[Any], mark: Phase) -> bool:
     return False
 
 
-def execute(run: Run) -> None:
+def execute(run: TurnRun) -> None:
     """Run the loop for a claimed turn here, publishing each event to the turn's channel."""
     for _ in drive(run):
         pass
 
 
-def drive(run: Run | Any, *, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]:
+def drive(run: TurnRun | UUID | str, *, watched: bool = False) -> Generator[LoopEvent | Phase, None, None]:
     """Run a claimed turn (its Run, or the turn's id), yielding and publishing its events; always
     records a terminal event and gives the lease back.
 
     `watched`: the process's watcher (`agent.watch`) renews the turn's lease and checks its Stop
     flag, as for a turn `start` runs in the background, however long the model or a tool stays
     silent (the terminal). Else both are looked at between the turn's events (`_stop_check`)."""
-    if not isinstance(run, Run):
+    if not isinstance(run, TurnRun):
         turn = Turn.objects.select_related("session", "session__user").get(pk=run)
-        run = Run(turn.session, turn)
+        run = TurnRun(turn.session, turn)
     with logcontext.bind(session_id=run.session.pk, user_id=run.session.user_id, turn_id=run.turn.pk):
         yield from _drive(run, watched)
 
 
-def _drive(run: Run, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]:
+def _drive(run: TurnRun, watched: bool = False) -> Iterator[LoopEvent | Phase]:
     turn = run.turn
     channel = hub.get_channel(str(turn.pk)) or hub.open_channel(str(turn.pk))
     if watched:
@@ -209,7 +210,7 @@ def _drive(run: Run, watched: bool = False) -> Iterator[tuple[str, Any] | Phase]
     channel.interrupt = run.interrupt = Interrupt()
     if channel.stop:  # (Stop was pressed before the turn got here: `request_stop` found no Interrupt to fire)
         run.interrupt.fire()
-    terminal: tuple[str, Any] | None = None
+    terminal: LoopEvent | None = None
     try:
         try:
             for step in run_agent(run.session, run=run, should_stop=_stop_check(run, channel)):
@@ -251,7 +252,7 @@ def _with_retries(action: Callable[[], Any], what: str, attempts: int = 3) -> No
             time.sleep(0.5 * (2**attempt))
 
 
-def _finish(run: Run, name: str, payload: Any, event_id: int | None = None) -> None:
+def _finish(run: TurnRun, name: str, payload: Any, event_id: int | None = None) -> None:
     """Record the turn's terminal event (and the SSE id it was sent with, when it was sent here) and
     give the session's lease back (if this turn holds it)."""
     turn = run.turn
@@ -272,7 +273,7 @@ def _finish(run: Run, name: str, payload: Any, event_id: int | None = None) -> N
     sql.give_lease_back(turn.session_id, turn)
 
 
-def _stop_check(run: Run, channel: hub.TurnChannel) -> Callable[[], bool]:
+def _stop_check(run: TurnRun, channel: hub.TurnChannel) -> Callable[[], bool]:
     """A cheap `should_stop`: the in-process flag; for turns run inline and not watched (tests,
     evals) also the database flag and the lease renewal now and then, which the watcher does for
     the others."""

@@ -186,6 +186,7 @@ def _image(name: str, data: bytes, limits: Limits) -> Upload:
                 )
             if width * height * frames > limits.pixels:
                 raise _too_many_pixels(name, (width, height), limits)
+            assert im.format is not None  # (opened with `formats=` these: it is one of them)
             media_type, extension = IMAGE_FORMATS[im.format]
             out, size = reencode(im)
         except UploadRefused:

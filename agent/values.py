@@ -72,6 +72,9 @@ class ToolSpec(TypedDict):
 # --- what `stream()` yields --------------------------------------------------------------------
 
 
+UsageKey = Literal["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+
+
 class Usage(TypedDict):
     input_tokens: int
     output_tokens: int

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 
 from agent import approvals, hub, intake, sse, stream_pass, streams, turns
@@ -67,6 +67,7 @@ def readable_session(request: HttpRequest, session_id: Any) -> tuple[Session, Ac
         session = sessions.get(pk=session_id, user=request.user.pk)
     except Session.DoesNotExist:
         return None
+    assert request.user.is_authenticated  # (the session is theirs: an anonymous user has none)
     session.user = request.user  # the same row, already read for this request
     access = policy.access(session)
     return (session, access) if access.read else None
@@ -115,7 +116,7 @@ def post_message(request: HttpRequest, session: Session, access: Access) -> Http
 
 
 @api_view("GET")
-def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | None = None) -> HttpResponse:
+def stream(request: HttpRequest, session_id: Any, turn_id: Any, token: str | None = None) -> HttpResponseBase:
     """The turn's events. With a valid pass (`agent.stream_pass`) for a turn running in this
     process it follows the turn at once; else the user, the chat and the policy are checked first."""
     passed = _passed(request, token, session_id, turn_id) if token is not None else None
@@ -140,7 +141,7 @@ def _passed(request: HttpRequest, token: str, session_id: Any, turn_id: Any) -> 
 
 
 @api_login_required
-def _checked_stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponse:
+def _checked_stream(request: HttpRequest, session_id: Any, turn_id: Any) -> HttpResponseBase:
     policy = get_policy()
     # The turn with its session in one query, under the same rules as `session_api`.
     try:
@@ -149,13 +150,14 @@ def _checked_stream(request: HttpRequest, session_id: Any, turn_id: Any) -> Http
         )
     except Turn.DoesNotExist:
         return error(404, "not_found", NOT_FOUND)
+    assert request.user.is_authenticated  # (`api_login_required`; and the turn's session is theirs)
     turn.session.user = request.user  # the same row, already read for this request
     if not policy.may_read(turn.session):
         return error(404, "not_found", NOT_FOUND)
     return _turn_stream(request, request.user.pk, turn)
 
 
-def _turn_stream(request: HttpRequest, user_id: Any, turn: Turn) -> HttpResponse:
+def _turn_stream(request: HttpRequest, user_id: Any, turn: Turn) -> HttpResponseBase:
     """The turn's stream for a user the checks let follow it.
 
     Resumed (`Last-Event-ID`) at or after its terminal event, the client has had everything: 204,
@@ -298,7 +300,9 @@ def resolve_approval(
     try:
         run = turns.resume(session)
     except NothingToResume:  # decided at the same moment as another call: that request's turn answers both
-        return "started", stream_url(session, turns.latest(session), request)
+        latest = turns.latest(session)
+        assert latest is not None  # (calls waited on people: the turn that paused for them is there)
+        return "started", stream_url(session, latest, request)
     except TurnInProgress:
         return "error", (409, "turn_in_progress", approvals.STILL_ANSWERING)
     turns.start(run)

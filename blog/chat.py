@@ -56,7 +56,7 @@ class BlogChatPolicy(SessionPolicy):
             raise ValueError('Name the blog: {"blog": "<slug>"}.')
         blog = Blog.objects.filter(slug=slug).first()
         seat = grants.seat_of(user, blog) if blog else None
-        if seat is None:
+        if blog is None or seat is None:
             raise Http404("No such blog.")
         if not grants.may_summon(seat):
             raise PermissionDenied("Not allowed to use the assistant on this blog.")

@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from accounts.http import HtmxHttpRequest
 from agent import budget, display, intake
 from agent.api import message_text
 from agent.chat_views import notice
@@ -74,7 +75,7 @@ def panel_context(
         "chat": current,
         "items": items,
         "running": running,
-        "running_url": stream_url(current, running, request) if running else "",
+        "running_url": stream_url(current, running, request) if current and running else "",
         "meter": display.meter_display(meter),
         "grant_scopes": sorted(grant.scopes),
         "panel_post": post,
@@ -107,7 +108,7 @@ def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
     """The blog, for a member who may summon the assistant on it; else 404."""
     blog = Blog.objects.filter(slug=slug).first()
     seat = grants.seat_of(request.user, blog) if blog else None
-    if seat is None or not grants.may_summon(seat):
+    if blog is None or seat is None or not grants.may_summon(seat):
         raise Http404("No such blog.")
     return blog
 
@@ -118,10 +119,10 @@ def _refusal(exc: intake.Refused) -> str:
 
 @require_POST
 @login_required
-def new_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+def new_chat(request: HtmxHttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     blog = _summoner_blog(request, slug)
     post = _panel_post(blog, pk)
-    data = {"blog": blog.slug} if post is None else {"blog": blog.slug, "post": post.pk}
+    data: dict[str, Any] = {"blog": blog.slug} if post is None else {"blog": blog.slug, "post": post.pk}
     try:
         session = intake.open_session(request.user, data)
     except intake.Refused as exc:

@@ -62,6 +62,7 @@ def _titles(user: Any, blog: Blog | None, ids: set[int]) -> dict[int, str]:
     if gone := ids - titles.keys():
         deleted = PostRevision.objects.filter(blog=blog, action="delete", before__id__in=sorted(gone))
         for before in deleted.values_list("before", flat=True):
+            assert before is not None  # (`before__id__in` matched it: a delete's revision keeps the post it deleted)
             titles.setdefault(before["id"], f"“{before.get('title', '')}” (deleted)")
     return titles
 

@@ -13,7 +13,7 @@ import uuid
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.http import Http404, HttpResponse
+from django.http import FileResponse, Http404
 
 from agent.media_views import stored_file_response
 from agent.models import Part
@@ -46,7 +46,7 @@ def copy_attachment(actor: Actor, blog: Blog, attachment_id: int) -> tuple[str, 
     return key, part.media_type
 
 
-def cover_response(post: Post) -> HttpResponse:
+def cover_response(post: Post) -> FileResponse:
     """The post's cover with the attachments' safe headers (the caller decided who may see it)."""
     if not post.cover_ref:
         raise Http404("No cover.")

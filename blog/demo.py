@@ -20,6 +20,7 @@ from agent.attachments import is_note
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
 from agent.budget import estimate_tokens
+from agent.values import ModelEvent
 from blog.access import SCOPE_WORDS
 from blog.operations import OPERATIONS
 
@@ -116,7 +117,9 @@ def not_allowed(tool: str) -> str:
 
 def intent(text: str) -> tuple[str, str]:
     text = " ".join(text.split())  # a request typed over several lines reads as one
-    text = COURTESY.fullmatch(text)["request"] or text
+    courteous = COURTESY.fullmatch(text)
+    assert courteous is not None  # (every one-line text matches: each of the pattern's parts may be empty)
+    text = courteous["request"] or text
     for name, pattern in PATTERNS:
         m = pattern.search(text)
         if m:
@@ -244,7 +247,7 @@ class DemoBackend(Backend):
     uses_call_index = True  # its tool-call ids name the call's place in the session
     default_model = "demo"
 
-    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:
+    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[ModelEvent]:
         offered = {t["name"] for t in tools}
         ctx = call_context.get()
         if ctx is not None and ctx.purpose == "summary":
@@ -320,9 +323,10 @@ class DemoBackend(Backend):
         if kind == "draft":
             body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
-        title = named_post(messages, last_user, title, step)
-        if title is None:
+        named = named_post(messages, last_user, title, step)
+        if named is None:
             return f"Which post? Say its title, like “{kind} Morning light”.", []
+        title = named
         if kind == "delete" and "delete_post" not in settings.AGENT_CONFIRM_TOOLS:
             # Without the approval buttons the model itself must ask first.
             return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
@@ -377,16 +381,16 @@ class DemoBackend(Backend):
             kind = "delete"
             title = next(
                 (
-                    CONFIRM_DELETE.search(_text_of(m))["t"]
+                    found["t"]
                     for m in reversed(messages)
-                    if m["role"] == "assistant" and CONFIRM_DELETE.search(_text_of(m))
+                    if m["role"] == "assistant" and (found := CONFIRM_DELETE.search(_text_of(m)))
                 ),
                 "",
             )
         if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
             title = named_post(messages, last_user, title, step) or title
             return self._act_on(kind, title, result.get("items", []), offered)
-        return self._done(name, result, title)
+        return self._done(name, result, title), []
 
     def _done(self, name: str, result: dict[str, Any], title: str) -> str:
         """What a tool's result did, in a sentence (a list, as the list)."""

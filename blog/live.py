@@ -29,11 +29,12 @@ from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.crypto import constant_time_compare
 from django.views.decorators.http import require_GET
 
+from accounts.http import AuthenticatedHttpRequest
 from agent import events, sse, streams
 from agent.transcript import release_connection
 from agent.views import event_stream
@@ -67,11 +68,11 @@ def seat_changed(sender: Any, instance: Seat, created: bool = False, **kwargs: A
 
 @require_GET
 @login_required
-def blog_events(request: HttpRequest, slug: str) -> HttpResponse:
+def blog_events(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBase:
     """The blog's changes as they happen, for its members only (anyone else: 404, as for the blog)."""
     blog = Blog.objects.filter(slug=slug).first()
     seat = grants.seat_of(request.user, blog) if blog else None
-    if seat is None or READ not in ROLE_SCOPES[seat.role]:
+    if blog is None or seat is None or READ not in ROLE_SCOPES[seat.role]:
         raise Http404("No such blog.")
     if not from_event_source(request):
         return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")

@@ -86,6 +86,9 @@ class PostRevision(models.Model):
         "agent.Session", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Not fields: what the history page shows of each revision it lists (`blog.views.post_history` sets them).
+    version: int
+    restore_label: str
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -10,14 +10,15 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, Max, OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
@@ -79,6 +80,19 @@ def _plain(body_html: str) -> str:
     return " ".join(html.unescape(strip_tags(body_html)).split())
 
 
+class PublicBlogFigures(TypedDict):
+    """What `public_blogs` annotates each blog with."""
+
+    published_count: int
+    last_published: datetime
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    PublicBlog = WithAnnotations[Blog, PublicBlogFigures]
+
+
 def public_blogs():
     """Blogs with at least one published post, the most recently published first.
 
@@ -135,7 +149,7 @@ def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse
 
 
 @require_GET
-def public_cover(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
+def public_cover(request: HttpRequest, slug: str, post_slug: str) -> HttpResponseBase:
     """A published post's cover, for anyone; a draft's is not public (members see it in the editor)."""
     return covers.cover_response(get_object_or_404(published(), blog__slug=slug, slug=post_slug))
 
@@ -210,7 +224,7 @@ class BlogSitemap(Sitemap):
     def location(self, blog: Blog) -> str:
         return reverse("blog:public_index", args=[blog.slug])
 
-    def lastmod(self, blog: Blog) -> Any:
+    def lastmod(self, blog: PublicBlog) -> Any:
         return blog.last_published
 
 

@@ -16,16 +16,19 @@ connected client's tokens go with it, from the Clients screen and the admin alik
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from blog import signals
 from blog.models import Blog, Consent, Seat
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def seat_add(*, blog: Blog, user: AbstractBaseUser, role: str) -> Seat:
+
+def seat_add(*, blog: Blog, user: User, role: str) -> Seat:
     """Make `user` a member of `blog` with `role`; they may use the assistant once the owner allows it.
 
     Raises IntegrityError when they are a member already (added by another request since the caller
@@ -49,7 +52,7 @@ def seat_remove(*, seat: Seat) -> None:
 
 
 def consent_grant(
-    *, user: AbstractBaseUser, blog: Blog, client: str, scopes: Iterable[str], client_name: str | None = None
+    *, user: User, blog: Blog, client: str, scopes: Iterable[str], client_name: str | None = None
 ) -> Consent:
     """Let `client` (blank: the built-in assistant) do `scopes` for `user` on `blog` from now on: their
     Consent for it made, or changed (and no longer revoked). `client_name`, what a connected client

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from accounts.http import AuthenticatedHttpRequest
 from blog import grants, team
 from blog.access import scope_choices
 from blog.models import Blog, Consent, PostRevision, Seat
@@ -109,7 +110,7 @@ def _update_member(request: HttpRequest, blog: Blog) -> None:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def clients(request: HttpRequest, slug: str) -> HttpResponse:
+def clients(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """Your own grants only: the assistant's scopes on this blog, never beyond your seat."""
     blog, seat, actor = membership(request, slug)
     consent = Consent.objects.filter(user=request.user, blog=blog, client=grants.ASSISTANT).first()

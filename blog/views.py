@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from accounts.http import HtmxHttpRequest
 from agent.markdown import render_markdown
 from blog import covers, diffs, grants, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
@@ -21,7 +22,7 @@ def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Acto
     """The blog, the user's seat and their Actor; 404 for anyone who is not a member."""
     blog = Blog.objects.filter(slug=slug).first()
     seat = grants.seat_of(request.user, blog) if blog else None
-    if seat is None:
+    if blog is None or seat is None:
         raise Http404("No such blog.")
     return blog, seat, grants.Actor(request.user, ROLE_SCOPES[seat.role])
 
@@ -176,7 +177,7 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/_preview.html", {"body_html": render_markdown(body)})
 
 
-def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
+def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, scope)
     post = _post(blog, pk)
@@ -191,19 +192,19 @@ def _state_change(request: HttpRequest, slug: str, pk: int, scope: str, mutate) 
 
 @require_POST
 @login_required
-def post_publish(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def post_publish(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     return _state_change(request, slug, pk, PUBLISH, services.post_publish)
 
 
 @require_POST
 @login_required
-def post_unpublish(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def post_unpublish(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     return _state_change(request, slug, pk, PUBLISH, services.post_unpublish)
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def post_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def post_delete(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, DELETE)
     post = _post(blog, pk)
@@ -290,7 +291,7 @@ def post_revert(request: HttpRequest, slug: str, pk: int, rev: int) -> HttpRespo
 
 @require_GET
 @login_required
-def post_cover(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def post_cover(request: HttpRequest, slug: str, pk: int) -> HttpResponseBase:
     """A post's cover image, for any member of its blog (drafts too); 404 for everyone else."""
     blog, _, _ = membership(request, slug)
     return covers.cover_response(_post(blog, pk))

@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import dj_database_url
@@ -215,7 +216,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
 
 
-def media_storage(environ: dict[str, str]) -> dict:
+def media_storage(environ: Mapping[str, str]) -> dict:
     """The default storage's STORAGES entry from AGENT_MEDIA_STORAGE (and, for s3, AGENT_MEDIA_S3_*)."""
     kind = environ.get("AGENT_MEDIA_STORAGE", "filesystem").strip().lower() or "filesystem"
     if kind == "filesystem":

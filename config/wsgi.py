@@ -73,6 +73,6 @@ class ClosingConnections:
             connections.close_all()
 
 
-application = get_wsgi_application()
+application: WSGIApp = get_wsgi_application()
 if gevent_patched():  # (gunicorn's gevent worker patches the process before it loads this module)
     application = on_runners(application)

@@ -16,6 +16,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
+from accounts.http import AuthenticatedHttpRequest
 from blog import grants, team
 from blog.access import ROLE_SCOPES, scope_choices
 from blog.models import Blog, Consent, Seat
@@ -115,7 +116,7 @@ def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
 
 @require_POST
 @login_required
-def client_grant(request: HttpRequest, slug: str, client: str) -> HttpResponse:
+def client_grant(request: AuthenticatedHttpRequest, slug: str, client: str) -> HttpResponse:
     """Save or revoke one connected client's grant: your own only, never beyond your seat."""
     blog, seat, _actor = membership(request, slug)
     consent = Consent.objects.filter(user=request.user, blog=blog, client=client, revoked_at__isnull=True).first()

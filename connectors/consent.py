@@ -22,6 +22,7 @@ from oauth2_provider.models import get_application_model
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from accounts.http import AuthenticatedHttpRequest
 from blog import team
 from blog.access import ROLE_SCOPES, scope_choices
 from blog.models import Seat
@@ -32,7 +33,7 @@ from connectors.oauth import blog_scope, resource_url
 class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
     template_name = "connectors/consent.html"
 
-    def get(self, request: HttpRequest) -> HttpResponse:
+    def get(self, request: AuthenticatedHttpRequest) -> HttpResponse:
         checked = self._checked(request)
         if isinstance(checked, HttpResponse):
             return checked
@@ -49,7 +50,7 @@ class ConsentView(LoginRequiredMixin, OAuthLibMixin, View):
         }
         return self._page(request, context, credentials["redirect_uri"])
 
-    def post(self, request: HttpRequest) -> HttpResponse:
+    def post(self, request: AuthenticatedHttpRequest) -> HttpResponse:
         checked = self._checked(request)
         if isinstance(checked, HttpResponse):
             return checked

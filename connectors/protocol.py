@@ -61,9 +61,9 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
         message = model.model_validate(raw, by_name=False)
     except ValidationError:
         raise RpcError(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC request.", status=400) from None
-    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-        return None
-    return message
+    if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
+        return message
+    return None  # (a response or an error: `model` is one of the four)
 
 
 def nested_deeper_than(value: Any, limit: int) -> bool:

@@ -116,7 +116,10 @@ def register(request: HttpRequest) -> JsonResponse:
     if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
         return _error("The registration request is too large.", 413)
     if wait := seconds_limited(request):
-        body = {"error": "temporarily_unavailable", "error_description": "Too many registrations; try again later."}
+        body: dict[str, Any] = {
+            "error": "temporarily_unavailable",
+            "error_description": "Too many registrations; try again later.",
+        }
         return JsonResponse(body, status=429, headers={"Retry-After": str(wait)})
     try:
         fields = clean_metadata(json.loads(request.body or b"null"))

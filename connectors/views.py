@@ -41,8 +41,8 @@ def mcp(request: HttpRequest) -> HttpResponse:
         return challenge(request, exc)
     version = request.headers.get(PROTOCOL_HEADER)
     if version and version not in protocol.PROTOCOL_VERSIONS:
-        message = f"Unsupported protocol version; this server speaks {', '.join(protocol.PROTOCOL_VERSIONS)}."
-        return _reply(None, RpcError(protocol.types.INVALID_REQUEST, message, status=400))
+        unsupported = f"Unsupported protocol version; this server speaks {', '.join(protocol.PROTOCOL_VERSIONS)}."
+        return _reply(None, RpcError(protocol.types.INVALID_REQUEST, unsupported, status=400))
     body = _read_body(request)
     if body is None:
         limit = settings.MCP_MAX_REQUEST_BYTES

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent.exceptions import BackendError
-from agent.values import ModelEvent, NeutralMessage, ToolSpec, Usage
+from agent.values import ModelEvent, NeutralMessage, ToolSpec, Usage, UsageKey
 
 __all__ = [
     "Backend",
@@ -30,7 +30,7 @@ __all__ = [
 # `refusal`: the provider refused to answer; `incomplete`: a stop the adapter does not understand,
 # or an answer cut off (CONTRACT §8): never reported as `end_turn`.
 STOP_REASONS = ("end_turn", "tool_use", "max_tokens", "stop_sequence", "content_filtered", "refusal", "incomplete")
-USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+USAGE_KEYS: tuple[UsageKey, ...] = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 Event = ModelEvent
 

@@ -6,13 +6,14 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agent.backends.base import Backend, call_context, current_interrupt, zero_usage
 from agent.conf import settings
 from agent.exceptions import BackendError
+from agent.values import ModelEvent, TextEvent
 
 REQUESTS_KEPT = 200
 #: A scripted pause at least this long (a silent model) ends at a Stop; shorter ones, the pace of a
@@ -49,7 +50,7 @@ class FakeBackend(Backend):
             return [f"AGENT_FAKE_SCRIPT names {path!r}, which is not a readable file."]
         return []
 
-    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[dict[str, Any]]:
+    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[ModelEvent]:
         self.requests.append(
             {"system": system, "messages": messages, "tools": tools, "model": model, "inference": inference or {}}
         )
@@ -65,12 +66,12 @@ class FakeBackend(Backend):
         events = calls[index] if index < len(calls) else END_OF_SCRIPT
         return self._replay(events)
 
-    def _replay(self, events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    def _replay(self, events: Sequence[Mapping[str, Any]]) -> Iterator[ModelEvent]:
         done = False
         interrupt = current_interrupt() if self._sleep is time.sleep else None
         for raw in events:
             if len(raw) == 2 and raw["kind"] == "text":  # once per token: a token and nothing else (no pause)
-                yield raw  # (as scripted: its readers only read it)
+                yield cast(TextEvent, raw)  # (as scripted: its readers only read it)
                 continue
             delay = raw.get("delay_ms", 0)
             if interrupt is not None and delay >= LONG_PAUSE_MS:
@@ -89,7 +90,7 @@ class FakeBackend(Backend):
                 ev["usage"] = {**zero_usage(), **(ev.get("usage") or {})}
                 ev.setdefault("stop_reason", "end_turn")
                 done = True
-            yield ev
+            yield cast(ModelEvent, ev)  # (a script's event is JSON in the §3 shapes: the script's word for it)
             if done:
                 return
         if not done:
@@ -116,12 +117,16 @@ def _load_script(path: str) -> dict[str, Any]:
     return script
 
 
-def summary_events(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summary_events(messages: Sequence[Mapping[str, Any]]) -> list[ModelEvent]:
     """A deterministic stand-in for a model-written summary: how much it condensed, and the first line."""
     text = messages[-1]["parts"][0]["text"] if messages else ""
     lines = [line for line in text.splitlines()[1:] if line.strip()]
     first = lines[0][:120] if lines else ""
     return [
         {"kind": "text", "text": f"Summary of {len(lines)} earlier lines. It began: {first}"},
-        {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": len(text) // 4, "output_tokens": 20}},
+        {
+            "kind": "done",
+            "stop_reason": "end_turn",
+            "usage": {**zero_usage(), "input_tokens": len(text) // 4, "output_tokens": 20},
+        },
     ]

@@ -16,7 +16,7 @@ import math
 import re
 import time
 from abc import ABCMeta, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -30,6 +30,7 @@ from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.backends.watchdog import Watchdog, cut_response, each_expecting
 from agent.exceptions import BackendError
+from agent.values import NeutralMessage, ToolSpec
 
 logger = logging.getLogger("agent.backends")
 
@@ -221,8 +222,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -250,8 +251,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: list[NeutralMessage],
+        tools: list[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> Iterator[Event]:

@@ -12,6 +12,7 @@ thinking as it takes: from 5 on they think unless told otherwise, and some canno
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -110,8 +111,8 @@ def claude_thinking_off(model: str) -> dict[str, str] | None:
 
 
 def claude_off_request(
-    model: str, messages: list[dict[str, Any]]
-) -> tuple[dict[str, str] | None, list[dict[str, Any]]]:
+    model: str, messages: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, str] | None, Sequence[Mapping[str, Any]]]:
     """With `AGENT_REASONING` off: the model's `thinking` (`claude_thinking_off`) and the messages to
     send with it. A request that says `"disabled"` sends no reasoning back: a model that binds its
     thinking to the conversation may refuse the blocks a request without thinking cannot vouch for."""

@@ -6,10 +6,10 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from agent.backends.base import current_interrupt
 from agent.exceptions import BackendError
+from agent.values import ModelEvent
 
 logger = logging.getLogger("agent.backends")
 
@@ -36,12 +36,12 @@ def max_retry_wait() -> float:
 
 
 def stream_with_retries(
-    open_stream: Callable[[], Iterator[dict[str, Any]]],
+    open_stream: Callable[[], Iterator[ModelEvent]],
     *,
     retries: int,
     sleep: Callable[[float], None] = time.sleep,
     label: str = "backend",
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ModelEvent]:
     """Yield from `open_stream()`, reopening it after a retryable BackendError raised before any event.
 
     A Stop (the call's `Interrupt`) ends the wait before a retry, and no retry is made after it.

@@ -20,9 +20,10 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
+from redis.typing import KeyT, StreamEntry, StreamIdT
 
 from agent import hub
 from agent.runtime import gevent_patched
@@ -176,13 +177,15 @@ class Reader:
     def read_once(self, client: redis.Redis) -> None:
         if self.control_id is None:
             last = client.xrevrange(CONTROL, "+", "-", count=1)
-            self.control_id = decode(last[0][0]) if last else "0-0"
+            self.control_id = decode(_entry_id(last[0])) if last else "0-0"
             self.bus.recovered()
         with self.lock:
-            streams = {CONTROL: self.control_id, self.wake_key: self.wake_id}
+            streams: dict[KeyT, StreamIdT] = {CONTROL: self.control_id, self.wake_key: self.wake_id}
             streams.update((key, copy.last_id) for key, copy in self.copies.items() if not copy.channel.closed)
             streams.update(self.channels)
-        reply = client.xread(streams, block=BLOCK_MS)
+        # RESP2 (`connect`'s protocol): [key, entries] pairs, or None when the block timed out; redis-py's
+        # annotation is the union of every protocol's reply shape.
+        reply = cast(list[list[Any]] | None, client.xread(streams, block=BLOCK_MS))
         for raw_key, entries in reply or []:
             key = decode(raw_key)
             if not entries:
@@ -241,6 +244,12 @@ class Reader:
             self.channels.clear()
             self.control_id = None
         self.bus.listeners.end_all()
+
+
+def _entry_id(entry: StreamEntry) -> bytes | str:
+    entry_id = entry[0]
+    assert entry_id is not None  # (a stream entry read by its range always has its id)
+    return entry_id
 
 
 def decode(value: bytes | str) -> str:

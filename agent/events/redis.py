@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from redis.typing import EncodableT, FieldT
 
 from agent import hub
 from agent.conf import settings
@@ -137,10 +138,11 @@ class Writer:
         events: list[RedisTurnSink | None] = []  # whose event each command of the pipeline adds, if any
         for sink, entry_id, name, payload in batch:
             if entry_id is not None:
+                assert name is not None  # (an event's item has its id and its name; the end's has neither)
                 if not sink.lost:
                     # Never into a stream that is not there: Redis restarted empty meanwhile, and a
                     # stream without its start would look whole to a follower while missing its head.
-                    fields = {"e": name, "d": dumps(payload)}
+                    fields: dict[FieldT, EncodableT] = {"e": name, "d": dumps(payload)}
                     pipe.xadd(sink.key, fields, id=entry_id, maxlen=max_len, nomkstream=True)
                     events.append(sink)
                 continue
@@ -158,11 +160,11 @@ class Writer:
                 sink.lost = True
             return
         gone: list[RedisTurnSink] = []
-        for sink, result in zip(events, results, strict=True):
+        for added_by, result in zip(events, results, strict=True):
             if isinstance(result, Exception):  # e.g. a duplicate entry id: nothing to repair
                 logger.warning("Redis refused a turn event: %s", result)
-            elif sink is not None and result is None and not sink.lost:  # (its stream is not there)
-                sink.lost = True
+            elif added_by is not None and result is None and not added_by.lost:  # (its stream is not there)
+                added_by.lost = True
                 gone.append(sink)
         if gone:
             logger.warning("Redis lost the events of %d running turn(s) (restarted?); they go on without it", len(gone))

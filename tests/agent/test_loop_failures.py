@@ -19,6 +19,7 @@ from agent.exceptions import BackendError
 from agent.follow import follow
 from agent.loop import CALM, LASTING, run_agent
 from agent.models import ContextSummary, Message, Part, Session, Turn
+from agent.state import Run
 from agent.tools import register, unregister
 from agent.transcript import ORPHAN_RESULT, add_message
 from tests.agent.test_api_turns import assert_transcript_valid
@@ -54,7 +55,7 @@ def results(session):
 
 def test_a_stop_while_tools_run_answers_the_rest_and_ends_with_stopped(chat, script, tools):
     script([[call("first", "c1"), call("second", "c2"), TOOL_STOP], [{"kind": "text", "text": "never"}, DONE]])
-    add_message(turns.Run(chat), "user", [{"type": "text", "text": "go"}])
+    add_message(Run(chat), "user", [{"type": "text", "text": "go"}])
     events = list(run_agent(chat, should_stop=lambda: "first" in tools))  # Stop pressed as the first tool ends
     assert tools == ["first"]
     assert [n for n, _ in events] == ["tool_use", "tool_use", "tool_result", "tool_result", "done"]

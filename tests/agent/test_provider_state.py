@@ -128,7 +128,6 @@ def test_an_answer_keeps_the_order_the_model_wrote_it_in(chat, script, settings)
     """Reasoning, text and tool calls may alternate within one answer (a note between two tool calls:
     Sonnet 5.5, OpenAI's Responses API). Providers that sign reasoning want each block back where it
     was, so the transcript keeps the order and the next call sends it back in it."""
-    from agent import turns
     from agent.loop import run_agent
     from agent.tools import register, unregister
 
@@ -150,7 +149,7 @@ def test_an_answer_keeps_the_order_the_model_wrote_it_in(chat, script, settings)
                 [{"kind": "text", "text": "Both seen."}, DONE],
             ]
         )
-        add_message(turns.Run(chat), Message.USER, [{"type": "text", "text": "Look twice"}])
+        add_message(Run(chat), Message.USER, [{"type": "text", "text": "Look twice"}])
         list(run_agent(chat))
     finally:
         unregister("look")

@@ -194,3 +194,37 @@ def test_a_request_past_the_grant_is_refused_in_the_clients_screens_words(settin
         "I'm not allowed to read posts on this blog for you. "
         "The Clients screen shows what I may do, and lets you change it."
     )
+
+
+def test_a_delete_confirmed_in_words_says_it_is_done(settings):
+    """Without the approval buttons: "delete X", "yes", the list, the delete, then one sentence (the
+    delete's result once ended the turn with a ValueError: its answer was a bare sentence, not
+    (text, calls); mypy found it)."""
+    settings.AGENT_CONFIRM_TOOLS = []
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "delete_post")]
+    post = {"id": 7, "title": "Old notes", "status": "draft"}
+
+    def result(call_id, name, value):
+        part = {"type": "tool_result", "tool_use_id": call_id, "name": name, "status": "ok", "result": value}
+        return {"role": "tool", "parts": [part]}
+
+    def call(call_id, name):
+        return {"role": "assistant", "parts": [{"type": "tool_use", "id": call_id, "name": name, "input": {}}]}
+
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "text": "delete Old notes"}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "text": "Delete “Old notes”? This can't be undone. Reply “yes” to confirm."}],
+        },
+        {"role": "user", "parts": [{"type": "text", "text": "yes"}]},
+        call("c1", "list_posts"),
+        result("c1", "list_posts", {"items": [post]}),
+    ]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+    assert [(e["name"], e["input"]) for e in events if e["kind"] == "tool_use"] == [("delete_post", {"post_id": 7})]
+    messages += [call("c2", "delete_post"), result("c2", "delete_post", {"id": 7, "title": "Old notes"})]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+    assert not [e for e in events if e["kind"] == "tool_use"]
+    assert "".join(e.get("text", "") for e in events) == "Done: I deleted “Old notes”."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -52,8 +52,8 @@ class AnthropicBackend(HttpBackend):
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.backends.reasoning import (
@@ -54,8 +55,8 @@ _TOOL_ID_RE = re.compile(r"[a-zA-Z0-9_-]{1,200}")
 def build_body(
     *,
     system: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
     model: str,
     max_tokens: int,
     inference: dict[str, Any] | None = None,
@@ -64,7 +65,7 @@ def build_body(
 ) -> dict[str, Any]:
     """The JSON body of one streamed Messages call."""
     inference = inference or {}
-    thinking = None
+    thinking: dict[str, Any] | None = None
     if reasoning is None:
         thinking, messages = claude_off_request(model, messages)
     body: dict[str, Any] = {
@@ -80,7 +81,7 @@ def build_body(
     if reasoning is not None:
         thinking = _thinking(model, reasoning, max_tokens, body["messages"])
     thinks = thinking is not None and thinking["type"] != "disabled"
-    if thinks and binds_thinking(model):
+    if thinking is not None and thinks and binds_thinking(model):
         thinking = {**thinking, "block_binding": dict(DROP_CHANGED_BLOCKS)}
     if thinking:
         body["thinking"] = thinking
@@ -97,7 +98,7 @@ def build_body(
     return body
 
 
-def can_think_now(messages: list[dict[str, Any]]) -> bool:
+def can_think_now(messages: Sequence[Mapping[str, Any]]) -> bool:
     """Claude refuses budgeted thinking when the tool loop in progress began without it: the last assistant
     message, if it called tools, must start with a thinking block (it may have none because thinking
     was off then, or its state was left out: it came from another model). Then this call goes
@@ -109,7 +110,7 @@ def can_think_now(messages: list[dict[str, Any]]) -> bool:
 
 
 def _thinking(
-    model: str, reasoning: Reasoning, max_tokens: int, messages: list[dict[str, Any]]
+    model: str, reasoning: Reasoning, max_tokens: int, messages: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """The `thinking` request for the model; None for a model without thinking, a budget that does
     not fit in `max_tokens`, or a tool loop that began without budgeted thinking."""
@@ -133,14 +134,14 @@ def _mark_cache(body: dict[str, Any]) -> None:
             last["cache_control"] = dict(CACHE_CONTROL)
 
 
-def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     spec = {"name": tool["name"], "input_schema": tool.get("input_schema") or {"type": "object", "properties": {}}}
     if tool.get("description"):
         spec["description"] = tool["description"]
     return spec
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for message in messages:
         role = _role(message.get("role"))
@@ -222,7 +223,7 @@ def _tool_result(part: dict[str, Any]) -> dict[str, Any]:
     is_error = part.get("status") == "error"
     if is_error and not result:
         result = {"error": "The tool call failed."}
-    block = {
+    block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": tool_use_id(part.get("tool_use_id")),
         "content": json.dumps(result if result is not None else {}, ensure_ascii=False, default=str),

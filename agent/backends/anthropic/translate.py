@@ -20,6 +20,7 @@ from agent.backends.anthropic.errors import error_event
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.sse import SSEEvent
 from agent.exceptions import BackendError
+from agent.values import ToolUseEvent, UsageKey
 
 logger = logging.getLogger("agent.backends")
 
@@ -33,7 +34,7 @@ STOP_REASON_MAP = {
     # A server tool's long turn was paused: the answer is not finished (this engine runs no server tools).
     "pause_turn": "incomplete",
 }
-USAGE_KEYS = {
+USAGE_KEYS: dict[str, UsageKey] = {
     "input_tokens": "input_tokens",
     "output_tokens": "output_tokens",
     "cache_read_input_tokens": "cache_read_tokens",
@@ -112,7 +113,7 @@ class _Message:
             for event in self._stop_block(index):
                 if event["kind"] == "tool_use":
                     raise BackendError("The Anthropic stream ended inside a tool call.", retryable=True)
-        return {"kind": "done", "stop_reason": self._neutral_stop(), "usage": dict(self.usage)}
+        return {"kind": "done", "stop_reason": self._neutral_stop(), "usage": self.usage.copy()}
 
     def _neutral_stop(self) -> str:
         if self.tool_used:
@@ -129,7 +130,7 @@ def _index(data: dict[str, Any]) -> int:
     return index if isinstance(index, int) else 0
 
 
-def _tool_use_event(block: dict[str, Any]) -> Event:
+def _tool_use_event(block: dict[str, Any]) -> ToolUseEvent:
     name = str(block.get("name") or "")
     raw = "".join(block["pieces"])
     if raw.strip():
@@ -137,7 +138,7 @@ def _tool_use_event(block: dict[str, Any]) -> Event:
     else:  # no fragments: the input came whole with the block's start
         start = block.get("input")
         parsed, error = (start if isinstance(start, dict) else {}), None
-    event: Event = {"kind": "tool_use", "id": str(block.get("id") or ""), "name": name, "input": parsed}
+    event: ToolUseEvent = {"kind": "tool_use", "id": str(block.get("id") or ""), "name": name, "input": parsed}
     if error:
         event["input_error"] = error
     return event

@@ -24,6 +24,7 @@ from agent.backends.bedrock.request import build_request, caches_prompts
 from agent.backends.bedrock.translate import Translator
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.retry import stream_with_retries
+from agent.values import NeutralMessage, ToolSpec
 
 CONNECT_TIMEOUT_SECONDS = 10
 
@@ -54,8 +55,8 @@ class BedrockBackend(Backend):
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: list[NeutralMessage],
+        tools: list[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> Iterator[Event]:
@@ -142,11 +143,11 @@ class BedrockBackend(Backend):
         endpoint = self.endpoint_url or _env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
         if endpoint and not endpoint.startswith(("http://", "https://")):
             problems.append("AWS_ENDPOINT_URL_BEDROCK_RUNTIME must start with http:// or https://.")
-        for label, value in (
+        for label, seconds in (
             ("AGENT_FIRST_EVENT_TIMEOUT_SECONDS", self.first_event_timeout),
             ("AGENT_EVENT_TIMEOUT_SECONDS", self.event_timeout),
         ):
-            if value <= 0:
+            if seconds <= 0:
                 problems.append(f"{label} must be a positive number of seconds.")
         return problems
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.backends.reasoning import (
@@ -81,8 +82,8 @@ def validate_tool_name(name: str) -> str:
 def build_request(
     *,
     system: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
     model: str,
     inference: dict[str, Any] | None = None,
     reasoning: Reasoning | None = None,
@@ -167,7 +168,7 @@ def _thinking(
             return None
 
 
-def wire_messages(messages: list[dict[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[Mapping[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:
     """Neutral messages → Bedrock messages: alternating roles, no empty blocks, results first;
     `result_status`: whether tool results carry `status` (`takes_result_status`)."""
     names = _DocumentNames()
@@ -325,7 +326,7 @@ def _inference_config(inference: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _tool_config(tools: list[dict[str, Any]], wire: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _tool_config(tools: Sequence[Mapping[str, Any]], wire: list[dict[str, Any]]) -> dict[str, Any] | None:
     specs = [_tool_spec(tool) for tool in tools]
     offered = {tool["name"] for tool in tools}
     used, has_tool_blocks = _history_tools(wire)
@@ -336,7 +337,7 @@ def _tool_config(tools: list[dict[str, Any]], wire: list[dict[str, Any]]) -> dic
     return {"tools": specs} if specs else None
 
 
-def _tool_spec(tool: dict[str, Any]) -> dict[str, Any]:
+def _tool_spec(tool: Mapping[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "name": tool["name"],
         "inputSchema": {"json": tool.get("input_schema") or {"type": "object"}},

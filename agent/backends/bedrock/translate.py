@@ -19,6 +19,7 @@ from typing import Any
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.bedrock.errors import STREAM_EXCEPTION_KEYS, error_from_code
 from agent.exceptions import BackendError
+from agent.values import ToolUseEvent, UsageKey
 
 logger = logging.getLogger("agent.backends")
 
@@ -36,6 +37,14 @@ STOP_REASON_MAP = {
     "malformed_model_output": "incomplete",
     "malformed_tool_use": "incomplete",
 }
+
+
+_USAGE_WIRE: tuple[tuple[UsageKey, str], ...] = (
+    ("input_tokens", "inputTokens"),
+    ("output_tokens", "outputTokens"),
+    ("cache_read_tokens", "cacheReadInputTokens"),
+    ("cache_write_tokens", "cacheWriteInputTokens"),
+)
 
 
 class Translator:
@@ -110,18 +119,13 @@ class Translator:
 
     def _metadata(self, body: dict[str, Any]) -> None:
         usage = body.get("usage") or {}
-        for key, wire in (
-            ("input_tokens", "inputTokens"),
-            ("output_tokens", "outputTokens"),
-            ("cache_read_tokens", "cacheReadInputTokens"),
-            ("cache_write_tokens", "cacheWriteInputTokens"),
-        ):
+        for key, wire in _USAGE_WIRE:
             self.usage[key] = int(usage.get(wire) or 0)
 
     def done(self) -> Event:
         if self.stop_reason is None:
             raise BackendError("The Bedrock stream ended before the model finished its message.", retryable=True)
-        return {"kind": "done", "stop_reason": self._neutral_stop(), "usage": dict(self.usage)}
+        return {"kind": "done", "stop_reason": self._neutral_stop(), "usage": self.usage.copy()}
 
     def _neutral_stop(self) -> str:
         if self.tool_used:
@@ -133,9 +137,9 @@ class Translator:
         return "end_turn" if stop_reason == "tool_use" else stop_reason  # (no tool block: nothing to run)
 
 
-def _tool_use_event(block: dict[str, Any]) -> Event:
+def _tool_use_event(block: dict[str, Any]) -> ToolUseEvent:
     parsed, error = parse_tool_input("".join(block["input"]))
-    event: Event = {"kind": "tool_use", "id": block["id"], "name": block["name"], "input": parsed}
+    event: ToolUseEvent = {"kind": "tool_use", "id": block["id"], "name": block["name"], "input": parsed}
     if error:
         event["input_error"] = error
     return event

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -98,8 +98,8 @@ class OpenAIBackend(HttpBackend):
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from agent.backends.http import MAX_MESSAGE_CHARS, scrub
 from agent.backends.openai.errors import as_int, count, payload_error
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
+from agent.values import ToolUseEvent, Usage
 
 logger = logging.getLogger("agent.backends")
 
@@ -121,9 +122,9 @@ class _ToolCalls:
         return call
 
 
-def _tool_event(call: _Call, fallback_id: str) -> Event:
+def _tool_event(call: _Call, fallback_id: str) -> ToolUseEvent:
     parsed, error = parse_tool_input("".join(call.arguments))
-    event: Event = {"kind": "tool_use", "id": call.id or fallback_id, "name": call.name, "input": parsed}
+    event: ToolUseEvent = {"kind": "tool_use", "id": call.id or fallback_id, "name": call.name, "input": parsed}
     if not call.name:
         error = error or "the tool call has no function name"
     if error:
@@ -154,7 +155,7 @@ class _ReasoningDetails:
                     item[key] = value
 
 
-def usage_from_wire(raw: Any) -> dict[str, int]:
+def usage_from_wire(raw: Any) -> Usage:
     """OpenAI usage -> the four neutral keys; `prompt_tokens` includes cached tokens, so subtract them."""
     usage = zero_usage()
     if not isinstance(raw, dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.exceptions import BackendError
@@ -118,7 +119,9 @@ def _tool_messages(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def to_wire_messages(system: str, messages: list[dict[str, Any]], *, pdf_files: bool = False) -> list[dict[str, Any]]:
+def to_wire_messages(
+    system: str, messages: Sequence[Mapping[str, Any]], *, pdf_files: bool = False
+) -> list[dict[str, Any]]:
     """Neutral history -> chat/completions `messages`, the system prompt first. PDFs go as `file`
     parts when `pdf_files` (the server takes them), else as their extracted text."""
     wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
@@ -137,7 +140,7 @@ def to_wire_messages(system: str, messages: list[dict[str, Any]], *, pdf_files: 
     return wire
 
 
-def to_wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_wire_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agent.backends.base import Event
@@ -26,8 +26,8 @@ class OpenAIResponsesBackend(OpenAIBackend):
         self,
         *,
         system: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from agent.backends.openai.errors import count, payload_error
 from agent.backends.openai_responses.wire import REASONING_ITEM_KEYS
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
-from agent.values import Usage
+from agent.values import ToolUseEvent, Usage
 
 logger = logging.getLogger("agent.backends")
 
@@ -54,14 +54,14 @@ class _Call:
     pieces: list[str] = field(default_factory=list)
     arguments: str | None = None  # whole, when `.done` brought them
 
-    def tool_event(self, item: dict[str, Any]) -> Event:
+    def tool_event(self, item: dict[str, Any]) -> ToolUseEvent:
         raw = item.get("arguments")
         raw = raw if isinstance(raw, str) else self.arguments if self.arguments is not None else "".join(self.pieces)
         parsed, error = parse_tool_input(raw)
         name = str(item.get("name") or self.name)
         if not name:
             error = error or "the tool call has no function name"
-        event: Event = {
+        event: ToolUseEvent = {
             "kind": "tool_use",
             "id": str(item.get("call_id") or self.call_id),
             "name": name,
@@ -108,7 +108,7 @@ class _Response:
                 self.ended = kind
                 self.final = data["response"] if isinstance(data.get("response"), dict) else {}
             case "response.failed":
-                failed = data.get("response") if isinstance(data.get("response"), dict) else {}
+                failed = response if isinstance(response := data.get("response"), dict) else {}
                 raise payload_error(failed.get("error") or {"message": "the response failed"}, self.secret)
             case "error":
                 raise payload_error(data, self.secret)

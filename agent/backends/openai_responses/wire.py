@@ -10,6 +10,7 @@ this backend received (`provider_data["item"]`, with its `encrypted_content`); r
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent.backends.openai.wire import b64
@@ -117,7 +118,7 @@ def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
-def to_input_items(messages: list[dict[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
+def to_input_items(messages: Sequence[Mapping[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
     """Neutral history -> the request's `input` (the system prompt goes in `instructions`);
     `phases`: label the assistant's messages with their `phase` (`openai.backend.labels_phases`)."""
     items: list[dict[str, Any]] = []
@@ -135,7 +136,7 @@ def to_input_items(messages: list[dict[str, Any]], *, phases: bool = False) -> l
     return items
 
 
-def to_function_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_function_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Tool specs as Responses function tools: flat (not nested under `function`), not strict (the
     engine's schemas are not all written for strict mode)."""
     return [
