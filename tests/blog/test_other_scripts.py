@@ -109,3 +109,22 @@ def test_a_title_keeps_the_joiners_inside_it(team):
     family = "\U0001f469\u200d\U0001f467"  # woman, zero-width joiner, girl: one emoji
     post = services.post_create(actor=grants.person(team.owner, team.blog), blog=team.blog, title=family, body="")
     assert post.title == family
+
+
+@pytest.mark.parametrize(
+    ("title", "query"),
+    [
+        ("Über den Café-Tisch", "über den café"),
+        ("Привет, мир", "ПРИВЕТ"),
+        ("Ωmega notes", "ωmega"),
+        ("Straße nach Łódź", "łódź"),
+    ],
+)
+def test_a_search_ignores_case_in_every_script_on_every_database(team, title, query):
+    """A person (or a model) rarely types a title's capitals: "publish über den café-tisch". SQLite
+    folds only ASCII letters in LIKE, so on the default database such a search found nothing."""
+    actor = grants.person(team.owner, team.blog)
+    post = services.post_create(actor=actor, blog=team.blog, title=title, body="")
+    services.post_create(actor=actor, blog=team.blog, title="Something else", body="")
+    found = operations.perform_json("list_posts", actor, team.blog, {"query": query})[0]
+    assert [p["id"] for p in found] == [post.pk]
