@@ -77,9 +77,11 @@
       return;
     }
     var f = form();
-    var started = e.detail.successful && e.detail.xhr.responseText.indexOf("sse-connect") !== -1;
+    var answer = e.detail.successful ? e.detail.xhr.responseText : "";
+    var started = answer.indexOf("sse-connect") !== -1;
     if (e.detail.elt === f) {
-      if (started) { f.reset(); clearFiles(f); }
+      // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it)
+      if (started && answer.indexOf("data-kept") === -1) { f.reset(); clearFiles(f); }
       setRunning(started);
     } else if (started) {
       setRunning(true);

@@ -1,0 +1,64 @@
+"""One person in several tabs of one chat: two pages of one browser context share the sign-in."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.e2e.ui import (
+    ask,
+    chat_input,
+    chat_log,
+    login,
+    new_chat,
+    replies,
+    send,
+    streaming_reply,
+    user_messages,
+    wait_turn_finished,
+)
+
+
+def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_it_and_keeps_the_words(
+    slow_demo_server, page
+):
+    """Tab B, open before tab A asked, knows nothing of A's running answer. Sending there is refused
+    (one turn at a time); B then shows that answer streaming, with its Stop, and keeps B's words in
+    the box to send once it ends. It used to say "Wait for it or stop it." beside neither."""
+    base = slow_demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    other = page.context.new_page()
+    other.goto(page.url)
+    expect(chat_input(other)).to_be_enabled()
+
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    box = chat_input(other)
+    box.fill("list my posts")
+    box.press("Enter")
+
+    expect(chat_log(other).locator(".notice")).to_have_text(
+        "The assistant is still answering an earlier message of this chat, shown above. Your message is "
+        "still in the box: send it when the answer ends, or stop the answer."
+    )
+    expect(user_messages(other)).to_have_count(1)
+    expect(user_messages(other).first).to_have_text("write something long")
+    expect(streaming_reply(other).locator(".flow")).to_contain_text("Paragraph 4:")  # it follows the answer
+    expect(box).to_have_value("list my posts")
+    expect(box).to_be_disabled()
+
+    other.locator("#chat-stop").click()  # Stop in B ends the answer asked in A, in both tabs
+    wait_turn_finished(other)
+    expect(replies(other).last.locator(".note")).to_have_text("Stopped.")
+    wait_turn_finished(page)
+    expect(replies(page).last.locator(".note")).to_have_text("Stopped.")
+
+    expect(box).to_have_value("list my posts")  # the words waited, and go now
+    box.press("Enter")
+    expect(user_messages(other)).to_have_count(2)
+    wait_turn_finished(other)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    expect(box).to_have_value("")
+    page.reload()
+    expect(user_messages(page)).to_have_count(2)
+    assert ask(page, "list my posts")
