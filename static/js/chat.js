@@ -299,8 +299,30 @@
     if (/[?&]chat=/.test(location.search) && !f.dataset.running) f.querySelector("textarea").focus();
   }
 
+  // Words typed but not sent are kept when the page is left (the chat's request sent it to sign in,
+  // signed out in another tab; a link followed) and put back when this tab comes back to the page.
+  // Attachments cannot be kept this way; words can. (Back to the page from the browser's cache, the
+  // box still holds them itself.)
+  function draftKey() { return "chat:draft:" + location.pathname + location.search; }
+
+  window.addEventListener("pagehide", function () {
+    var f = form(), text = f && f.querySelector("textarea");
+    if (text && text.value.trim()) sessionStorage.setItem(draftKey(), text.value);
+  });
+
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted) sessionStorage.removeItem(draftKey());
+  });
+
+  function restoreDraft(f) {
+    var kept = sessionStorage.getItem(draftKey()), text = f.querySelector("textarea");
+    sessionStorage.removeItem(draftKey());
+    if (kept && !text.value) text.value = kept;
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var f = form();
+    if (f) restoreDraft(f);
     if (f && f.dataset.running) setRunning(true);
     if (f) focusNewChat(f);
     scrollLog(true);

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.e2e.ui import (
+    BLOG,
+    PASSWORD,
     ask,
     chat_input,
     chat_log,
@@ -62,3 +66,33 @@ def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_i
     page.reload()
     expect(user_messages(page)).to_have_count(2)
     assert ask(page, "list my posts")
+
+
+def test_words_typed_in_a_tab_signed_out_in_another_are_in_the_box_again_after_signing_in(demo_server, page):
+    """Signed out in tab A, tab B's message takes B to the sign-in form (test_chat.py); after signing in,
+    B is back in its chat with the words it had typed in the box, to send. They were lost."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    chat_page = page.url
+    other = page.context.new_page()
+    other.goto(f"{base}/blogs/{BLOG}/")
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url(re.compile(r"/accounts/login/$"))
+    other.close()
+
+    chat_input(page).fill("draft a post titled Kept words\nwith a second line")
+    chat_input(page).press("Enter")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next="))
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.locator("main").get_by_role("button", name="Sign in").click()
+    page.wait_for_url(chat_page)
+    expect(chat_input(page)).to_have_value("draft a post titled Kept words\nwith a second line")
+    expect(user_messages(page)).to_have_count(0)  # nothing was sent meanwhile
+
+    chat_input(page).press("Enter")
+    wait_turn_finished(page)
+    expect(user_messages(page)).to_have_count(1)
+    page.reload()  # sent, the words are not put back again
+    expect(chat_input(page)).to_have_value("")
