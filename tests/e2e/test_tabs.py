@@ -6,6 +6,7 @@ import re
 
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import (
     BLOG,
     PASSWORD,
@@ -14,6 +15,7 @@ from tests.e2e.ui import (
     chat_log,
     login,
     new_chat,
+    post_item,
     replies,
     send,
     streaming_reply,
@@ -96,3 +98,28 @@ def test_words_typed_in_a_tab_signed_out_in_another_are_in_the_box_again_after_s
     expect(user_messages(page)).to_have_count(1)
     page.reload()  # sent, the words are not put back again
     expect(chat_input(page)).to_have_value("")
+
+
+def test_revoked_in_another_tab_while_a_publish_waits_the_approval_is_refused_in_plain_words(server_factory, page):
+    """Tab A's publish waits for Approve; tab B revokes the assistant's grant on the Clients screen.
+    Approving in A runs nothing (the grant is read again at the call) and A reads why in the Clients
+    screen's words, and its "Can …" line says what the grant is now (it kept the grant of page load)."""
+    base = server_factory("tabs-revoke", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    new_chat(page, base)
+    expect(page.locator("#grant-line")).to_contain_text("Can read, draft, publish, delete")
+    ask(page, "draft a post titled Held back")
+    ask(page, "publish Held back")
+    other = page.context.new_page()
+    other.goto(f"{base}/blogs/{BLOG}/clients/")
+    other.get_by_role("button", name="Revoke all").click()
+    expect(other.locator("#effective-scopes")).to_have_text("nothing")
+
+    page.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text(
+        "I'm not allowed to publish posts on this blog for you. "
+        "The Clients screen shows what I may do, and lets you change it."
+    )
+    expect(page.locator("#grant-line")).to_have_text("Can do nothing yet · change")
+    expect(post_item(page, "Held back")).to_contain_text("Draft")
