@@ -301,8 +301,7 @@
 
   // Words typed but not sent are kept when the page is left (the chat's request sent it to sign in,
   // signed out in another tab; a link followed) and put back when this tab comes back to the page.
-  // Attachments cannot be kept this way; words can. (Back to the page from the browser's cache, the
-  // box still holds them itself.)
+  // Attachments cannot be kept this way; words can.
   function draftKey() { return "chat:draft:" + location.pathname + location.search; }
 
   window.addEventListener("pagehide", function () {
@@ -310,8 +309,11 @@
     if (text && text.value.trim()) sessionStorage.setItem(draftKey(), text.value);
   });
 
+  // Back (or forward) to the page from the browser's memory, it is as it was left, its streams closed:
+  // it is read again, so an answer that was streaming then is followed (or shown whole) and what other
+  // tabs did meanwhile is there. (The server marks these pages never to be cached, for the same reason.)
   window.addEventListener("pageshow", function (e) {
-    if (e.persisted) sessionStorage.removeItem(draftKey());
+    if (e.persisted && form()) location.reload();
   });
 
   function restoreDraft(f) {

@@ -1164,3 +1164,11 @@ def test_the_assistant_panels_grant_line_is_read_again_as_it_stands(team):
     assert Client().get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"}).status_code == 204
     assert browser(team.viewer).get("/blogs/notes/chats/grant/").status_code == 204
     assert browser(team.outsider).get("/blogs/notes/chats/grant/").status_code == 204
+
+
+def test_the_pages_with_the_chat_and_the_post_list_are_never_kept_by_the_browser(team):
+    """Back to them, the browser showed them as first loaded (an empty chat, a list of then)."""
+    post = make_post(team.blog)
+    client = browser(team.owner)
+    for url in ("/blogs/notes/", f"/blogs/notes/posts/{post.pk}/edit/"):
+        assert "no-store" in client.get(url)["Cache-Control"]

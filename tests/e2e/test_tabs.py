@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import (
     BLOG,
+    LONG_WAIT,
     PASSWORD,
     ask,
     chat_input,
@@ -123,3 +124,25 @@ def test_revoked_in_another_tab_while_a_publish_waits_the_approval_is_refused_in
     )
     expect(page.locator("#grant-line")).to_have_text("Can do nothing yet · change")
     expect(post_item(page, "Held back")).to_contain_text("Draft")
+
+
+def test_back_to_a_chat_whose_answer_was_streaming_shows_it_and_follows_it_to_its_end(demo_server, page):
+    """Left mid-answer for a post's editor, then Back: the page is read again (the browser kept the one
+    first loaded, an empty chat, and showed that), with the message and the answer, followed to its
+    end, never twice."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    page.locator("#post-list li.post").first.get_by_role("link", name="Edit").click()
+    page.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+    page.go_back()
+
+    expect(user_messages(page)).to_have_count(1)
+    expect(user_messages(page).first).to_have_text("write something long")
+    wait_turn_finished(page, timeout=LONG_WAIT)
+    reply = replies(page).last
+    expect(reply).to_contain_text("Paragraph 40:")
+    assert reply.inner_text().count("Paragraph 1:") == 1
+    expect(replies(page)).to_have_count(1)
