@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import reswap
 
 from agent import display, intake, turns
-from agent.models import Approval, Turn
+from agent.models import Turn
 from agent.views import own_session, resolve_approval, stream_url
 
 
@@ -31,8 +31,7 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         if exc.code == "turn_in_progress":
-            # (asked in another tab: this one did not show that answer, only "wait for it or stop it")
-            return log_again(request, session, "", kept=True)
+            return still_answering(request, session)
         return notice(request, exc.reason, exc.retry_after_seconds)
     context = {
         "text": text,
@@ -43,35 +42,20 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
     return render(request, "agent/_sent.html", context)
 
 
-#: Said in a chat drawn again because another tab or window (or a script) moved it on.
-STILL_ANSWERING = (
-    "The assistant is still answering an earlier message of this chat, shown above. Your message is "
-    "still in the box: send it when the answer ends, or stop the answer."
-)
-JUST_ANSWERED = (
-    "The assistant has just answered an earlier message of this chat, shown above. Your message is "
-    "still in the box: send it now if it still fits."
-)
-ALREADY = {
-    Approval.APPROVED: "That was already approved, in another tab or window. The chat is shown as it stands.",
-    Approval.REJECTED: "That was already rejected, in another tab or window. The chat is shown as it stands.",
-}
-ALREADY_DECIDED = "That was already decided. The chat is shown as it stands."
+def still_answering(request: HttpRequest, session: Any) -> HttpResponse:
+    """A message sent while the chat's turn runs, asked from another tab or window (or a script): the
+    log is drawn again as a reload would draw it, following that answer (with its Stop), and says why.
 
-
-def log_again(request: HttpRequest, session: Any, said: str, *, kept: bool = False) -> HttpResponse:
-    """The chat's log drawn again as a reload would draw it (following a running answer, with its Stop),
-    then `said`: this page acted on a chat that another tab or window had moved on."""
+    The person's words stay in the box (chat.js keeps a form whose answer is `data-kept`), to send
+    when the answer ends; before, the log only said to wait for an answer this page did not show."""
     items, running = display.conversation(session)
     context = {
         "chat": session,
         "items": items,
         "running": running,
         "running_url": stream_url(session, running, request) if running else "",
-        "said": (STILL_ANSWERING if running else JUST_ANSWERED) if kept else said,
-        "kept": kept,
     }
-    return reswap(render(request, "agent/_log_again.html", context), "innerHTML")
+    return reswap(render(request, "agent/_still_answering.html", context), "innerHTML")
 
 
 @require_POST
@@ -88,9 +72,6 @@ def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpRes
     session, access = own_session(request, session_id)
     approve = request.POST.get("approve") == "1"
     outcome, payload = resolve_approval(request, session, access, approval_id, approve)
-    if outcome == "error" and payload[1] == "approval_decided":  # (in another tab: this one's card was stale)
-        status = Approval.objects.filter(pk=approval_id, session=session).values_list("status", flat=True).first()
-        return log_again(request, session, ALREADY.get(status, ALREADY_DECIDED))
     context = {"approval_id": approval_id, "approved": approve, "outcome": outcome}
     if outcome == "error":
         context["message"] = payload[2]

@@ -146,32 +146,3 @@ def test_back_to_a_chat_whose_answer_was_streaming_shows_it_and_follows_it_to_it
     expect(reply).to_contain_text("Paragraph 40:")
     assert reply.inner_text().count("Paragraph 1:") == 1
     expect(replies(page)).to_have_count(1)
-
-
-def test_a_card_decided_in_one_tab_says_so_in_the_other_and_acts_once(demo_server, page):
-    """Both tabs show the Approve card; A approves. B's Reject (its card still offers both) acts on
-    nothing and says what happened, and B's chat is drawn as it stands, A's answer to it included.
-    It said "That request was already decided." in red under a card still "awaiting your OK"."""
-    base = demo_server.url
-    login(page, base, "alice")
-    new_chat(page, base)
-    ask(page, "draft a post titled Decided once")
-    ask(page, "publish Decided once")
-    other = page.context.new_page()
-    other.goto(page.url)
-    card = other.locator("#chat-log .approval")
-    expect(card.get_by_role("button", name="Reject")).to_be_visible()
-
-    page.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
-    wait_turn_finished(page)
-    expect(replies(page).last).to_contain_text("Done: I published “Decided once”.")
-    card.get_by_role("button", name="Reject").click()
-
-    expect(chat_log(other).locator(".notice")).to_have_text(
-        "That was already approved, in another tab or window. The chat is shown as it stands."
-    )
-    expect(other.locator("#chat-log .approval button")).to_have_count(0)
-    expect(replies(other).last).to_contain_text("Done: I published “Decided once”.")
-    expect(post_item(other, "Decided once")).to_contain_text("Published")
-    expect(user_messages(other)).to_have_count(2)
-    expect(chat_input(other)).to_be_enabled()
