@@ -299,6 +299,12 @@
     if (/[?&]chat=/.test(location.search) && !f.dataset.running) f.querySelector("textarea").focus();
   }
 
+  // The tab shown again (back from another tab or window): what may have changed there is read again
+  // (hx-trigger="chat:shown from:body"; a trigger's [filter] is eval'd, which the site's CSP forbids).
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") htmx.trigger(document.body, "chat:shown");
+  });
+
   // Words typed but not sent are kept when the page is left (the chat's request sent it to sign in,
   // signed out in another tab; a link followed) and put back when this tab comes back to the page.
   // Attachments cannot be kept this way; words can.
