@@ -11,6 +11,8 @@ from tests.e2e.ui import (
     BLOG,
     LONG_WAIT,
     PASSWORD,
+    WATCH_ANNOUNCEMENTS,
+    announcements,
     ask,
     chat_input,
     chat_log,
@@ -42,6 +44,7 @@ def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_i
     expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
     box = chat_input(other)
     box.fill("list my posts")
+    other.evaluate(WATCH_ANNOUNCEMENTS)
     box.press("Enter")
 
     expect(chat_log(other).locator(".notice")).to_have_text(
@@ -53,6 +56,8 @@ def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_i
     expect(streaming_reply(other).locator(".flow")).to_contain_text("Paragraph 4:")  # it follows the answer
     expect(box).to_have_value("list my posts")
     expect(box).to_be_disabled()
+    heard = "".join(announcements(other))
+    assert "still in the box" in heard and "write something long" not in heard, heard  # not the chat again
 
     other.locator("#chat-stop").click()  # Stop in B ends the answer asked in A, in both tabs
     wait_turn_finished(other)
@@ -106,6 +111,8 @@ def test_revoked_in_another_tab_while_a_publish_waits_the_approval_is_refused_in
     Approving in A runs nothing (the grant is read again at the call) and A reads why in the Clients
     screen's words, and its "Can …" line says what the grant is now (it kept the grant of page load)."""
     base = server_factory("tabs-revoke", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    console_errors: list[str] = []  # (a trigger's [filter] is eval'd, which the CSP refuses: an error here)
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     login(page, base, "alice")
     new_chat(page, base)
     expect(page.locator("#grant-line")).to_contain_text("Can read, draft, publish, delete")
@@ -124,6 +131,15 @@ def test_revoked_in_another_tab_while_a_publish_waits_the_approval_is_refused_in
     )
     expect(page.locator("#grant-line")).to_have_text("Can do nothing yet · change")
     expect(post_item(page, "Held back")).to_contain_text("Draft")
+
+    for box in other.locator("#assistant-grant input[type=checkbox]").all():  # granted again in B...
+        box.check()
+    other.get_by_role("button", name="Save").click()
+    expect(other.locator("#effective-scopes")).to_have_text("can read, draft, publish, delete")
+    page.bring_to_front()  # ...A, shown again, says so
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(page.locator("#grant-line")).to_have_text("Can read, draft, publish, delete · change")
+    assert console_errors == []
 
 
 def test_back_to_a_chat_whose_answer_was_streaming_shows_it_and_follows_it_to_its_end(demo_server, page):
