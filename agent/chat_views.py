@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import resolve
 from django.views.decorators.http import require_POST
+from django_htmx.http import reswap
 
 from agent import display, intake, turns
 from agent.models import Turn
@@ -29,6 +30,8 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         files = intake.uploaded_files(request)
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
+        if exc.code == "turn_in_progress":
+            return still_answering(request, session)
         return notice(request, exc.reason, exc.retry_after_seconds)
     context = {
         "text": text,
@@ -37,6 +40,22 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         "stream_url": stream_url(session, run.turn, request),
     }
     return render(request, "agent/_sent.html", context)
+
+
+def still_answering(request: HttpRequest, session: Any) -> HttpResponse:
+    """A message sent while the chat's turn runs, asked from another tab or window (or a script): the
+    log is drawn again as a reload would draw it, following that answer (with its Stop), and says why.
+
+    The person's words stay in the box (chat.js keeps a form whose answer is `data-kept`), to send
+    when the answer ends; before, the log only said to wait for an answer this page did not show."""
+    items, running = display.conversation(session)
+    context = {
+        "chat": session,
+        "items": items,
+        "running": running,
+        "running_url": stream_url(session, running, request) if running else "",
+    }
+    return reswap(render(request, "agent/_still_answering.html", context), "innerHTML")
 
 
 @require_POST

@@ -242,6 +242,11 @@ def run_tool(session: Any, tool_use: dict[str, Any], *, purpose: str | None = No
         return _run_tool(session, tool_use, purpose)
 
 
+def not_available(name: str) -> str:
+    """The error result of a call of a tool the session may not use now (its grant changed, say)."""
+    return f"The tool {name!r} is not available to you here. Ask the user to grant it."
+
+
 def _run_tool(session: Any, tool_use: dict[str, Any], purpose: str | None) -> ToolOutcome:
     name = tool_use.get("name", "")
     tool = REGISTRY.get(name)
@@ -249,7 +254,7 @@ def _run_tool(session: Any, tool_use: dict[str, Any], purpose: str | None) -> To
     if tool is None or (tool.purposes and purpose not in tool.purposes):
         return _error(f"Unknown tool {name!r}.")
     if tool.available is not None and not tool.available(session, name):
-        return _error(f"The tool {name!r} is not available to you here. Ask the user to grant it.")
+        return _error(not_available(name))
     if tool_use.get("input_error"):
         return _error(f"The arguments for {name!r} were not valid JSON: {tool_use['input_error']}. Try again.")
     raw = tool_use.get("input")

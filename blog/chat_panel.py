@@ -17,7 +17,7 @@ from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
@@ -115,6 +115,23 @@ def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
 
 def _refusal(exc: intake.Refused) -> str:
     return exc.reason + (f" Try again in {wait(exc.retry_after_seconds)}." if exc.retry_after_seconds else "")
+
+
+@require_GET
+def grant_line(request: HttpRequest, slug: str) -> HttpResponse:
+    """The panel's line saying what the assistant may do for the person here, as it stands now.
+
+    Asked by the page on its own (an answer ended, the tab shown again), never by a click: signed out
+    meanwhile, or no longer one who may summon the assistant here, it answers 204 and the page stays
+    as it is (the blog's live channel and the next click say so), not sent to sign in unasked."""
+    if not request.user.is_authenticated:
+        return HttpResponse(status=204)
+    try:
+        blog = _summoner_blog(request, slug)
+    except Http404:
+        return HttpResponse(status=204)
+    context = {"blog": blog, "grant_scopes": sorted(grants.assistant(request.user, blog).scopes)}
+    return render(request, "blog/_grant_line.html", context)
 
 
 @require_POST

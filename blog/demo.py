@@ -20,6 +20,7 @@ from agent.attachments import is_note
 from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
 from agent.budget import estimate_tokens
+from agent.tools import not_available
 from agent.values import ModelEvent
 from blog.access import SCOPE_WORDS
 from blog.operations import OPERATIONS
@@ -367,6 +368,8 @@ class DemoBackend(Backend):
             error = result.get("error", "the tool failed")
             if error in (approvals.REJECTED, approvals.NOT_APPROVED):  # (words for the model, not for people)
                 return "All right, I left it as it was.", []
+            if name in OPERATIONS and error == not_available(name):  # the grant changed since it was offered
+                return not_allowed(name), []
             return f"That didn't work: {error}", []
         asked = requests(_text_of(last_user))
         step, finished = progress(messages, asked)

@@ -39,6 +39,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/members/<int:pk>/remove/", team_views.member_remove, name="member_remove"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),
+    path("blogs/<slug:slug>/chats/grant/", chat_panel.grant_line, name="grant_line"),
     path("blogs/<slug:slug>/chats/send", chat_panel.first_message, name="first_message"),
     path("blogs/<slug:slug>/posts/<int:pk>/chats/new/", chat_panel.new_chat, name="post_new_chat"),
     path("blogs/<slug:slug>/posts/<int:pk>/chats/send", chat_panel.first_message, name="post_first_message"),

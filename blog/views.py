@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -73,6 +74,9 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "blog/home.html", {"seats": seats, "blogs": reading.public_blogs_page(request)})
 
 
+# The pages with the post list and the chat are never kept by the browser: going back to one, it showed
+# the page as first loaded (an empty chat, an answer that was streaming then, the posts of then).
+@never_cache
 @require_GET
 @login_required
 def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
@@ -108,6 +112,7 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/post_form.html", {"blog": blog, "post": None, "error": error, "data": request.POST})
 
 
+@never_cache
 @require_http_methods(["GET", "POST"])
 @login_required
 def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:

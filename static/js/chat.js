@@ -77,9 +77,11 @@
       return;
     }
     var f = form();
-    var started = e.detail.successful && e.detail.xhr.responseText.indexOf("sse-connect") !== -1;
+    var answer = e.detail.successful ? e.detail.xhr.responseText : "";
+    var started = answer.indexOf("sse-connect") !== -1;
     if (e.detail.elt === f) {
-      if (started) { f.reset(); clearFiles(f); }
+      // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it)
+      if (started && answer.indexOf("data-kept") === -1) { f.reset(); clearFiles(f); }
       setRunning(started);
     } else if (started) {
       setRunning(true);
@@ -297,8 +299,38 @@
     if (/[?&]chat=/.test(location.search) && !f.dataset.running) f.querySelector("textarea").focus();
   }
 
+  // The tab shown again (back from another tab or window): what may have changed there is read again
+  // (hx-trigger="chat:shown from:body"; a trigger's [filter] is eval'd, which the site's CSP forbids).
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") htmx.trigger(document.body, "chat:shown");
+  });
+
+  // Words typed but not sent are kept when the page is left (the chat's request sent it to sign in,
+  // signed out in another tab; a link followed) and put back when this tab comes back to the page.
+  // Attachments cannot be kept this way; words can.
+  function draftKey() { return "chat:draft:" + location.pathname + location.search; }
+
+  window.addEventListener("pagehide", function () {
+    var f = form(), text = f && f.querySelector("textarea");
+    if (text && text.value.trim()) sessionStorage.setItem(draftKey(), text.value);
+  });
+
+  // Back (or forward) to the page from the browser's memory, it is as it was left, its streams closed:
+  // it is read again, so an answer that was streaming then is followed (or shown whole) and what other
+  // tabs did meanwhile is there. (The server marks these pages never to be cached, for the same reason.)
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted && form()) location.reload();
+  });
+
+  function restoreDraft(f) {
+    var kept = sessionStorage.getItem(draftKey()), text = f.querySelector("textarea");
+    sessionStorage.removeItem(draftKey());
+    if (kept && !text.value) text.value = kept;
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var f = form();
+    if (f) restoreDraft(f);
     if (f && f.dataset.running) setRunning(true);
     if (f) focusNewChat(f);
     scrollLog(true);

@@ -228,3 +228,32 @@ def test_a_delete_confirmed_in_words_says_it_is_done(settings):
     events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
     assert not [e for e in events if e["kind"] == "tool_use"]
     assert "".join(e.get("text", "") for e in events) == "Done: I deleted “Old notes”."
+
+
+def test_a_call_refused_because_the_grant_changed_mid_turn_is_told_in_the_clients_screens_words(settings):
+    """Revoked in another tab after the call was offered (or while it waited for Approve): the person
+    reads what the Clients screen calls it, not the engine's words for the model ("The tool
+    'publish_post' is not available to you here. Ask the user to grant it.")."""
+    settings.AGENT_DEMO_DELAY_MS = 0
+    refused = {"error": "The tool 'publish_post' is not available to you here. Ask the user to grant it."}
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "text": "publish Fish"}]},
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": "c1", "name": "publish_post", "input": {}}]},
+        {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c1",
+                    "name": "publish_post",
+                    "status": "error",
+                    "result": refused,
+                }
+            ],
+        },
+    ]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=[], model="demo"))
+    assert "".join(e.get("text", "") for e in events) == (
+        "I'm not allowed to publish posts on this blog for you. "
+        "The Clients screen shows what I may do, and lets you change it."
+    )

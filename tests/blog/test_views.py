@@ -6,6 +6,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
@@ -1147,3 +1148,30 @@ def test_forms_work_with_the_token(team):
     assert response.status_code == 302
     post.refresh_from_db()
     assert post.status == "published"
+
+
+def test_the_assistant_panels_grant_line_is_read_again_as_it_stands(team):
+    """Revoked on the Clients screen in another tab, the panel's "Can …" line said what the grant had
+    been when the page loaded; the page reads it again (when an answer ends, when the tab is shown)."""
+    set_consent(team.owner, team.blog, ALL)
+    client = browser(team.owner)
+    page = client.get("/blogs/notes/").content.decode()
+    assert 'hx-get="/blogs/notes/chats/grant/"' in page
+    assert "Can read, draft, publish, delete" in page
+    client.post("/blogs/notes/clients/", {"action": "revoke"})
+    line = client.get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"})
+    assert line.status_code == 200
+    assert '<div id="grant-line"' in line.content.decode()
+    assert "Can do nothing yet · " in line.content.decode()
+    # Asked by the page unprompted: signed out, or not one who may summon it, the page stays as it is.
+    assert Client().get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"}).status_code == 204
+    assert browser(team.viewer).get("/blogs/notes/chats/grant/").status_code == 204
+    assert browser(team.outsider).get("/blogs/notes/chats/grant/").status_code == 204
+
+
+def test_the_pages_with_the_chat_and_the_post_list_are_never_kept_by_the_browser(team):
+    """Back to them, the browser showed them as first loaded (an empty chat, a list of then)."""
+    post = make_post(team.blog)
+    client = browser(team.owner)
+    for url in ("/blogs/notes/", f"/blogs/notes/posts/{post.pk}/edit/"):
+        assert "no-store" in client.get(url)["Cache-Control"]

@@ -1,0 +1,164 @@
+"""One person in several tabs of one chat: two pages of one browser context share the sign-in."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import NO_LIMITS
+from tests.e2e.ui import (
+    BLOG,
+    LONG_WAIT,
+    PASSWORD,
+    WATCH_ANNOUNCEMENTS,
+    announcements,
+    ask,
+    chat_input,
+    chat_log,
+    login,
+    new_chat,
+    post_item,
+    replies,
+    send,
+    streaming_reply,
+    user_messages,
+    wait_turn_finished,
+)
+
+
+def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_it_and_keeps_the_words(
+    slow_demo_server, page
+):
+    """Tab B, open before tab A asked, knows nothing of A's running answer. Sending there is refused
+    (one turn at a time); B then shows that answer streaming, with its Stop, and keeps B's words in
+    the box to send once it ends. It used to say "Wait for it or stop it." beside neither."""
+    base = slow_demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    other = page.context.new_page()
+    other.goto(page.url)
+    expect(chat_input(other)).to_be_enabled()
+
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    box = chat_input(other)
+    box.fill("list my posts")
+    other.evaluate(WATCH_ANNOUNCEMENTS)
+    box.press("Enter")
+
+    expect(chat_log(other).locator(".notice")).to_have_text(
+        "The assistant is still answering an earlier message of this chat, shown above. Your message is "
+        "still in the box: send it when the answer ends, or stop the answer."
+    )
+    expect(user_messages(other)).to_have_count(1)
+    expect(user_messages(other).first).to_have_text("write something long")
+    expect(streaming_reply(other).locator(".flow")).to_contain_text("Paragraph 4:")  # it follows the answer
+    expect(box).to_have_value("list my posts")
+    expect(box).to_be_disabled()
+    heard = "".join(announcements(other))
+    assert "still in the box" in heard and "write something long" not in heard, heard  # not the chat again
+
+    other.locator("#chat-stop").click()  # Stop in B ends the answer asked in A, in both tabs
+    wait_turn_finished(other)
+    expect(replies(other).last.locator(".note")).to_have_text("Stopped.")
+    wait_turn_finished(page)
+    expect(replies(page).last.locator(".note")).to_have_text("Stopped.")
+
+    expect(box).to_have_value("list my posts")  # the words waited, and go now
+    box.press("Enter")
+    expect(user_messages(other)).to_have_count(2)
+    wait_turn_finished(other)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    expect(box).to_have_value("")
+    page.reload()
+    expect(user_messages(page)).to_have_count(2)
+    assert ask(page, "list my posts")
+
+
+def test_words_typed_in_a_tab_signed_out_in_another_are_in_the_box_again_after_signing_in(demo_server, page):
+    """Signed out in tab A, tab B's message takes B to the sign-in form (test_chat.py); after signing in,
+    B is back in its chat with the words it had typed in the box, to send. They were lost."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    chat_page = page.url
+    other = page.context.new_page()
+    other.goto(f"{base}/blogs/{BLOG}/")
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url(re.compile(r"/accounts/login/$"))
+    other.close()
+
+    chat_input(page).fill("draft a post titled Kept words\nwith a second line")
+    chat_input(page).press("Enter")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next="))
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.locator("main").get_by_role("button", name="Sign in").click()
+    page.wait_for_url(chat_page)
+    expect(chat_input(page)).to_have_value("draft a post titled Kept words\nwith a second line")
+    expect(user_messages(page)).to_have_count(0)  # nothing was sent meanwhile
+
+    chat_input(page).press("Enter")
+    wait_turn_finished(page)
+    expect(user_messages(page)).to_have_count(1)
+    page.reload()  # sent, the words are not put back again
+    expect(chat_input(page)).to_have_value("")
+
+
+def test_revoked_in_another_tab_while_a_publish_waits_the_approval_is_refused_in_plain_words(server_factory, page):
+    """Tab A's publish waits for Approve; tab B revokes the assistant's grant on the Clients screen.
+    Approving in A runs nothing (the grant is read again at the call) and A reads why in the Clients
+    screen's words, and its "Can …" line says what the grant is now (it kept the grant of page load)."""
+    base = server_factory("tabs-revoke", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    console_errors: list[str] = []  # (a trigger's [filter] is eval'd, which the CSP refuses: an error here)
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    login(page, base, "alice")
+    new_chat(page, base)
+    expect(page.locator("#grant-line")).to_contain_text("Can read, draft, publish, delete")
+    ask(page, "draft a post titled Held back")
+    ask(page, "publish Held back")
+    other = page.context.new_page()
+    other.goto(f"{base}/blogs/{BLOG}/clients/")
+    other.get_by_role("button", name="Revoke all").click()
+    expect(other.locator("#effective-scopes")).to_have_text("nothing")
+
+    page.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text(
+        "I'm not allowed to publish posts on this blog for you. "
+        "The Clients screen shows what I may do, and lets you change it."
+    )
+    expect(page.locator("#grant-line")).to_have_text("Can do nothing yet · change")
+    expect(post_item(page, "Held back")).to_contain_text("Draft")
+
+    for box in other.locator("#assistant-grant input[type=checkbox]").all():  # granted again in B...
+        box.check()
+    other.get_by_role("button", name="Save").click()
+    expect(other.locator("#effective-scopes")).to_have_text("can read, draft, publish, delete")
+    page.bring_to_front()  # ...A, shown again, says so
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(page.locator("#grant-line")).to_have_text("Can read, draft, publish, delete · change")
+    assert console_errors == []
+
+
+def test_back_to_a_chat_whose_answer_was_streaming_shows_it_and_follows_it_to_its_end(demo_server, page):
+    """Left mid-answer for a post's editor, then Back: the page is read again (the browser kept the one
+    first loaded, an empty chat, and showed that), with the message and the answer, followed to its
+    end, never twice."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    page.locator("#post-list li.post").first.get_by_role("link", name="Edit").click()
+    page.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+    page.go_back()
+
+    expect(user_messages(page)).to_have_count(1)
+    expect(user_messages(page).first).to_have_text("write something long")
+    wait_turn_finished(page, timeout=LONG_WAIT)
+    reply = replies(page).last
+    expect(reply).to_contain_text("Paragraph 40:")
+    assert reply.inner_text().count("Paragraph 1:") == 1
+    expect(replies(page)).to_have_count(1)
