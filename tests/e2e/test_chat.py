@@ -23,6 +23,7 @@ from tests.e2e.ui import (
     post_item,
     replies,
     send,
+    sign_out_elsewhere,
     streaming_reply,
     user_messages,
     wait_turn_finished,
@@ -400,11 +401,7 @@ def test_signed_out_in_another_tab_the_next_action_goes_to_sign_in(demo_server, 
     login(page, base, "alice")
     new_chat(page, base)
     chat_page = page.url
-    other = page.context.new_page()
-    other.goto(f"{base}/blogs/{BLOG}/")
-    other.get_by_role("button", name="Sign out").click()
-    other.wait_for_url(re.compile(r"/accounts/login/$"))  # signed out, its page settled (not closed mid-navigation)
-    other.close()
+    sign_out_elsewhere(page, base)
 
     chat_input(page).fill("list my posts")
     chat_input(page).press("Enter")

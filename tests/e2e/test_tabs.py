@@ -21,6 +21,7 @@ from tests.e2e.ui import (
     post_item,
     replies,
     send,
+    sign_out_elsewhere,
     streaming_reply,
     user_messages,
     wait_turn_finished,
@@ -83,11 +84,7 @@ def test_words_typed_in_a_tab_signed_out_in_another_are_in_the_box_again_after_s
     login(page, base, "alice")
     new_chat(page, base)
     chat_page = page.url
-    other = page.context.new_page()
-    other.goto(f"{base}/blogs/{BLOG}/")
-    other.get_by_role("button", name="Sign out").click()
-    other.wait_for_url(re.compile(r"/accounts/login/$"))
-    other.close()
+    sign_out_elsewhere(page, base)
 
     chat_input(page).fill("draft a post titled Kept words\nwith a second line")
     chat_input(page).press("Enter")

@@ -36,6 +36,15 @@ def login(page: Page, base: str, username: str, password: str = PASSWORD) -> Non
     expect(page.locator(".topbar .who")).to_have_text(username)
 
 
+def sign_out_elsewhere(page: Page, base: str) -> None:
+    """Sign the person of `page` out in another tab of its browser, then close that tab."""
+    other = page.context.new_page()
+    other.goto(f"{base}/blogs/{BLOG}/")
+    other.get_by_role("button", name="Sign out").click()
+    other.wait_for_url(re.compile(r"/accounts/login/$"))  # signed out, its page settled (not closed mid-navigation)
+    other.close()
+
+
 def open_blog(page: Page, base: str) -> None:
     page.goto(f"{base}/blogs/{BLOG}/")
 
