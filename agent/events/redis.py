@@ -165,7 +165,7 @@ class Writer:
                 logger.warning("Redis refused a turn event: %s", result)
             elif added_by is not None and result is None and not added_by.lost:  # (its stream is not there)
                 added_by.lost = True
-                gone.append(sink)
+                gone.append(added_by)
         if gone:
             logger.warning("Redis lost the events of %d running turn(s) (restarted?); they go on without it", len(gone))
             pipe = self.bus.client.pipeline(transaction=False)

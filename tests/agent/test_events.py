@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agent import events, hub
 from agent.events.local import LocalBus
-from agent.events.redis import RedisBus, turn_key
+from agent.events.redis import RedisBus, RedisTurnSink, turn_key
 from agent.follow import follow
 from agent.loop import run_agent
 from agent.models import Message, Session, Turn
@@ -256,6 +256,20 @@ def test_redis_lost_mid_turn_the_follower_ends_with_one_terminal_from_the_databa
         assert isinstance(later.sink, type(turn.sink))
     finally:
         server.stop()
+
+
+def test_a_batch_marks_lost_only_the_turns_whose_stream_is_gone(redis_server):
+    """One pipeline carries several turns' events: only a turn whose stream Redis no longer has is
+    marked lost (its followers go to the database); the turn beside it in the batch keeps its stream."""
+    bus = RedisBus(redis_server.url)
+    client = redis.Redis.from_url(redis_server.url)
+    gone, kept = RedisTurnSink(bus, turn_key(str(uuid.uuid4()))), RedisTurnSink(bus, turn_key(str(uuid.uuid4())))
+    client.xadd(kept.key, {"e": "start"}, id="0-1")  # only this turn's stream is there
+    bus.writer.flush([(gone, "1-1", "token", {"text": "a"}), (kept, "1-1", "token", {"text": "b"})])
+    assert (gone.lost, gone.marked) == (True, True)
+    assert [(entry_id, fields) for entry_id, fields in client.xrange(gone.key)] == [(b"2-0", {b"e": b"lost"})]
+    assert (kept.lost, kept.marked) == (False, False)
+    assert [entry_id for entry_id, _ in client.xrange(kept.key)] == [b"0-1", b"1-1"]
 
 
 def test_redis_restarted_empty_mid_turn_sends_later_followers_to_the_database():
