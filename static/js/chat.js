@@ -308,7 +308,11 @@
   // Words typed but not sent are kept when the page is left (the chat's request sent it to sign in,
   // signed out in another tab; a link followed) and put back when this tab comes back to the page.
   // Attachments cannot be kept this way; words can.
-  function draftKey() { return "chat:draft:" + location.pathname + location.search; }
+  // Keyed by the person too: on a shared computer, another who signs in on this tab never gets them.
+  function draftKey() {
+    var f = form();
+    return "chat:draft:" + (f ? f.dataset.person : "") + ":" + location.pathname + location.search;
+  }
 
   window.addEventListener("pagehide", function () {
     var f = form(), text = f && f.querySelector("textarea");

@@ -18,6 +18,7 @@ from tests.e2e.ui import (
     chat_log,
     login,
     new_chat,
+    open_blog,
     post_item,
     replies,
     send,
@@ -100,6 +101,25 @@ def test_words_typed_in_a_tab_signed_out_in_another_are_in_the_box_again_after_s
     wait_turn_finished(page)
     expect(user_messages(page)).to_have_count(1)
     page.reload()  # sent, the words are not put back again
+    expect(chat_input(page)).to_have_value("")
+
+
+def test_words_kept_for_one_person_are_not_put_in_the_box_of_another_who_signs_in_on_that_tab(demo_server, page):
+    """A shared computer: alice's words wait in her tab, signed out elsewhere; bob signs in on that tab and
+    opens the same blog. The box is his, empty: the words are kept for the person who typed them."""
+    base = demo_server.url
+    login(page, base, "alice")
+    open_blog(page, base)
+    sign_out_elsewhere(page, base)
+
+    chat_input(page).fill("alice's unsent words")
+    chat_input(page).press("Enter")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next="))
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.locator("main").get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base}/blogs/{BLOG}/")
+    expect(page.locator(".who")).to_have_text("bob")
     expect(chat_input(page)).to_have_value("")
 
 
