@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import reswap
 
 from agent import display, intake, turns
-from agent.models import Turn
+from agent.models import Session, Turn
 from agent.views import own_session, resolve_approval, stream_url
 
 
@@ -48,14 +48,19 @@ def still_answering(request: HttpRequest, session: Any) -> HttpResponse:
 
     The person's words stay in the box (chat.js keeps a form whose answer is `data-kept`), to send
     when the answer ends; before, the log only said to wait for an answer this page did not show."""
+    return reswap(render(request, "agent/_still_answering.html", conversation(session, request)), "innerHTML")
+
+
+def conversation(session: Session, request: HttpRequest) -> dict[str, Any]:
+    """What `agent/_conversation.html` draws of a chat: its items, and the turn still running with its
+    stream (a pass for this request's user in the URL)."""
     items, running = display.conversation(session)
-    context = {
+    return {
         "chat": session,
         "items": items,
         "running": running,
         "running_url": stream_url(session, running, request) if running else "",
     }
-    return reswap(render(request, "agent/_still_answering.html", context), "innerHTML")
 
 
 @require_POST

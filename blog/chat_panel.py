@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from accounts.http import HtmxHttpRequest
 from agent import budget, display, intake
 from agent.api import message_text
-from agent.chat_views import notice
+from agent.chat_views import conversation, notice
 from agent.models import Message, Part, Session
 from agent.policy import Access
 from agent.templatetags.agent_waits import wait
@@ -66,22 +66,25 @@ def panel_context(
     sessions = labelled(blog_sessions(request.user, blog, post)[:20])
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
     current = current or (sessions[0] if sessions else None)
-    items, running = display.conversation(current) if current else ([], None)
+    shown = (
+        conversation(current, request) if current else {"chat": None, "items": [], "running": None, "running_url": ""}
+    )
     meter = budget.meter(request.user)
-    grant = grants.assistant(request.user, blog)
     return {
         "assistant": True,
         "chat_sessions": sessions,
-        "chat": current,
-        "items": items,
-        "running": running,
-        "running_url": stream_url(current, running, request) if current and running else "",
+        **shown,
         "meter": display.meter_display(meter),
-        "grant_scopes": sorted(grant.scopes),
+        "grant_scopes": _grant_scopes(request.user, blog),
         "panel_post": post,
         "new_chat_url": _panel_url("new_chat", blog, post),
         "first_message_url": _panel_url("first_message", blog, post),
     }
+
+
+def _grant_scopes(user: Any, blog: Blog) -> list[str]:
+    """What the assistant may do for `user` on `blog` now (their Consent within their seat), in order."""
+    return sorted(grants.assistant(user, blog).scopes)
 
 
 def _panel_url(name: str, blog: Blog, post: Post | None) -> str:
@@ -130,7 +133,7 @@ def grant_line(request: HttpRequest, slug: str) -> HttpResponse:
         blog = _summoner_blog(request, slug)
     except Http404:
         return HttpResponse(status=204)
-    context = {"blog": blog, "grant_scopes": sorted(grants.assistant(request.user, blog).scopes)}
+    context = {"blog": blog, "grant_scopes": _grant_scopes(request.user, blog)}
     return render(request, "blog/_grant_line.html", context)
 
 
