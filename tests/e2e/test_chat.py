@@ -17,6 +17,7 @@ from tests.e2e.ui import (
     chat_input,
     chat_log,
     chip,
+    fill_sign_in,
     login,
     new_chat,
     open_blog,
@@ -407,9 +408,7 @@ def test_signed_out_in_another_tab_the_next_action_goes_to_sign_in(demo_server, 
     chat_input(page).press("Enter")
     page.wait_for_url(re.compile(r"/accounts/login/\?next="))
     expect(page.locator("#chat-log")).to_have_count(0)
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill("demo-pass-1234")
-    page.locator("main").get_by_role("button", name="Sign in").click()
+    fill_sign_in(page, "alice")
     page.wait_for_url(chat_page)
     expect(chat_input(page)).to_be_enabled()
 

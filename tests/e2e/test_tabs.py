@@ -10,12 +10,12 @@ from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import (
     BLOG,
     LONG_WAIT,
-    PASSWORD,
     WATCH_ANNOUNCEMENTS,
     announcements,
     ask,
     chat_input,
     chat_log,
+    fill_sign_in,
     login,
     new_chat,
     open_blog,
@@ -90,9 +90,7 @@ def test_words_typed_in_a_tab_signed_out_in_another_are_in_the_box_again_after_s
     chat_input(page).fill("draft a post titled Kept words\nwith a second line")
     chat_input(page).press("Enter")
     page.wait_for_url(re.compile(r"/accounts/login/\?next="))
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.locator("main").get_by_role("button", name="Sign in").click()
+    fill_sign_in(page, "alice")
     page.wait_for_url(chat_page)
     expect(chat_input(page)).to_have_value("draft a post titled Kept words\nwith a second line")
     expect(user_messages(page)).to_have_count(0)  # nothing was sent meanwhile
@@ -115,9 +113,7 @@ def test_words_kept_for_one_person_are_not_put_in_the_box_of_another_who_signs_i
     chat_input(page).fill("alice's unsent words")
     chat_input(page).press("Enter")
     page.wait_for_url(re.compile(r"/accounts/login/\?next="))
-    page.get_by_label("Username").fill("bob")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.locator("main").get_by_role("button", name="Sign in").click()
+    fill_sign_in(page, "bob")
     page.wait_for_url(f"{base}/blogs/{BLOG}/")
     expect(page.locator(".who")).to_have_text("bob")
     expect(chat_input(page)).to_have_value("")

@@ -30,10 +30,15 @@ WATCH_STREAMING = """
 
 def login(page: Page, base: str, username: str, password: str = PASSWORD) -> None:
     page.goto(f"{base}/accounts/login/")
+    fill_sign_in(page, username, password)
+    expect(page.locator(".topbar .who")).to_have_text(username)
+
+
+def fill_sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
+    """Sign in on the sign-in form the page shows (reached by a redirect, say)."""
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.locator("main").get_by_role("button", name="Sign in").click()
-    expect(page.locator(".topbar .who")).to_have_text(username)
 
 
 def sign_out_elsewhere(page: Page, base: str) -> None:
