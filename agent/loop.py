@@ -269,15 +269,21 @@ def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
 
 def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
     """Forward one model call's events as loop events while gathering them; stop between events."""
+    half = ""  # the first half of a character a text event ended in, kept for the next text event
     try:
         for raw in events:
             if raw["kind"] == "text":  # once per token: only its text is read, so only that is cleaned
                 text = raw["text"]
-                if type(text) is not str or not text.isascii():  # (ASCII is valid UTF-8 as it is)
-                    text = clean_text(text)
-                call.text.append(text)
-                yield ("token", {"text": text})
+                if half or type(text) is not str or not text.isascii():  # (ASCII is valid UTF-8 as it is)
+                    text, half = _joined(half, text)
+                if text or not half:  # (nothing to show when the event was only a character's first half)
+                    call.text.append(text)
+                    yield ("token", {"text": text})
             else:
+                if half:  # a half the next text event did not complete
+                    call.text.append("?")
+                    yield ("token", {"text": "?"})
+                    half = ""
                 yield from _gather(call, clean_text(raw))
             if should_stop is not _never and should_stop():  # (once per token: no call when nobody can stop)
                 call.stop_reason, call.tool_uses = "stopped", []
@@ -321,6 +327,26 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             yield ("token", {"text": ev["text"]})
         case _:
             logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
+
+
+def _joined(half: str, text: Any) -> tuple[str, str]:
+    """A text event's text as valid UTF-8, and the half of a character it ends in. A server that slices
+    its text in UTF-16 units (JSON spells each half as its own escape) may end one event halfway through
+    an emoji and begin the next with the rest: the halves are joined, not each shown as "?"."""
+    if type(text) is not str:
+        return half + clean_text(text), ""
+    text = half + text
+    if "\ud800" <= text[-1:] <= "\udbff":  # a high surrogate: its low half may come next
+        text, half = text[:-1], text[-1]
+    else:
+        half = ""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # surrogates: pair those that make a character, the rest become "?"
+            text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+            text = clean_text(text)
+    return text, half
 
 
 def clean_text(value: Any) -> Any:

@@ -460,3 +460,34 @@ def test_an_answer_a_filter_stopped_or_the_model_refused_says_so_on_the_page(api
         server.stop()
         reset_backends()
     assert f'<p class="note">{note}</p>' in body.replace("&#x27;", "'")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "pieces, shown",
+    [
+        (["Hi \ud83d", "\ude00 there"], "Hi 😀 there"),  # one emoji's two halves in two events
+        (["\ud83d", "\ude00", "\ud83d", "\udc4d!"], "😀👍!"),  # events that are only halves
+        (["a \ud83d\ude00", " b"], "a 😀 b"),  # both halves in one event
+        (["cut \ud83d"], "cut ?"),  # a first half the answer never completes
+        (["\ude00 x", "y \ud83d", "z"], "? xy ?z"),  # halves that make no character
+    ],
+    ids=["split", "halves-only", "whole", "unfinished", "unpaired"],
+)
+def test_a_character_split_across_two_text_events_is_shown_whole(chat, script, pieces, shown):
+    """A server slicing its text in UTF-16 units ends an event halfway through an emoji: the person
+    sees the emoji, not "??", and the transcript stores it as one character."""
+    from agent.loop import run_agent
+    from agent.transcript import add_message
+
+    script([[{"kind": "text", "text": p} for p in pieces] + [DONE]])
+    add_message(Run(chat), "user", [{"type": "text", "text": "hello"}])
+    events = list(run_agent(chat))
+    streamed = "".join(payload["text"] for name, payload in events if name == "token")
+    assert streamed == shown
+    assert all(payload["text"] for name, payload in events if name == "token")  # no empty token sent
+    message = Message.objects.get(session=chat, role="assistant")
+    assert "".join(p.text for p in message.parts.all()) == shown
+    for name, payload in events:
+        if name == "token":
+            payload["text"].encode("utf-8")  # each token alone is valid UTF-8 for the stream
