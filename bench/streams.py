@@ -68,6 +68,9 @@ def run_quiet(cmd: list[str], env: dict, timeout: float, cwd: Path = ROOT) -> st
 
 
 def migrate(env: dict, cwd: Path = ROOT) -> None:
+    """The tree at `cwd` made ready to serve as a deploy would: its static files collected (with DEBUG
+    off, `check` and `migrate` refuse without them), then its migrations."""
+    run_quiet([PY, "manage.py", "collectstatic", "--noinput"], env, timeout=300, cwd=cwd)
     run_quiet([PY, "manage.py", "migrate", "--noinput"], env, timeout=300, cwd=cwd)
 
 
