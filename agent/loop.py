@@ -276,9 +276,10 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
                 text = raw["text"]
                 if half or type(text) is not str or not text.isascii():  # (ASCII is valid UTF-8 as it is)
                     text, half = _joined(half, text)
-                if text or not half:  # (nothing to show when the event was only a character's first half)
-                    call.text.append(text)
-                    yield ("token", {"text": text})
+                    if half and not text:
+                        continue  # the event was only a character's first half: nothing to show yet
+                call.text.append(text)
+                yield ("token", {"text": text})
             else:
                 if half:  # a half the next text event did not complete
                     call.text.append("?")
