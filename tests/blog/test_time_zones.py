@@ -75,3 +75,14 @@ def test_a_public_post_is_dated_in_the_readers_zone(team):
 def test_every_page_tells_the_server_its_zone(team):
     html = Client().get("/").content.decode()
     assert '<script src="/static/js/timezone.js"></script>' in html
+
+
+def test_the_assistant_is_told_the_zone_its_person_reads_times_in(team):
+    """Tool results give times in UTC (ISO 8601 with its offset); a chat opened from Tokyo asks the
+    model to give them in Tokyo's zone. Before the browser named one, nothing is said (UTC it is)."""
+    client = in_zone(browser(team.owner), "Asia/Tokyo")
+    client.post("/blogs/notes/chats/new/")
+    prompt = Session.objects.filter(user=team.owner).latest("pk").system_prompt
+    assert "Times in tool results are in UTC; owner reads times in the Asia/Tokyo time zone" in prompt
+    browser(team.editor).post("/blogs/notes/chats/new/")
+    assert "time zone" not in Session.objects.get(user=team.editor).system_prompt
