@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.template import Context, Template
 from django.test import RequestFactory
 from django.utils import timezone
@@ -68,6 +68,19 @@ def test_a_zone_from_an_earlier_request_is_not_kept():
     assert zone_seen(None)[0] == "UTC"
     assert zone_seen("Asia/Tokyo")[0] == "Asia/Tokyo"
     assert zone_seen("garbage")[0] == "UTC"
+
+
+def test_a_streamed_body_is_written_in_the_readers_zone():
+    """An SSE stream's fragments are rendered while the body is read, after the middleware returned
+    (in the same greenlet): the zone is still the reader's then."""
+
+    def view(request):
+        return StreamingHttpResponse(timezone.get_current_timezone_name() for _ in range(1))
+
+    request = RequestFactory().get("/")
+    request.COOKIES["tz"] = "Asia/Tokyo"
+    response = TimeZoneMiddleware(view)(request)
+    assert b"".join(response.streaming_content) == b"Asia/Tokyo"
 
 
 def test_pages_vary_on_the_cookie():
