@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404
+from django.utils import timezone
 
 from agent.models import Session
 from agent.policy import Access, SessionPolicy
@@ -31,6 +32,12 @@ EDITOR_PROMPT = """
 {username} has the post “{post_title}” (post_id {post_id}) open in the editor beside you; “this
 post”, “it” and “the open post” mean that one. Read it with get_post before changing it, and
 change only what they ask for."""
+
+
+#: Added when the person's browser named its time zone (`accounts.timezones`): tool results give
+#: times in UTC, ISO 8601 with the offset, which a person in another zone would misread.
+ZONE_PROMPT = """
+Times in tool results are in UTC; {username} reads times in the {zone} time zone, so give times in it."""
 
 
 def blog_of(session: Session) -> Blog | None:
@@ -89,6 +96,10 @@ class BlogChatPolicy(SessionPolicy):
 def start_session(user: Any, blog: Blog, post: Post | None = None) -> Session:
     """A chat on the blog; with `post`, a chat beside that post's editor, about it."""
     prompt = SYSTEM_PROMPT.format(title=blog.title, username=user.get_username())
+    # The zone the request activated: the person's, unless their browser has not named one yet.
+    zone = timezone.get_current_timezone_name()
+    if zone != timezone.get_default_timezone_name():
+        prompt += ZONE_PROMPT.format(username=user.get_username(), zone=zone)
     if post is not None:
         prompt += EDITOR_PROMPT.format(username=user.get_username(), post_title=post.title, post_id=post.pk)
     session = Session.objects.create(user=user, purpose="chat", system_prompt=prompt)

@@ -589,7 +589,7 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
     }
     when = {sid: w for sid, _label, w in earlier_chats(html)}
     created = timezone.localtime(Session.objects.get(pk=long.pk).created_at)
-    assert when[str(long.pk)] == date_format(created, "M j, H:i")
+    assert when[str(long.pk)] == date_format(created, "M j, H:i") + " UTC"  # (no zone from the browser yet)
     assert f'<a href="?chat={hostile.pk}" aria-current="true">' in html
     assert "<script>alert(1)" not in html
 

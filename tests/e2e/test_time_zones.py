@@ -1,0 +1,60 @@
+"""Times in the browser's own zone: Chromium told it is in Tokyo (Playwright's `timezone_id`) gets
+every time in Tokyo's, with the `datetime` attribute's offset saying so; a first page, before the
+browser could name its zone, says its times are UTC."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.ui import BLOG, login, new_chat, open_blog, post_item
+
+TOKYO = {"viewport": {"width": 1280, "height": 900}, "timezone_id": "Asia/Tokyo"}
+KIRITIMATI = {"viewport": {"width": 1280, "height": 900}, "timezone_id": "Pacific/Kiritimati"}  # UTC+14
+
+
+def shown(iso: str, with_time: bool = True) -> str:
+    """What the site shows for the time `iso`: "Dec 4, 2026 05:30" (or the date alone)."""
+    when = datetime.fromisoformat(iso)
+    return f"{when:%b} {when.day}, {when:%Y %H:%M}" if with_time else f"{when:%b} {when.day}, {when:%Y}"
+
+
+@pytest.mark.parametrize("context_options", [TOKYO], ids=["Asia/Tokyo"])
+def test_post_history_and_chats_are_in_the_browsers_zone(demo_server, page, context_options):
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Tokyo time check")
+    page.get_by_role("button", name="Create draft").click()
+    post_item(page, "Tokyo time check").get_by_role("link", name="History").click()
+    stamp = page.locator(".revision time").first
+    iso = stamp.get_attribute("datetime") or ""
+    assert iso.endswith("+09:00")
+    expect(stamp).to_have_text(shown(iso))
+
+    new_chat(page, base)
+    new_chat(page, base)  # two chats: the panel lists the earlier ones, each with its time
+    open_blog(page, base)
+    stamp = page.locator("#assistant .history time").first
+    iso = stamp.get_attribute("datetime") or ""
+    assert iso.endswith("+09:00")
+    when = datetime.fromisoformat(iso)
+    expect(stamp).to_have_text(f"{when:%b} {when.day}, {when:%H:%M}", use_inner_text=False)
+
+
+@pytest.mark.parametrize("context_options", [KIRITIMATI], ids=["Pacific/Kiritimati"])
+def test_a_reader_sees_dates_in_utc_saying_so_then_in_their_own_zone(demo_server, page, context_options):
+    base = demo_server.url
+    page.goto(f"{base}/read/{BLOG}/")  # the very first page: the browser has not named its zone yet
+    stamp = page.locator(".public-entry time").first
+    iso = stamp.get_attribute("datetime") or ""
+    assert iso.endswith("+00:00")
+    expect(stamp).to_have_text(shown(iso, with_time=False) + " UTC")
+
+    page.reload()  # every page after it is in the reader's zone
+    stamp = page.locator(".public-entry time").first
+    iso = stamp.get_attribute("datetime") or ""
+    assert iso.endswith("+14:00")
+    expect(stamp).to_have_text(shown(iso, with_time=False))
