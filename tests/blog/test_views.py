@@ -1175,3 +1175,27 @@ def test_the_pages_with_the_chat_and_the_post_list_are_never_kept_by_the_browser
     client = browser(team.owner)
     for url in ("/blogs/notes/", f"/blogs/notes/posts/{post.pk}/edit/"):
         assert "no-store" in client.get(url)["Cache-Control"]
+
+
+def test_every_older_chat_is_reachable_and_opens_by_its_link(team, other_team):
+    """A year of chats: the panel lists the latest 20, links to a page of all of them, and `?chat=` of
+    any of the person's own chats opens that chat (never another person's, nor another blog's)."""
+    chats = [blog_chat(team.editor, team.blog) for _ in range(23)]
+    for i, chat in enumerate(chats):  # the first made is the oldest
+        Session.objects.filter(pk=chat.pk).update(updated_at=timezone.now() - timezone.timedelta(hours=100 - i))
+    oldest = chats[0]
+    client = browser(team.editor)
+    page = client.get("/blogs/notes/").content.decode()
+    assert len(earlier_chats(page)) == 20 and str(oldest.pk) not in page
+    assert 'href="/blogs/notes/chats/"' in page
+    assert f'hx-post="/chat/{oldest.pk}/send"' in client.get(f"/blogs/notes/?chat={oldest.pk}").content.decode()
+    listed = client.get("/blogs/notes/chats/").content.decode()
+    assert f'href="/blogs/notes/?chat={oldest.pk}"' in listed and listed.count("/blogs/notes/?chat=") == 23
+    theirs = blog_chat(team.author, team.blog)
+    elsewhere = blog_chat(other_team.owner, other_team.blog)
+    for foreign in (theirs, elsewhere):
+        html = client.get(f"/blogs/notes/?chat={foreign.pk}").content.decode()
+        assert str(foreign.pk) not in html and f'hx-post="/chat/{chats[-1].pk}/send"' in html
+    assert client.get("/blogs/notes/?chat=not-a-uuid").status_code == 200
+    assert browser(team.viewer).get("/blogs/notes/chats/").status_code == 404
+    assert browser(team.outsider).get("/blogs/notes/chats/").status_code == 404
