@@ -425,6 +425,26 @@ def test_history_lists_revisions_with_actors(team):
     assert ">Restore version 2</button>" not in html
 
 
+def test_a_long_history_is_listed_a_page_at_a_time_and_every_version_stays_reachable(team):
+    """Hundreds of revisions: the history page lists 50, the latest first, numbered as before, with
+    links to the older pages; the compare form still names every version."""
+    post = make_post(team.blog, "Often edited", "x" * 2000)
+    PostRevision.objects.bulk_create(
+        PostRevision(post=post, blog=team.blog, action="update", before=post.snapshot(), after=post.snapshot())
+        for _ in range(120)
+    )
+    client = browser(team.owner)
+    html = client.get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    assert html.count('<li class="revision">') == 50
+    assert "Version 120</span>" in html and "Version 71</span>" in html and "Version 70</span>" not in html
+    assert ">Restore version 119</button>" in html and 'href="?page=2"' in html
+    assert html.count("<option ") == 240  # every version, on both sides of the compare form
+    oldest = client.get(f"/blogs/notes/posts/{post.pk}/history/?page=3").content.decode()
+    assert oldest.count('<li class="revision">') == 20
+    assert "Version 1</span>" in oldest and ">Restore the version before it</button>" in oldest
+    assert len(html) < 60_000  # no revision's text is on the page
+
+
 @pytest.mark.parametrize("role", ["owner", "editor"])
 def test_revert(team, role):
     post = make_post(team.blog, "Original", "Original body")
