@@ -25,6 +25,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/", views.blog_detail, name="detail"),
     path("blogs/<slug:slug>/events/", live.blog_events, name="events"),
     path("blogs/<slug:slug>/posts/", views.post_list, name="post_list"),
+    path("blogs/<slug:slug>/posts/all/", views.all_posts, name="all_posts"),
     path("blogs/<slug:slug>/posts/new/", views.post_new, name="post_new"),
     path("blogs/<slug:slug>/posts/preview/", views.post_preview, name="post_preview"),
     path("blogs/<slug:slug>/posts/<int:pk>/edit/", views.post_edit, name="post_edit"),

@@ -33,6 +33,8 @@ def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Acto
 #: "Show more posts" adds; it lists POSTS_SHOWN_MAX at the most.
 POSTS_SHOWN = 50
 POSTS_SHOWN_MAX = 1000
+#: The page of all a blog's posts (past what the blog page's list shows) lists this many at a time.
+ALL_POSTS_PER_PAGE = 100
 #: A post's history page lists this many revisions, the latest first; older ones are on the next pages.
 REVISIONS_PER_PAGE = 50
 
@@ -94,6 +96,16 @@ def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def post_list(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     return render(request, "blog/_post_list.html", post_list_context(request, blog, actor))
+
+
+@require_GET
+@login_required
+def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every post of the blog, the most recently changed first, a page at a time: the blog page's list
+    stops at POSTS_SHOWN_MAX, and an older post stays a link away."""
+    blog, seat, actor = membership(request, slug)
+    page = Paginator(Post.objects.filter(blog=blog), ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "blog/all_posts.html", {"blog": blog, "scopes": actor.scopes, "page": page})
 
 
 @require_http_methods(["GET", "POST"])

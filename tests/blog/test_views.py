@@ -198,6 +198,25 @@ def test_the_list_stops_growing_at_its_most_and_says_so(team, monkeypatch):
     assert "Showing the 100 most recently changed posts." in html
 
 
+def test_past_the_lists_most_every_post_is_on_the_all_posts_pages(team, monkeypatch):
+    """A blog of more posts than its page lists: the list says so and links to every post, a page at a
+    time, the least recently changed on the last page; members only."""
+    from blog import views
+
+    monkeypatch.setattr(views, "POSTS_SHOWN_MAX", 100)
+    posts = _many_posts(team.blog, 230)
+    oldest = min(posts, key=lambda p: (p.updated_at, p.pk))
+    html = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/?shown=100").content.decode()
+    assert f'href="/blogs/{team.blog.slug}/posts/all/"' in html
+    for role in ("owner", "viewer"):
+        client = browser(team.user(role))
+        first = client.get(f"/blogs/{team.blog.slug}/posts/all/").content.decode()
+        assert first.count("<li>") == 100 and 'href="?page=2"' in first and "230 in all" in first
+        last = client.get(f"/blogs/{team.blog.slug}/posts/all/?page=3").content.decode()
+        assert last.count("<li>") == 30 and f"/posts/{oldest.pk}/" in last
+    assert browser(team.outsider).get(f"/blogs/{team.blog.slug}/posts/all/").status_code == 404
+
+
 def test_titles_are_escaped_in_the_list(team):
     make_post(team.blog, '<img src=x onerror="alert(1)">')
     html = browser(team.owner).get("/blogs/notes/posts/").content.decode()
