@@ -14,7 +14,7 @@ from agent.models import Session
 from agent.state import Run
 from agent.transcript import add_message
 from blog import grants
-from blog.chat import tool_available
+from blog.chat import start_session, tool_available
 from blog.models import Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, set_consent
 
@@ -1238,3 +1238,18 @@ def test_every_older_chat_is_reachable_and_opens_by_its_link(team, other_team):
     assert client.get("/blogs/notes/?chat=not-a-uuid").status_code == 200
     assert browser(team.viewer).get("/blogs/notes/chats/").status_code == 404
     assert browser(team.outsider).get("/blogs/notes/chats/").status_code == 404
+
+
+def test_older_chats_about_a_post_open_beside_its_editor(team):
+    post = make_post(team.blog, "Long-lived")
+    chats = [start_session(team.editor, team.blog, post) for _ in range(22)]
+    blog_chat(team.editor, team.blog)  # (a chat on the blog page is not one about the post)
+    for i, chat in enumerate(chats):
+        Session.objects.filter(pk=chat.pk).update(updated_at=timezone.now() - timezone.timedelta(hours=100 - i))
+    client = browser(team.editor)
+    editor = client.get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert f'href="/blogs/notes/posts/{post.pk}/chats/"' in editor
+    listed = client.get(f"/blogs/notes/posts/{post.pk}/chats/").content.decode()
+    assert listed.count(f"/blogs/notes/posts/{post.pk}/edit/?chat=") == 22
+    older = client.get(f"/blogs/notes/posts/{post.pk}/edit/?chat={chats[0].pk}").content.decode()
+    assert f'hx-post="/chat/{chats[0].pk}/send"' in older
