@@ -140,9 +140,9 @@ def _mark_waiting(statuses: dict[str, str], session_id: Any) -> None:
 
 
 def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, str]:
-    """`result_statuses` for one turn's own calls, from its loaded messages (parts prefetched): a
-    turn's calls are answered within that turn, or wait for a person. At most one query (the
-    waiting ones, when a call has no result), however long the chat."""
+    """`result_statuses` for the calls of one turn, or of whole turns in a row, from their loaded
+    messages (parts prefetched): a call is answered before its chat's next message, or waits for a
+    person. At most one query (the waiting ones, when a call has no result), however long the chat."""
     statuses, calls = {}, set()
     for message in messages:
         for part in message.parts.all():
@@ -223,10 +223,7 @@ def conversation(session: Session, before: int | None = None, turns: int = TURNS
     A stretch starts at a person's message, so a tool call and its result (also one a person let lapse,
     answered before their next message) are always drawn together. The queries do not grow with the
     chat's length: the stretch's start, its messages and parts, their turns, the running turn."""
-    mine = session.messages.all() if before is None else session.messages.filter(position__lt=before)
-    starts = list(mine.filter(role=Message.USER).order_by("-position").values_list("position", flat=True)[: turns + 1])
-    earlier = starts[turns - 1] if len(starts) > turns else None
-    messages = list(mine.filter(position__gte=earlier or 0).prefetch_related("parts").order_by("position"))
+    messages, earlier = _stretch(session, before, turns)
     turn_ids = {m.turn_id for m in messages if m.turn_id is not None}
     found = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids)} if turn_ids else {}
     running = (
@@ -259,6 +256,15 @@ def conversation(session: Session, before: int | None = None, turns: int = TURNS
             _fill(item, found.get(item.pop("turn_id")), item.pop("messages"), statuses, summary)
     drawn = [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]]
     return Stretch(drawn, running, earlier)
+
+
+def _stretch(session: Session, before: int | None, turns: int) -> tuple[list[Message], int | None]:
+    """The messages (parts prefetched) of the chat's latest `turns` turns before position `before`, and
+    the position they start at when older messages are left out (else None)."""
+    mine = session.messages.all() if before is None else session.messages.filter(position__lt=before)
+    starts = list(mine.filter(role=Message.USER).order_by("-position").values_list("position", flat=True)[: turns + 1])
+    earlier = starts[turns - 1] if len(starts) > turns else None
+    return list(mine.filter(position__gte=earlier or 0).prefetch_related("parts").order_by("position")), earlier
 
 
 BADGES = {"application/pdf": "PDF", "text/plain": "TXT", "text/markdown": "MD"}
