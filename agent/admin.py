@@ -8,10 +8,13 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.forms.models import BaseInlineFormSet
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
+from django.utils.text import capfirst
 
 from agent.media_views import attachment_url
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
@@ -63,11 +66,29 @@ class DeletedWithItsOwner:
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), "show_delete": False})
 
 
+class PagedFormSet(BaseInlineFormSet):
+    """An inline's rows of one page (`SessionAdmin.get_formset_kwargs` chooses them), with `pages`: what
+    the inline says of where it is and its links to the other pages."""
+
+    def __init__(self, *args, pages=None, **kwargs):
+        self.pages = pages
+        super().__init__(*args, **kwargs)
+
+
+class PagedInline(admin.TabularInline):
+    """A session's rows (messages, turns, approvals) a page at a time, the latest page first: a chat of
+    thousands of messages is a page an auditor can open, and every row stays a link away."""
+
+    formset = PagedFormSet
+    template = "admin/agent/paged_tabular.html"
+    per_page = 100
+
+
 #: The transcript's stylesheet: its tables fit the page (fixed columns, long values wrap).
 TRANSCRIPT_MEDIA = forms.Media(css={"all": ["agent/admin.css"]})
 
 
-class MessageInline(ReadOnlyMixin, admin.TabularInline):
+class MessageInline(ReadOnlyMixin, PagedInline):
     """A session's messages, one row each, in as many columns as fit a 1280 px window: what each model
     call was (backend, model, stop reason, thinking asked) and what it used (tokens, cost) share one."""
 
@@ -166,7 +187,7 @@ def provider_state(part: Part) -> str:
     return f"{part.provider_backend or '?'} / {part.provider_model or '?'}: {', '.join(keys)}"
 
 
-class TurnInline(ReadOnlyMixin, admin.TabularInline):
+class TurnInline(ReadOnlyMixin, PagedInline):
     """A session's turns, oldest first: how each ended (an error's code and message are here, not on
     a message)."""
 
@@ -186,7 +207,7 @@ class TurnInline(ReadOnlyMixin, admin.TabularInline):
         return "-" if turn.terminal_payload is None else _cut(_json(turn.terminal_payload, indent=None))
 
 
-class ApprovalInline(ReadOnlyMixin, admin.TabularInline):
+class ApprovalInline(ReadOnlyMixin, PagedInline):
     """The calls the session's turns put to its person, and who decided each, and when."""
 
     model = Approval
@@ -231,12 +252,46 @@ class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
         qs, dup = super().get_search_results(request, queryset, search_term)
         return qs.distinct(), dup
 
+    def get_formset_kwargs(self, request, obj, inline, prefix):
+        """A paged inline's rows of the page asked for (`?<prefix>-page=N`), else of its last page."""
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        if not isinstance(inline, PagedInline) or obj is None:
+            return kwargs
+        rows = kwargs["queryset"]
+        keys = Paginator(rows.filter(session=obj).values_list("pk", flat=True), inline.per_page)
+        page = keys.get_page(request.GET.get(f"{prefix}-page") or keys.num_pages)
+        kwargs["queryset"] = rows.filter(pk__in=list(page.object_list))
+        kwargs["pages"] = _pages(request, page, f"{prefix}-page", inline.verbose_name_plural)
+        return kwargs
+
     def has_delete_permission(self, request, obj=None):
         """A superuser deletes a chat whole, but not while a turn runs in it (the turn would go on
         writing into a chat that is gone); a lease run out is a dead worker's."""
         if obj is not None and obj.turn_id is not None and obj.lease_until and obj.lease_until > timezone.now():
             return False
         return super().has_delete_permission(request, obj)
+
+
+def _pages(request, page, name: str, rows: str) -> dict:
+    """Where a paged inline is ("Messages 3,901–4,000 of 4,000") and its links to the first, earlier,
+    later and last pages (each keeping the other inlines' pages)."""
+
+    def link(number: int) -> str:
+        query = request.GET.copy()
+        query[name] = str(number)
+        return f"?{query.urlencode()}"
+
+    paginator = page.paginator
+    links = []
+    if page.has_previous():
+        links += [("First", link(1)), ("Earlier", link(page.previous_page_number()))]
+    if page.has_next():
+        links += [("Later", link(page.next_page_number())), ("Last", link(paginator.num_pages))]
+    shown = f"{page.start_index():,}–{page.end_index():,}" if paginator.count else "0"
+    return {
+        "summary": f"{capfirst(rows)} {shown} of {paginator.count:,} (page {page.number} of {paginator.num_pages})",
+        "links": links if page.has_other_pages() else [],
+    }
 
 
 class PartInline(ReadOnlyMixin, admin.TabularInline):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import resolve
-from django.views.decorators.http import require_POST
+from django.urls import resolve, reverse
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap
 
 from agent import display, intake, turns
@@ -52,15 +52,35 @@ def still_answering(request: HttpRequest, session: Any) -> HttpResponse:
 
 
 def conversation(session: Session, request: HttpRequest) -> dict[str, Any]:
-    """What `agent/_conversation.html` draws of a chat: its items, and the turn still running with its
-    stream (a pass for this request's user in the URL)."""
-    items, running = display.conversation(session)
+    """What `agent/_conversation.html` draws of a chat: its latest items, the way to earlier ones, and
+    the turn still running with its stream (a pass for this request's user in the URL)."""
+    shown = display.conversation(session)
+    running = shown.running
     return {
         "chat": session,
-        "items": items,
+        "items": shown.items,
+        "earlier_url": earlier_url(session, shown.earlier),
         "running": running,
         "running_url": stream_url(session, running, request) if running else "",
     }
+
+
+def earlier_url(session: Session, before: int | None) -> str:
+    return "" if before is None else f"{reverse('chat:earlier', args=[session.pk])}?before={before}"
+
+
+@require_GET
+@login_required
+def earlier(request: HttpRequest, session_id: Any) -> HttpResponse:
+    """The turns before position `before` of the person's own chat, in order, with the way to the
+    ones before them: "Earlier messages" puts them in its own place, at the top of the log."""
+    session, _ = own_session(request, session_id)
+    before = request.GET.get("before", "")
+    if not (before.isascii() and before.isdigit() and len(before) < 10):
+        raise Http404("No such messages.")
+    shown = display.conversation(session, before=int(before))
+    context = {"chat": session, "items": shown.items, "earlier_url": earlier_url(session, shown.earlier)}
+    return render(request, "agent/_earlier.html", context)
 
 
 @require_POST

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.urls import reverse
@@ -139,9 +140,9 @@ def _mark_waiting(statuses: dict[str, str], session_id: Any) -> None:
 
 
 def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, str]:
-    """`result_statuses` for one turn's own calls, from its loaded messages (parts prefetched): a
-    turn's calls are answered within that turn, or wait for a person. At most one query (the
-    waiting ones, when a call has no result), however long the chat."""
+    """`result_statuses` for the calls of one turn, or of whole turns in a row, from their loaded
+    messages (parts prefetched): a call is answered before its chat's next message, or waits for a
+    person. At most one query (the waiting ones, when a call has no result), however long the chat."""
     statuses, calls = {}, set()
     for message in messages:
         for part in message.parts.all():
@@ -200,14 +201,38 @@ def turn_blocks(
     return blocks
 
 
-def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
-    """Display items for a session, and its running turn (whose replies the stream will bring)."""
-    turns = {t.pk: t for t in Turn.objects.filter(session=session)}
-    running = next(
-        (t for t in sorted(turns.values(), key=lambda t: t.created_at, reverse=True) if t.status == Turn.RUNNING), None
+#: How many of a chat's latest turns (a person's message and its answer) a page draws; "Earlier
+#: messages" brings the turns before them, as many at a time.
+TURNS_SHOWN = 20
+
+
+@dataclass
+class Stretch:
+    """A stretch of a chat as drawn: its items, the turn still running (None for an earlier stretch),
+    and `earlier`: the position where it starts, when messages before it are left for another page."""
+
+    items: list[dict[str, Any]]
+    running: Turn | None
+    earlier: int | None
+
+
+def conversation(session: Session, before: int | None = None, turns: int = TURNS_SHOWN) -> Stretch:
+    """Display items for the chat's latest `turns` turns (those before position `before`, when given),
+    and its running turn, whose replies the stream will bring.
+
+    A stretch starts at a person's message, so a tool call and its result (also one a person let lapse,
+    answered before their next message) are always drawn together. The queries do not grow with the
+    chat's length: the stretch's start, its messages and parts, their turns, the running turn."""
+    messages, earlier = _stretch(session, before, turns)
+    turn_ids = {m.turn_id for m in messages if m.turn_id is not None}
+    found = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids)} if turn_ids else {}
+    running = (
+        Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
+        if before is None
+        else None
     )
     items: list[dict[str, Any]] = []
-    for message in session.messages.prefetch_related("parts").order_by("position"):
+    for message in messages:
         if message.role == Message.USER:
             items.append(
                 {
@@ -224,12 +249,22 @@ def conversation(session: Session) -> tuple[list[dict[str, Any]], Turn | None]:
                 items[-1]["messages"].append(message)
             else:
                 items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": [message]})
-    statuses = result_statuses(session.pk)
+    statuses = turn_result_statuses(messages, session.pk)
     summary = chip_summaries(session, [m for i in items if i["kind"] == "assistant" for m in i["messages"]])
     for item in items:
         if item["kind"] == "assistant":
-            _fill(item, turns.get(item.pop("turn_id")), item.pop("messages"), statuses, summary)
-    return [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]], running
+            _fill(item, found.get(item.pop("turn_id")), item.pop("messages"), statuses, summary)
+    drawn = [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]]
+    return Stretch(drawn, running, earlier)
+
+
+def _stretch(session: Session, before: int | None, turns: int) -> tuple[list[Message], int | None]:
+    """The messages (parts prefetched) of the chat's latest `turns` turns before position `before`, and
+    the position they start at when older messages are left out (else None)."""
+    mine = session.messages.all() if before is None else session.messages.filter(position__lt=before)
+    starts = list(mine.filter(role=Message.USER).order_by("-position").values_list("position", flat=True)[: turns + 1])
+    earlier = starts[turns - 1] if len(starts) > turns else None
+    return list(mine.filter(position__gte=earlier or 0).prefetch_related("parts").order_by("position")), earlier
 
 
 BADGES = {"application/pdf": "PDF", "text/plain": "TXT", "text/markdown": "MD"}

@@ -8,10 +8,12 @@ for a refused message, and the page stays where it is.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse
@@ -34,6 +36,9 @@ from blog.models import Blog, Post, Seat
 
 #: How much of a chat's first message names it in the list of earlier chats.
 LABEL_CHARS = 48
+#: How many of the latest chats the panel lists; the rest are on the chats page, a page at a time.
+PANEL_CHATS = 20
+CHATS_PER_PAGE = 50
 
 
 def blog_sessions(user: Any, blog: Blog, post: Post | None = None):
@@ -63,8 +68,13 @@ def panel_context(
     """The panel on the blog page, or (with `post`) beside that post's editor, in chats about it."""
     if not grants.may_summon(seat):
         return {"assistant": False}
-    sessions = labelled(blog_sessions(request.user, blog, post)[:20])
+    own = blog_sessions(request.user, blog, post)
+    sessions = labelled(own[: PANEL_CHATS + 1])
+    more_chats = len(sessions) > PANEL_CHATS
+    sessions = sessions[:PANEL_CHATS]
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
+    if current is None and chat_id and is_uuid(chat_id):  # an older chat of theirs, named by its link
+        current = own.filter(pk=chat_id).first()
     current = current or (sessions[0] if sessions else None)
     shown = (
         conversation(current, request) if current else {"chat": None, "items": [], "running": None, "running_url": ""}
@@ -73,6 +83,7 @@ def panel_context(
     return {
         "assistant": True,
         "chat_sessions": sessions,
+        "all_chats_url": _panel_url("chats", blog, post) if more_chats else "",
         **shown,
         "meter": display.meter_display(meter),
         "grant_scopes": _grant_scopes(request.user, blog),
@@ -80,6 +91,32 @@ def panel_context(
         "new_chat_url": _panel_url("new_chat", blog, post),
         "first_message_url": _panel_url("first_message", blog, post),
     }
+
+
+def is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+@require_GET
+@login_required
+def chats(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+    """All of the person's chats on the blog (or beside one post's editor), the latest first, a page at
+    a time: the panel lists only the latest, and every older one stays a link away."""
+    blog = _summoner_blog(request, slug)
+    post = _panel_post(blog, pk)
+    page = Paginator(blog_sessions(request.user, blog, post), CHATS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "blog": blog,
+        "panel_post": post,
+        "page": page,
+        "chat_sessions": labelled(page.object_list),
+        "panel_url": _panel_page(blog, post),
+    }
+    return render(request, "blog/chats.html", context)
 
 
 def _grant_scopes(user: Any, blog: Blog) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
@@ -32,6 +33,10 @@ def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Acto
 #: "Show more posts" adds; it lists POSTS_SHOWN_MAX at the most.
 POSTS_SHOWN = 50
 POSTS_SHOWN_MAX = 1000
+#: The page of all a blog's posts (past what the blog page's list shows) lists this many at a time.
+ALL_POSTS_PER_PAGE = 100
+#: A post's history page lists this many revisions, the latest first; older ones are on the next pages.
+REVISIONS_PER_PAGE = 50
 
 
 def post_list_context(request: HttpRequest, blog: Blog, actor: grants.Actor) -> dict:
@@ -91,6 +96,16 @@ def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
 def post_list(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     return render(request, "blog/_post_list.html", post_list_context(request, blog, actor))
+
+
+@require_GET
+@login_required
+def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
+    """Every post of the blog, the most recently changed first, a page at a time: the blog page's list
+    stops at POSTS_SHOWN_MAX, and an older post stays a link away."""
+    blog, seat, actor = membership(request, slug)
+    page = Paginator(Post.objects.filter(blog=blog), ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "blog/all_posts.html", {"blog": blog, "scopes": actor.scopes, "page": page})
 
 
 @require_http_methods(["GET", "POST"])
@@ -229,18 +244,26 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
     post = _post(blog, pk)
-    revisions = list(PostRevision.objects.filter(post=post).select_related("user", "consent"))
-    # Each revision's change is its own before → after; the oldest first for numbering versions.
+    history = PostRevision.objects.filter(post=post)
+    page = Paginator(history.select_related("user", "consent"), REVISIONS_PER_PAGE).get_page(request.GET.get("page"))
+    revisions = list(page.object_list)
+    # Each revision's change is its own before → after; versions are numbered from the oldest, 1.
     # Restoring from a revision gives back what it changed from: the version before it.
-    for number, revision in enumerate(reversed(revisions), start=1):
-        revision.version = number
-        revision.restore_label = f"Restore version {number - 1}" if number > 1 else "Restore the version before it"
+    newest = page.paginator.count - page.start_index() + 1
+    for number, revision in enumerate(revisions):
+        revision.version = newest - number
+        revision.restore_label = (
+            f"Restore version {revision.version - 1}" if revision.version > 1 else "Restore the version before it"
+        )
+    # The compare form names every version, read without their texts (which may be long).
+    picks = list(history.values_list("pk", "action", "created_at"))
+    versions = [
+        {"pk": pk, "version": len(picks) - i, "action": action, "created_at": at}
+        for i, (pk, action, at) in enumerate(picks)
+    ]
     may_revert = seat.role in (Seat.OWNER, Seat.EDITOR)
-    return render(
-        request,
-        "blog/post_history.html",
-        {"blog": blog, "post": post, "revisions": revisions, "may_revert": may_revert},
-    )
+    context = {"blog": blog, "post": post, "revisions": revisions, "versions": versions, "page": page}
+    return render(request, "blog/post_history.html", {**context, "may_revert": may_revert})
 
 
 @require_GET

@@ -65,13 +65,30 @@
     }
   });
 
+  // "Earlier messages" puts older turns above what the person is reading: the log keeps its place
+  // (its distance from the end), and focus moves to the turns it brought. (The button is gone once
+  // they are in: htmx tells of the request's end from the log, so the request is remembered here.)
+  var fromEnd = null;
+
   document.addEventListener("htmx:beforeRequest", function (e) {
+    if (e.detail.elt.hasAttribute("data-earlier")) {
+      var log = document.getElementById("chat-log");
+      fromEnd = log ? log.scrollHeight - log.scrollTop : 0;
+      return;
+    }
     if (e.detail.elt === form()) { setRunning(true); following = true; }
     if (e.detail.elt.id === "chat-stop") stopping(true);
   });
 
   // Any answer that opens a stream (a sent message, an approved action) means a turn runs.
   document.addEventListener("htmx:afterRequest", function (e) {
+    if (fromEnd !== null && e.detail.elt.closest && e.detail.elt.closest("#chat-log")) {
+      var log = document.getElementById("chat-log"), turns = log && log.querySelector(".earlier-turns:not([data-seen])");
+      if (log) log.scrollTop = log.scrollHeight - fromEnd;
+      if (turns) { turns.setAttribute("data-seen", ""); turns.focus({ preventScroll: true }); }
+      fromEnd = null;
+      return;
+    }
     if (e.detail.elt.id === "chat-stop") {
       if (!e.detail.successful) stopping(false);  // not heard: it can be pressed again
       return;

@@ -6,13 +6,16 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.html import escape
 
 from agent.models import Session
 from agent.state import Run
 from agent.transcript import add_message
+from tests.chats import long_chat
 
 pytestmark = pytest.mark.django_db
 
@@ -405,3 +408,32 @@ def test_people_are_searched_by_the_user_models_own_login_field(auditor, user, m
     response = auditor.get(f"/admin/agent/{path}/?q=uma@example.com")
     assert response.status_code == 200
     assert response.context["cl"].result_count == 1
+
+
+def messages_shown(body: str) -> list[int]:
+    """The positions of the message rows on a session's page."""
+    group = body[body.index('id="messages-group"') : body.index('id="turns-group"')]
+    return [int(p) for p in re.findall(r'<td class="field-position">\s*<p>(\d+)</p>', group)]
+
+
+def test_a_long_chat_is_audited_a_page_at_a_time(auditor, user):
+    """A chat of 4,000 messages: its page shows the latest 100 messages (and turns), and links reach
+    every other page, in the same number of queries whatever the page and the chat's length."""
+    session = Session.objects.create(user=user, purpose="chat")
+    long_chat(session, 30)
+    auditor.get(f"/admin/agent/session/{session.pk}/change/")  # (the first request also reads the sign-in)
+    with CaptureQueriesContext(connection) as short:
+        auditor.get(f"/admin/agent/session/{session.pk}/change/")
+    long_chat(session, 970, first=30)
+    url = f"/admin/agent/session/{session.pk}/change/"
+    with CaptureQueriesContext(connection) as long:
+        body = auditor.get(url).content.decode()
+    assert len(long) == len(short)
+    assert messages_shown(body) == list(range(3900, 4000))
+    assert "Messages 3,901–4,000 of 4,000 (page 40 of 40)" in body
+    assert body.count('<tr class="form-row') <= 200  # the latest 100 messages and 100 turns
+    first = re.search(r'<a href="(\?messages-page=1)#messages-group">First</a>', body).group(1)
+    body = auditor.get(url + first).content.decode()
+    assert messages_shown(body) == list(range(100))
+    later = re.search(r'<a href="([^"#]+)#messages-group">Later</a>', body).group(1)
+    assert messages_shown(auditor.get(url + later.replace("&amp;", "&")).content.decode()) == list(range(100, 200))

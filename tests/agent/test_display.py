@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from django.db import connection
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
+from django.test.utils import CaptureQueriesContext
+
+from agent.chat_views import conversation
 from agent.display import meter_display, summaries, summarize_input
 from agent.tools import register, unregister
+from tests.chats import long_chat
 
 
 def test_chip_summary_follows_schema_order_not_storage_order():
@@ -67,3 +75,52 @@ def test_a_failing_shown_hook_leaves_the_input_as_sent(toy_tools, caplog):
         "thing_id: 5",
     ]
     assert "the shown hook of open_thing failed" in caplog.text
+
+
+def drawn(html: str) -> list[str]:
+    return re.findall(r"(question \d+|answer \d+)", html)
+
+
+def test_a_long_chat_draws_its_latest_turns_and_earlier_ones_page_by_page(user, other_user, chat):
+    """A chat of a year of use (1,000 turns, 4,000 messages): the log draws the latest 20 turns, and
+    "Earlier messages" brings the 20 before them in order, each time in the same few queries."""
+    long_chat(chat, 1000)
+    client = Client()
+    client.force_login(user)
+    request = RequestFactory().get("/")
+    request.user = user
+    with CaptureQueriesContext(connection) as latest:
+        context = conversation(chat, request)
+    html = render_to_string("agent/_conversation.html", context)
+    assert drawn(html) == [f"{kind} {n}" for n in range(980, 1000) for kind in ("question", "answer")]
+    assert html.count('class="chip"') == 20 and html.count('data-status="ok"') == 20
+    pages, url = [], re.search(r'hx-get="([^"]+)"', html).group(1)
+    while url:
+        with CaptureQueriesContext(connection) as earlier:
+            response = client.get(url)
+        assert response.status_code == 200 and len(earlier) <= len(latest) + 4  # (+ the session and sign-in)
+        page = response.content.decode()
+        pages.append(drawn(page))
+        found = re.search(r'hx-get="([^"]+)"', page)
+        url = found.group(1).replace("&amp;", "&") if found else ""
+    assert len(pages) == 49 and pages[-1][:2] == ["question 0", "answer 0"]
+    assert [x for page in reversed(pages) for x in page] == [
+        f"{kind} {n}" for n in range(980) for kind in ("question", "answer")
+    ]
+    other = Client()
+    other.force_login(other_user)
+    assert other.get(f"/chat/{chat.pk}/earlier?before=8").status_code == 404
+    assert client.get(f"/chat/{chat.pk}/earlier?before=x").status_code == 404
+
+
+def test_the_latest_turns_take_the_same_queries_however_long_the_chat(user, chat, django_user_model):
+    request = RequestFactory().get("/")
+    request.user = user
+    long_chat(chat, 25)
+    with CaptureQueriesContext(connection) as short:
+        conversation(chat, request)
+    long_chat(chat, 2000, first=25)
+    with CaptureQueriesContext(connection) as long:
+        shown = conversation(chat, request)
+    assert len(long) == len(short)
+    assert len(shown["items"]) == 40

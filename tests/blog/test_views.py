@@ -14,7 +14,7 @@ from agent.models import Session
 from agent.state import Run
 from agent.transcript import add_message
 from blog import grants
-from blog.chat import tool_available
+from blog.chat import start_session, tool_available
 from blog.models import Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, set_consent
 
@@ -196,6 +196,25 @@ def test_the_list_stops_growing_at_its_most_and_says_so(team, monkeypatch):
     assert len(listed(html)) == 100
     assert "Show more posts" not in html
     assert "Showing the 100 most recently changed posts." in html
+
+
+def test_past_the_lists_most_every_post_is_on_the_all_posts_pages(team, monkeypatch):
+    """A blog of more posts than its page lists: the list says so and links to every post, a page at a
+    time, the least recently changed on the last page; members only."""
+    from blog import views
+
+    monkeypatch.setattr(views, "POSTS_SHOWN_MAX", 100)
+    posts = _many_posts(team.blog, 230)
+    oldest = min(posts, key=lambda p: (p.updated_at, p.pk))
+    html = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/?shown=100").content.decode()
+    assert f'href="/blogs/{team.blog.slug}/posts/all/"' in html
+    for role in ("owner", "viewer"):
+        client = browser(team.user(role))
+        first = client.get(f"/blogs/{team.blog.slug}/posts/all/").content.decode()
+        assert first.count("<li>") == 100 and 'href="?page=2"' in first and "230 in all" in first
+        last = client.get(f"/blogs/{team.blog.slug}/posts/all/?page=3").content.decode()
+        assert last.count("<li>") == 30 and f"/posts/{oldest.pk}/" in last
+    assert browser(team.outsider).get(f"/blogs/{team.blog.slug}/posts/all/").status_code == 404
 
 
 def test_titles_are_escaped_in_the_list(team):
@@ -423,6 +442,26 @@ def test_history_lists_revisions_with_actors(team):
     # Each row restores the version before its change (the newest undoes the last change), so says which.
     assert ">Restore version 1</button>" in html and ">Restore the version before it</button>" in html
     assert ">Restore version 2</button>" not in html
+
+
+def test_a_long_history_is_listed_a_page_at_a_time_and_every_version_stays_reachable(team):
+    """Hundreds of revisions: the history page lists 50, the latest first, numbered as before, with
+    links to the older pages; the compare form still names every version."""
+    post = make_post(team.blog, "Often edited", "x" * 2000)
+    PostRevision.objects.bulk_create(
+        PostRevision(post=post, blog=team.blog, action="update", before=post.snapshot(), after=post.snapshot())
+        for _ in range(120)
+    )
+    client = browser(team.owner)
+    html = client.get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    assert html.count('<li class="revision">') == 50
+    assert "Version 120</span>" in html and "Version 71</span>" in html and "Version 70</span>" not in html
+    assert ">Restore version 119</button>" in html and 'href="?page=2"' in html
+    assert html.count("<option ") == 240  # every version, on both sides of the compare form
+    oldest = client.get(f"/blogs/notes/posts/{post.pk}/history/?page=3").content.decode()
+    assert oldest.count('<li class="revision">') == 20
+    assert "Version 1</span>" in oldest and ">Restore the version before it</button>" in oldest
+    assert len(html) < 60_000  # no revision's text is on the page
 
 
 @pytest.mark.parametrize("role", ["owner", "editor"])
@@ -1175,3 +1214,42 @@ def test_the_pages_with_the_chat_and_the_post_list_are_never_kept_by_the_browser
     client = browser(team.owner)
     for url in ("/blogs/notes/", f"/blogs/notes/posts/{post.pk}/edit/"):
         assert "no-store" in client.get(url)["Cache-Control"]
+
+
+def test_every_older_chat_is_reachable_and_opens_by_its_link(team, other_team):
+    """A year of chats: the panel lists the latest 20, links to a page of all of them, and `?chat=` of
+    any of the person's own chats opens that chat (never another person's, nor another blog's)."""
+    chats = [blog_chat(team.editor, team.blog) for _ in range(23)]
+    for i, chat in enumerate(chats):  # the first made is the oldest
+        Session.objects.filter(pk=chat.pk).update(updated_at=timezone.now() - timezone.timedelta(hours=100 - i))
+    oldest = chats[0]
+    client = browser(team.editor)
+    page = client.get("/blogs/notes/").content.decode()
+    assert len(earlier_chats(page)) == 20 and str(oldest.pk) not in page
+    assert 'href="/blogs/notes/chats/"' in page
+    assert f'hx-post="/chat/{oldest.pk}/send"' in client.get(f"/blogs/notes/?chat={oldest.pk}").content.decode()
+    listed = client.get("/blogs/notes/chats/").content.decode()
+    assert f'href="/blogs/notes/?chat={oldest.pk}"' in listed and listed.count("/blogs/notes/?chat=") == 23
+    theirs = blog_chat(team.author, team.blog)
+    elsewhere = blog_chat(other_team.owner, other_team.blog)
+    for foreign in (theirs, elsewhere):
+        html = client.get(f"/blogs/notes/?chat={foreign.pk}").content.decode()
+        assert str(foreign.pk) not in html and f'hx-post="/chat/{chats[-1].pk}/send"' in html
+    assert client.get("/blogs/notes/?chat=not-a-uuid").status_code == 200
+    assert browser(team.viewer).get("/blogs/notes/chats/").status_code == 404
+    assert browser(team.outsider).get("/blogs/notes/chats/").status_code == 404
+
+
+def test_older_chats_about_a_post_open_beside_its_editor(team):
+    post = make_post(team.blog, "Long-lived")
+    chats = [start_session(team.editor, team.blog, post) for _ in range(22)]
+    blog_chat(team.editor, team.blog)  # (a chat on the blog page is not one about the post)
+    for i, chat in enumerate(chats):
+        Session.objects.filter(pk=chat.pk).update(updated_at=timezone.now() - timezone.timedelta(hours=100 - i))
+    client = browser(team.editor)
+    editor = client.get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert f'href="/blogs/notes/posts/{post.pk}/chats/"' in editor
+    listed = client.get(f"/blogs/notes/posts/{post.pk}/chats/").content.decode()
+    assert listed.count(f"/blogs/notes/posts/{post.pk}/edit/?chat=") == 22
+    older = client.get(f"/blogs/notes/posts/{post.pk}/edit/?chat={chats[0].pk}").content.decode()
+    assert f'hx-post="/chat/{chats[0].pk}/send"' in older

@@ -1,0 +1,69 @@
+"""A year of use in a real browser: a chat of hundreds of turns and more chats than the panel lists."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import NO_LIMITS
+from tests.e2e.ui import BLOG, chat_log, login, open_blog, send, user_messages, wait_turn_finished
+from tests.servers import manage
+
+LONG_CHATS = """
+from datetime import timedelta
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from agent.models import Session
+from blog.chat import start_session
+from blog.models import Blog
+from tests.chats import long_chat
+alice = get_user_model().objects.get(username="alice")
+blog = Blog.objects.get(slug="field-notes")
+for i in range(25):
+    session = start_session(alice, blog)
+    long_chat(session, 300 if i == 24 else 1)
+    Session.objects.filter(pk=session.pk).update(title=f"Chat {i}", updated_at=timezone.now() - timedelta(hours=25 - i))
+"""
+
+
+@pytest.fixture(scope="module")
+def server(server_factory):
+    server = server_factory("long-chats", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
+    manage(server.env, server.log, "shell", "-c", LONG_CHATS)
+    return server
+
+
+def test_earlier_messages_come_in_above_keeping_the_readers_place(page, server):
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    expect(user_messages(page)).to_have_count(20)
+    expect(user_messages(page).first).to_have_text("question 280")
+    log = chat_log(page)
+    log.evaluate("log => { log.scrollTop = 0; }")
+    reading = user_messages(page).first
+    top = reading.evaluate("m => m.getBoundingClientRect().top")
+    page.get_by_role("button", name="Earlier messages").click()
+    expect(user_messages(page)).to_have_count(40)
+    expect(user_messages(page).first).to_have_text("question 260")
+    # What the person was reading stays where it was; the turns that came in have focus.
+    assert abs(page.get_by_text("question 280", exact=True).evaluate("m => m.getBoundingClientRect().top") - top) < 2
+    assert page.evaluate("() => document.activeElement.className") == "earlier-turns"
+    send(page, "list my posts")
+    wait_turn_finished(page)
+    expect(user_messages(page)).to_have_count(41)
+    expect(user_messages(page).last).to_have_text("list my posts")
+    expect(page.locator("#chat-log article.msg.assistant").last).to_contain_text("list_posts")
+
+
+def test_a_chat_older_than_the_panel_lists_opens_from_all_chats(page, server):
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()
+    expect(page.locator("details.history").get_by_text("Chat 5", exact=True)).to_be_visible()
+    expect(page.locator("details.history").get_by_text("Chat 0", exact=True)).to_have_count(0)
+    page.get_by_role("link", name="All chats…").click()
+    page.get_by_role("link", name="Chat 0", exact=True).click()
+    expect(page).to_have_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]+$"))
+    expect(user_messages(page)).to_have_text(["question 0"])
