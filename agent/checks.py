@@ -59,6 +59,7 @@ def agent_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
     errors += [checks.Warning(sentence, id="agent.W003") for sentence in backend.cautions(model)]
     errors += default_model_elsewhere(backend)
     errors += provider_settings_unused(backend)
+    errors += budget_fits_a_tool_turn(backend)
     errors += confirm_tools_known()
     errors += session_policy_loads()
     errors += media_root_set()
@@ -81,6 +82,27 @@ def default_model_elsewhere(backend) -> list[checks.CheckMessage]:
             f"{backend.default_model!r}, which a server other than {keyed_host} may not serve: set AGENT_MODEL "
             "to one of its models.",
             id="agent.W007",
+        )
+    ]
+
+
+def budget_fits_a_tool_turn(backend) -> list[checks.CheckMessage]:
+    """A real model's per-minute token budget too small for a turn that uses a tool in a chat as long
+    as the chat may grow before it is summarised: each call counts its whole prompt, a tool turn makes
+    two calls at least, so its second one would end the turn (and every try again) with budget_exceeded."""
+    per_minute, context = settings.AGENT_BUDGET_TOKENS_PER_MINUTE, settings.AGENT_CONTEXT_MAX_TOKENS
+    answer = settings.AGENT_MAX_TOKENS
+    if backend.offline or not per_minute or not context or per_minute >= 2 * (context + answer):
+        return []
+    fits = max(0, (per_minute - answer) // 2)  # the first call settled, the second reserving its worst
+    return [
+        checks.Warning(
+            f"AGENT_BUDGET_TOKENS_PER_MINUTE ({per_minute}) holds a turn that uses a tool only while the chat "
+            f"is under about {fits} tokens, but chats are summarised only past AGENT_CONTEXT_MAX_TOKENS "
+            f"({context}): in a longer chat such a turn ends with budget_exceeded, however often it is tried. "
+            f"Raise the budget to at least {3 * (context + answer)} (room for three calls) or lower "
+            "AGENT_CONTEXT_MAX_TOKENS.",
+            id="agent.W008",
         )
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from agent.backends import reset_backends
 from agent.checks import agent_events, agent_settings
@@ -166,3 +167,30 @@ def test_provider_settings_with_a_backend_that_answers_without_a_model_are_warne
     assert "sk-live" not in warning.msg
     settings.AGENT_MODEL, settings.OPENAI_API_KEY = "", ""
     assert "agent.W006" not in ids(agent_settings())
+
+
+def test_a_minute_budget_too_small_for_a_tool_turn_in_a_long_chat_is_warned_of(settings):
+    """With a real model, a chat's every call counts its whole prompt: past ~8,000 tokens a turn that
+    uses a tool met the default minute budget on its second call, every time it was tried."""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL, settings.AGENT_PRICES = "openai", "gpt-4o-mini", {}
+    settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL = "sk-x", "https://api.openai.com/v1"
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE, settings.AGENT_CONTEXT_MAX_TOKENS = 20000, 60000
+    settings.AGENT_MAX_TOKENS = 4096
+    reset_backends()
+    (warning,) = [m for m in agent_settings() if m.id == "agent.W008"]
+    assert warning.msg == (
+        "AGENT_BUDGET_TOKENS_PER_MINUTE (20000) holds a turn that uses a tool only while the chat is under about "
+        "7952 tokens, but chats are summarised only past AGENT_CONTEXT_MAX_TOKENS (60000): in a longer chat such a "
+        "turn ends with budget_exceeded, however often it is tried. Raise the budget to at least 192288 (room for "
+        "three calls) or lower AGENT_CONTEXT_MAX_TOKENS."
+    )
+    for name, value in [
+        ("AGENT_BUDGET_TOKENS_PER_MINUTE", 192288),  # room enough
+        ("AGENT_BUDGET_TOKENS_PER_MINUTE", 0),  # no minute budget
+        ("AGENT_CONTEXT_MAX_TOKENS", 4000),  # chats summarised before they outgrow it
+    ]:
+        with override_settings(**{name: value}):
+            assert "agent.W008" not in ids(agent_settings()), name
+    settings.AGENT_BACKEND, settings.OPENAI_API_KEY, settings.AGENT_MODEL = "fake", "", ""  # (no model: no cost)
+    reset_backends()
+    assert "agent.W008" not in ids(agent_settings())
