@@ -9,6 +9,7 @@ from django.db import IntegrityError
 from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.http import AuthenticatedHttpRequest
@@ -108,6 +109,16 @@ def _update_member(request: HttpRequest, blog: Blog) -> None:
     messages.success(request, f"Updated {target.user.username}.")
 
 
+def chat_page(blog: Blog, post_id: int | None, chat_id: object) -> str:
+    """The page a chat opens on: the blog page, or (a chat about a post) beside that post's editor."""
+    page = (
+        reverse("blog:detail", args=[blog.slug])
+        if post_id is None
+        else reverse("blog:post_edit", args=[blog.slug, post_id])
+    )
+    return f"{page}?chat={chat_id}"
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def clients(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -134,12 +145,16 @@ def clients(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     scopes = scope_choices(grantable, granted)
     # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
     # and list a chat once per change the assistant made in it.
+    # Each chat's link opens it where it lives: on the blog page, or beside its post's editor.
     used_in = (
         [
-            row["chat_session"]
+            {
+                "id": row["chat_session"],
+                "url": chat_page(blog, row["chat_session__blog_link__post"], row["chat_session"]),
+            }
             for row in PostRevision.objects.filter(consent=consent)
             .exclude(chat_session=None)
-            .values("chat_session")
+            .values("chat_session", "chat_session__blog_link__post")
             .annotate(last=Max("created_at"))
             .order_by("-last")[:20]
         ]

@@ -1253,3 +1253,27 @@ def test_older_chats_about_a_post_open_beside_its_editor(team):
     assert listed.count(f"/blogs/notes/posts/{post.pk}/edit/?chat=") == 22
     older = client.get(f"/blogs/notes/posts/{post.pk}/edit/?chat={chats[0].pk}").content.decode()
     assert f'hx-post="/chat/{chats[0].pk}/send"' in older
+
+
+def test_the_clients_screen_opens_each_chat_it_acted_in_where_that_chat_lives(team, consent):
+    """A chat beside a post's editor opens only there: its link on the Clients screen went to the blog
+    page, which opened the newest blog chat instead."""
+    grant = consent(team.editor, team.blog, ["read", "draft"])
+    post = make_post(team.blog, "Field day")
+    on_blog, on_post = blog_chat(team.editor, team.blog), start_session(team.editor, team.blog, post)
+    for chat in (on_blog, on_post):
+        PostRevision.objects.create(
+            post=post,
+            blog=team.blog,
+            action="update",
+            user=team.editor,
+            via_assistant=True,
+            consent=grant,
+            chat_session=chat,
+        )
+    client = browser(team.editor)
+    page = client.get("/blogs/notes/clients/").content.decode()
+    assert f'href="/blogs/notes/?chat={on_blog.pk}"' in page
+    assert f'href="/blogs/notes/posts/{post.pk}/edit/?chat={on_post.pk}"' in page
+    opened = client.get(f"/blogs/notes/posts/{post.pk}/edit/?chat={on_post.pk}").content.decode()
+    assert f'hx-post="/chat/{on_post.pk}/send"' in opened
