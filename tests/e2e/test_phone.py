@@ -161,3 +161,78 @@ def test_approve_reject_and_stop_are_big_enough_to_tap(server, page, context_opt
     wait_turn_finished(page, 30_000)
     expect(replies(page).last).to_be_visible()
     assert_no_sideways_scroll(page)
+
+
+@PHONES
+def test_members_fits_a_phone(server, page, context_options):
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/members/")
+    assert_no_sideways_scroll(page)
+    bob = page.locator(".members tbody tr").filter(has=page.locator("th", has_text="bob"))
+    save, remove = bob.get_by_role("button", name="Save bob"), bob.get_by_role("link", name="Remove bob")
+    assert_fingertip(save)
+    assert_apart(save, remove)
+    for control in (bob.get_by_label("Role of bob"), save, remove):
+        box = control.bounding_box()
+        assert box and box["x"] + box["width"] <= width(page), (control, box)
+
+
+@PHONES
+def test_a_long_word_in_a_published_post_never_widens_the_public_pages(server, page, context_options):
+    base = server.url
+    login(page, base, "alice")
+    title = "Links-and-code-from-the-riverbank-" + "x" * 30
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill(title)
+    page.get_by_label("Body (markdown)").fill(f"See https://example.com/{'a' * 150} and {'word' * 50}.")
+    page.get_by_role("button", name="Create draft").click()
+    row = post_item(page, title).first
+    row.get_by_role("button", name="Publish").tap()
+    expect(row.locator(".badge")).to_have_text("Published")
+
+    page.goto(f"{base}/read/{BLOG}/")
+    expect(page.locator(".public-entry", has_text=title).first).to_be_visible()
+    assert_no_sideways_scroll(page)
+    page.locator(".public-entry h2 a", has_text=title).first.tap()
+    expect(page.locator("article > h1")).to_have_text(title)
+    assert_no_sideways_scroll(page)
+    page.goto(f"{base}/")
+    assert_no_sideways_scroll(page)
+
+
+@PHONES
+def test_the_top_bar_keeps_each_link_on_one_line(server, page, context_options):
+    """Signed in as staff the top bar holds five things; on a narrow phone they go to a second line whole,
+    never "Field / Desk" or "Sign / out" broken over two."""
+    login(page, server.url, "admin")
+    assert_no_sideways_scroll(page)
+    bar = page.locator(".topbar")
+    for control in (
+        bar.get_by_role("link", name="Field Desk"),
+        bar.get_by_role("link", name="Password"),
+        bar.get_by_role("link", name="Admin"),
+        bar.get_by_role("button", name="Sign out"),
+    ):
+        box = control.bounding_box()
+        assert box and box["height"] < 30, (control, box)  # one line of text
+        assert box["x"] + box["width"] <= width(page), (control, box)
+
+
+@pytest.mark.parametrize("context_options", [PHONE], ids=["390x844"])
+def test_usernames_are_typed_as_they_are_on_a_touch_keyboard(server, page, context_options):
+    """Usernames are matched exactly ("Alice" is nobody): the touch keyboard must not capitalise the first
+    letter or correct the spelling of the sign-in form's username, nor of the member to add."""
+    page.goto(f"{server.url}/accounts/login/")
+    username = page.get_by_label("Username")
+    expect(username).to_have_attribute("autocapitalize", "none")
+    expect(username).to_have_attribute("autocorrect", "off")
+    expect(username).to_have_attribute("spellcheck", "false")
+    expect(username).to_have_attribute("autocomplete", "username")
+    expect(page.get_by_label("Password")).to_have_attribute("autocomplete", "current-password")
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/members/")
+    adding = page.locator("#add-username")
+    expect(adding).to_have_attribute("autocapitalize", "none")
+    expect(adding).to_have_attribute("autocorrect", "off")
+    expect(adding).to_have_attribute("spellcheck", "false")
+    expect(adding).to_have_attribute("autocomplete", "off")  # someone else's name, not the person's own
