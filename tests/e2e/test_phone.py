@@ -236,3 +236,29 @@ def test_usernames_are_typed_as_they_are_on_a_touch_keyboard(server, page, conte
     expect(adding).to_have_attribute("autocorrect", "off")
     expect(adding).to_have_attribute("spellcheck", "false")
     expect(adding).to_have_attribute("autocomplete", "off")  # someone else's name, not the person's own
+
+
+@PHONES
+def test_earlier_chats_open_within_the_screen(server, page, context_options):
+    """The assistant's head keeps "Earlier chats" and "New chat" on one line each, and the list of earlier
+    chats opens wholly on the screen (it ran off its left edge, cutting each chat's name)."""
+    base = server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    tap_send(page, "list my posts")
+    wait_turn_finished(page)
+    page.locator("#assistant").get_by_role("button", name="New chat").tap()
+    page.wait_for_url(re.compile(r"[?&]chat="))
+    page.get_by_role("link", name="Assistant").tap()
+    head = page.locator(".assistant-head")
+    new, earlier = head.get_by_role("button", name="New chat"), head.locator(".history summary")
+    assert_fingertip(new)
+    assert_apart(new, earlier)
+    assert new.bounding_box()["height"] < 50 and earlier.bounding_box()["height"] < 30  # one line each
+    earlier.tap()
+    chats = head.locator(".history ul")
+    expect(chats).to_be_visible()
+    box = chats.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width(page), box
+    expect(chats.get_by_role("link", name=re.compile("list my posts")).first).to_be_visible()
+    assert_no_sideways_scroll(page)
