@@ -262,3 +262,43 @@ def test_earlier_chats_open_within_the_screen(server, page, context_options):
     assert box["x"] >= 0 and box["x"] + box["width"] <= width(page), box
     expect(chats.get_by_role("link", name=re.compile("list my posts")).first).to_be_visible()
     assert_no_sideways_scroll(page)
+
+
+@pytest.mark.parametrize("context_options", [SMALL_PHONE], ids=["360x640"])
+def test_connecting_a_client_with_a_long_name_fits_a_phone(server, page, context_options):
+    """A client names itself: a long name without spaces pushed the consent page (and then the Clients
+    screen) wider than the phone, and Approve could not be tapped."""
+    from tests.e2e.test_connectors_ui import authorization, register
+
+    base = server.url
+    name = "Claude-Desktop-on-a-phone-" + "x" * 40
+    url, _ = authorization(base, register(base, name))
+    page.goto(url)
+    login_form = page.locator("main form")
+    expect(login_form).to_be_visible()
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("demo-pass-1234")
+    page.locator("main").get_by_role("button", name="Sign in").tap()
+    expect(page.locator("#client-name")).to_have_text(name)
+    assert_no_sideways_scroll(page)
+    approve, deny = page.get_by_role("button", name="Approve"), page.get_by_role("button", name="Deny")
+    approve.scroll_into_view_if_needed()
+    assert_in_view(page, approve, deny)
+    assert_fingertip(approve, deny)
+    # (nothing listens on the callback's port: the request the browser makes is the answer)
+    with page.expect_request(re.compile(r"^http://127\.0\.0\.1:5999/callback\?")):
+        approve.tap()
+
+    page = page.context.new_page()  # (this one is left to its failed callback)
+    page.goto(f"{base}/blogs/{BLOG}/clients/")
+    card = page.locator("form.connected-client").filter(has=page.locator(".client-name", has_text=name))
+    expect(card).to_be_visible()
+    assert_no_sideways_scroll(page)
+    save, revoke = card.get_by_role("button", name="Save"), card.get_by_role("button", name="Revoke")
+    revoke.scroll_into_view_if_needed()
+    assert_in_view(page, save, revoke)
+    assert_fingertip(save, revoke)
+    revoke.tap()
+    expect(page.locator("form.connected-client").filter(has=page.locator(".client-name", has_text=name))).to_have_count(
+        0
+    )
