@@ -1,4 +1,4 @@
-// The chat panel's small behaviours: Enter sends, the form rests while a turn runs,
+// The chat panel's small behaviours: Enter sends (with a keyboard and mouse), the form rests while a turn runs,
 // effects become DOM events that fragments listen for (hx-trigger="chat:effects from:body"):
 // those of the chat's own stream and those of the blog's channel (blog/live.py), which the page
 // listens to with sse-swap="effects".
@@ -55,10 +55,19 @@
     }
   }
 
+  // On a touch screen (a phone, a tablet) the keyboard's Enter is the only way to a new line, and Send
+  // is at hand beside the box: there Enter adds a line and Send sends, and the box does not say otherwise.
+  var touch = window.matchMedia("(pointer: coarse)");
+
+  htmx.onLoad(function (root) {
+    var text = root.querySelector && root.querySelector("#chat-text");
+    if (text && touch.matches) text.placeholder = "Message the assistant…";
+  });
+
   document.addEventListener("keydown", function (e) {
     var f = form();
     if (!f || e.target !== f.querySelector("textarea")) return;
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !touch.matches) {
       e.preventDefault();
       if (f.dataset.running || !e.target.value.trim()) return;
       htmx.trigger(f, "submit");

@@ -94,11 +94,15 @@ def new_chat(page: Page, base: str) -> None:
 
 
 def send(page: Page, text: str) -> None:
-    """Type a message and press Enter; returns once the user's bubble is in the log."""
+    """Type a message and press Enter (on a touch screen, where Enter adds a line, tap Send); returns once
+    the user's bubble is in the log."""
     before = user_messages(page).count()
     box = chat_input(page)
     box.fill(text)
-    box.press("Enter")
+    if page.evaluate("matchMedia('(pointer: coarse)').matches"):
+        page.locator("#chat-send").tap()
+    else:
+        box.press("Enter")
     expect(user_messages(page)).to_have_count(before + 1)
 
 
