@@ -1040,20 +1040,25 @@ def test_regrant_after_revoke(team):
     assert tool_available(session, "create_post") and not tool_available(session, "list_posts")
 
 
+def assistant_changed(post: Post, consent: Consent, chat: Session) -> PostRevision:
+    """A change the assistant made to `post` for the consent's person, in `chat`."""
+    return PostRevision.objects.create(
+        post=post,
+        blog=post.blog,
+        action="update",
+        user=consent.user,
+        via_assistant=True,
+        consent=consent,
+        chat_session=chat,
+    )
+
+
 def test_clients_screen_lists_each_chat_where_the_assistant_acted_once(team):
     consent = set_consent(team.owner, team.blog, ALL)
     first, second, idle = (blog_chat(team.owner, team.blog) for _ in range(3))
     post = make_post(team.blog)
     for session in (first, first, first, second, first):
-        PostRevision.objects.create(
-            post=post,
-            blog=team.blog,
-            action="update",
-            user=team.owner,
-            via_assistant=True,
-            consent=consent,
-            chat_session=session,
-        )
+        assistant_changed(post, consent, session)
     html = browser(team.owner).get("/blogs/notes/clients/").content.decode()
     links = re.findall(r'href="/blogs/notes/\?chat=([0-9a-f-]+)"', html)
     assert links == [str(first.pk), str(second.pk)]  # once each, most recently used first
@@ -1262,15 +1267,7 @@ def test_the_clients_screen_opens_each_chat_it_acted_in_where_that_chat_lives(te
     post = make_post(team.blog, "Field day")
     on_blog, on_post = blog_chat(team.editor, team.blog), start_session(team.editor, team.blog, post)
     for chat in (on_blog, on_post):
-        PostRevision.objects.create(
-            post=post,
-            blog=team.blog,
-            action="update",
-            user=team.editor,
-            via_assistant=True,
-            consent=grant,
-            chat_session=chat,
-        )
+        assistant_changed(post, grant, chat)
     client = browser(team.editor)
     page = client.get("/blogs/notes/clients/").content.decode()
     assert f'href="/blogs/notes/?chat={on_blog.pk}"' in page
