@@ -14,10 +14,12 @@ from agent.loop import LASTING
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
 from tests.e2e.ui import (
     BLOG,
+    MARK_BLOG_LIVE,
     WATCH_ANNOUNCEMENTS,
     announcements,
     ask,
     chat_input,
+    expect_blog_live,
     login,
     new_chat,
     open_blog,
@@ -186,11 +188,12 @@ def test_approve_and_reject_move_focus_to_the_cards_result_then_to_the_chat_inpu
 
 def test_the_editors_conflict_card_gives_focus_back_to_the_editor(demo_server, context):
     base = demo_server.url
+    context.add_init_script(MARK_BLOG_LIVE)
     editor, other = context.new_page(), context.new_page()
     login(editor, base, "alice")
     _create_draft(editor, base, "Focus conflict check")
-    with editor.expect_response(lambda response: response.url.endswith(f"/blogs/{BLOG}/events/")):
-        post_item(editor, "Focus conflict check").get_by_role("link", name="Edit", exact=True).click()
+    post_item(editor, "Focus conflict check").get_by_role("link", name="Edit", exact=True).click()
+    expect_blog_live(editor)  # the editor's own stream, not the blog page's it left
     body = editor.get_by_label("Body (markdown)")
     body.fill("Typed here, not saved.")
 

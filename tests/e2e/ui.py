@@ -28,6 +28,24 @@ WATCH_STREAMING = """
 """
 
 
+# Marks <html> once this document's own stream of the blog's changes has opened (htmx's SSE extension
+# fires `htmx:sseOpen` on the element that connects). An init script (`context.add_init_script`) runs
+# in every document anew, so a page just left cannot mark the next: waiting for a response to the
+# events URL could be answered by the stream of the page the browser was leaving.
+MARK_BLOG_LIVE = """
+document.addEventListener("htmx:sseOpen", (e) => {
+  if ((e.target.getAttribute("sse-connect") || "").endsWith("/events/")) {
+    document.documentElement.setAttribute("data-blog-live", "");
+  }
+});
+"""
+
+
+def expect_blog_live(page: Page) -> None:
+    """Wait until the page listens to the blog's changes (needs MARK_BLOG_LIVE added to its context)."""
+    expect(page.locator("html[data-blog-live]")).to_have_count(1)
+
+
 def login(page: Page, base: str, username: str, password: str = PASSWORD) -> None:
     page.goto(f"{base}/accounts/login/")
     fill_sign_in(page, username, password)
