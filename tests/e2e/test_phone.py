@@ -302,3 +302,27 @@ def test_connecting_a_client_with_a_long_name_fits_a_phone(server, page, context
     expect(page.locator("form.connected-client").filter(has=page.locator(".client-name", has_text=name))).to_have_count(
         0
     )
+
+
+@PHONES
+def test_the_assistant_beside_a_post_is_one_tap_from_the_top_of_its_editor(server, page, context_options):
+    """Beside the editor the assistant comes after the post's fields and its preview: a link at the top
+    of the editor brings the panel, with the message box and Send, into view."""
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/")
+    post_item(page, "Welcome to Field Notes").get_by_role("link", name="Edit", exact=True).click()
+    expect(page.get_by_label("Body (markdown)")).to_be_visible()
+    assert_no_sideways_scroll(page)
+    expect(page.locator("#assistant")).not_to_be_in_viewport()
+    to_assistant = page.get_by_role("link", name="Assistant")
+    assert_in_view(page, to_assistant)
+    to_assistant.tap()
+    assert_in_view(page, page.locator("#assistant").get_by_role("heading", name="Assistant"), chat_input(page))
+
+
+def test_the_editors_assistant_link_is_only_for_narrow_screens(server, page):
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/")
+    post_item(page, "Welcome to Field Notes").get_by_role("link", name="Edit", exact=True).click()
+    expect(page.locator("#assistant")).to_be_visible()
+    expect(page.get_by_role("link", name="Assistant")).to_be_hidden()
