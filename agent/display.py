@@ -14,7 +14,7 @@ from django.utils import timezone
 from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
 from agent.markdown import render_markdown
-from agent.models import Approval, Message, Part, Session, Turn
+from agent.models import Approval, Message, Session, Turn
 from agent.tools import REGISTRY, Shown
 from agent.transcript import is_redacted
 
@@ -122,17 +122,6 @@ def _schema_order(name: str) -> list[str]:
     return list((tool.input_schema.get("properties") or {}).keys()) if tool else []
 
 
-def result_statuses(session_id: Any) -> dict[str, str]:
-    """Each answered tool call's status, and "waiting" for calls a person has yet to decide."""
-    answered = Part.objects.filter(message__session_id=session_id, type="tool_result")
-    statuses = {
-        uid: shown_status(status, result)
-        for uid, status, result in answered.values_list("tool_use_id", "tool_status", "tool_result")
-    }
-    _mark_waiting(statuses, session_id)
-    return statuses
-
-
 def _mark_waiting(statuses: dict[str, str], session_id: Any) -> None:
     """Calls still waiting for a person's decision read "waiting" (answered calls keep their status)."""
     for uid in Approval.objects.filter(session_id=session_id, resolved=False).values_list("tool_use_id", flat=True):
@@ -140,7 +129,8 @@ def _mark_waiting(statuses: dict[str, str], session_id: Any) -> None:
 
 
 def turn_result_statuses(messages: list[Message], session_id: Any) -> dict[str, str]:
-    """`result_statuses` for the calls of one turn, or of whole turns in a row, from their loaded
+    """Each answered tool call's status, and "waiting" for calls a person has yet to decide, for the
+    calls of one turn, or of whole turns in a row, from their loaded
     messages (parts prefetched): a call is answered before its chat's next message, or waits for a
     person. At most one query (the waiting ones, when a call has no result), however long the chat."""
     statuses, calls = {}, set()
@@ -177,7 +167,7 @@ def turn_blocks(
     session: Session | None = None,
     summary: dict[int, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Assistant messages of one turn as display blocks, in order; `statuses` from `result_statuses`.
+    """Assistant messages of one turn as display blocks, in order; `statuses` from `turn_result_statuses`.
     Chips read `summary` (from `chip_summaries`, made once for a whole page), else their own, shown
     in `session`."""
     if summary is None:

@@ -106,7 +106,8 @@ def test_reject_answers_the_model_with_an_error_result(api, chat, script, risky)
     # People read it as turned down, not as a failure: live on the page, and in the turn drawn again.
     chip = '<span class="chip-status" id="chip-d1-status" hx-swap-oob="true" data-status="declined">not approved</span>'
     assert chip in sse.encode_html(*resumed[0], turn=None).decode()
-    assert display.result_statuses(chat.pk) == {"d1": "declined"}
+    messages = list(chat.messages.prefetch_related("parts").order_by("position"))
+    assert display.turn_result_statuses(messages, chat.pk) == {"d1": "declined"}
 
 
 def test_an_approval_is_claimed_once(api, chat, script, risky):
