@@ -270,9 +270,14 @@ def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
 def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], bool]) -> Iterator[Event]:
     """Forward one model call's events as loop events while gathering them; stop between events."""
     half = ""  # the first half of a character a text event ended in, kept for the next text event
+    thought = ""  # the same for reasoning events
     try:
         for raw in events:
-            if raw["kind"] == "text":  # once per token: only its text is read, so only that is cleaned
+            kind = raw["kind"]
+            if kind == "text":  # once per token: only its text is read, so only that is cleaned
+                if thought:  # a half the next reasoning event did not complete
+                    yield from _gather(call, {"kind": "reasoning", "text": "?"})
+                    thought = ""
                 text = raw["text"]
                 if half or type(text) is not str or not text.isascii():  # (ASCII is valid UTF-8 as it is)
                     text, half = _joined(half, text)
@@ -285,6 +290,18 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
                     call.text.append("?")
                     yield ("token", {"text": "?"})
                     half = ""
+                if kind == "reasoning":  # once per token of reasoning, as text above
+                    text = raw.get("text", "")
+                    if thought or type(text) is not str or not text.isascii():
+                        text, thought = _joined(thought, text)
+                        if thought and (raw.get("signature") or raw.get("provider_data")):
+                            text, thought = text + "?", ""  # the block closes with this event: no rest can come
+                        elif thought and not text:
+                            continue
+                        raw = {**raw, "text": text}
+                elif thought:
+                    yield from _gather(call, {"kind": "reasoning", "text": "?"})
+                    thought = ""
                 yield from _gather(call, clean_text(raw))
             if should_stop is not _never and should_stop():  # (once per token: no call when nobody can stop)
                 call.stop_reason, call.tool_uses = "stopped", []
@@ -331,7 +348,7 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
 
 
 def _joined(half: str, text: Any) -> tuple[str, str]:
-    """A text event's text as valid UTF-8, and the half of a character it ends in. A server that slices
+    """A text or reasoning event's text as valid UTF-8, and the half of a character it ends in. A server that slices
     its text in UTF-16 units (JSON spells each half as its own escape) may end one event halfway through
     an emoji and begin the next with the rest: the halves are joined, not each shown as "?"."""
     if type(text) is not str:

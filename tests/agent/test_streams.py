@@ -491,3 +491,32 @@ def test_a_character_split_across_two_text_events_is_shown_whole(chat, script, p
     for name, payload in events:
         if name == "token":
             payload["text"].encode("utf-8")  # each token alone is valid UTF-8 for the stream
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "events, shown, stored",
+    [
+        ([{"text": "Hm \ud83e"}, {"text": "\udd14 so"}], "Hm 🤔 so", ["Hm 🤔 so"]),  # one emoji's halves
+        ([{"text": "\ud83e"}, {"text": "\udd14"}], "🤔", ["🤔"]),  # events that are only halves
+        ([{"text": "cut \ud83e"}, {"text": "", "signature": "sig"}], "cut ?", ["cut ?"]),  # the block closes
+        ([{"text": "a \ud83e", "signature": "sig"}, {"text": "b"}], "a ?b", ["a ?", "b"]),  # closed as it ends
+        ([{"text": "x \ud83e"}], "x ?", ["x ?"]),  # the answer's text comes next, never the rest
+    ],
+    ids=["split", "halves-only", "closed-after", "closed-with", "unfinished"],
+)
+def test_a_character_split_across_two_reasoning_events_is_shown_whole(chat, script, events, shown, stored):
+    """Reasoning streams in pieces as answer text does, and the same servers slice it in UTF-16 units:
+    the person sees the emoji the model thought in, and the stored reasoning keeps it whole. A block
+    that closes (its signature) with half a character left shows "?" for it."""
+    from agent.loop import run_agent
+    from agent.transcript import add_message
+
+    script([[{"kind": "reasoning", **e} for e in events] + [{"kind": "text", "text": "ok"}, DONE]])
+    add_message(Run(chat), "user", [{"type": "text", "text": "hello"}])
+    out = list(run_agent(chat))
+    assert "".join(payload["text"] for name, payload in out if name == "reasoning") == shown
+    assert all(payload["text"] for name, payload in out if name == "reasoning")  # no empty piece sent
+    assert "".join(payload["text"] for name, payload in out if name == "token") == "ok"
+    message = Message.objects.get(session=chat, role="assistant")
+    assert [p.text for p in message.parts.all() if p.type == "reasoning"] == stored
