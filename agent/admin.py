@@ -16,6 +16,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import capfirst
 
+from agent.display import shortened
 from agent.media_views import attachment_url
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
 from agent.transcript import is_redacted
@@ -175,7 +176,7 @@ def _opened(part: Part) -> str:
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= SHOWN else text[:SHOWN] + "…"
+    return shortened(text, SHOWN + 1)  # (the first SHOWN characters, then "…")
 
 
 def provider_state(part: Part) -> str:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import regex
 from django.urls import reverse
 from django.utils import timezone
 
@@ -74,8 +75,24 @@ def summarize_input(data: Any, order: list[str] | None = None, limit: int = 60) 
         value = data[key]
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         bits.append(f"{key}: {shown}")
-    text = ", ".join(bits).replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shortened(", ".join(bits).replace("\n", " "), limit)
+
+
+_GRAPHEME = regex.compile(r"\X")  # what a reader sees as one character (Unicode's extended grapheme cluster)
+
+
+def shortened(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, ending in "…" when cut; never cut inside what a reader sees
+    as one character (a hand and its skin tone, a flag's two letters, a family joined by ZWJs, a letter
+    and its accent), which would show another emoji, a lone letter or a bare letter instead."""
+    if len(text) <= limit:
+        return text
+    end = 0
+    for cluster in _GRAPHEME.finditer(text, 0, limit + 32):  # (a cluster is rarely longer than a few)
+        if cluster.end() > limit - 1:
+            break
+        end = cluster.end()
+    return text[:end].rstrip() + "…"
 
 
 def meter_display(meter: dict[str, float], threshold: float = 0.8) -> dict[str, int] | None:

@@ -273,8 +273,7 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
     thought = ""  # the same for reasoning events
     try:
         for raw in events:
-            kind = raw["kind"]
-            if kind == "text":  # once per token: only its text is read, so only that is cleaned
+            if raw["kind"] == "text":  # once per token: only its text is read, so only that is cleaned
                 if thought:  # a half the next reasoning event did not complete
                     yield from _gather(call, {"kind": "reasoning", "text": "?"})
                     thought = ""
@@ -290,7 +289,7 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
                     call.text.append("?")
                     yield ("token", {"text": "?"})
                     half = ""
-                if kind == "reasoning":  # once per token of reasoning, as text above
+                if raw["kind"] == "reasoning":  # once per token of reasoning, as text above
                     text = raw.get("text", "")
                     if thought or type(text) is not str or not text.isascii():
                         text, thought = _joined(thought, text)
@@ -298,7 +297,8 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
                             text, thought = text + "?", ""  # the block closes with this event: no rest can come
                         elif thought and not text:
                             continue
-                        raw = {**raw, "text": text}
+                        raw = raw.copy()
+                        raw["text"] = text
                 elif thought:
                     yield from _gather(call, {"kind": "reasoning", "text": "?"})
                     thought = ""

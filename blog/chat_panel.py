@@ -58,7 +58,7 @@ def labelled(sessions) -> list[Session]:
     found = list(sessions.annotate(first_words=Substr(Subquery(first_text), 1, LABEL_CHARS * 2)))
     for session in found:
         words = " ".join((session.title or session.first_words or "").split())
-        session.label = words[: LABEL_CHARS - 1].rstrip() + "…" if len(words) > LABEL_CHARS else words
+        session.label = display.shortened(words, LABEL_CHARS)
     return found
 
 

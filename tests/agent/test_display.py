@@ -11,7 +11,7 @@ from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 
 from agent.chat_views import conversation
-from agent.display import meter_display, summaries, summarize_input
+from agent.display import meter_display, shortened, summaries, summarize_input
 from agent.tools import register, unregister
 from tests.chats import long_chat
 
@@ -124,3 +124,21 @@ def test_the_latest_turns_take_the_same_queries_however_long_the_chat(user, chat
         shown = conversation(chat, request)
     assert len(long) == len(short)
     assert len(shown["items"]) == 40
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("short", "short"),
+        ("abcdefghij", "abcdefghij"),  # exactly the limit
+        ("abcdefgh 👋🏽 z", "abcdefgh…"),  # a hand is not left without its skin tone
+        ("abcdefgh🇫🇷 z", "abcdefgh…"),  # nor a flag cut to one letter
+        ("abcdefg👨‍👩‍👧 z", "abcdefg…"),  # nor a family cut at a joiner
+        ("abcdefgé zz", "abcdefgé…"),  # an é written as one character
+        ("abcdefghe\u0301 z", "abcdefgh…"),  # an e and its combining accent stay together
+        ("abcdefghijk", "abcdefghi…"),
+    ],
+)
+def test_a_shortened_text_is_never_cut_inside_what_a_reader_sees_as_one_character(text, shown):
+    assert shortened(text, 10) == shown
+    assert len(shortened(text, 10)) <= 10

@@ -617,6 +617,7 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
     empty = blog_chat(team.editor, team.blog)
     titled = chat("whatever was said")
     Session.objects.filter(pk=titled.pk).update(title="Named chat")
+    waving = chat("Say hello to everyone who came to the picnics 👋🏽 and then some more")  # 👋🏽: the 47th and 48th
     html = browser(team.editor).get(f"/blogs/notes/?chat={hostile.pk}").content.decode()
     labels = {sid: label for sid, label, _when in earlier_chats(html)}
     assert labels == {
@@ -625,6 +626,7 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
         str(only_files.pk): "Untitled chat",
         str(empty.pk): "Untitled chat",
         str(titled.pk): "Named chat",
+        str(waving.pk): "Say hello to everyone who came to the picnics…",  # not 👋 without its skin tone
     }
     when = {sid: w for sid, _label, w in earlier_chats(html)}
     created = timezone.localtime(Session.objects.get(pk=long.pk).created_at)
