@@ -59,7 +59,7 @@ def test_clients_screen_in_new_york(team):
     set_consent(team.owner, team.blog, ALL)
     Consent.objects.filter(user=team.owner).update(last_used_at=EVENING_UTC)
     html = in_zone(browser(team.owner), "America/New_York").get("/blogs/notes/clients/").content.decode()
-    assert "Last used: Dec 3, 2026 15:30" in html
+    assert 'Last used: <time datetime="2026-12-03T15:30:00-05:00">Dec 3, 2026 15:30</time>' in html
 
 
 def test_a_public_post_is_dated_in_the_readers_zone(team):
