@@ -51,13 +51,21 @@ CONTEXT_MARKERS = (
 )
 
 
+#: A key shorter than this is a placeholder a local server ignores (`x`, `none`, `ollama`), not a secret:
+#: it is scrubbed only where it stands alone, or every "x" of an error would read "[redacted]".
+SHORT_KEY = 16
+
+
 def scrub(text: str, secret: str) -> str:
     """`text` without the API key in it, as it is or as an error quotes it (escaped, or as bytes)."""
     if not secret:
         return text
     quoted = repr(secret)[1:-1], repr(secret.encode("utf-8", "replace"))[2:-1]
     for form in sorted({secret, *quoted}, key=len, reverse=True):
-        text = text.replace(form, "[redacted]")
+        if len(secret) >= SHORT_KEY:
+            text = text.replace(form, "[redacted]")
+        else:
+            text = re.sub(rf"(?<![\w-]){re.escape(form)}(?![\w-])", "[redacted]", text)
     return text
 
 

@@ -1083,6 +1083,23 @@ def test_scrub_removes_the_key_however_an_error_quotes_it():
         assert "sk-a" not in scrub(f"Illegal header value {quoted}.", key)
 
 
+def test_a_placeholder_key_is_scrubbed_only_where_it_stands_alone():
+    """A local server takes any key, and people give it `x` or `ollama`: the error text keeps its other
+    x's and words (it used to read "[redacted]" for every x), and the key itself is still scrubbed."""
+    from agent.backends.http import scrub
+
+    text = "Could not call the model server (ConnectError: max retries exceeded with /v1/x-files): key x."
+    assert scrub(text, "x") == (
+        "Could not call the model server (ConnectError: max retries exceeded with /v1/x-files): key [redacted]."
+    )
+    assert (
+        scrub("Bearer ollama was refused by ollama-server", "ollama")
+        == "Bearer [redacted] was refused by ollama-server"
+    )
+    real = "sk-proj-" + "a1B2" * 10  # a real key is scrubbed wherever it occurs, even inside other text
+    assert scrub(f"token={real}xyz and url/{real}", real) == "token=[redacted]xyz and url/[redacted]"
+
+
 # ------------------------------------------------------------------------------------------ a base URL that is not the API's
 
 
