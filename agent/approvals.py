@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agent import notices
 from agent.conf import settings
 from agent.models import Approval, Message, Part, Session
 from agent.state import Run
@@ -116,6 +117,7 @@ def decide(session: Session, approval_id: Any, user: Any, approve: bool) -> str:
         status=Approval.APPROVED if approve else Approval.REJECTED, decided_at=now, decided_by=user
     )
     if claimed:
+        notices.approval_decided(session.pk, approval_id)  # the chat's other open pages show it decided
         return "decided"
     if base.filter(status=Approval.PENDING, expires_at__lte=now).update(status=Approval.EXPIRED, decided_at=now):
         return "expired"

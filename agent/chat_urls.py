@@ -7,6 +7,7 @@ app_name = "chat"
 urlpatterns = [
     path("<uuid:session_id>/send", chat_views.send, name="send"),
     path("<uuid:session_id>/earlier", chat_views.earlier, name="earlier"),
+    path("<uuid:session_id>/news", chat_views.news, name="news"),
     path("<uuid:session_id>/stop", chat_views.stop, name="stop"),
     path("<uuid:session_id>/approvals/<uuid:approval_id>", chat_views.approval, name="approval"),
 ]

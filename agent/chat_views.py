@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -12,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap
 
 from agent import display, intake, turns
-from agent.models import Session, Turn
+from agent.models import Approval, Message, Session, Turn
 from agent.views import own_session, resolve_approval, stream_url
 
 
@@ -81,6 +82,41 @@ def earlier(request: HttpRequest, session_id: Any) -> HttpResponse:
     shown = display.conversation(session, before=int(before))
     context = {"chat": session, "items": shown.items, "earlier_url": earlier_url(session, shown.earlier)}
     return render(request, "agent/_earlier.html", context)
+
+
+@require_GET
+def news(request: HttpRequest, session_id: Any) -> HttpResponse:
+    """What a notice of the chat (`agent.notices`) names, for another of its person's open pages:
+    `?turn=<id>`, the turn's message (none for an answer resumed after a decision) and its answer,
+    followed on its stream (which, opened after the turn ended, gives its end at once); `?approval=<id>`,
+    the call's card, decided. Asked by the page on its own, never by a click: signed out meanwhile,
+    or the chat no longer theirs, or nothing to draw, it answers 204 and the page stays as it is."""
+    if not request.user.is_authenticated:
+        return HttpResponse(status=204)
+    try:
+        session, _ = own_session(request, session_id)
+    except Http404:
+        return HttpResponse(status=204)
+    turn = _named(Turn.objects.filter(session=session), request.GET.get("turn"))
+    if turn is not None:
+        messages = turn.messages.filter(role=Message.USER).prefetch_related("parts").order_by("position")
+        items = [display.user_item(message, session.pk) for message in messages]
+        context = {"chat": session, "items": items, "turn": turn, "stream_url": stream_url(session, turn, request)}
+        return render(request, "agent/_news_turn.html", context)
+    decided = (Approval.APPROVED, Approval.REJECTED)
+    approval = _named(Approval.objects.filter(session=session, status__in=decided), request.GET.get("approval"))
+    if approval is not None:
+        context = {"approval_id": approval.pk, "approved": approval.status == Approval.APPROVED}
+        return render(request, "agent/_news_decided.html", context)
+    return HttpResponse(status=204)
+
+
+def _named(rows: Any, raw: str | None) -> Any:
+    """The row of `rows` whose id is `raw` (a UUID), else None."""
+    try:
+        return rows.filter(pk=uuid.UUID(raw or "")).first()
+    except ValueError:
+        return None
 
 
 @require_POST

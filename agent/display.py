@@ -241,14 +241,7 @@ def conversation(session: Session, before: int | None = None, turns: int = TURNS
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == Message.USER:
-            items.append(
-                {
-                    "kind": "user",
-                    "turn_id": message.turn_id,
-                    "text": " ".join(p.text for p in message.parts.all() if p.type == "text"),
-                    "attachments": attachment_items(message.parts.all(), session.pk),
-                }
-            )
+            items.append(user_item(message, session.pk))
             if message.turn_id != getattr(running, "pk", None):
                 items.append({"kind": "assistant", "turn_id": message.turn_id, "messages": []})
         elif message.turn_id != getattr(running, "pk", None):
@@ -263,6 +256,16 @@ def conversation(session: Session, before: int | None = None, turns: int = TURNS
             _fill(item, found.get(item.pop("turn_id")), item.pop("messages"), statuses, summary)
     drawn = [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]]
     return Stretch(drawn, running, earlier)
+
+
+def user_item(message: Message, session_id: Any) -> dict[str, Any]:
+    """A person's message as drawn (its parts prefetched)."""
+    return {
+        "kind": "user",
+        "turn_id": message.turn_id,
+        "text": " ".join(p.text for p in message.parts.all() if p.type == "text"),
+        "attachments": attachment_items(message.parts.all(), session_id),
+    }
 
 
 def _stretch(session: Session, before: int | None, turns: int) -> tuple[list[Message], int | None]:

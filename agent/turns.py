@@ -23,7 +23,7 @@ from uuid import UUID
 from django.db import connection, connections
 from django.utils import timezone
 
-from agent import approvals, events, hub, logcontext, runners, sql, watch
+from agent import approvals, events, hub, logcontext, notices, runners, sql, watch
 from agent.backends.base import Interrupt
 from agent.conf import settings
 from agent.exceptions import NothingToResume, TurnInProgress
@@ -118,6 +118,7 @@ def start(run: TurnRun) -> None:
     channel = hub.open_channel(str(run.turn.pk))
     channel.session = run.session  # as the request that started it read it (`agent.stream_pass`)
     channel.sink = events.get_bus().open_turn(str(run.turn.pk))  # its events reach other workers too
+    notices.turn_started(run.session.pk, run.turn.pk)  # the chat's other open pages follow it too
     mode = settings.AGENT_TURN_EXECUTOR
     if mode == "inline":
         execute(run)

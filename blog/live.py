@@ -15,12 +15,19 @@ lost the blog stops at once, not at the blog's next change; that page's stream e
 saying why, and the page stops listening. So does the page of a session that no longer signs its
 member in (signed out, or ended by a password change elsewhere), looked at once a minute at most.
 Only an EventSource is answered (`from_event_source`): an image in a post cannot open a stream.
+
+A page showing one of its member's own chats names it (`?chat=<id>`): that chat's notices
+(`agent.notices`: a turn started, a call decided, in another tab or device) come on the same stream
+as `chat` events (`{"turn": id}` or `{"approval": id}`), under the same per-message check; the
+chat's own panel then fetches what the notice names. No other member's page hears them: the chat is
+checked to be the requester's own before its channel is listened to.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Generator, Iterator
 from importlib import import_module
 from typing import Any
@@ -35,7 +42,8 @@ from django.utils.crypto import constant_time_compare
 from django.views.decorators.http import require_GET
 
 from accounts.http import AuthenticatedHttpRequest
-from agent import events, sse, streams
+from agent import events, notices, sse, streams
+from agent.models import Session
 from agent.transcript import release_connection
 from agent.views import event_stream
 from blog import grants, rosters
@@ -76,7 +84,20 @@ def blog_events(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBas
         raise Http404("No such blog.")
     if not from_event_source(request):
         return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")
-    return event_stream(_changes(blog, request.user.pk, request.session.session_key))
+    chat = own_chat(request, blog)
+    return event_stream(_changes(blog, request.user.pk, request.session.session_key, chat))
+
+
+def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
+    """The chat the page shows (`?chat=<id>`), when it is the request user's own chat on this blog:
+    its notices (`agent.notices`) join the page's stream. Anyone else's, or none: the blog's alone."""
+    chat = request.GET.get("chat", "")
+    try:
+        chat = str(uuid.UUID(chat))
+    except ValueError:
+        return None
+    mine = Session.objects.filter(pk=chat, user=request.user.pk, blog_link__blog=blog).exists()
+    return chat if mine else None
 
 
 def from_event_source(request: HttpRequest) -> bool:
@@ -88,13 +109,13 @@ def from_event_source(request: HttpRequest) -> bool:
     return "text/event-stream" in request.headers.get("Accept", "")
 
 
-def _changes(blog: Blog, user_id: int, session_key: str | None) -> Iterator[bytes]:
+def _changes(blog: Blog, user_id: int, session_key: str | None, chat: str | None = None) -> Iterator[bytes]:
     """The page's stream, one of the user's live page streams (`agent.streams`, kind "blog"): past
     AGENT_MAX_STREAMS_PER_USER open pages the oldest ends with `superseded`, which tells that page
     to stop listening (not to reconnect and close another) and to say so. A page whose member may no
     longer read the blog, or whose session no longer signs them in, ends with the same event, saying
-    that instead."""
-    subscription = events.subscribe(channel_name(blog))
+    that instead. With `chat` (the user's own), that chat's notices come too, as `chat` events."""
+    subscription = events.subscribe(channel_name(blog), *([notices.channel_name(chat)] if chat else []))
     try:
         with (
             streams.opened(user_id, kind=STREAM_KIND, on_supersede=subscription.end) as ticket,
@@ -130,9 +151,12 @@ def _relay(
             # Read after the messages arrived: nothing published after the seat went is relayed.
             if not roster.reads(user_id, after=messages[-1]):
                 return "no_access"
-            effects = [effect for message in messages for effect in message]
+            # The chat's notices are dicts (`agent.notices`), the blog's messages lists of effects.
+            effects = [effect for message in messages if isinstance(message, list) for effect in message]
             if effects:  # (a seat's change brings none: only the check above)
                 yield sse.encode("effects", json.dumps(effects, separators=(",", ":")))
+            for notice in (message for message in messages if isinstance(message, dict)):
+                yield sse.encode("chat", json.dumps(notice, separators=(",", ":")))
             continue
         if subscription.closed:
             return "ended"  # (the page connects again, unless superseded)

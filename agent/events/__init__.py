@@ -59,13 +59,14 @@ def publish(channel: str, message: Any) -> None:
     get_bus().publish(channel, message)
 
 
-def subscribe(channel: str) -> Subscription:
-    """A listener on `channel`; once the process is shutting down, one that has already ended."""
+def subscribe(channel: str, *more: str) -> Subscription:
+    """A listener on `channel` (and on each of `more`, in the same subscription); once the process is
+    shutting down, one that has already ended."""
     if _shutting_down.is_set():
-        subscription = Subscription(channel)
+        subscription = Subscription(channel, *more)
         subscription.end()
         return subscription
-    return get_bus().subscribe(channel)
+    return get_bus().subscribe(channel, *more)
 
 
 def unsubscribe(subscription: Subscription) -> None:

@@ -28,10 +28,12 @@ class TurnSink:
 
 
 class Subscription:
-    """A listener on a named channel: messages arrive in order; `wait` hands over what has arrived."""
+    """A listener on a named channel, or on several: messages arrive in order (each channel's in its
+    own order, the channels' interleaved as they arrive); `wait` hands over what has arrived."""
 
-    def __init__(self, channel: str) -> None:
+    def __init__(self, channel: str, *more: str) -> None:
         self.channel = channel
+        self.channels = (channel, *more)
         self.closed = False  # the bus lost the channel (Redis went away) or the process is stopping: end
         self.messages: deque[Any] = deque()
         self.ready = threading.Event()  # gevent's after monkey patching
@@ -69,8 +71,9 @@ class EventBus:
       the turn's events arrive (event `n` at index `n`), or None to follow from the transcript.
       Give it back with `release(channel)` when the stream ends.
     - `request_stop(turn_id)`: tell the process running the turn (the database flag is the record).
-    - `publish(channel, message)` / `subscribe(channel)` / `unsubscribe(subscription)`: named
-      channels of JSON-able messages, for whoever listens on any worker. `publish` never raises.
+    - `publish(channel, message)` / `subscribe(channel, *more)` / `unsubscribe(subscription)`: named
+      channels of JSON-able messages, for whoever listens on any worker (one subscription may hear
+      several channels). `publish` never raises.
     - `check()`: sentences for `manage.py check`.
     """
 
@@ -96,8 +99,8 @@ class EventBus:
     def publish(self, channel: str, message: Any) -> None:
         self.listeners.deliver(channel, message)
 
-    def subscribe(self, channel: str) -> Subscription:
-        return self.listeners.add(channel)
+    def subscribe(self, channel: str, *more: str) -> Subscription:
+        return self.listeners.add(channel, *more)
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self.listeners.remove(subscription)
@@ -116,19 +119,21 @@ class Listeners:
         self.by_channel: dict[str, set[Subscription]] = {}
         self.lock = threading.Lock()
 
-    def add(self, channel: str) -> Subscription:
-        subscription = Subscription(channel)
+    def add(self, channel: str, *more: str) -> Subscription:
+        subscription = Subscription(channel, *more)
         with self.lock:
-            self.by_channel.setdefault(channel, set()).add(subscription)
+            for name in subscription.channels:
+                self.by_channel.setdefault(name, set()).add(subscription)
         return subscription
 
     def remove(self, subscription: Subscription) -> None:
         with self.lock:
-            listeners = self.by_channel.get(subscription.channel)
-            if listeners is not None:
-                listeners.discard(subscription)
-                if not listeners:
-                    del self.by_channel[subscription.channel]
+            for name in subscription.channels:
+                listeners = self.by_channel.get(name)
+                if listeners is not None:
+                    listeners.discard(subscription)
+                    if not listeners:
+                        del self.by_channel[name]
 
     def deliver(self, channel: str, message: Any) -> None:
         for subscription in tuple(self.by_channel.get(channel, ())):

@@ -278,10 +278,11 @@ class RedisBus(EventBus):
             self.failed("publishing on a channel", exc)
             self.listeners.deliver(channel, message)  # this process's listeners at least
 
-    def subscribe(self, channel: str) -> Subscription:
-        subscription = self.listeners.add(channel)
+    def subscribe(self, channel: str, *more: str) -> Subscription:
+        subscription = self.listeners.add(channel, *more)
         try:
-            self.reader.listen(channel_key(channel))
+            for name in subscription.channels:
+                self.reader.listen(channel_key(name))
         except redis.RedisError as exc:
             self.failed("listening on a channel", exc)
             subscription.end()  # the listener ends; its page connects again later
@@ -289,4 +290,5 @@ class RedisBus(EventBus):
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self.listeners.remove(subscription)
-        self.reader.unlisten(channel_key(subscription.channel))
+        for name in subscription.channels:
+            self.reader.unlisten(channel_key(name))

@@ -129,6 +129,40 @@
     scrollLog();
   });
 
+  // The same chat open in another tab or device of the person: its notices (blog/live.py's `chat` events,
+  // agent/notices.py) name a turn that started there, or a card decided there; what this page does not
+  // show yet is fetched (chat_views.news) and drawn as that tab drew it, the answer followed on its own
+  // stream. One at a time, and never while this page's own request of the panel is under way: its answer
+  // may be the very turn or decision the notice names (that tab is this one), and is drawn once.
+  var news = [], fetching = false;
+
+  function newsQuery(notice) {
+    if (notice.turn && !document.getElementById("turn-" + notice.turn)) return "turn=" + encodeURIComponent(notice.turn);
+    var card = notice.approval && document.getElementById("approval-" + notice.approval);
+    if (card && !card.classList.contains("decided")) return "approval=" + encodeURIComponent(notice.approval);
+    return "";
+  }
+
+  function drainNews() {
+    var f = form(), url = f && f.dataset.newsUrl;
+    if (!url) { news = []; return; }
+    if (fetching || document.querySelector("#assistant .htmx-request")) return;
+    var query = "";
+    while (!query && news.length) query = newsQuery(news.shift());
+    if (!query) return;
+    fetching = true;
+    var done = function () { fetching = false; drainNews(); };
+    htmx.ajax("GET", url + "?" + query, { target: "#chat-log", swap: "beforeend" }).then(done, done);
+  }
+
+  document.addEventListener("htmx:sseMessage", function (e) {
+    if (!e.detail || e.detail.type !== "chat") return;
+    try { news.push(JSON.parse(e.detail.data)); } catch (err) { return; }
+    drainNews();
+  });
+
+  document.addEventListener("htmx:afterRequest", function () { drainNews(); });
+
   document.addEventListener("htmx:sseClose", function (e) {
     var article = e.target.closest && e.target.closest("article.streaming");
     if (article) {

@@ -10,11 +10,14 @@ from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import (
     BLOG,
     LONG_WAIT,
+    MARK_BLOG_LIVE,
     WATCH_ANNOUNCEMENTS,
     announcements,
     ask,
     chat_input,
     chat_log,
+    chip,
+    expect_blog_live,
     fill_sign_in,
     login,
     new_chat,
@@ -32,13 +35,15 @@ from tests.e2e.ui import (
 def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_it_and_keeps_the_words(
     slow_demo_server, page
 ):
-    """Tab B, open before tab A asked, knows nothing of A's running answer. Sending there is refused
-    (one turn at a time); B then shows that answer streaming, with its Stop, and keeps B's words in
-    the box to send once it ends. It used to say "Wait for it or stop it." beside neither."""
+    """Tab B, open before tab A asked, has not heard of A's running answer: its live stream of the blog
+    is down here (a reconnect, a worker that publishes nowhere else without AGENT_EVENTS_URL). Sending
+    there is refused (one turn at a time); B then shows that answer streaming, with its Stop, and keeps
+    B's words in the box to send once it ends. It used to say "Wait for it or stop it." beside neither."""
     base = slow_demo_server.url
     login(page, base, "alice")
     new_chat(page, base)
     other = page.context.new_page()
+    other.route(re.compile(r"/events/"), lambda route: route.abort())
     other.goto(page.url)
     expect(chat_input(other)).to_be_enabled()
 
@@ -175,3 +180,98 @@ def test_back_to_a_chat_whose_answer_was_streaming_shows_it_and_follows_it_to_it
     expect(reply).to_contain_text("Paragraph 40:")
     assert reply.inner_text().count("Paragraph 1:") == 1
     expect(replies(page)).to_have_count(1)
+
+
+def second_tab(page, base: str):
+    """Tab B of the chat tab A (`page`) shows, listening to the chat's notices before A does anything."""
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    other = page.context.new_page()
+    other.goto(page.url)
+    expect_blog_live(other)
+    return other
+
+
+def test_a_message_sent_in_one_tab_shows_in_the_other_and_its_answer_is_followed_there_live(slow_demo_server, page):
+    """Tab B, open on the same chat, shows A's message and follows the answer as it streams, its form
+    at rest with its Stop; Stop there ends it in both. A draws it once. Before, B saw nothing until
+    a reload."""
+    base = slow_demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    other = second_tab(page, base)
+
+    send(page, "write something long")
+    expect(user_messages(other)).to_have_count(1)
+    expect(user_messages(other).first).to_have_text("write something long")
+    expect(streaming_reply(other).locator(".flow")).to_contain_text("Paragraph 2:")  # live, word by word
+    expect(chat_input(other)).to_be_disabled()
+    other.locator("#chat-stop").click()
+    wait_turn_finished(other)
+    expect(replies(other).last.locator(".note")).to_have_text("Stopped.")
+    wait_turn_finished(page)
+    expect(replies(page).last.locator(".note")).to_have_text("Stopped.")
+    expect(user_messages(page)).to_have_count(1)  # the tab that sent it draws it once
+    expect(replies(page)).to_have_count(1)
+
+
+def test_an_answer_with_a_tool_card_ends_the_same_in_both_tabs(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    other = second_tab(page, base)
+
+    mine = ask(page, "list my posts")
+    wait_turn_finished(other)
+    expect(user_messages(other)).to_have_count(1)
+    expect(replies(other)).to_have_count(1)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    expect(chip(other, "list_posts")).to_contain_text("done")
+    assert replies(other).last.inner_text() == mine.inner_text()
+    expect(chat_input(other)).to_be_enabled()
+
+
+def test_a_card_decided_in_one_tab_shows_decided_in_the_other(server_factory, page):
+    """A publish waits for Approve in both tabs; approved in A, B's card says "Approved." and B follows
+    the answer it resumed to its end, without a reload. It stayed "awaiting your OK" there."""
+    base = server_factory("tabs-approve", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    console_errors: list[str] = []
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Both tabs")
+    other = second_tab(page, base)
+    other.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+
+    ask(page, "publish Both tabs")
+    card = other.locator("#chat-log .approval")
+    expect(card).to_contain_text("Needs your OK")  # the question came to B too
+    expect(chip(other, "publish_post")).to_contain_text("awaiting your OK")
+
+    page.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
+    expect(card).to_have_text("Approved.")
+    wait_turn_finished(other)
+    expect(replies(other).last).to_contain_text("Done: I published “Both tabs”.")
+    expect(chip(other, "publish_post")).to_contain_text("done")
+    expect(post_item(other, "Both tabs")).to_contain_text("Published")
+    wait_turn_finished(page)
+    expect(page.locator("#chat-log .approval")).to_have_text("Approved.")
+    expect(replies(page).filter(has_text="Done: I published")).to_have_count(1)  # once, in A as well
+    assert console_errors == []
+
+
+def test_a_card_decided_elsewhere_then_pressed_in_a_tab_that_did_not_hear_says_so_calmly(server_factory, page):
+    """B did not hear the decision (its live stream down): its buttons answer in the card, calmly."""
+    base = server_factory("tabs-approve", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Deaf tab")
+    ask(page, "publish Deaf tab")
+    other = page.context.new_page()
+    other.route(re.compile(r"/events/"), lambda route: route.abort())
+    other.goto(page.url)
+    page.locator("#chat-log .approval").get_by_role("button", name="Reject").click()
+    wait_turn_finished(page)
+
+    other.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
+    expect(other.locator("#chat-log .approval")).to_have_text("That request was already decided.")
+    expect(other.locator(".topbar .who")).to_have_text("alice")  # the page, not an error page
+    expect(post_item(other, "Deaf tab")).to_contain_text("Draft")

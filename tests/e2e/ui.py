@@ -32,9 +32,9 @@ WATCH_STREAMING = """
 # fires `htmx:sseOpen` on the element that connects). An init script (`context.add_init_script`) runs
 # in every document anew, so a page just left cannot mark the next: waiting for a response to the
 # events URL could be answered by the stream of the page the browser was leaving.
-MARK_BLOG_LIVE = """
+MARK_BLOG_LIVE = r"""
 document.addEventListener("htmx:sseOpen", (e) => {
-  if ((e.target.getAttribute("sse-connect") || "").endsWith("/events/")) {
+  if (/\/events\/(\?|$)/.test(e.target.getAttribute("sse-connect") || "")) {  // (?chat=: a chat's page)
     document.documentElement.setAttribute("data-blog-live", "");
   }
 });

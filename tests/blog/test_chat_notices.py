@@ -1,0 +1,181 @@
+"""A chat's notices (agent/notices.py) on its person's blog pages (blog/live.py), and what a page then
+fetches (agent.chat_views.news): another tab of the same chat learns of a turn started or a call decided
+there; no other member, nor another chat's page, hears anything of it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from agent.models import Approval, Turn
+from blog import services
+from blog.grants import Actor
+from blog.models import Seat
+from tests.blog.conftest import ALL, blog_chat, browser, set_consent
+from tests.blog.test_assistant_turns import publish_awaiting_approval, say
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def approvals_on(settings):
+    settings.AGENT_CONFIRM_TOOLS = ["delete_post", "publish_post"]
+
+
+EVENT_SOURCE = {"HTTP_ACCEPT": "text/event-stream"}
+NO_ACCESS = b"event: superseded\ndata: "
+
+
+@pytest.fixture
+def open_stream():
+    """A page's stream of the blog (with `?chat=`, of that chat too); all are closed at the end."""
+    opened = []
+
+    def open_stream(client, slug: str, chat=None):
+        query = f"?chat={chat}" if chat is not None else ""
+        response = client.get(f"/blogs/{slug}/events/{query}", **EVENT_SOURCE)
+        assert response.status_code == 200
+        opened.append(response)
+        chunks = iter(response.streaming_content)
+        assert next(chunks) == b": keep-alive\n\n"
+        return chunks
+
+    yield open_stream
+    for response in opened:
+        response.close()
+
+
+def notice(**said: str) -> bytes:
+    return f"event: chat\ndata: {json.dumps(said, separators=(',', ':'))}\n\n".encode()
+
+
+def send_in_panel(user, chat, text: str, capture) -> Turn:
+    """The person sends a message from the chat panel of one tab; the turn runs (inline here)."""
+    with capture(execute=True):
+        assert browser(user).post(f"/chat/{chat.pk}/send", {"text": text}).status_code == 200
+    return Turn.objects.filter(session=chat).latest("created_at")
+
+
+def test_the_chats_other_page_hears_a_turn_started_in_it(team, script, django_capture_on_commit_callbacks, open_stream):
+    chat = blog_chat(team.owner, team.blog)
+    chunks = open_stream(browser(team.owner), team.blog.slug, chat.pk)
+    script([say("Hello.")])
+    turn = send_in_panel(team.owner, chat, "hi", django_capture_on_commit_callbacks)
+    assert next(chunks) == notice(turn=str(turn.pk))
+
+
+def test_a_decision_and_the_answer_it_resumes_are_heard(
+    team, script, approvals_on, django_capture_on_commit_callbacks, open_stream
+):
+    set_consent(team.owner, team.blog, ALL)
+    _api, chat, _draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    chunks = open_stream(browser(team.owner), team.blog.slug, chat.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        decided = browser(team.owner).post(f"/chat/{chat.pk}/approvals/{approval_id}", {"approve": "1"})
+    assert decided.status_code == 200
+    resumed = Turn.objects.filter(session=chat).latest("created_at")
+    heard = [next(chunks) for _ in range(3)]  # (the publish's effects too, as every page of the blog hears)
+    assert [chunk for chunk in heard if chunk.startswith(b"event: chat")] == [
+        notice(approval=approval_id),
+        notice(turn=str(resumed.pk)),
+    ]
+
+
+@pytest.mark.parametrize("who", ["editor", "owner_elsewhere", "owner_other_chat"])
+def test_no_other_page_hears_a_chats_notices(team, who, script, django_capture_on_commit_callbacks, open_stream):
+    """Another member naming the owner's chat in the address, the owner's page with no chat or another
+    of their chats: the message sent in the chat is not heard there; the blog's next change is."""
+    chat = blog_chat(team.owner, team.blog)
+    if who == "editor":
+        chunks = open_stream(browser(team.editor), team.blog.slug, chat.pk)
+    elif who == "owner_elsewhere":
+        chunks = open_stream(browser(team.owner), team.blog.slug)
+    else:
+        chunks = open_stream(browser(team.owner), team.blog.slug, blog_chat(team.owner, team.blog).pk)
+    script([say("Hello.")])
+    send_in_panel(team.owner, chat, "a private question", django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        post = services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Then this")
+    assert next(chunks) == f'event: effects\ndata: [{{"type":"post.created","id":{post.pk}}}]\n\n'.encode()
+
+
+def test_a_chats_notice_after_its_person_left_the_blog_is_never_relayed(
+    team, script, django_capture_on_commit_callbacks, open_stream
+):
+    """Checked per message, as the blog's own changes: the editor's seat went (its wake-up lost here),
+    then a turn starts in their chat (by the API's hand, say): the page's stream ends saying why."""
+    chat = blog_chat(team.editor, team.blog)
+    chunks = open_stream(browser(team.editor), team.blog.slug, chat.pk)
+    Seat.objects.filter(blog=team.blog, user=team.editor).delete()
+    from agent import notices
+
+    with django_capture_on_commit_callbacks(execute=True):
+        notices.turn_started(chat.pk, uuid.uuid4())
+    assert next(chunks).startswith(NO_ACCESS)
+    assert list(chunks) == []
+
+
+# What the page fetches on a notice -------------------------------------------------------------------------
+
+
+def test_a_turns_news_is_its_message_and_its_answer_followed_on_its_stream(
+    team, script, django_capture_on_commit_callbacks
+):
+    chat = blog_chat(team.owner, team.blog)
+    script([say("Hello.")])
+    turn = send_in_panel(team.owner, chat, "hi <b>there</b>", django_capture_on_commit_callbacks)
+    page = browser(team.owner).get(f"/chat/{chat.pk}/news?turn={turn.pk}")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert '<div class="bubble" dir="auto">hi &lt;b&gt;there&lt;/b&gt;</div>' in html
+    assert f'id="turn-{turn.pk}"' in html and f"/turns/{turn.pk}/" in html and "sse-connect=" in html
+
+
+def test_a_decided_cards_news_says_how_it_was_decided(team, script, approvals_on):
+    set_consent(team.owner, team.blog, ALL)
+    _api, chat, _draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    ask = f"/chat/{chat.pk}/news?approval={approval_id}"
+    assert browser(team.owner).get(ask).status_code == 204  # not decided yet: nothing to draw
+    Approval.objects.filter(pk=approval_id).update(status=Approval.REJECTED)
+    html = browser(team.owner).get(ask).content.decode()
+    assert f'id="approval-{approval_id}" hx-swap-oob="true"' in html and "Rejected." in html
+    assert "autofocus" not in html  # focus stays where the person is in this tab
+
+
+def test_news_of_a_chat_is_for_its_person_only(team, client, script, django_capture_on_commit_callbacks):
+    chat = blog_chat(team.owner, team.blog)
+    script([say("Hello.")])
+    turn = send_in_panel(team.owner, chat, "a private question", django_capture_on_commit_callbacks)
+    ask = f"/chat/{chat.pk}/news?turn={turn.pk}"
+    for asker in (browser(team.editor), browser(team.outsider), client):  # (client: signed out)
+        answer = asker.get(ask)
+        assert (answer.status_code, answer.content) == (204, b"")
+    other = blog_chat(team.owner, team.blog)  # their own chat, naming a turn of another: nothing
+    assert browser(team.owner).get(f"/chat/{other.pk}/news?turn={turn.pk}").status_code == 204
+    for query in ("turn=nope", "approval=", ""):
+        assert browser(team.owner).get(f"/chat/{chat.pk}/news?{query}").status_code == 204
+
+
+def test_the_page_of_a_chat_names_it_to_its_stream(team):
+    chat = blog_chat(team.owner, team.blog)
+    page = browser(team.owner).get(f"/blogs/{team.blog.slug}/?chat={chat.pk}").content.decode()
+    assert f'sse-connect="/blogs/{team.blog.slug}/events/?chat={chat.pk}"' in page
+    assert 'sse-swap="chat"' in page and f'data-news-url="/chat/{chat.pk}/news"' in page
+
+
+def test_with_redis_a_notice_from_another_worker_reaches_the_chats_page(team, redis_server, settings, open_stream):
+    """One subscription hears the blog's channel and the chat's, on Redis as in-process."""
+    from agent import notices
+    from agent.events.redis import RedisBus
+
+    settings.AGENT_EVENTS_URL = redis_server.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    elsewhere = RedisBus(redis_server.url)  # another worker
+    chat = blog_chat(team.owner, team.blog)
+    chunks = open_stream(browser(team.owner), team.blog.slug, chat.pk)
+    elsewhere.publish(notices.channel_name(chat.pk), {"turn": "t-1"})
+    assert next(chunks) == notice(turn="t-1")
+    elsewhere.publish(f"blog:{team.blog.pk}", [{"type": "post.updated", "id": 7}])
+    assert next(chunks) == b'event: effects\ndata: [{"type":"post.updated","id":7}]\n\n'
