@@ -107,13 +107,37 @@
     var started = answer.indexOf("sse-connect") !== -1;
     if (e.detail.elt === f) {
       // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it)
-      if (started && answer.indexOf("data-kept") === -1) { f.reset(); clearFiles(f); }
+      if (started && answer.indexOf("data-kept") === -1) { nameChat(f.querySelector("textarea").value); f.reset(); clearFiles(f); }
       setRunning(started);
     } else if (started) {
       setRunning(true);
     }
     scrollLog();
   });
+
+  // The chat shown, "Untitled chat" in the list of earlier chats (it had no message yet), is named by its
+  // first message once sent, as a reload names it (blog/chat_panel.labelled): its words, one space
+  // apart, cut at 48 characters between two of what a reader sees as one character, then "…".
+  var LABEL_CHARS = 48;
+  function nameChat(text) {
+    var label = document.querySelector(".history [aria-current] .chat-label[data-untitled]");
+    var words = text.split(/\s+/).filter(Boolean).join(" ");
+    if (!label || !words) return;
+    if (Array.from(words).length > LABEL_CHARS) {
+      var kept = [], count = 0;
+      var pieces = window.Intl && Intl.Segmenter
+        ? Array.from(new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(words), function (s) { return s.segment; })
+        : Array.from(words);
+      for (var i = 0; i < pieces.length; i++) {
+        count += Array.from(pieces[i]).length;
+        if (count > LABEL_CHARS - 1) break;
+        kept.push(pieces[i]);
+      }
+      words = kept.join("").replace(/\s+$/, "") + "\u2026";
+    }
+    label.textContent = words;
+    label.removeAttribute("data-untitled");
+  }
 
   document.addEventListener("htmx:sseMessage", function (e) {
     var type = e.detail && e.detail.type;

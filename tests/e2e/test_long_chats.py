@@ -8,7 +8,17 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import NO_LIMITS
-from tests.e2e.ui import BLOG, chat_log, login, open_blog, send, user_messages, wait_turn_finished
+from tests.e2e.ui import (
+    BLOG,
+    chat_input,
+    chat_log,
+    login,
+    new_chat,
+    open_blog,
+    send,
+    user_messages,
+    wait_turn_finished,
+)
 from tests.servers import manage
 
 LONG_CHATS = """
@@ -67,3 +77,21 @@ def test_a_chat_older_than_the_panel_lists_opens_from_all_chats(page, server):
     page.get_by_role("link", name="Chat 0", exact=True).click()
     expect(page).to_have_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]+$"))
     expect(user_messages(page)).to_have_text(["question 0"])
+
+
+def test_a_new_chat_is_named_in_the_list_by_its_first_message_without_a_reload(page, server):
+    """After "New chat" the list of earlier chats names it "Untitled chat" (it has no message); once its
+    first message is sent the list names it by its words, cut between characters as a reload cuts them."""
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+    history = page.locator("details.history")
+    current = history.locator("[aria-current] .chat-label")
+    expect(current).to_have_text("Untitled chat")
+    words = "Plan   the spring issue:\nherons, kingfishers, a 👋🏽 wave to the first swallows"  # 👋🏽: 47th, 48th
+    chat_input(page).fill(words)
+    page.locator("#chat-send").click()
+    wait_turn_finished(page)
+    named = "Plan the spring issue: herons, kingfishers, a…"  # (48 characters at most, 👋🏽 not cut in two)
+    expect(current).to_have_text(named)
+    page.reload()
+    expect(page.locator("details.history [aria-current] .chat-label")).to_have_text(named)
