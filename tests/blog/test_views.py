@@ -592,7 +592,7 @@ def earlier_chats(html: str) -> list[tuple[str, str, str]]:
     """(chat id, label, date) of each link in the panel's list of earlier chats."""
     start = html.index('<details class="history">')
     found = re.findall(
-        r'<a href="\?chat=([0-9a-f-]+)"[^>]*><span class="chat-label">([^<]*)</span> '
+        r'<a href="\?chat=([0-9a-f-]+)"[^>]*><span class="chat-label"(?: data-untitled)?>([^<]*)</span> '
         r'<time class="meta" datetime="[^"]+">([^<]+)</time></a>',
         html[start : html.index("</details>", start)],
     )
