@@ -12,6 +12,8 @@ import time  # noqa: E402
 
 import gevent  # noqa: E402
 
+from config.serve import count_from_env  # noqa: E402
+
 # Each greenlet would otherwise keep the stack it was spawned from (for gevent's debugging
 # tree): thousands of frames for the collector to walk, at a thousand open streams.
 gevent.config.track_greenlet_tree = False
@@ -24,8 +26,10 @@ GC_THRESHOLDS = (10_000, 20, 20)
 
 bind = os.environ.get("BIND") or (f"0.0.0.0:{os.environ['PORT']}" if os.environ.get("PORT") else "127.0.0.1:8000")
 worker_class = "gevent"
-workers = int(os.environ.get("WEB_CONCURRENCY") or "1")  # (set but empty: the default, not a crash)
-worker_connections = int(os.environ.get("WORKER_CONNECTIONS") or "4000")
+# (Run as `python -m config.serve`, which reads WEB_CONCURRENCY before gunicorn does; read again here for
+# a plain `gunicorn -c`, where 0 would start a master that serves nothing.)
+workers = count_from_env(os.environ, "WEB_CONCURRENCY", 1, what="worker processes")
+worker_connections = count_from_env(os.environ, "WORKER_CONNECTIONS", 4000, what="connections per worker")
 timeout = 120
 graceful_timeout = 20
 keepalive = 5
