@@ -8,6 +8,7 @@ import gc  # noqa: E402
 import io  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import gevent  # noqa: E402
@@ -56,7 +57,7 @@ def post_worker_init(worker):
 
     from django.conf import settings
 
-    run_system_checks()
+    run_system_checks(worker)
     gc.set_threshold(*GC_THRESHOLDS)
     gc.freeze()
 
@@ -68,18 +69,27 @@ def post_worker_init(worker):
     end_live_streams_on_term(worker.cfg.graceful_timeout)
 
 
-def run_system_checks():
+def run_system_checks(worker):
     """Django's system checks, as `manage.py check` runs them: an error stops the worker's boot, and
     with it gunicorn, saying the check's one sentence; a warning goes to the log.
 
     gunicorn runs none of its own: an unknown AGENT_BACKEND served every page and failed every
     first message, on a host started without `migrate` (which runs them) in its own environment.
+    The checks' report is all the error log says: left to propagate, the error came after gunicorn's
+    traceback of the hook, and twice.
     """
     from django.apps import apps
     from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+    from gunicorn.arbiter import Arbiter
 
-    if apps.ready:  # (the app served is Django's; bench/bare_app.py, with this file, is not)
+    if not apps.ready:  # (the app served is not Django's: bench/bare_app.py runs with this file too)
+        return
+    try:
         call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
+    except SystemCheckError as e:
+        worker.log.error("%s", e)
+        sys.exit(Arbiter.WORKER_BOOT_ERROR)  # the master stops too: "Worker failed to boot."
 
 
 def end_live_streams_on_term(grace: float):

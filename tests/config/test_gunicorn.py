@@ -47,10 +47,15 @@ def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
         returncode = stop(server)
     log = (tmp_path / "log").read_text()
     assert returncode == 3, log  # gunicorn's "Worker failed to boot"
-    assert (
+    sentence = (
         "(agent.E001) AGENT_BACKEND must be one of anthropic, bedrock, demo, fake, openai, openai-responses; "
-        "got 'nope'." in log
+        "got 'nope'."
     )
+    assert log.count(sentence) == 1, log
+    # The checks' report alone: no traceback of gunicorn's hook before it (it came first, and the
+    # sentence twice).
+    assert "Traceback" not in log, log
+    assert "[ERROR] SystemCheckError: System check identified some issues:" in log
 
 
 def test_the_same_configuration_serves_an_app_that_is_not_django(tmp_path):
