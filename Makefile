@@ -21,7 +21,7 @@ install: $(STAMP)
 run: $(STAMP)
 	DEBUG=$${DEBUG-1} $(PY) manage.py migrate --noinput
 	DEBUG=$${DEBUG-1} $(PY) manage.py seed_demo
-	DEBUG=$${DEBUG-1} SECURE_SSL_REDIRECT=$${SECURE_SSL_REDIRECT-0} $(VENV)/bin/gunicorn config.wsgi -c config/gunicorn.conf.py
+	DEBUG=$${DEBUG-1} SECURE_SSL_REDIRECT=$${SECURE_SSL_REDIRECT-0} $(PY) -m config.serve
 
 chromium:
 	@if [ -x /usr/bin/chromium ]; then echo "chromium: /usr/bin/chromium"; \

@@ -12,7 +12,6 @@ differs (someone changed the post in between), nothing is applied and the model 
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -20,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agent import notices
+from agent import logcontext, notices
 from agent.conf import settings
 from agent.models import Approval, Message, Part, Session
 from agent.state import Run
@@ -28,7 +27,7 @@ from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, ver
 from agent.transcript import persist_tool_results
 from agent.values import LoopEvent
 
-logger = logging.getLogger("agent.approvals")
+logger = logcontext.get_logger("agent.approvals")
 
 REJECTED = "The user rejected this action. Do not retry it unless they ask again."
 NOT_APPROVED = "The user did not approve this action (it expired or they moved on). Ask again if it is still needed."

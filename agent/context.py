@@ -9,11 +9,10 @@ from its result.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-from agent import attachments, budget, sql
+from agent import attachments, budget, logcontext, sql
 from agent.backends.base import Backend, CallContext, Interrupt, call_context, zero_usage
 from agent.conf import settings
 from agent.models import ContextSummary, Session
@@ -21,7 +20,7 @@ from agent.state import Run
 from agent.transcript import read_after, release_connection
 from agent.values import NeutralMessage
 
-logger = logging.getLogger("agent.context")
+logger = logcontext.get_logger("agent.context")
 
 SUMMARY_PROMPT = (
     "You condense the earlier part of a conversation between a user and an assistant that uses tools. "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +11,7 @@ import regex
 from django.urls import reverse
 from django.utils import timezone
 
+from agent import logcontext
 from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
 from agent.markdown import render_markdown
@@ -19,7 +19,7 @@ from agent.models import Approval, Message, Session, Turn
 from agent.tools import REGISTRY, Shown
 from agent.transcript import is_redacted
 
-logger = logging.getLogger("agent.display")
+logger = logcontext.get_logger("agent.display")
 
 REDACTED_THINKING = "Redacted thinking (the provider keeps it encrypted)."
 # What people are told when an answer did not end normally.

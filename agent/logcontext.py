@@ -1,4 +1,11 @@
-"""Structured context on every log line of a turn: session, user and turn ids."""
+"""Structured context on every log line of a turn: session, user and turn ids.
+
+The context travels on the log record, as attributes (`session_id`, `user_id`, `turn_id`), never in
+the message: a format names them (`config/settings.py` writes `session=… user=… turn=…` at the start
+of each line), a structured handler keeps them as fields. The engine's own loggers (`get_logger`)
+attach them to each record they make, so they are there whatever the host's logging configuration;
+the project's handler filter adds them to everyone else's lines (Django's, the blog's) as well.
+"""
 
 from __future__ import annotations
 
@@ -31,3 +38,14 @@ class ContextFilter(logging.Filter):
             if not hasattr(record, name):
                 setattr(record, name, values.get(name, "-"))
         return True
+
+
+_attach = ContextFilter()
+
+
+def get_logger(name: str) -> logging.Logger:
+    """`logging.getLogger(name)`, each record it makes carrying the turn's context (a filter on the
+    logger itself runs for every record it makes, before any handler of any configuration)."""
+    logger = logging.getLogger(name)
+    logger.addFilter(_attach)  # (once: a filter already there is not added again)
+    return logger

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
 from typing import Any, Literal
 
-from agent import approvals, budget, context, limits, signals, sql
+from agent import approvals, budget, context, limits, logcontext, signals, sql
 from agent.backends import get_backend, model_for
 from agent.backends.base import USAGE_KEYS, CallContext, call_context, zero_usage
 from agent.conf import settings
@@ -19,7 +18,7 @@ from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
 from agent.values import LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
 
-logger = logging.getLogger("agent.loop")
+logger = logcontext.get_logger("agent.loop")
 
 Event = LoopEvent
 
@@ -156,7 +155,6 @@ def _call_model(
     Returns the failure code (None on success); BudgetExceeded propagates.
     """
     session = run.session
-    where = _Where(session, run.turn)  # (formatted only when a log line is written)
     if should_stop():  # asked before the model was (Stop pressed at once, or during the tools): no call
         call.stop_reason = "stopped"
         return None
@@ -167,7 +165,7 @@ def _call_model(
             if should_stop():  # a Stop cut the summary's call: the turn stops before its model call
                 call.stop_reason = "stopped"
                 return None
-            logger.error("summarising for %s failed via %s: %s", where, backend.name, exc)
+            logger.error("summarising the older messages failed via %s: %s", backend.name, exc)
             call.sentence = provider_sentence(exc, summarised=False)
             return "provider_error"
         if index is None and backend.uses_call_index:
@@ -196,14 +194,14 @@ def _call_model(
             if should_stop():  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
                 call.stop_reason, call.tool_uses = "stopped", []
                 if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
-                    logger.warning("model call failed unexpectedly after a Stop (%s)", where, exc_info=exc)
+                    logger.warning("model call failed unexpectedly after a Stop", exc_info=exc)
             elif isinstance(exc, BackendError):
                 failure = "provider_error"
                 retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
-                _log_backend_error(exc, backend.name, model, where, retrying=retry, summarised=attempt == 1)
+                _log_backend_error(exc, backend.name, model, retrying=retry, summarised=attempt == 1)
                 call.sentence = provider_sentence(exc, summarised=attempt == 1)
             else:
-                logger.exception("model call failed unexpectedly (%s)", where)
+                logger.exception("model call failed unexpectedly")
                 failure = "chat_error"
         finally:
             call_context.reset(token)
@@ -225,32 +223,18 @@ def _call_model(
     return "provider_error"
 
 
-def _log_backend_error(
-    exc: BackendError, backend: str, model: str, where: _Where, *, retrying: bool, summarised: bool
-) -> None:
-    """The operator's line for a failed model call; a context window too small says what to change."""
+def _log_backend_error(exc: BackendError, backend: str, model: str, *, retrying: bool, summarised: bool) -> None:
+    """The operator's line for a failed model call; a context window too small says what to change.
+    (Whose call it was, session and turn, is on the record: `agent.logcontext`.)"""
     refused = f"model {model!r} via {backend} refused the request as longer than its context window"
     if exc.context_too_long and retrying:
-        logger.warning("%s; summarising the older messages and trying once more (%s): %s", refused, where, exc)
+        logger.warning("%s; summarising the older messages and trying once more: %s", refused, exc)
     elif exc.context_too_long and summarised:
         logger.error(
-            "%s even after summarising: set AGENT_CONTEXT_MAX_TOKENS below the model's window (%s): %s",
-            refused,
-            where,
-            exc,
+            "%s even after summarising: set AGENT_CONTEXT_MAX_TOKENS below the model's window: %s", refused, exc
         )
     else:
-        logger.error("backend %s failed (model %r, %s retryable=%s): %s", backend, model, where, exc.retryable, exc)
-
-
-class _Where:
-    """`session=… turn=…` for a log line, made only if the line is written."""
-
-    def __init__(self, session: Session, turn: Turn | None) -> None:
-        self.session, self.turn = session, turn
-
-    def __str__(self) -> str:
-        return f"session={self.session.pk} turn={getattr(self.turn, 'pk', None)}"
+        logger.error("backend %s failed (model %r, retryable=%s): %s", backend, model, exc.retryable, exc)
 
 
 def _call_index(session: Session) -> int:
@@ -499,7 +483,7 @@ def _run_tools(
     try:
         persist_tool_results(run, results)
     except Exception:
-        logger.exception("persisting tool results failed (session=%s)", session.pk)
+        logger.exception("persisting tool results failed")
         repair_orphans(run)
         raise
     for r in results:

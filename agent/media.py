@@ -8,7 +8,6 @@ part only to the people allowed to read its chat.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -16,10 +15,11 @@ from typing import Any
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from agent import logcontext
 from agent.models import Part, Session
 from agent.uploads import Upload
 
-logger = logging.getLogger("agent.media")
+logger = logcontext.get_logger("agent.media")
 
 MEDIA_TYPES = ("image", "document")
 

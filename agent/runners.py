@@ -21,7 +21,6 @@ work in a runner and waits for its result.
 from __future__ import annotations
 
 import contextvars
-import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -29,9 +28,10 @@ from typing import Any
 
 from django.db import connections
 
+from agent import logcontext
 from agent.runtime import gevent_patched
 
-logger = logging.getLogger("agent.runners")
+logger = logcontext.get_logger("agent.runners")
 
 IDLE_SECONDS = 30.0
 MAX_IDLE = 256

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,9 +14,10 @@ import jsonschema
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
+from agent import logcontext
 from agent.runtime import gevent_patched
 
-logger = logging.getLogger("agent.tools")
+logger = logcontext.get_logger("agent.tools")
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -238,7 +238,8 @@ def _error(message: str) -> ToolOutcome:
 
 def run_tool(session: Any, tool_use: dict[str, Any], *, purpose: str | None = None) -> ToolOutcome:
     """Run one tool call; every failure becomes an error result the model can read."""
-    with _scratch_scope():  # the availability check and the handler share what they load
+    # (whose call it is goes on its log lines, also when it runs outside a turn: an approval's)
+    with _scratch_scope(), logcontext.bind(session_id=getattr(session, "pk", None)):
         return _run_tool(session, tool_use, purpose)
 
 
@@ -267,10 +268,10 @@ def _run_tool(session: Any, tool_use: dict[str, Any], purpose: str | None) -> To
     try:
         result = as_object(_call_with_time_limit(lambda: tool.handler(session, **raw)))
     except ToolTimeout:
-        logger.error("tool %s ran past its time limit (session=%s)", name, getattr(session, "pk", None))
+        logger.error("tool %s ran past its time limit", name)
         return _error(f"The tool {name!r} took too long and was stopped. Try again or try something simpler.")
     except Exception as exc:  # the model gets a readable error; the operator gets the traceback
-        logger.exception("tool %s raised (session=%s)", name, getattr(session, "pk", None))
+        logger.exception("tool %s raised", name)
         return _error(_tool_exception_text(exc))
     effects = result.pop("_effects", None) or []
     status = "error" if "error" in result else "ok"

@@ -12,7 +12,6 @@ touches the turn.
 from __future__ import annotations
 
 import contextvars
-import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -34,7 +33,7 @@ from agent.state import TurnRun
 from agent.transcript import add_message, release_connection, repair_orphans
 from agent.values import TERMINAL, LoopEvent, Phase
 
-logger = logging.getLogger("agent.turns")
+logger = logcontext.get_logger("agent.turns")
 
 
 def claim(session: Session, *, resuming: bool = False) -> TurnRun:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Iterator
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 
-from agent import approvals, hub, intake, sse, stream_pass, streams, turns
+from agent import approvals, hub, intake, logcontext, sse, stream_pass, streams, turns
 from agent.api import api_view, error, json_body
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.follow import Item, abandoned, follow_batches, had_the_end
@@ -19,7 +18,7 @@ from agent.models import Approval, Message, Session, Turn
 from agent.policy import Access, get_policy
 from agent.transcript import part_to_neutral
 
-logger = logging.getLogger("agent.views")
+logger = logcontext.get_logger("agent.views")
 
 NOT_FOUND = "That chat doesn't exist or isn't yours."
 NOT_JSON = 'Send a JSON object, {"text": "..."}, or multipart/form-data.'

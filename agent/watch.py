@@ -7,7 +7,6 @@ once for all of this process's running turns and renews all their leases in one 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from datetime import timedelta
@@ -15,12 +14,12 @@ from datetime import timedelta
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
-from agent import hub
+from agent import hub, logcontext
 from agent.conf import settings
 from agent.models import Session, Turn
 from agent.runtime import gevent_patched
 
-logger = logging.getLogger("agent.watch")
+logger = logcontext.get_logger("agent.watch")
 
 _started = False
 _lock = threading.Lock()

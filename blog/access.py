@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from blog.models import Seat
+from blog.models import ALL_SCOPES, DELETE, PUBLISH, READ, WRITE, Seat
 
-READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
-ALL_SCOPES = (READ, WRITE, PUBLISH, DELETE)
+__all__ = ["ALL_SCOPES", "DELETE", "PUBLISH", "READ", "WRITE"]  # (defined beside Consent, which checks them)
 
 ROLE_SCOPES: dict[str, frozenset[str]] = {
     Seat.OWNER: frozenset(ALL_SCOPES),

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Cast, Replace
+from django.db.models.lookups import Exact
+
+# The scopes of a blog's operations (CONTRACT §6); `blog/access.py` says what each role holds.
+READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
+ALL_SCOPES = (READ, WRITE, PUBLISH, DELETE)
 
 
 class Blog(models.Model):
@@ -111,6 +117,16 @@ class ChatLink(models.Model):
     post = models.ForeignKey(Post, null=True, blank=True, on_delete=models.SET_NULL, related_name="chat_links")
 
 
+def only_known_scopes() -> Exact:
+    """`scopes` is a JSON list of known scope names (any order, any of them): its text with every quoted
+    name, comma and space taken out is `[]`. Said with text functions because SQLite, in a CHECK, has no
+    JSON containment (`contained_by`) nor subquery (`json_each`) to say it with."""
+    text: models.Func = Cast("scopes", models.TextField())
+    for part in [*(f'"{scope}"' for scope in ALL_SCOPES), ",", " "]:
+        text = Replace(text, models.Value(part), output_field=models.TextField())
+    return Exact(text, models.Value("[]"))
+
+
 class Consent(models.Model):
     """What a user lets a client (blank: the built-in assistant) do for them on one blog."""
 
@@ -126,7 +142,10 @@ class Consent(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "blog", "client"], name="blog_consent_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "blog", "client"], name="blog_consent_unique"),
+            models.CheckConstraint(condition=only_known_scopes(), name="blog_consent_known_scopes"),
+        ]
 
     @property
     def active(self) -> bool:

@@ -8,9 +8,12 @@ import gc  # noqa: E402
 import io  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import gevent  # noqa: E402
+
+from config.serve import count_from_env  # noqa: E402
 
 # Each greenlet would otherwise keep the stack it was spawned from (for gevent's debugging
 # tree): thousands of frames for the collector to walk, at a thousand open streams.
@@ -24,8 +27,10 @@ GC_THRESHOLDS = (10_000, 20, 20)
 
 bind = os.environ.get("BIND") or (f"0.0.0.0:{os.environ['PORT']}" if os.environ.get("PORT") else "127.0.0.1:8000")
 worker_class = "gevent"
-workers = int(os.environ.get("WEB_CONCURRENCY") or "1")  # (set but empty: the default, not a crash)
-worker_connections = int(os.environ.get("WORKER_CONNECTIONS") or "4000")
+# (Run as `python -m config.serve`, which reads WEB_CONCURRENCY before gunicorn does; read again here for
+# a plain `gunicorn -c`, where 0 would start a master that serves nothing.)
+workers = count_from_env(os.environ, "WEB_CONCURRENCY", 1, what="worker processes")
+worker_connections = count_from_env(os.environ, "WORKER_CONNECTIONS", 4000, what="connections per worker")
 timeout = 120
 graceful_timeout = 20
 keepalive = 5
@@ -52,7 +57,7 @@ def post_worker_init(worker):
 
     from django.conf import settings
 
-    run_system_checks()
+    run_system_checks(worker)
     gc.set_threshold(*GC_THRESHOLDS)
     gc.freeze()
 
@@ -64,18 +69,27 @@ def post_worker_init(worker):
     end_live_streams_on_term(worker.cfg.graceful_timeout)
 
 
-def run_system_checks():
+def run_system_checks(worker):
     """Django's system checks, as `manage.py check` runs them: an error stops the worker's boot, and
     with it gunicorn, saying the check's one sentence; a warning goes to the log.
 
     gunicorn runs none of its own: an unknown AGENT_BACKEND served every page and failed every
     first message, on a host started without `migrate` (which runs them) in its own environment.
+    The checks' report is all the error log says: left to propagate, the error came after gunicorn's
+    traceback of the hook, and twice.
     """
     from django.apps import apps
     from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+    from gunicorn.arbiter import Arbiter
 
-    if apps.ready:  # (the app served is Django's; bench/bare_app.py, with this file, is not)
+    if not apps.ready:  # (the app served is not Django's: bench/bare_app.py runs with this file too)
+        return
+    try:
         call_command("check", stdout=io.StringIO())  # (not its "no issues" line at every worker's boot)
+    except SystemCheckError as e:
+        worker.log.error("%s", e)
+        sys.exit(Arbiter.WORKER_BOOT_ERROR)  # the master stops too: "Worker failed to boot."
 
 
 def end_live_streams_on_term(grace: float):

@@ -11,7 +11,6 @@ events (`events`); optionally which error answer is the provider's content filte
 from __future__ import annotations
 
 import json
-import logging
 import math
 import re
 import time
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.conf import settings
 
+from agent import logcontext
 from agent.backends.base import Backend, Event, interruptible, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
@@ -32,7 +32,7 @@ from agent.backends.watchdog import Watchdog, cut_response, each_expecting
 from agent.exceptions import BackendError
 from agent.values import NeutralMessage, ToolSpec
 
-logger = logging.getLogger("agent.backends")
+logger = logcontext.get_logger("agent.backends")
 
 #: The longest error message an adapter passes on (it reaches logs, never a person).
 MAX_MESSAGE_CHARS = 600

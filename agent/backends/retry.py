@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable, Iterator
 
+from agent import logcontext
 from agent.backends.base import current_interrupt
 from agent.exceptions import BackendError
 from agent.values import ModelEvent
 
-logger = logging.getLogger("agent.backends")
+logger = logcontext.get_logger("agent.backends")
 
 MAX_BACKOFF_SECONDS = 20.0
 # The longest server-asked wait (Retry-After) a turn sits through before trying again; a server

@@ -15,7 +15,6 @@ database; the reader tries again with a growing pause and picks up whatever is f
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 import uuid
@@ -25,11 +24,11 @@ from typing import Any, cast
 import redis
 from redis.typing import KeyT, StreamEntry, StreamIdT
 
-from agent import hub
+from agent import hub, logcontext
 from agent.runtime import gevent_patched
 from agent.values import TERMINAL
 
-logger = logging.getLogger("agent.events")
+logger = logcontext.get_logger("agent.events")
 
 CONTROL = "agent:control"
 BLOCK_MS = 5_000

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import threading
 import time
 from collections import deque
@@ -34,14 +33,14 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
-from agent import hub
+from agent import hub, logcontext
 from agent.conf import settings
 from agent.events import reader
 from agent.events.base import EventBus, Subscription, TurnSink
 from agent.events.reader import CONTROL, spawn
 from agent.values import EventName
 
-logger = logging.getLogger("agent.events")
+logger = logcontext.get_logger("agent.events")
 
 START_ID, LOST_ID = "0-1", "2-0"
 STARTED_TTL = 86_400  # a turn whose worker died leaves nothing behind for long

@@ -218,7 +218,11 @@ def test_backend_error_calm_event_log_valid_transcript(api, chat, script, caplog
     with caplog.at_level(logging.ERROR):
         events = api.turn(chat, "hi")
     assert events[-1] == ("error", {"code": "provider_error", "message": sentence})
-    assert "secret-detail" in caplog.text and f"session={chat.pk} turn=" in caplog.text  # whose call failed
+    failed_call = next(r for r in caplog.records if "secret-detail" in r.getMessage())
+    assert (str(failed_call.session_id), str(failed_call.turn_id)) == (
+        str(chat.pk),
+        str(Turn.objects.get(session=chat).pk),
+    )
     assert "secret-detail" not in str(events)
     failed = Message.objects.filter(session=chat, role="assistant").get()
     assert failed.stop_reason == "error"

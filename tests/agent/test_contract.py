@@ -457,11 +457,11 @@ class RetryContract:
         assert [level for level, _ in lines] == ["WARNING", "ERROR"]
         assert lines[0][1].startswith(
             f"model {model!r} via {self.backend} refused the request as longer than its context window; "
-            "summarising the older messages and trying once more ("
+            "summarising the older messages and trying once more: "
         )
         assert lines[1][1].startswith(
             f"model {model!r} via {self.backend} refused the request as longer than its context window even "
-            "after summarising: set AGENT_CONTEXT_MAX_TOKENS below the model's window ("
+            "after summarising: set AGENT_CONTEXT_MAX_TOKENS below the model's window: "
         )
 
     def request_text(self, request: Any) -> str:

@@ -87,7 +87,9 @@ def test_a_summary_that_cannot_be_made_is_a_calm_provider_error(
     with caplog.at_level(logging.ERROR):
         events = api.turn(chat, "and now?")
     assert events == [("error", {"code": "provider_error", "message": sentence})]
-    assert "summarising for session=" in caplog.text and "shard 7" in caplog.text
+    line = next(r for r in caplog.records if "shard 7" in r.getMessage())
+    assert line.getMessage().startswith("summarising the older messages failed")
+    assert str(line.session_id) == str(chat.pk)  # whose (agent.logcontext)
     assert not ContextSummary.objects.exists() and not get_backend().requests  # the model was never called
     last = Message.objects.filter(session=chat, role="assistant").order_by("-position").first()
     assert last.stop_reason == "error" and not last.parts.exists()  # the failed call's one (empty) message

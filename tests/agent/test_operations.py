@@ -151,3 +151,44 @@ def test_log_lines_carry_session_user_and_turn(api, chat, script, caplog):
         str(chat.user_id),
         str(turn.pk),
     )
+
+
+def test_a_failed_model_calls_line_names_its_session_and_turn_once(api, chat, script, caplog):
+    """The operator's line as the project's format writes it (config/settings.py, LOGGING): the ids
+    once, at its start. (The message named them again: `session=… user=… turn=… backend fake failed
+    (model …, session=… turn=… retryable=False)`.) caplog's handler has no filter of the project's:
+    the engine's records carry their context in any host."""
+    from config.settings import LOGGING
+
+    script([[{"kind": "error", "message": "boom", "retryable": False}]])
+    with caplog.at_level(logging.ERROR, logger="agent.loop"):
+        api.turn(chat, "hi")
+    turn = Turn.objects.get(session=chat)
+    record = next(r for r in caplog.records if r.name == "agent.loop")
+    line = logging.Formatter(LOGGING["formatters"]["plain"]["format"]).format(record)
+    assert f" agent.loop session={chat.pk} user={chat.user_id} turn={turn.pk} backend " in line
+    assert line.count("session=") == 1 and line.count("turn=") == 1, line
+
+
+def test_the_engines_records_carry_their_context_without_the_projects_logging(api, chat, script, caplog):
+    """A host that uses the engine with logging of its own (no `agent_context` filter on its handlers)
+    still finds whose line it is on every record, to name in its format (docs/engine.md)."""
+    from agent.logcontext import ContextFilter
+
+    projects = [(h, f) for h in logging.getLogger().handlers for f in h.filters if isinstance(f, ContextFilter)]
+    for handler, found in projects:
+        handler.removeFilter(found)
+    try:
+        script([[{"kind": "error", "message": "boom", "retryable": False}]])
+        with caplog.at_level(logging.ERROR, logger="agent.loop"):
+            api.turn(chat, "hi")
+    finally:
+        for handler, found in projects:
+            handler.addFilter(found)
+    turn = Turn.objects.get(session=chat)
+    record = next(r for r in caplog.records if r.name == "agent.loop")
+    assert (str(record.session_id), str(record.user_id), str(record.turn_id)) == (
+        str(chat.pk),
+        str(chat.user_id),
+        str(turn.pk),
+    )

@@ -4,12 +4,14 @@ in one sentence, not on a person's first message (README, "Configuration")."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 
 import httpx
+import pytest
 
 from tests.servers import ROOT, free_port, server_env
 
@@ -45,10 +47,15 @@ def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
         returncode = stop(server)
     log = (tmp_path / "log").read_text()
     assert returncode == 3, log  # gunicorn's "Worker failed to boot"
-    assert (
+    sentence = (
         "(agent.E001) AGENT_BACKEND must be one of anthropic, bedrock, demo, fake, openai, openai-responses; "
-        "got 'nope'." in log
+        "got 'nope'."
     )
+    assert log.count(sentence) == 1, log
+    # The checks' report alone: no traceback of gunicorn's hook before it (it came first, and the
+    # sentence twice).
+    assert "Traceback" not in log, log
+    assert "[ERROR] SystemCheckError: System check identified some issues:" in log
 
 
 def test_the_same_configuration_serves_an_app_that_is_not_django(tmp_path):
@@ -65,5 +72,73 @@ def test_the_same_configuration_serves_an_app_that_is_not_django(tmp_path):
                 time.sleep(0.1)
         assert server.poll() is None, (tmp_path / "log").read_text()
         assert answer is not None and answer.status_code == 202
+    finally:
+        stop(server)
+
+
+def procfile_web(tmp_path, **env: str) -> subprocess.CompletedProcess:
+    """The Procfile's `web` command as a platform runs it (its `python` this test's), stopped after 20 s."""
+    (web,) = [
+        line.removeprefix("web:").split()
+        for line in (ROOT / "Procfile").read_text().splitlines()
+        if line.startswith("web:")
+    ]
+    command = [sys.executable if word == "python" else word for word in web]
+    values = {"DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "MEDIA_ROOT": str(tmp_path), **env}
+    try:
+        return subprocess.run(
+            command,
+            cwd=ROOT,
+            env={**server_env(**values), "BIND": f"127.0.0.1:{free_port()}"},
+            capture_output=True,
+            text=True,
+            timeout=20,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"{shlex.join(command)} kept running: {e.stderr!r}") from None
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "1.5"])
+def test_a_worker_count_that_is_no_count_stops_the_start_in_one_sentence(tmp_path, value):
+    # (gunicorn reads WEB_CONCURRENCY as it is imported: `abc` failed there with its own traceback; `0`
+    # started a master that served nothing.)
+    started = procfile_web(tmp_path, WEB_CONCURRENCY=value)
+    assert started.returncode == 1
+    assert started.stderr == f"WEB_CONCURRENCY must be a whole number of worker processes, 1 or more; got {value!r}.\n"
+
+
+def test_gunicorn_run_directly_with_its_configuration_refuses_no_workers_in_one_sentence(tmp_path):
+    server = serve(tmp_path, WEB_CONCURRENCY="0", WORKER_CONNECTIONS="many")
+    try:
+        returncode = server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        returncode = stop(server)
+    assert returncode == 1
+    assert (tmp_path / "log").read_text() == (
+        "WEB_CONCURRENCY must be a whole number of worker processes, 1 or more; got '0'.\n"
+    )
+
+
+def test_a_blank_worker_count_is_the_default(tmp_path):
+    port = free_port()
+    values = {"DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "MEDIA_ROOT": str(tmp_path)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "config.serve"],
+        cwd=ROOT,
+        env={**server_env(**values, WEB_CONCURRENCY=" "), "BIND": f"127.0.0.1:{port}"},
+        stdout=(tmp_path / "log").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline, answer = time.monotonic() + 30, None
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert answer is not None and answer.status_code == 200, (tmp_path / "log").read_text()
     finally:
         stop(server)

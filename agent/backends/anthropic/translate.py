@@ -12,17 +12,17 @@ a body that ends before `message_stop` is a retryable error.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from agent import logcontext
 from agent.backends.anthropic.errors import error_event
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.sse import SSEEvent
 from agent.exceptions import BackendError
 from agent.values import ToolUseEvent, UsageKey
 
-logger = logging.getLogger("agent.backends")
+logger = logcontext.get_logger("agent.backends")
 
 STOP_REASON_MAP = {
     "end_turn": "end_turn",

@@ -12,16 +12,16 @@ before the single `done`. A stream that ends without `messageStop` is a retryabl
 from __future__ import annotations
 
 import base64
-import logging
 from collections.abc import Iterator
 from typing import Any
 
+from agent import logcontext
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.bedrock.errors import STREAM_EXCEPTION_KEYS, error_from_code
 from agent.exceptions import BackendError
 from agent.values import ToolUseEvent, UsageKey
 
-logger = logging.getLogger("agent.backends")
+logger = logcontext.get_logger("agent.backends")
 
 STOP_REASON_MAP = {
     "end_turn": "end_turn",

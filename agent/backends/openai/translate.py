@@ -7,11 +7,11 @@ OpenRouter, DeepSeek, Perplexity, xAI, Azure); `parse_stream(chunks)` chains it 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import logcontext
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.http import MAX_MESSAGE_CHARS, scrub
 from agent.backends.openai.errors import as_int, count, payload_error
@@ -19,7 +19,7 @@ from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
 from agent.values import ToolUseEvent, Usage
 
-logger = logging.getLogger("agent.backends")
+logger = logcontext.get_logger("agent.backends")
 
 STOP_REASON_MAP = {
     "stop": "end_turn",

@@ -14,11 +14,11 @@ event is a retryable error, never a silent success.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import logcontext
 from agent.backends.base import Event, parse_tool_input, zero_usage
 from agent.backends.openai.errors import count, payload_error
 from agent.backends.openai_responses.wire import REASONING_ITEM_KEYS
@@ -26,7 +26,7 @@ from agent.backends.sse import SSEEvent, iter_sse
 from agent.exceptions import BackendError
 from agent.values import ToolUseEvent, Usage
 
-logger = logging.getLogger("agent.backends")
+logger = logcontext.get_logger("agent.backends")
 
 #: `incomplete_details.reason` of a `response.incomplete` -> the neutral stop reason; any other is
 #: `incomplete` (CONTRACT §8: a cut-off answer never looks complete).

@@ -1,0 +1,36 @@
+"""`manage.py migrate`, one run at a time per PostgreSQL database.
+
+Hosts that each run `migrate` as they start (a Procfile's `release`, a container's entrypoint) ran it
+at once against one database: one of two failed half-way (`relation "agent_session" already exists`)
+and left its host down. Here a run takes a PostgreSQL advisory lock for its whole length: a second
+run waits for the first, then finds nothing left to apply. On SQLite (one box) nothing changes.
+"""
+
+from __future__ import annotations
+
+from django.core.management.commands.migrate import Command as MigrateCommand
+from django.db import DatabaseError, connections
+
+# The advisory lock's key, any bigint nobody else takes in this database: b"migrate!" read as a number.
+LOCK_KEY = int.from_bytes(b"migrate!", "big")
+
+
+class Command(MigrateCommand):
+    def handle(self, *args, **options):
+        connection = connections[options["database"]]
+        if connection.vendor != "postgresql":
+            return super().handle(*args, **options)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
+            (locked,) = cursor.fetchone()
+            if not locked:
+                self.stdout.write("Waiting for another migrate of this database to finish...")
+                cursor.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
+        try:
+            return super().handle(*args, **options)
+        finally:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+            except DatabaseError:
+                pass  # the connection is gone, and its session's lock with it
