@@ -1,0 +1,149 @@
+"""Upgrading a database an older release made: rows written at an old schema (plain SQL, as that
+release's code left them) are migrated forward by `migrate` and read right by today's code and views.
+
+Each test goes back with `call_command("migrate", app, <older migration>)`, which also proves the
+migrations after it reversible, and always forward again to the latest, for the tests after it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.db.models import Model
+from django.utils import timezone
+
+from agent.models import Message, Part, Session, Turn
+from agent.transcript import build_neutral_messages
+from blog.models import ChatLink
+from tests.blog.conftest import browser, make_blog
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def insert(model: type[Model], **values: Any) -> None:
+    """One row at whatever the table's schema is now: only the columns given, each value prepared
+    by its field as Django would write it (UUIDs, JSON, dates on SQLite and PostgreSQL)."""
+    fields = [model._meta.get_field(name) for name in values]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) VALUES ({marks})", params
+        )
+
+
+def message_id(session: Session, position: int) -> int:
+    table, session_column = Message._meta.db_table, Message._meta.get_field("session").column
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {connection.ops.quote_name(table)} WHERE {session_column} = %s AND position = %s",
+            [Session._meta.pk.get_db_prep_value(session.pk, connection), position],
+        )
+        return cursor.fetchone()[0]
+
+
+def old_turn(session: Session) -> uuid.UUID:
+    """A finished turn as agent 0011 stored it (no `last_event_id` yet)."""
+    pk = uuid.uuid4()
+    now = timezone.now()
+    insert(
+        Turn,
+        id=pk,
+        session=session.pk,
+        status=Turn.DONE,
+        stop_requested=False,
+        terminal_event="done",
+        terminal_payload={},
+        created_at=now,
+        finished_at=now,
+    )
+    return pk
+
+
+def old_message(
+    session: Session, turn: uuid.UUID, position: int, role: str, backend: str = "", model_id: str = ""
+) -> int:
+    """A message of a turn as agent 0011 stored it (no `reasoning` yet)."""
+    insert(
+        Message,
+        session=session.pk,
+        turn=turn,
+        role=role,
+        position=position,
+        backend=backend,
+        model_id=model_id,
+        stop_reason="end_turn" if role == "assistant" else "",
+        input_tokens=0,
+        output_tokens=0,
+        cache_read_tokens=0,
+        cache_write_tokens=0,
+        cost_usd=0,
+        created_at=timezone.now(),
+    )
+    return message_id(session, position)
+
+
+def old_part(message: int, position: int, type: str, text: str = "", signature: str = "") -> None:
+    """A part as agent 0011 stored it (no provider state, backend or model; no media facts)."""
+    insert(
+        Part,
+        message=message,
+        position=position,
+        type=type,
+        text=text,
+        tool_use_id="",
+        tool_name="",
+        tool_status="",
+        media_type="",
+        media_ref="",
+        signature=signature,
+        effects=[],
+    )
+
+
+def test_signed_thinking_from_before_provider_state_goes_back_only_to_the_model_that_signed_it(django_user_model):
+    """agent 0012 stamps each stored signature with its message's backend and model. Without it,
+    a year-old chat's signed thinking would be sent to whatever model the site uses now, which
+    refuses a signature it did not make, so the old chat could not be continued."""
+    team = make_blog(django_user_model)
+    session = Session.objects.create(user=team.owner, title="From last year")
+    ChatLink.objects.create(session=session, blog=team.blog)
+    call_command("migrate", "agent", "0011_approval_detail_and_version", verbosity=0)
+    try:
+        turn = old_turn(session)
+        asked = old_message(session, turn, 0, "user")
+        old_part(asked, 0, "text", "Plan the week's posts.")
+        answer = old_message(session, turn, 1, "assistant", backend="anthropic", model_id="claude-old")
+        old_part(answer, 0, "reasoning", "Three posts, one a day.", signature="sig-anthropic")
+        old_part(answer, 1, "text", "Here is a plan: <b>three posts</b>.")
+    finally:
+        call_command("migrate", verbosity=0)
+
+    signed, said = Part.objects.filter(message_id=answer).order_by("position")
+    assert (signed.provider_backend, signed.provider_model, signed.signature) == (
+        "anthropic",
+        "claude-old",
+        "sig-anthropic",
+    )
+    assert (said.provider_backend, said.provider_model, said.provider_data, said.media_meta) == ("", "", None, None)
+    assert Message.objects.get(pk=answer).reasoning == ""
+    assert Turn.objects.get(pk=turn).last_event_id is None
+
+    def sent(origin: tuple[str, str]) -> dict[str, Any]:
+        return build_neutral_messages(Session.objects.get(pk=session.pk), origin=origin)[1]["parts"][0]
+
+    assert sent(("anthropic", "claude-old"))["signature"] == "sig-anthropic"
+    assert "signature" not in sent(("bedrock", "claude-new"))
+
+    # The person still reads the old chat: the JSON transcript and the blog page with it open.
+    owner = browser(team.owner)
+    body = owner.get(f"/api/agent/sessions/{session.pk}").json()
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
+    assert body["messages"][1]["parts"][1] == {"type": "text", "text": "Here is a plan: <b>three posts</b>."}
+    page = owner.get(f"/blogs/{team.blog.slug}/?chat={session.pk}")
+    assert page.status_code == 200
+    assert "Plan the week&#x27;s posts." in page.text and "three posts" in page.text
