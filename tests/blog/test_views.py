@@ -1265,7 +1265,7 @@ def test_older_chats_about_a_post_open_beside_its_editor(team):
 def test_the_clients_screen_opens_each_chat_it_acted_in_where_that_chat_lives(team, consent):
     """A chat beside a post's editor opens only there: its link on the Clients screen went to the blog
     page, which opened the newest blog chat instead."""
-    grant = consent(team.editor, team.blog, ["read", "draft"])
+    grant = consent(team.editor, team.blog, [READ, WRITE])
     post = make_post(team.blog, "Field day")
     on_blog, on_post = blog_chat(team.editor, team.blog), start_session(team.editor, team.blog, post)
     for chat in (on_blog, on_post):
