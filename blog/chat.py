@@ -12,7 +12,7 @@ from django.utils import timezone
 from agent.models import Session
 from agent.policy import Access, SessionPolicy
 from agent.tools import Description, as_object, call_scratch, register
-from blog import chips, grants
+from blog import chips, grants, live
 from blog.access import PUBLISH
 from blog.diffs import Line, diff_lines
 from blog.models import Blog, ChatLink, Post, PostRevision
@@ -75,7 +75,9 @@ class BlogChatPolicy(SessionPolicy):
             post = Post.objects.filter(blog=blog, pk=post_id).first()
             if post is None:
                 raise Http404("No such post.")
-        return start_session(user, blog, post)
+        session = start_session(user, blog, post)
+        live.chat_opened(session, blog, post)  # (its pages showing no chat take it up)
+        return session
 
     def access(self, session: Session) -> Access:
         """A chat about a blog is readable while its user is still a member of that blog, and usable

@@ -30,7 +30,7 @@ from agent.models import Message, Part, Session
 from agent.policy import Access
 from agent.templatetags.agent_waits import wait
 from agent.views import stream_url
-from blog import grants
+from blog import grants, live
 from blog.chat import start_session
 from blog.models import Blog, Post, Seat
 
@@ -90,6 +90,7 @@ def panel_context(
         "panel_post": post,
         "new_chat_url": _panel_url("new_chat", blog, post),
         "first_message_url": _panel_url("first_message", blog, post),
+        "panel_chat_url": _panel_url("panel_chat", blog, post),
     }
 
 
@@ -174,6 +175,28 @@ def grant_line(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/_grant_line.html", context)
 
 
+@require_GET
+def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+    """The panel with one of the person's chats (`?chat=<id>`), for a page of theirs that showed none
+    when they started it in another tab (`blog.live.chat_opened`): its log, and out of band its form
+    and the page's stream naming it. Asked by the page on its own, never by a click: signed out
+    meanwhile, no longer one who may summon the assistant here, or not their chat of this panel, it
+    answers 204 and the page stays as it is."""
+    if not request.user.is_authenticated:
+        return HttpResponse(status=204)
+    try:
+        blog = _summoner_blog(request, slug)
+        post = _panel_post(blog, pk)
+    except Http404:
+        return HttpResponse(status=204)
+    chat_id = request.GET.get("chat", "")
+    session = blog_sessions(request.user, blog, post).filter(pk=chat_id).first() if is_uuid(chat_id) else None
+    if session is None:
+        return HttpResponse(status=204)
+    context = {"blog": blog, "assistant": True, "panel_post": post, **conversation(session, request)}
+    return render(request, "blog/_panel_chat.html", context)
+
+
 @require_POST
 @login_required
 def new_chat(request: HtmxHttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
@@ -216,6 +239,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     except intake.Refused as exc:
         session.delete()
         return notice(request, exc.reason, exc.retry_after_seconds)
+    live.chat_opened(session, blog, post)  # (only now: a refused message leaves no chat to take up)
     context = {
         "blog": blog,
         "chat": session,

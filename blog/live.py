@@ -21,6 +21,12 @@ A page showing one of its member's own chats names it (`?chat=<id>`): that chat'
 as `chat` events (`{"turn": id}` or `{"approval": id}`), under the same per-message check; the
 chat's own panel then fetches what the notice names. No other member's page hears them: the chat is
 checked to be the requester's own before its channel is listened to.
+
+A page showing none of its member's chats (the panel's first words: `?panel=blog`, or `?panel=<post
+id>` beside that post's editor) hears instead when that member starts one there, in another tab or
+device or through the API (`chat_opened`, on their own channel `panel:<blog>:<user>[:<post>]`): a
+`chat` event `{"chat": id}`, under the same check. The panel then takes that chat up in place, and
+the page's stream names it from then on. No one else's page listens to that channel.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from agent.transcript import release_connection
 from agent.views import event_stream
 from blog import grants, rosters
 from blog.access import READ, ROLE_SCOPES
-from blog.models import Blog, Seat
+from blog.models import Blog, Post, Seat
 
 HEARTBEAT_SECONDS = 15.0
 SIGNED_IN_CHECK_SECONDS = 60.0  # how often a page's stream looks whether its session still signs its member in
@@ -63,6 +69,19 @@ def announce(blog: Blog, effect: dict[str, Any]) -> None:
     """Tell every open page of the blog about `effect` once the change is committed (never raises)."""
     name = channel_name(blog)
     transaction.on_commit(lambda: events.publish(name, [effect]))
+
+
+def panel_channel(blog_id: int, user_id: int, post_id: int | None = None) -> str:
+    """The channel of one person's chat panel on a blog page (`post_id` None) or beside a post's editor."""
+    return f"panel:{blog_id}:{user_id}" + ("" if post_id is None else f":{post_id}")
+
+
+def chat_opened(session: Session, blog: Blog, post: Post | None = None) -> None:
+    """A chat of its person's panel was started (a first message, New chat, the API): once committed,
+    their pages showing no chat there hear its id and take it up (never raises)."""
+    name = panel_channel(blog.pk, session.user_id, None if post is None else post.pk)
+    notice = {"chat": str(session.pk)}
+    transaction.on_commit(lambda: events.publish(name, notice))
 
 
 def seat_changed(sender: Any, instance: Seat, created: bool = False, **kwargs: Any) -> None:
@@ -85,7 +104,8 @@ def blog_events(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBas
     if not from_event_source(request):
         return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")
     chat = own_chat(request, blog)
-    return event_stream(_changes(blog, request.user.pk, request.session.session_key, chat))
+    also = notices.channel_name(chat) if chat else panel_of(request, blog)
+    return event_stream(_changes(blog, request.user.pk, request.session.session_key, also))
 
 
 def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
@@ -100,6 +120,17 @@ def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
     return chat if mine else None
 
 
+def panel_of(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
+    """The requester's own panel channel, for a page showing none of their chats (`?panel=blog`, or
+    `?panel=<post id>` of a post of this blog beside its editor); else None."""
+    panel = request.GET.get("panel", "")
+    if panel == "blog":
+        return panel_channel(blog.pk, request.user.pk)
+    if panel.isascii() and panel.isdigit() and len(panel) < 12 and Post.objects.filter(blog=blog, pk=panel).exists():
+        return panel_channel(blog.pk, request.user.pk, int(panel))
+    return None
+
+
 def from_event_source(request: HttpRequest) -> bool:
     """Whether a page's EventSource asks, which always accepts `text/event-stream`. Anything else is
     refused before a stream opens: a post's body may show images from the site's own addresses, and
@@ -109,13 +140,14 @@ def from_event_source(request: HttpRequest) -> bool:
     return "text/event-stream" in request.headers.get("Accept", "")
 
 
-def _changes(blog: Blog, user_id: int, session_key: str | None, chat: str | None = None) -> Iterator[bytes]:
+def _changes(blog: Blog, user_id: int, session_key: str | None, also: str | None = None) -> Iterator[bytes]:
     """The page's stream, one of the user's live page streams (`agent.streams`, kind "blog"): past
     AGENT_MAX_STREAMS_PER_USER open pages the oldest ends with `superseded`, which tells that page
     to stop listening (not to reconnect and close another) and to say so. A page whose member may no
     longer read the blog, or whose session no longer signs them in, ends with the same event, saying
-    that instead. With `chat` (the user's own), that chat's notices come too, as `chat` events."""
-    subscription = events.subscribe(channel_name(blog), *([notices.channel_name(chat)] if chat else []))
+    that instead. With `also` (the channel of the user's own chat, or of their own panel), its notices
+    come too, as `chat` events."""
+    subscription = events.subscribe(channel_name(blog), *([also] if also else []))
     try:
         with (
             streams.opened(user_id, kind=STREAM_KIND, on_supersede=subscription.end) as ticket,
@@ -151,7 +183,7 @@ def _relay(
             # Read after the messages arrived: nothing published after the seat went is relayed.
             if not roster.reads(user_id, after=messages[-1]):
                 return "no_access"
-            # The chat's notices are dicts (`agent.notices`), the blog's messages lists of effects.
+            # The chat's or panel's notices are dicts (`agent.notices`, `chat_opened`), the blog's lists of effects.
             effects = [effect for message in messages if isinstance(message, list) for effect in message]
             if effects:  # (a seat's change brings none: only the check above)
                 yield sse.encode("effects", json.dumps(effects, separators=(",", ":")))

@@ -89,7 +89,10 @@
     if (e.detail.elt.id === "chat-stop") stopping(true);
   });
 
-  // Any answer that opens a stream (a sent message, an approved action) means a turn runs.
+  // Any answer that opens a turn's stream (a sent message, an approved action) means a turn runs. (The
+  // page's own stream, which a panel's answer may bring too, blog/_page_stream.html, closes on another event.)
+  function opensTurn(answer) { return answer.indexOf('sse-close="end"') !== -1; }
+
   document.addEventListener("htmx:afterRequest", function (e) {
     if (fromEnd !== null && e.detail.elt.closest && e.detail.elt.closest("#chat-log")) {
       var log = document.getElementById("chat-log"), turns = log && log.querySelector(".earlier-turns:not([data-seen])");
@@ -104,7 +107,7 @@
     }
     var f = form();
     var answer = e.detail.successful ? e.detail.xhr.responseText : "";
-    var started = answer.indexOf("sse-connect") !== -1;
+    var started = opensTurn(answer);
     if (e.detail.elt === f) {
       // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it)
       if (started && answer.indexOf("data-kept") === -1) { nameChat(f.querySelector("textarea").value); f.reset(); clearFiles(f); }
@@ -158,7 +161,11 @@
   // show yet is fetched (chat_views.news) and drawn as that tab drew it, the answer followed on its own
   // stream. One at a time, and never while this page's own request of the panel is under way: its answer
   // may be the very turn or decision the notice names (that tab is this one), and is drawn once.
-  var news = [], fetching = false;
+  // A page showing no chat hears instead of a chat its person started elsewhere ({"chat": id}, blog/live.py's
+  // chat_opened): the panel takes it up (chat_panel.panel_chat: its log, its form, the page's stream now
+  // naming it), the words typed here kept. Once it shows a chat (this tab's own first message, say), such
+  // a notice is not for it: a chat shown is never switched for another.
+  var news = [], fetching = false, takingUp = false;
 
   function newsQuery(notice) {
     if (notice.turn && !document.getElementById("turn-" + notice.turn)) return "turn=" + encodeURIComponent(notice.turn);
@@ -168,16 +175,37 @@
   }
 
   function drainNews() {
-    var f = form(), url = f && f.dataset.newsUrl;
-    if (!url) { news = []; return; }
+    var f = form();
+    if (!f) { news = []; return; }
     if (fetching || document.querySelector("#assistant .htmx-request")) return;
-    var query = "";
-    while (!query && news.length) query = newsQuery(news.shift());
-    if (!query) return;
+    var url = "", swap = "beforeend";
+    while (!url && news.length) {
+      var notice = news.shift();
+      if (notice.chat && f.dataset.panelUrl) {
+        url = f.dataset.panelUrl + "?chat=" + encodeURIComponent(notice.chat);
+        swap = "innerHTML";
+      } else if (f.dataset.newsUrl) {
+        var query = newsQuery(notice);
+        if (query) url = f.dataset.newsUrl + "?" + query;
+      }
+    }
+    if (!url) return;
     fetching = true;
-    var done = function () { fetching = false; drainNews(); };
-    htmx.ajax("GET", url + "?" + query, { target: "#chat-log", swap: "beforeend" }).then(done, done);
+    takingUp = swap === "innerHTML";
+    var done = function () { fetching = takingUp = false; drainNews(); };
+    htmx.ajax("GET", url, { target: "#chat-log", swap: swap }).then(done, done);
   }
+
+  // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
+  // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). (The form a
+  // first message's answer brings does not: those words were sent.)
+  document.addEventListener("htmx:oobBeforeSwap", function (e) {
+    var old = e.detail.target, fresh = e.detail.fragment && e.detail.fragment.querySelector("#chat-form");
+    if (!takingUp || !old || old.id !== "chat-form" || !fresh) return;
+    var typed = old.querySelector("textarea").value, box = fresh.querySelector("textarea");
+    if (typed && box && !box.value) box.value = typed;
+    if (picked.has(old)) { picked.set(fresh, picked.get(old)); syncFiles(fresh); }
+  });
 
   document.addEventListener("htmx:sseMessage", function (e) {
     if (!e.detail || e.detail.type !== "chat") return;
@@ -187,8 +215,11 @@
 
   document.addEventListener("htmx:afterRequest", function () { drainNews(); });
 
+  // A turn's stream closed: its answer is over. (Not the page's own stream, which closes when it is
+  // replaced by one naming the chat the panel took up, or when superseded: a turn may still run.)
   document.addEventListener("htmx:sseClose", function (e) {
-    var article = e.target.closest && e.target.closest("article.streaming");
+    if (!e.target.closest || !e.target.closest("#chat-log")) return;
+    var article = e.target.closest("article.streaming");
     if (article) {
       article.classList.remove("streaming");
       // (a stream closed before its final fragment: what it brought is all there is, and may be read)

@@ -1,6 +1,7 @@
 """A chat's notices (agent/notices.py) on its person's blog pages (blog/live.py), and what a page then
 fetches (agent.chat_views.news): another tab of the same chat learns of a turn started or a call decided
-there; no other member, nor another chat's page, hears anything of it."""
+there; no other member, nor another chat's page, hears anything of it. A page showing no chat learns of a
+chat its person starts in another tab (blog.live.chat_opened) and fetches it (blog.chat_panel.panel_chat)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import uuid
 
 import pytest
 
-from agent.models import Approval, Turn
-from blog import services
+from agent import intake
+from agent.models import Approval, Session, Turn
+from blog import live, services
+from blog.chat import start_session
 from blog.grants import Actor
 from blog.models import Seat
-from tests.blog.conftest import ALL, blog_chat, browser, set_consent
+from tests.blog.conftest import ALL, blog_chat, browser, make_post, set_consent
 from tests.blog.test_assistant_turns import publish_awaiting_approval, say
 
 pytestmark = pytest.mark.django_db
@@ -33,9 +36,10 @@ def open_stream():
     """A page's stream of the blog (with `?chat=`, of that chat too); all are closed at the end."""
     opened = []
 
-    def open_stream(client, slug: str, chat=None):
-        query = f"?chat={chat}" if chat is not None else ""
-        response = client.get(f"/blogs/{slug}/events/{query}", **EVENT_SOURCE)
+    def open_stream(client, slug: str, chat=None, panel=None):
+        said = {"chat": chat, "panel": panel}
+        query = "&".join(f"{name}={value}" for name, value in said.items() if value is not None)
+        response = client.get(f"/blogs/{slug}/events/?{query}", **EVENT_SOURCE)
         assert response.status_code == 200
         opened.append(response)
         chunks = iter(response.streaming_content)
@@ -179,3 +183,156 @@ def test_with_redis_a_notice_from_another_worker_reaches_the_chats_page(team, re
     assert next(chunks) == notice(turn="t-1")
     elsewhere.publish(f"blog:{team.blog.pk}", [{"type": "post.updated", "id": 7}])
     assert next(chunks) == b'event: effects\ndata: [{"type":"post.updated","id":7}]\n\n'
+
+
+# A page showing no chat: a chat its person starts elsewhere ----------------------------------------------
+
+
+def blog_changes(team, capture) -> bytes:
+    """The blog's next change, and the chunk every page of it hears for it."""
+    with capture(execute=True):
+        post = services.post_create(blog=team.blog, actor=Actor(team.owner, frozenset(ALL)), title="Then this")
+    return f'event: effects\ndata: [{{"type":"post.created","id":{post.pk}}}]\n\n'.encode()
+
+
+def first_message(user, blog, capture, post=None) -> Session:
+    """The person's first message from a panel showing no chat (the blog's, or beside `post`'s editor)."""
+    where = f"/blogs/{blog.slug}/" + ("" if post is None else f"posts/{post.pk}/")
+    with capture(execute=True):
+        assert browser(user).post(f"{where}chats/send", {"text": "hi"}).status_code == 200
+    return Session.objects.filter(user=user).latest("created_at")
+
+
+@pytest.mark.parametrize("how", ["first_message", "new_chat"])
+def test_a_page_showing_no_chat_hears_a_chat_its_person_starts_in_another_tab(
+    team, how, script, django_capture_on_commit_callbacks, open_stream
+):
+    chunks = open_stream(browser(team.owner), team.blog.slug, panel="blog")
+    script([say("Hello.")])
+    if how == "first_message":
+        chat = first_message(team.owner, team.blog, django_capture_on_commit_callbacks)
+    else:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert browser(team.owner).post(f"/blogs/{team.blog.slug}/chats/new/").status_code == 302
+        chat = Session.objects.get(user=team.owner)
+    assert next(chunks) == notice(chat=str(chat.pk))
+
+
+def test_beside_a_posts_editor_the_panel_hears_the_chats_about_that_post_only(
+    team, script, django_capture_on_commit_callbacks, open_stream
+):
+    post, other_post = make_post(team.blog), make_post(team.blog, "Another")
+    about_post = open_stream(browser(team.owner), team.blog.slug, panel=post.pk)
+    about_other = open_stream(browser(team.owner), team.blog.slug, panel=other_post.pk)
+    on_blog = open_stream(browser(team.owner), team.blog.slug, panel="blog")
+    script([say("Hello.")])
+    chat = first_message(team.owner, team.blog, django_capture_on_commit_callbacks, post=post)
+    assert next(about_post) == notice(chat=str(chat.pk))
+    changed = blog_changes(team, django_capture_on_commit_callbacks)
+    assert next(about_other) == changed and next(on_blog) == changed  # (nothing of the chat before it)
+
+
+@pytest.mark.parametrize("who", ["editor", "owner_showing_a_chat", "post_of_another_blog"])
+def test_no_other_page_hears_of_a_chat_started(
+    team, other_team, who, script, django_capture_on_commit_callbacks, open_stream
+):
+    """Another member's page showing no chat; the person's own page showing a chat already (it keeps that
+    one); a panel naming a post of another blog: none hears the chat the owner starts, only the blog's
+    next change."""
+    if who == "editor":
+        chunks = open_stream(browser(team.editor), team.blog.slug, panel="blog")
+    elif who == "owner_showing_a_chat":
+        shown = blog_chat(team.owner, team.blog)
+        chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk, panel="blog")
+    else:
+        chunks = open_stream(browser(team.owner), team.blog.slug, panel=make_post(other_team.blog).pk)
+    script([say("Hello.")])
+    first_message(team.owner, team.blog, django_capture_on_commit_callbacks)
+    changed = blog_changes(team, django_capture_on_commit_callbacks)
+    assert next(chunks) == changed
+
+
+def test_a_refused_first_message_starts_no_chat_for_other_pages(
+    team, script, settings, django_capture_on_commit_callbacks, open_stream
+):
+    """Over the message rate, the message is refused and the chat made for it removed: nothing to take up."""
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    intake.rate_slot(team.owner)  # (the minute's one message)
+    chunks = open_stream(browser(team.owner), team.blog.slug, panel="blog")
+    with django_capture_on_commit_callbacks(execute=True):
+        browser(team.owner).post(f"/blogs/{team.blog.slug}/chats/send", {"text": "hi"})
+    assert not Session.objects.filter(user=team.owner).exists()
+    changed = blog_changes(team, django_capture_on_commit_callbacks)
+    assert next(chunks) == changed
+
+
+def test_a_chat_started_after_its_person_left_the_blog_is_never_relayed(
+    team, django_capture_on_commit_callbacks, open_stream
+):
+    chunks = open_stream(browser(team.editor), team.blog.slug, panel="blog")
+    Seat.objects.filter(blog=team.blog, user=team.editor).delete()
+    with django_capture_on_commit_callbacks(execute=True):
+        live.chat_opened(start_session(team.editor, team.blog), team.blog)
+    assert next(chunks).startswith(NO_ACCESS)
+    assert list(chunks) == []
+
+
+def test_a_page_showing_no_chat_names_its_panel_to_its_stream(team):
+    post = make_post(team.blog)
+    page = browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode()
+    assert f'sse-connect="/blogs/{team.blog.slug}/events/?panel=blog"' in page
+    assert f'data-panel-url="/blogs/{team.blog.slug}/chats/panel"' in page
+    editor = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/{post.pk}/edit/").content.decode()
+    assert f'sse-connect="/blogs/{team.blog.slug}/events/?panel={post.pk}"' in editor
+    assert f'data-panel-url="/blogs/{team.blog.slug}/posts/{post.pk}/chats/panel"' in editor
+
+
+def test_the_first_messages_answer_names_the_new_chat_to_the_pages_stream(
+    team, script, django_capture_on_commit_callbacks
+):
+    """The tab that started the chat hears its other tabs' messages in it from then on."""
+    script([say("Hello.")])
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = browser(team.owner).post(f"/blogs/{team.blog.slug}/chats/send", {"text": "hi"})
+    chat = Session.objects.get(user=team.owner)
+    html = answer.content.decode()
+    assert (
+        f'<div id="page-stream" hidden hx-ext="sse" sse-connect="/blogs/{team.blog.slug}/events/?chat={chat.pk}"'
+        in html
+    )
+    assert 'hx-swap-oob="true"><div class="sink"' in html
+
+
+def test_the_panel_taking_up_a_chat_shows_it_and_its_form_and_stream_name_it(
+    team, script, django_capture_on_commit_callbacks
+):
+    script([say("Hello.")])
+    with django_capture_on_commit_callbacks(execute=True):
+        browser(team.owner).post(f"/blogs/{team.blog.slug}/chats/send", {"text": "hi <b>there</b>"})
+    chat = Session.objects.get(user=team.owner)
+    answer = browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/panel?chat={chat.pk}")
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    assert '<div class="bubble" dir="auto">hi &lt;b&gt;there&lt;/b&gt;</div>' in html and "Hello." in html
+    assert f'hx-post="/chat/{chat.pk}/send"' in html and f'data-news-url="/chat/{chat.pk}/news"' in html
+    assert 'id="chat-form"' in html and f'sse-connect="/blogs/{team.blog.slug}/events/?chat={chat.pk}"' in html
+    assert html.count('hx-swap-oob="true"') == 2  # the form and the page's stream
+    assert "Ask me to list your posts" not in html
+
+
+def test_the_panel_with_a_chat_is_for_its_person_only(team, client, script, django_capture_on_commit_callbacks):
+    post = make_post(team.blog)
+    chat = blog_chat(team.owner, team.blog)
+    ask = f"/blogs/{team.blog.slug}/chats/panel?chat={chat.pk}"
+    for asker in (browser(team.editor), browser(team.outsider), client):  # (client: signed out)
+        answer = asker.get(ask)
+        assert (answer.status_code, answer.content) == (204, b"")
+    about_post = start_session(team.owner, team.blog, post)  # theirs, but of the editor's panel, not this one
+    assert browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/panel?chat={about_post.pk}").status_code == 204
+    assert (
+        browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/{post.pk}/chats/panel?chat={chat.pk}").status_code
+        == 204
+    )
+    for query in ("chat=nope", "chat=", ""):
+        assert browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/panel?{query}").status_code == 204
+    assert browser(team.owner).get(ask).status_code == 200

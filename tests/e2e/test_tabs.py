@@ -275,3 +275,80 @@ def test_a_card_decided_elsewhere_then_pressed_in_a_tab_that_did_not_hear_says_s
     expect(other.locator("#chat-log .approval")).to_have_text("That request was already decided.")
     expect(other.locator(".topbar .who")).to_have_text("alice")  # the page, not an error page
     expect(post_item(other, "Deaf tab")).to_contain_text("Draft")
+
+
+def two_tabs_showing_no_chat(server_factory, page, name: str):
+    """Tabs A (`page`) and B of a first visit (a server of its own: alice has no chat on the blog), both
+    on the panel's first words and listening to the blog before A does anything; returns (base, B)."""
+    base = server_factory(name, AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    open_blog(page, base)
+    expect(page.locator("#chat-log .empty")).to_be_visible()
+    other = page.context.new_page()
+    other.js_errors = []  # type: ignore[attr-defined]
+    other.on("pageerror", lambda exc: other.js_errors.append(str(exc)))  # type: ignore[attr-defined]
+    other.goto(page.url)
+    expect(other.locator("#chat-log .empty")).to_be_visible()
+    expect_blog_live(other)
+    expect_blog_live(page)
+    return base, other
+
+
+def listening_again(tab) -> None:
+    """Forget that the tab's stream of the blog opened: `expect_blog_live` then waits for its next one."""
+    tab.evaluate("document.documentElement.removeAttribute('data-blog-live')")
+
+
+def test_a_tab_showing_no_chat_takes_up_the_chat_its_person_starts_in_another(server_factory, page):
+    """A's first message starts a chat: B, showing none, takes it up in place (the message, the answer
+    followed to its end) with the words typed in its box kept, and B's next message goes to that chat,
+    which A then shows too. One chat in the end. Before, B heard nothing and started a chat of its own."""
+    _base, other = two_tabs_showing_no_chat(server_factory, page, "tabs-take-up")
+    chat_input(other).fill("list my posts")  # typed in B, not sent yet
+    listening_again(page)
+
+    send(page, "draft a post titled Started in A")
+    expect(user_messages(other)).to_have_count(1)
+    expect(user_messages(other).first).to_have_text("draft a post titled Started in A")
+    wait_turn_finished(other)
+    expect(replies(other)).to_have_count(1)
+    wait_turn_finished(page)
+    assert replies(other).last.inner_text() == replies(page).last.inner_text()
+    expect(other.locator("#chat-log .empty")).to_be_hidden()  # (the hint gives way to the chat)
+    expect(chat_input(other)).to_have_value("list my posts")
+    chat = page.evaluate("document.getElementById('chat-form').getAttribute('hx-post')")
+    assert other.evaluate("document.getElementById('chat-form').getAttribute('hx-post')") == chat
+    expect_blog_live(page)  # A's stream names the chat its first message started
+
+    chat_input(other).press("Enter")  # into A's chat
+    expect(user_messages(other)).to_have_count(2)
+    wait_turn_finished(other)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    expect(user_messages(page)).to_have_count(2)  # A hears B's message in the chat it started
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text("Here are your posts")
+    other.reload()
+    expect(user_messages(other)).to_have_count(2)
+    expect(other.locator("#assistant .history")).to_have_count(0)  # one chat: no earlier ones to list
+    assert page.js_errors == [] and other.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_tab_showing_no_chat_takes_up_a_new_chat_started_in_another_and_follows_it(server_factory, page):
+    """New chat in A, then a message there: B takes up the (empty) chat at once and shows the message and
+    its answer live."""
+    _base, other = two_tabs_showing_no_chat(server_factory, page, "tabs-take-up-new")
+    listening_again(other)
+    page.locator("#assistant").get_by_role("button", name="New chat").click()
+    page.wait_for_url(re.compile(r"[?&]chat="))
+    chat = page.url.split("chat=")[1]
+    expect(other.locator(f'#page-stream[sse-connect$="?chat={chat}"]')).to_have_count(1)
+    expect_blog_live(other)  # B's stream now names the chat
+    expect_blog_live(page)
+
+    send(page, "list my posts")
+    expect(user_messages(other)).to_have_count(1)
+    wait_turn_finished(other)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    expect(other.locator("#chat-log .empty")).to_be_hidden()  # (the hint gives way to the chat)
+    assert page.js_errors == [] and other.js_errors == []  # type: ignore[attr-defined]
