@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from tests.servers import ROOT, free_port, server_env
+from tests.servers import ROOT, free_port, manage, server_env
 
 
 def serve(tmp_path, app: str = "config.wsgi", port: int = 0, **env: str) -> subprocess.Popen:
@@ -123,6 +123,7 @@ def test_gunicorn_run_directly_with_its_configuration_refuses_no_workers_in_one_
 def test_a_blank_worker_count_is_the_default(tmp_path):
     port = free_port()
     values = {"DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "MEDIA_ROOT": str(tmp_path)}
+    manage(server_env(**values), tmp_path / "migrate.log", "migrate", "--noinput")  # (else /healthz says 503)
     server = subprocess.Popen(
         [sys.executable, "-m", "config.serve"],
         cwd=ROOT,
