@@ -73,12 +73,8 @@ def test_a_worker_started_before_migrate_is_unavailable_until_the_database_is_mi
     try:
         response = probe.get("/healthz")
         assert response.status_code == 503
-        assert response.json() == {
-            "status": "unavailable",
-            "database": "ok",
-            "migrations": "pending",
-            "events": "in-process",
-        }
+        body = {"status": "unavailable", "database": "ok", "migrations": "pending", "events": "in-process"}
+        assert response.json() == body
     finally:
         call_command("migrate", "blog", verbosity=0)
     # Re-checked at most every few seconds: a probe in between answers from what it last found.
