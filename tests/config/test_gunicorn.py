@@ -38,15 +38,22 @@ def stop(server: subprocess.Popen) -> int | None:
     return server.returncode
 
 
-def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
-    # (It served every page, and the first message's turn failed with chat_error.)
-    server = serve(tmp_path, AGENT_BACKEND="nope")
+def refused(tmp_path, **env: str) -> str:
+    """The log of a gunicorn that refused to serve (`serve` with `env`): it stopped as a worker that
+    failed to boot stops it."""
+    server = serve(tmp_path, **env)
     try:
         returncode = server.wait(timeout=30)
     except subprocess.TimeoutExpired:
         returncode = stop(server)
     log = (tmp_path / "log").read_text()
     assert returncode == 3, log  # gunicorn's "Worker failed to boot"
+    return log
+
+
+def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
+    # (It served every page, and the first message's turn failed with chat_error.)
+    log = refused(tmp_path, AGENT_BACKEND="nope")
     sentence = (
         "(agent.E001) AGENT_BACKEND must be one of anthropic, bedrock, demo, fake, openai, openai-responses; "
         "got 'nope'."
@@ -61,19 +68,13 @@ def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
 def test_uncollected_static_files_are_said_in_the_checks_sentence_alone(tmp_path):
     """(WhiteNoise warns `No directory at: …/` as the app loads: the log began with that warning and a
     line of Django's source it was attributed to, before the check's sentence said what to do.)"""
-    server = serve(
+    log = refused(
         tmp_path,
         DEBUG="0",
         SECRET_KEY="a-test-secret-key-that-is-long-enough-0123456789",
         DJANGO_SETTINGS_MODULE="tests.reliability.server_settings",
         RELIABILITY_STATIC_ROOT=str(tmp_path / "static"),  # (not there: collectstatic never ran)
     )
-    try:
-        returncode = server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        returncode = stop(server)
-    log = (tmp_path / "log").read_text()
-    assert returncode == 3, log  # gunicorn's "Worker failed to boot"
     assert log.count("(config.E001) Static files are not collected") == 1, log
     assert "run `python manage.py collectstatic --noinput`" in log
     assert "No directory at" not in log and "Warning" not in log, log
