@@ -10,6 +10,7 @@ import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 
 import gevent  # noqa: E402
 
@@ -44,8 +45,47 @@ control_socket_disable = True
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS") or "127.0.0.1,::1"
 
 
+def post_fork(server, worker):
+    """Hold back the warnings the worker's loading of the app raises (`hold_warnings`)."""
+    hold_warnings(worker)
+
+
+def hold_warnings(worker):
+    """Keep each warning raised from now on as one line, until `release_warnings`; said in the log
+    (`say_warnings`) once the system checks have passed, or dropped when they stop the worker.
+
+    WhiteNoise warns `No directory at: …/staticfiles/` as the app loads, which is before the checks
+    run: with static files not collected the log began with that warning and the line of Django's
+    source it was attributed to, then the check's own sentence saying what to do (`config.E001`).
+    (`warnings.showwarning` is the documented place to send warnings elsewhere.)
+    """
+    worker.held_warnings = []
+    worker.showwarning = warnings.showwarning
+
+    def hold(message, category, filename, lineno, file=None, line=None):
+        worker.held_warnings.append(f"{category.__name__}: {message}")
+
+    warnings.showwarning = hold
+
+
+def release_warnings(worker) -> list[str]:
+    """Warnings are shown as before; what was held, once (nothing if nothing was held)."""
+    held = getattr(worker, "held_warnings", None)
+    if held is None:
+        return []
+    warnings.showwarning = worker.showwarning
+    worker.held_warnings = None
+    return held
+
+
+def say_warnings(worker, held: list[str]) -> None:
+    for line in held:
+        worker.log.warning("%s", line)
+
+
 def post_worker_init(worker):
-    """Refuse to serve a misconfigured site (`run_system_checks`); tune the collector (above) and
+    """Refuse to serve a misconfigured site (`run_system_checks`), and only then say the warnings
+    held while the app loaded (`hold_warnings`); tune the collector (above) and
     leave what the loaded app holds out of every collection; on SQLite, hold one connection for the
     worker's life; end the pages' live streams when the worker is told to stop
     (`end_live_streams_on_term`).
@@ -57,7 +97,9 @@ def post_worker_init(worker):
 
     from django.conf import settings
 
+    held = release_warnings(worker)
     run_system_checks(worker)
+    say_warnings(worker, held)
     gc.set_threshold(*GC_THRESHOLDS)
     gc.freeze()
 
@@ -147,7 +189,9 @@ def stop_turns_in_time(since: float, grace: float) -> None:
 
 
 def worker_exit(server, worker):
-    """Let the worker's running turns end before it exits (`end_running_turns`)."""
+    """Let the worker's running turns end before it exits (`end_running_turns`); a worker that failed
+    to load the app still says the warnings it held (they may tell why)."""
+    say_warnings(worker, release_warnings(worker))
     end_running_turns(_term_at if _term_at is not None else time.monotonic(), worker.cfg.graceful_timeout)
 
 

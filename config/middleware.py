@@ -3,11 +3,14 @@ proxy, and a strict Content-Security-Policy (the pages load only their own scrip
 
 from __future__ import annotations
 
+import io
 import ipaddress
 from collections.abc import Callable
+from time import monotonic
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -60,12 +63,18 @@ def client_address(remote: str, forwarded_for: str, any_proxy: bool, proxies: li
 
 
 HEALTH_PATH = "/healthz"
+# While migrations are pending, how long a probe answers from the last look (seconds).
+MIGRATIONS_RECHECK = 5.0
 
 
 class HealthCheckMiddleware:
-    """`GET /healthz` for a load balancer or an orchestrator: `200` while this worker serves and its
-    database answers, `503` when the database does not. Redis is reported but never fails it: without
-    Redis streams fall back to the database, and every host shares it, so all would be taken out at once.
+    """`GET /healthz` for a load balancer or an orchestrator: `200` while this worker serves, its
+    database answers and has every migration this worker's code knows; `503` otherwise. Redis is
+    reported but never fails it: without Redis streams fall back to the database, and every host
+    shares it, so all would be taken out at once.
+
+    In a rolling deploy the new code's workers may start before `migrate` has run: their pages answer
+    500 until it has, so until then they say `"migrations": "pending"` and the balancer sends them no one.
 
     First in the chain, so a probe needs no allowed `Host` (a balancer asks by the host's address), is
     never redirected to HTTPS, and opens no session. The answer names no server, address or error.
@@ -73,6 +82,8 @@ class HealthCheckMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
+        self.migrated = False  # once true, for the worker's life: migrations are never taken back under it
+        self.pending_since_look: float | None = None  # when a look last found migrations pending
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info != HEALTH_PATH:
@@ -82,11 +93,34 @@ class HealthCheckMiddleware:
         from agent.events import get_bus
 
         database = database_answers()
+        migrations = self.migrations() if database else "unknown"
+        healthy = database and migrations == "ok"
         events = "in-process" if not settings.AGENT_EVENTS_URL else "unavailable" if get_bus().check() else "ok"
-        body = {"status": "ok" if database else "unavailable", "database": "ok" if database else "unavailable"}
-        response = JsonResponse({**body, "events": events}, status=200 if database else 503)
+        body = {
+            "status": "ok" if healthy else "unavailable",
+            "database": "ok" if database else "unavailable",
+            "migrations": migrations,
+            "events": events,
+        }
+        response = JsonResponse(body, status=200 if healthy else 503)
         response.headers["Cache-Control"] = "no-store"
         return response
+
+    def migrations(self) -> str:
+        """`ok` or `pending` (`unknown` if the database stops answering meanwhile): looked up at the
+        first probe, then, while pending, at most every `MIGRATIONS_RECHECK` seconds; once all are
+        applied, never again."""
+        if self.migrated:
+            return "ok"
+        now = monotonic()
+        if self.pending_since_look is not None and now - self.pending_since_look < MIGRATIONS_RECHECK:
+            return "pending"
+        try:
+            self.migrated = not migrations_pending()
+        except DatabaseError:
+            return "unknown"
+        self.pending_since_look = None if self.migrated else now
+        return "ok" if self.migrated else "pending"
 
 
 def database_answers() -> bool:
@@ -97,6 +131,16 @@ def database_answers() -> bool:
     except DatabaseError:
         return False
     return True
+
+
+def migrations_pending() -> bool:
+    """Whether the database lacks migrations this code has: Django's `migrate --check`, which exits
+    non-zero when it finds unapplied migrations and changes nothing."""
+    try:
+        call_command("migrate", "--check", "--noinput", verbosity=0, stdout=io.StringIO(), stderr=io.StringIO())
+    except SystemExit as e:
+        return e.code != 0
+    return False
 
 
 class ClientAddressMiddleware:

@@ -28,6 +28,7 @@ from agent import logcontext
 from agent.backends.base import Backend, Event, interruptible, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
+from agent.backends.tls import tls_error
 from agent.backends.watchdog import Watchdog, cut_response, each_expecting
 from agent.exceptions import BackendError
 from agent.values import NeutralMessage, ToolSpec
@@ -156,6 +157,8 @@ def transport_errors(secret: str) -> Iterator[None]:
     except httpx.TimeoutException as exc:
         raise BackendError(f"Timed out waiting for the model server ({type(exc).__name__}).", retryable=True) from exc
     except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+        if (tls := tls_error(exc, server="the model server")) is not None:
+            raise tls from exc
         message = scrub(
             f"Lost or could not open the connection to the model server ({type(exc).__name__}: {exc}).", secret
         )

@@ -137,37 +137,36 @@ def test_signals_for_message_tool_and_error(api, chat, script):
     assert seen == [("message", "user"), ("tool", "ping", "ok"), ("error", "provider_error")]
 
 
+def failed_turn_record(api, chat, script, caplog) -> tuple[logging.LogRecord, Turn]:
+    """A turn whose model call fails, and the engine's error record about it."""
+    script([[{"kind": "error", "message": "boom", "retryable": False}]])
+    with caplog.at_level(logging.ERROR, logger="agent.loop"):
+        api.turn(chat, "hi")
+    return next(r for r in caplog.records if r.name == "agent.loop"), Turn.objects.get(session=chat)
+
+
+def context_of(record: logging.LogRecord) -> tuple[str, str, str]:
+    return str(record.session_id), str(record.user_id), str(record.turn_id)
+
+
 def test_log_lines_carry_session_user_and_turn(api, chat, script, caplog):
     from agent.logcontext import ContextFilter
 
-    script([[{"kind": "error", "message": "boom", "retryable": False}]])
     caplog.handler.addFilter(ContextFilter())
-    with caplog.at_level(logging.ERROR, logger="agent.loop"):
-        api.turn(chat, "hi")
-    turn = Turn.objects.get(session=chat)
-    record = next(r for r in caplog.records if r.name == "agent.loop")
-    assert (str(record.session_id), str(record.user_id), str(record.turn_id)) == (
-        str(chat.pk),
-        str(chat.user_id),
-        str(turn.pk),
-    )
+    record, turn = failed_turn_record(api, chat, script, caplog)
+    assert context_of(record) == (str(chat.pk), str(chat.user_id), str(turn.pk))
 
 
-def test_a_failed_model_calls_line_names_its_session_and_turn_once(api, chat, script, caplog):
-    """The operator's line as the project's format writes it (config/settings.py, LOGGING): the ids
-    once, at its start. (The message named them again: `session=… user=… turn=… backend fake failed
-    (model …, session=… turn=… retryable=False)`.) caplog's handler has no filter of the project's:
-    the engine's records carry their context in any host."""
-    from config.settings import LOGGING
-
-    script([[{"kind": "error", "message": "boom", "retryable": False}]])
-    with caplog.at_level(logging.ERROR, logger="agent.loop"):
-        api.turn(chat, "hi")
-    turn = Turn.objects.get(session=chat)
-    record = next(r for r in caplog.records if r.name == "agent.loop")
-    line = logging.Formatter(LOGGING["formatters"]["plain"]["format"]).format(record)
-    assert f" agent.loop session={chat.pk} user={chat.user_id} turn={turn.pk} backend " in line
-    assert line.count("session=") == 1 and line.count("turn=") == 1, line
+def test_a_failed_model_calls_message_leaves_the_ids_to_the_record(api, chat, script, caplog):
+    """The ids travel as the record's attributes, for the host's format to write once; the message does
+    not name them again (a line read `session=… turn=… backend fake failed (model …, session=… turn=…)`).
+    caplog's handler has no filter of the project's: the engine's records carry their context in any host."""
+    record, turn = failed_turn_record(api, chat, script, caplog)
+    assert context_of(record) == (str(chat.pk), str(chat.user_id), str(turn.pk))
+    message = record.getMessage()
+    assert message.startswith("backend fake failed (model "), message
+    assert str(chat.pk) not in message and str(turn.pk) not in message, message
+    assert "session=" not in message and "turn=" not in message, message
 
 
 def test_the_engines_records_carry_their_context_without_the_projects_logging(api, chat, script, caplog):
@@ -179,16 +178,8 @@ def test_the_engines_records_carry_their_context_without_the_projects_logging(ap
     for handler, found in projects:
         handler.removeFilter(found)
     try:
-        script([[{"kind": "error", "message": "boom", "retryable": False}]])
-        with caplog.at_level(logging.ERROR, logger="agent.loop"):
-            api.turn(chat, "hi")
+        record, turn = failed_turn_record(api, chat, script, caplog)
     finally:
         for handler, found in projects:
             handler.addFilter(found)
-    turn = Turn.objects.get(session=chat)
-    record = next(r for r in caplog.records if r.name == "agent.loop")
-    assert (str(record.session_id), str(record.user_id), str(record.turn_id)) == (
-        str(chat.pk),
-        str(chat.user_id),
-        str(turn.pk),
-    )
+    assert context_of(record) == (str(chat.pk), str(chat.user_id), str(turn.pk))

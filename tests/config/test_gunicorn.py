@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from tests.servers import ROOT, free_port, server_env
+from tests.servers import ROOT, free_port, manage, server_env
 
 
 def serve(tmp_path, app: str = "config.wsgi", port: int = 0, **env: str) -> subprocess.Popen:
@@ -38,15 +38,22 @@ def stop(server: subprocess.Popen) -> int | None:
     return server.returncode
 
 
-def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
-    # (It served every page, and the first message's turn failed with chat_error.)
-    server = serve(tmp_path, AGENT_BACKEND="nope")
+def refused(tmp_path, **env: str) -> str:
+    """The log of a gunicorn that refused to serve (`serve` with `env`): it stopped as a worker that
+    failed to boot stops it."""
+    server = serve(tmp_path, **env)
     try:
         returncode = server.wait(timeout=30)
     except subprocess.TimeoutExpired:
         returncode = stop(server)
     log = (tmp_path / "log").read_text()
     assert returncode == 3, log  # gunicorn's "Worker failed to boot"
+    return log
+
+
+def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
+    # (It served every page, and the first message's turn failed with chat_error.)
+    log = refused(tmp_path, AGENT_BACKEND="nope")
     sentence = (
         "(agent.E001) AGENT_BACKEND must be one of anthropic, bedrock, demo, fake, openai, openai-responses; "
         "got 'nope'."
@@ -56,6 +63,38 @@ def test_gunicorn_refuses_to_serve_a_misconfigured_site_saying_why(tmp_path):
     # sentence twice).
     assert "Traceback" not in log, log
     assert "[ERROR] SystemCheckError: System check identified some issues:" in log
+
+
+def test_uncollected_static_files_are_said_in_the_checks_sentence_alone(tmp_path):
+    """(WhiteNoise warns `No directory at: …/` as the app loads: the log began with that warning and a
+    line of Django's source it was attributed to, before the check's sentence said what to do.)"""
+    log = refused(
+        tmp_path,
+        DEBUG="0",
+        SECRET_KEY="a-test-secret-key-that-is-long-enough-0123456789",
+        DJANGO_SETTINGS_MODULE="tests.reliability.server_settings",
+        RELIABILITY_STATIC_ROOT=str(tmp_path / "static"),  # (not there: collectstatic never ran)
+    )
+    assert log.count("(config.E001) Static files are not collected") == 1, log
+    assert "run `python manage.py collectstatic --noinput`" in log
+    assert "No directory at" not in log and "Warning" not in log, log
+
+
+def test_a_warning_raised_as_the_app_loads_is_one_line_of_the_log(tmp_path):
+    server = serve(tmp_path, "tests.config.warning_app:application")
+    try:
+        deadline = time.monotonic() + 30
+        while server.poll() is None and time.monotonic() < deadline:
+            if "Booting worker" in (tmp_path / "log").read_text() and "UserWarning" in (tmp_path / "log").read_text():
+                break
+            time.sleep(0.1)
+    finally:
+        stop(server)
+    log = (tmp_path / "log").read_text()
+    lines = [line for line in log.splitlines() if "something the operator should know" in line]
+    assert len(lines) == 1, log
+    assert lines[0].endswith("[WARNING] UserWarning: loading this app: something the operator should know"), log
+    assert "warnings.warn(" not in log, log  # (not the source line Python's own display adds)
 
 
 def test_the_same_configuration_serves_an_app_that_is_not_django(tmp_path):
@@ -123,6 +162,7 @@ def test_gunicorn_run_directly_with_its_configuration_refuses_no_workers_in_one_
 def test_a_blank_worker_count_is_the_default(tmp_path):
     port = free_port()
     values = {"DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "MEDIA_ROOT": str(tmp_path)}
+    manage(server_env(**values), tmp_path / "migrate.log", "migrate", "--noinput")  # (else /healthz says 503)
     server = subprocess.Popen(
         [sys.executable, "-m", "config.serve"],
         cwd=ROOT,

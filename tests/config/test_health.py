@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.management import call_command
 from django.db import OperationalError
 from django.test import Client
 
@@ -22,7 +23,7 @@ def probe(settings):
 def test_a_serving_worker_with_its_database_is_healthy(probe):
     response = probe.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "events": "in-process"}
+    assert response.json() == {"status": "ok", "database": "ok", "migrations": "ok", "events": "in-process"}
     assert response["Cache-Control"] == "no-store" and "Set-Cookie" not in response
     assert probe.head("/healthz").status_code == 200
     # The rest of the site still refuses that Host, and still sends plain HTTP to HTTPS.
@@ -37,7 +38,12 @@ def test_without_its_database_a_worker_is_unavailable_and_says_no_more(probe, mo
     monkeypatch.setattr("django.db.backends.base.base.BaseDatabaseWrapper.cursor", refused)
     response = probe.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "database": "unavailable", "events": "in-process"}
+    assert response.json() == {
+        "status": "unavailable",
+        "database": "unavailable",
+        "migrations": "unknown",
+        "events": "in-process",
+    }
     assert b"10.0.9.9" not in response.content and b"password" not in response.content
 
 
@@ -48,10 +54,40 @@ def test_redis_down_is_reported_but_leaves_the_worker_in_service(probe, settings
     settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
     response = probe.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "events": "unavailable"}
+    assert response.json() == {"status": "ok", "database": "ok", "migrations": "ok", "events": "unavailable"}
     assert b"s3cret" not in response.content and b"127.0.0.1" not in response.content
 
 
 def test_only_reading_it_is_allowed(probe):
     response = probe.post("/healthz")
     assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_started_before_migrate_is_unavailable_until_the_database_is_migrated(probe, monkeypatch):
+    """A rolling deploy starts the new code's workers before (or while) `migrate` runs: their pages answer
+    500, so the balancer must not send them anyone until the database has every migration they know."""
+    clock = [1000.0]
+    monkeypatch.setattr("config.middleware.monotonic", lambda: clock[0])
+    call_command("migrate", "blog", "0006", verbosity=0)
+    try:
+        response = probe.get("/healthz")
+        assert response.status_code == 503
+        body = {"status": "unavailable", "database": "ok", "migrations": "pending", "events": "in-process"}
+        assert response.json() == body
+    finally:
+        call_command("migrate", "blog", verbosity=0)
+    # Re-checked at most every few seconds: a probe in between answers from what it last found.
+    assert probe.get("/healthz").json()["migrations"] == "pending"
+    clock[0] += 5
+    response = probe.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "migrations": "ok", "events": "in-process"}
+
+
+def test_once_migrated_a_probe_asks_the_database_one_query(probe, django_assert_num_queries):
+    """Migrations never become unapplied under a running worker: after the first probe found them all
+    applied, the next ones ask only whether the database answers."""
+    assert probe.get("/healthz").json()["migrations"] == "ok"
+    with django_assert_num_queries(1):
+        assert probe.get("/healthz").status_code == 200

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from agent.backends.tls import tls_error
 from agent.exceptions import BackendError
 
 # In-stream exception members of ConverseStreamOutput (lower camel case) and their HTTP-level names.
@@ -101,6 +102,8 @@ def _from_other_error(exc: BaseException) -> BackendError | None:
     if isinstance(exc, bex.NoCredentialsError | bex.PartialCredentialsError):
         return BackendError("Bedrock found no usable AWS credentials.", retryable=False)
     if isinstance(exc, bex.ConnectionError | bex.HTTPClientError | uex.HTTPError | ParserError | OSError):
+        if (tls := tls_error(exc, server="Bedrock")) is not None:
+            return tls
         return BackendError(f"Bedrock transport failure ({name}): {_scrub(str(exc), 300)}", retryable=True)
     if isinstance(exc, bex.BotoCoreError):
         return BackendError(f"Bedrock client error ({name}): {_scrub(str(exc), 300)}", retryable=False)
