@@ -14,6 +14,7 @@ from tests.e2e.ui import BLOG, chat_input, login, new_chat, post_item, replies, 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 SMALL_PHONE = {"viewport": {"width": 360, "height": 640}, "is_mobile": True, "has_touch": True}
+NARROWEST_PHONE = {"viewport": {"width": 320, "height": 568}, "is_mobile": True, "has_touch": True}
 PHONES = pytest.mark.parametrize("context_options", [PHONE, SMALL_PHONE], ids=["390x844", "360x640"])
 FINGER = 44  # px: the least height of a button a finger presses (WCAG 2.5.5, Apple's and Android's guidance)
 
@@ -175,6 +176,35 @@ def test_members_fits_a_phone(server, page, context_options):
     for control in (bob.get_by_label("Role of bob"), save, remove):
         box = control.bounding_box()
         assert box and box["x"] + box["width"] <= width(page), (control, box)
+
+
+@pytest.mark.parametrize("context_options", [NARROWEST_PHONE], ids=["320x568"])
+def test_no_main_screen_scrolls_sideways_on_the_narrowest_phone(server, page, context_options):
+    """At 320 px (an iPhone SE's first size, a phone zoomed) Members scrolled sideways by 37 px: its four
+    columns now fit. The other main screens are held to the same: sign-in, the blog page with a chat in its
+    panel, a post's editor (new and with the assistant beside it), the Clients screen and the chat list."""
+    base = server.url
+    page.goto(f"{base}/accounts/login/")
+    assert_no_sideways_scroll(page)
+    login(page, base, "alice")
+    new_chat(page, base)
+    tap_send(page, "list my posts")
+    wait_turn_finished(page)
+    assert_no_sideways_scroll(page)
+    for path in ("members/", "posts/new/", "clients/", "chats/"):
+        page.goto(f"{base}/blogs/{BLOG}/{path}")
+        expect(page.locator("main")).to_be_visible()
+        assert_no_sideways_scroll(page)
+    page.goto(f"{base}/blogs/{BLOG}/")
+    post_item(page, "Welcome to Field Notes").get_by_role("link", name="Edit", exact=True).click()
+    expect(page.get_by_label("Body (markdown)")).to_be_visible()
+    assert_no_sideways_scroll(page)
+    page.goto(f"{base}/blogs/{BLOG}/members/")
+    bob = page.locator(".members tbody tr").filter(has=page.locator("th", has_text="bob"))
+    save, remove = bob.get_by_role("button", name="Save bob"), bob.get_by_role("link", name="Remove bob")
+    assert_in_view(page, bob.get_by_label("Role of bob"), save, remove)
+    assert_fingertip(save)
+    assert_apart(save, remove)
 
 
 @PHONES
