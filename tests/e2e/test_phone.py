@@ -4,9 +4,11 @@ touch keyboard's Enter adds a line (Send sends)."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from PIL import Image, ImageChops
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import NO_LIMITS
@@ -282,6 +284,44 @@ def test_checkboxes_are_big_enough_to_tap(server, page, context_options):
             size = box.bounding_box()
             assert size and size["width"] >= 24 and size["height"] >= 24, size
     assert_no_sideways_scroll(page)
+
+
+def drawn_size(box: Locator) -> tuple[int, int]:
+    """The width and height of what the browser paints for a control: the pixels of its screenshot that
+    differ from the page behind it (its corner), not the layout box CSS gives it."""
+    image = Image.open(io.BytesIO(box.screenshot(animations="disabled", scale="css"))).convert("RGB")
+    behind = image.getpixel((0, 0))
+    differs = Image.eval(
+        ImageChops.difference(image, Image.new("RGB", image.size, behind)).convert("L"), lambda v: 255 if v > 24 else 0
+    )
+    area = differs.getbbox()
+    return (area[2] - area[0], area[3] - area[1]) if area else (0, 0)
+
+
+@PHONES
+def test_a_checkbox_draws_its_whole_box_and_toggles_by_tap_label_and_space(server, page, context_options):
+    """A checkbox made a 24 px target must also look it: what Chromium paints (measured in pixels, checked and
+    not; a 13 px glyph in the middle of a 24 px box would fail) fills the box, and it still toggles by a tap
+    on it, a tap on its label and the Space key."""
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/clients/")
+    label = page.locator("label.check").filter(has=page.locator('input[type="checkbox"]:not(:disabled)')).first
+    box = label.locator('input[type="checkbox"]')
+    expect(box).to_be_visible()
+    box.scroll_into_view_if_needed()
+    checked = box.is_checked()
+    for _ in range(2):
+        width_, height = drawn_size(box)
+        assert width_ >= 20 and height >= 20, (box.is_checked(), width_, height)
+        box.tap()
+        checked = not checked
+        expect(box).to_be_checked(checked=checked)
+    label.tap(position={"x": label.bounding_box()["width"] - 4, "y": 8})  # (its text's end, off the box)
+    checked = not checked
+    expect(box).to_be_checked(checked=checked)
+    box.focus()
+    page.keyboard.press("Space")
+    expect(box).to_be_checked(checked=not checked)
 
 
 @pytest.mark.parametrize("context_options", [PHONE], ids=["390x844"])
