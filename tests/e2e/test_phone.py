@@ -16,6 +16,7 @@ from tests.e2e.ui import BLOG, chat_input, login, new_chat, post_item, replies, 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 SMALL_PHONE = {"viewport": {"width": 360, "height": 640}, "is_mobile": True, "has_touch": True}
+TABLET = {"viewport": {"width": 1024, "height": 768}, "is_mobile": True, "has_touch": True}
 NARROWEST_PHONE = {"viewport": {"width": 320, "height": 568}, "is_mobile": True, "has_touch": True}
 PHONES = pytest.mark.parametrize("context_options", [PHONE, SMALL_PHONE], ids=["390x844", "360x640"])
 FINGER = 44  # px: the least height of a button a finger presses (WCAG 2.5.5, Apple's and Android's guidance)
@@ -133,6 +134,41 @@ def test_enter_still_sends_with_a_keyboard_and_mouse(server, page):
     chat_input(page).press("Enter")
     expect(user_messages(page)).to_have_count(1)
     wait_turn_finished(page)
+
+
+@pytest.mark.parametrize("context_options", [TABLET], ids=["tablet-1024x768"])
+def test_enter_sends_on_a_tablet_once_its_hardware_keyboard_shows_itself(server, page, context_options):
+    """A tablet is a touch screen, so Enter at first adds a line; a key no on-screen keyboard has (Shift,
+    for a capital) shows a hardware keyboard: Enter sends from then on, the box says so, and it keeps saying
+    so on the next page. A key only an on-screen keyboard sends (Android's "Unidentified") turns it back."""
+    base = server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    box = chat_input(page)
+    assert "Enter sends" not in (box.get_attribute("placeholder") or "")
+    box.tap()
+    page.keyboard.press("Shift+KeyL")
+    expect(box).to_have_attribute("placeholder", re.compile("Enter sends"))
+    page.keyboard.type("ist my posts")
+    page.keyboard.press("Enter")
+    expect(user_messages(page)).to_have_count(1)
+    expect(user_messages(page).first).to_have_text("List my posts")
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_have_attribute("placeholder", re.compile("Enter sends"))  # (the form drawn again)
+
+    page.reload()
+    box = chat_input(page)
+    expect(box).to_have_attribute("placeholder", re.compile("Enter sends"))
+    box.tap()
+    cdp = page.context.new_cdp_session(page)  # an on-screen keyboard's key, as Chrome on Android reports it
+    for kind in ("rawKeyDown", "keyUp"):
+        cdp.send("Input.dispatchKeyEvent", {"type": kind, "key": "Unidentified", "windowsVirtualKeyCode": 229})
+    expect(box).to_have_attribute("placeholder", "Message the assistant…")
+    box.type("one")
+    box.press("Enter")
+    box.type("two")
+    expect(box).to_have_value("one\ntwo")
+    expect(user_messages(page)).to_have_count(1)
 
 
 @PHONES
