@@ -2,7 +2,8 @@
 
 The `date` filter already converts to the zone the request activated (`accounts.timezones`). Until
 the browser has said its zone (a first visit, a reader without scripts) that is the site's default,
-UTC: the time is then followed by the zone's name, so nobody reads a UTC time as their own.
+UTC: the time is then followed by the zone's name, so nobody reads a UTC time as their own. Pages
+whose times this filter does not write (the admin's) say it once: `{% zone_unnamed as zone %}`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from django import template
+from django.template import Context
 from django.utils import formats, timezone
+
+from accounts.timezones import COOKIE_NAME, zone_named
 
 register = template.Library()
 
@@ -24,3 +28,13 @@ def local_time(value: datetime | date | None, format_string: str) -> str:
     text = formats.date_format(timezone.localtime(value), format_string)
     default = timezone.get_default_timezone_name()
     return f"{text} {default}" if timezone.get_current_timezone_name() == default else text
+
+
+@register.simple_tag(takes_context=True)
+def zone_unnamed(context: Context) -> str:
+    """The site's zone ("UTC") while the reader's browser has not named its own in the `tz` cookie (a first
+    page, a name not known), so times are shown in the site's; else ""."""
+    request = context.get("request")
+    if request is not None and zone_named(request.COOKIES.get(COOKIE_NAME)) is not None:
+        return ""
+    return timezone.get_default_timezone_name()

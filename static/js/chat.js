@@ -1,5 +1,5 @@
-// The chat panel's small behaviours: Enter sends (with a keyboard and mouse), the form rests while a turn runs,
-// effects become DOM events that fragments listen for (hx-trigger="chat:effects from:body"):
+// The chat panel's small behaviours: Enter sends (with a mouse or a hardware keyboard at hand), the form
+// rests while a turn runs, effects become DOM events that fragments listen for (hx-trigger="chat:effects from:body"):
 // those of the chat's own stream and those of the blog's channel (blog/live.py), which the page
 // listens to with sse-swap="effects".
 (function () {
@@ -55,19 +55,50 @@
     }
   }
 
-  // On a touch screen (a phone, a tablet) the keyboard's Enter is the only way to a new line, and Send
-  // is at hand beside the box: there Enter adds a line and Send sends, and the box does not say otherwise.
-  var touch = window.matchMedia("(pointer: coarse)");
+  // What Enter does. With a mouse or trackpad at hand (any-pointer: fine: a desktop, a laptop with a touch
+  // screen, a tablet with a trackpad) Enter sends and Shift+Enter adds a line. On a touch screen alone the
+  // on-screen keyboard's Enter is the only way to a new line, and Send is beside the box: there Enter adds a
+  // line. A hardware keyboard on a touch screen (a tablet's) gives itself away by a key no on-screen keyboard
+  // sends (Shift, Tab, an arrow, Escape, a modifier): from then on, for the rest of the tab's visit, Enter
+  // sends. A key the browser cannot name ("Unidentified", what Android's on-screen keyboards send) turns it
+  // back. The box's placeholder always says what Enter does.
+  var finePointer = window.matchMedia("(any-pointer: fine)");
+  var KEYBOARD_ONLY = /^(Shift|Tab|Escape|Control|Alt|Meta|CapsLock|Home|End|PageUp|PageDown|Arrow(Up|Down|Left|Right))$/;
+  var KEYBOARD_SEEN = "chat:hardware-keyboard";
+  var SENDS_HINT = "Message the assistant…  (Enter sends, Shift+Enter for a new line)";
+  var LINE_HINT = "Message the assistant…";
+  var hardwareKeyboard = remembered();
+
+  function remembered() {
+    try { return window.sessionStorage.getItem(KEYBOARD_SEEN) === "1"; } catch (err) { return false; }
+  }
+
+  function keyboardSeen(seen) {
+    if (seen === hardwareKeyboard) return;
+    hardwareKeyboard = seen;
+    try { window.sessionStorage.setItem(KEYBOARD_SEEN, seen ? "1" : ""); } catch (err) { /* storage off: this page only */ }
+    showHint();
+  }
+
+  function enterSends() { return finePointer.matches || hardwareKeyboard; }
+
+  function showHint(text) {
+    text = text || document.getElementById("chat-text");
+    if (text) text.placeholder = enterSends() ? SENDS_HINT : LINE_HINT;
+  }
 
   htmx.onLoad(function (root) {
     var text = root.querySelector && root.querySelector("#chat-text");
-    if (text && touch.matches) text.placeholder = "Message the assistant…";
+    if (text) showHint(text);
   });
+  finePointer.addEventListener("change", function () { showHint(); });
 
   document.addEventListener("keydown", function (e) {
+    if (KEYBOARD_ONLY.test(e.key)) keyboardSeen(true);
+    else if (e.key === "Unidentified") keyboardSeen(false);
     var f = form();
     if (!f || e.target !== f.querySelector("textarea")) return;
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !touch.matches) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && enterSends()) {
       e.preventDefault();
       if (f.dataset.running || !e.target.value.trim()) return;
       htmx.trigger(f, "submit");

@@ -2,6 +2,11 @@
 // the `tz` cookie and ignores a name it does not know). Loaded without `defer`, before the body, so the
 // page's own first requests (htmx fragments) already carry it; the page that set it for the first time
 // was rendered in UTC, and says so beside each time.
+//
+// A person who has moved (the cookie names a zone, not the browser's now) got this page in the old zone:
+// its times are written again here, in the browser's zone, from each <time datetime> (the instant) and
+// the parts the server showed (a year, a time of day), in the server's own form ("Dec 4, 2026 05:30").
+// Not reloaded: the page may be the answer to a form, which a reload would send again.
 (function () {
   "use strict";
   var zone;
@@ -12,6 +17,31 @@
   }
   if (!zone || !/^[A-Za-z0-9_+\-\/]{1,64}$/.test(zone)) return;
   var cookie = "tz=" + zone;
-  if (("; " + document.cookie + ";").indexOf("; " + cookie + ";") !== -1) return;
+  var cookies = "; " + document.cookie + ";";
+  if (cookies.indexOf("; " + cookie + ";") !== -1) return;
+  var moved = cookies.indexOf("; tz=") !== -1;
   document.cookie = cookie + "; path=/; max-age=31536000; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
+  if (!moved) return;
+
+  // "M j, Y H:i", "M j, Y" or "M j, H:i" (accounts/templatetags/local_time.py), as the server wrote it.
+  function rewrite(time) {
+    var when = new Date(time.getAttribute("datetime"));
+    var shown = time.textContent;
+    if (isNaN(when.getTime())) return;
+    var withYear = /\b\d{4}\b/.test(shown), withTime = /\b\d{2}:\d{2}\b/.test(shown);
+    var options = { timeZone: zone, month: "short", day: "numeric" };
+    if (withYear) options.year = "numeric";
+    if (withTime) { options.hour = "2-digit"; options.minute = "2-digit"; options.hourCycle = "h23"; }
+    var part = {};
+    new Intl.DateTimeFormat(document.documentElement.lang || "en", options).formatToParts(when).forEach(function (p) {
+      part[p.type] = p.value;
+    });
+    var text = part.month + " " + part.day + (withYear ? ", " + part.year : "");
+    if (withTime) text += (withYear ? " " : ", ") + part.hour + ":" + part.minute;
+    time.textContent = text;
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), rewrite);
+  });
 })();

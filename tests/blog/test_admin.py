@@ -148,3 +148,24 @@ def test_a_blogs_new_owner_is_raised_to_owner_and_the_former_keeps_their_seat(te
     assert team.seat("viewer").role == Seat.OWNER
     assert team.seat("owner").role == Seat.OWNER  # (a former owner's seat is edited by hand, if at all)
     assert Seat.objects.filter(blog=team.blog).count() == 4
+
+
+def test_the_admin_says_its_times_are_utc_until_the_browser_names_its_zone(team, auditor):
+    """The admin writes times its own way, with no zone beside them: before the `tz` cookie, a page of it
+    says they are UTC; once the browser has named its zone (UTC itself, say) it says nothing."""
+    blog_chat(team.owner, team.blog)
+    note = "Times on this page are in UTC: your browser tells the site its own zone"
+    for url in ("/admin/", "/admin/agent/session/"):
+        assert note in auditor.get(url).content.decode()
+    auditor.cookies["tz"] = "Not/A_Zone"  # (ignored: still UTC)
+    assert note in auditor.get("/admin/").content.decode()
+    for zone in ("Asia/Tokyo", "UTC"):  # (a browser in UTC has named its zone too: nothing to say)
+        auditor.cookies["tz"] = zone
+        page = auditor.get("/admin/agent/session/")
+        assert page.status_code == 200
+        assert note not in page.content.decode()
+    for url in ("/admin/", "/admin/agent/session/"):
+        page = auditor.get(url)
+        assert page.status_code == 200
+        assert note not in page.content.decode()
+    assert note not in browser(team.owner).get("/admin/login/").content.decode()  # (no times on it)

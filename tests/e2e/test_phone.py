@@ -4,9 +4,11 @@ touch keyboard's Enter adds a line (Send sends)."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
+from PIL import Image, ImageChops
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import NO_LIMITS
@@ -14,6 +16,8 @@ from tests.e2e.ui import BLOG, chat_input, login, new_chat, post_item, replies, 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 SMALL_PHONE = {"viewport": {"width": 360, "height": 640}, "is_mobile": True, "has_touch": True}
+TABLET = {"viewport": {"width": 1024, "height": 768}, "is_mobile": True, "has_touch": True}
+NARROWEST_PHONE = {"viewport": {"width": 320, "height": 568}, "is_mobile": True, "has_touch": True}
 PHONES = pytest.mark.parametrize("context_options", [PHONE, SMALL_PHONE], ids=["390x844", "360x640"])
 FINGER = 44  # px: the least height of a button a finger presses (WCAG 2.5.5, Apple's and Android's guidance)
 
@@ -132,6 +136,41 @@ def test_enter_still_sends_with_a_keyboard_and_mouse(server, page):
     wait_turn_finished(page)
 
 
+@pytest.mark.parametrize("context_options", [TABLET], ids=["tablet-1024x768"])
+def test_enter_sends_on_a_tablet_once_its_hardware_keyboard_shows_itself(server, page, context_options):
+    """A tablet is a touch screen, so Enter at first adds a line; a key no on-screen keyboard has (Shift,
+    for a capital) shows a hardware keyboard: Enter sends from then on, the box says so, and it keeps saying
+    so on the next page. A key only an on-screen keyboard sends (Android's "Unidentified") turns it back."""
+    base = server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    box = chat_input(page)
+    assert "Enter sends" not in (box.get_attribute("placeholder") or "")
+    box.tap()
+    page.keyboard.press("Shift+KeyL")
+    expect(box).to_have_attribute("placeholder", re.compile("Enter sends"))
+    page.keyboard.type("ist my posts")
+    page.keyboard.press("Enter")
+    expect(user_messages(page)).to_have_count(1)
+    expect(user_messages(page).first).to_have_text("List my posts")
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_have_attribute("placeholder", re.compile("Enter sends"))  # (the form drawn again)
+
+    page.reload()
+    box = chat_input(page)
+    expect(box).to_have_attribute("placeholder", re.compile("Enter sends"))
+    box.tap()
+    cdp = page.context.new_cdp_session(page)  # an on-screen keyboard's key, as Chrome on Android reports it
+    for kind in ("rawKeyDown", "keyUp"):
+        cdp.send("Input.dispatchKeyEvent", {"type": kind, "key": "Unidentified", "windowsVirtualKeyCode": 229})
+    expect(box).to_have_attribute("placeholder", "Message the assistant…")
+    box.type("one")
+    box.press("Enter")
+    box.type("two")
+    expect(box).to_have_value("one\ntwo")
+    expect(user_messages(page)).to_have_count(1)
+
+
 @PHONES
 def test_approve_reject_and_stop_are_big_enough_to_tap(server, page, context_options):
     base = server.url
@@ -175,6 +214,35 @@ def test_members_fits_a_phone(server, page, context_options):
     for control in (bob.get_by_label("Role of bob"), save, remove):
         box = control.bounding_box()
         assert box and box["x"] + box["width"] <= width(page), (control, box)
+
+
+@pytest.mark.parametrize("context_options", [NARROWEST_PHONE], ids=["320x568"])
+def test_no_main_screen_scrolls_sideways_on_the_narrowest_phone(server, page, context_options):
+    """At 320 px (an iPhone SE's first size, a phone zoomed) Members scrolled sideways by 37 px: its four
+    columns now fit. The other main screens are held to the same: sign-in, the blog page with a chat in its
+    panel, a post's editor (new and with the assistant beside it), the Clients screen and the chat list."""
+    base = server.url
+    page.goto(f"{base}/accounts/login/")
+    assert_no_sideways_scroll(page)
+    login(page, base, "alice")
+    new_chat(page, base)
+    tap_send(page, "list my posts")
+    wait_turn_finished(page)
+    assert_no_sideways_scroll(page)
+    for path in ("members/", "posts/new/", "clients/", "chats/"):
+        page.goto(f"{base}/blogs/{BLOG}/{path}")
+        expect(page.locator("main")).to_be_visible()
+        assert_no_sideways_scroll(page)
+    page.goto(f"{base}/blogs/{BLOG}/")
+    post_item(page, "Welcome to Field Notes").get_by_role("link", name="Edit", exact=True).click()
+    expect(page.get_by_label("Body (markdown)")).to_be_visible()
+    assert_no_sideways_scroll(page)
+    page.goto(f"{base}/blogs/{BLOG}/members/")
+    bob = page.locator(".members tbody tr").filter(has=page.locator("th", has_text="bob"))
+    save, remove = bob.get_by_role("button", name="Save bob"), bob.get_by_role("link", name="Remove bob")
+    assert_in_view(page, bob.get_by_label("Role of bob"), save, remove)
+    assert_fingertip(save)
+    assert_apart(save, remove)
 
 
 @PHONES
@@ -252,6 +320,44 @@ def test_checkboxes_are_big_enough_to_tap(server, page, context_options):
             size = box.bounding_box()
             assert size and size["width"] >= 24 and size["height"] >= 24, size
     assert_no_sideways_scroll(page)
+
+
+def drawn_size(box: Locator) -> tuple[int, int]:
+    """The width and height of what the browser paints for a control: the pixels of its screenshot that
+    differ from the page behind it (its corner), not the layout box CSS gives it."""
+    image = Image.open(io.BytesIO(box.screenshot(animations="disabled", scale="css"))).convert("RGB")
+    behind = image.getpixel((0, 0))
+    differs = Image.eval(
+        ImageChops.difference(image, Image.new("RGB", image.size, behind)).convert("L"), lambda v: 255 if v > 24 else 0
+    )
+    area = differs.getbbox()
+    return (area[2] - area[0], area[3] - area[1]) if area else (0, 0)
+
+
+@PHONES
+def test_a_checkbox_draws_its_whole_box_and_toggles_by_tap_label_and_space(server, page, context_options):
+    """A checkbox made a 24 px target must also look it: what Chromium paints (measured in pixels, checked and
+    not; a 13 px glyph in the middle of a 24 px box would fail) fills the box, and it still toggles by a tap
+    on it, a tap on its label and the Space key."""
+    login(page, server.url, "alice")
+    page.goto(f"{server.url}/blogs/{BLOG}/clients/")
+    label = page.locator("label.check").filter(has=page.locator('input[type="checkbox"]:not(:disabled)')).first
+    box = label.locator('input[type="checkbox"]')
+    expect(box).to_be_visible()
+    box.scroll_into_view_if_needed()
+    checked = box.is_checked()
+    for _ in range(2):
+        width_, height = drawn_size(box)
+        assert width_ >= 20 and height >= 20, (box.is_checked(), width_, height)
+        box.tap()
+        checked = not checked
+        expect(box).to_be_checked(checked=checked)
+    label.tap(position={"x": label.bounding_box()["width"] - 4, "y": 8})  # (its text's end, off the box)
+    checked = not checked
+    expect(box).to_be_checked(checked=checked)
+    box.focus()
+    page.keyboard.press("Space")
+    expect(box).to_be_checked(checked=not checked)
 
 
 @pytest.mark.parametrize("context_options", [PHONE], ids=["390x844"])

@@ -5,6 +5,7 @@ browser could name its zone, says its times are UTC."""
 from __future__ import annotations
 
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import expect
@@ -58,3 +59,39 @@ def test_a_reader_sees_dates_in_utc_saying_so_then_in_their_own_zone(demo_server
     iso = stamp.get_attribute("datetime") or ""
     assert iso.endswith("+14:00")
     expect(stamp).to_have_text(shown(iso, with_time=False))
+
+
+@pytest.mark.parametrize("context_options", [TOKYO], ids=["Asia/Tokyo"])
+def test_the_first_page_after_moving_shows_times_in_the_new_zone(demo_server, page, context, context_options):
+    """The browser's cookie still names the zone it was in (New York): the server renders the page in it,
+    and the page writes its times again in the browser's zone now (Tokyo), in the server's form, with no
+    reload; every page after it comes from the server in Tokyo's zone."""
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Moving time check")
+    page.get_by_role("button", name="Create draft").click()
+    post_item(page, "Moving time check").get_by_role("link", name="History").click()
+    history = page.url
+    new_chat(page, base)
+    new_chat(page, base)
+
+    context.add_cookies([{"name": "tz", "value": "America/New_York", "url": base}])
+    page.goto(history)
+    stamp = page.locator(".revision time").first
+    iso = stamp.get_attribute("datetime") or ""
+    assert iso.endswith(("-05:00", "-04:00"))  # (rendered in New York's zone)
+    tokyo = datetime.fromisoformat(iso).astimezone(ZoneInfo("Asia/Tokyo"))
+    expect(stamp).to_have_text(shown(tokyo.isoformat()))
+    assert [c["value"] for c in context.cookies() if c["name"] == "tz"] == ["Asia/Tokyo"]
+
+    context.add_cookies([{"name": "tz", "value": "America/New_York", "url": base}])
+    open_blog(page, base)  # the panel's earlier chats: a date and a time without the year
+    stamp = page.locator("#assistant .history time").first
+    tokyo = datetime.fromisoformat(stamp.get_attribute("datetime") or "").astimezone(ZoneInfo("Asia/Tokyo"))
+    expect(stamp).to_have_text(f"{tokyo:%b} {tokyo.day}, {tokyo:%H:%M}", use_inner_text=False)
+
+    page.reload()
+    stamp = page.locator("#assistant .history time").first
+    assert (stamp.get_attribute("datetime") or "").endswith("+09:00")
+    expect(stamp).to_have_text(f"{tokyo:%b} {tokyo.day}, {tokyo:%H:%M}", use_inner_text=False)
