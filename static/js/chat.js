@@ -164,7 +164,7 @@
   // A page showing no chat hears instead of a chat its person started elsewhere ({"chat": id}, blog/live.py's
   // chat_opened): the panel takes it up (chat_panel.panel_chat: its log, its form, the page's stream now
   // naming it), the words typed here kept. Once it shows a chat (this tab's own first message, say), such
-  // a notice is not for it: a chat shown is never switched for another.
+  // a notice only adds to its list of earlier chats (refreshList, below): a chat shown is never switched.
   var news = [], fetching = false, takingUp = false;
 
   function newsQuery(notice) {
@@ -209,9 +209,37 @@
 
   document.addEventListener("htmx:sseMessage", function (e) {
     if (!e.detail || e.detail.type !== "chat") return;
-    try { news.push(JSON.parse(e.detail.data)); } catch (err) { return; }
+    var notice;
+    try { notice = JSON.parse(e.detail.data); } catch (err) { return; }
+    var f = form();
+    if (notice.chat && f && f.dataset.chat) { refreshList(); return; }
+    news.push(notice);
     drainNews();
   });
+
+  // A page showing a chat hears too of a chat its person starts in another tab ({"chat": id}): that chat
+  // joins this page's list of earlier chats (chat_panel.chat_list), and the chat shown stays. The list is
+  // read again when the person opens it too, so a chat named since (by its first message) shows its name.
+  // Only the list's entries are put in place: the list stays open or closed, and focus stays where it is.
+  function refreshList() {
+    var f = form(), tools = document.querySelector("#assistant .assistant-tools[data-list-url]");
+    if (!f || !f.dataset.chat || !tools) return;
+    fetch(tools.dataset.listUrl + "?chat=" + encodeURIComponent(f.dataset.chat), { credentials: "same-origin" })
+      .then(function (answer) { return answer.status === 200 ? answer.text() : ""; })
+      .then(function (html) {
+        var parsed = document.createElement("template");
+        parsed.innerHTML = html;
+        var fresh = parsed.content.querySelector(".history"), shown = tools.querySelector(".history");
+        if (!fresh) return;
+        if (shown) shown.querySelector("ul").replaceWith(fresh.querySelector("ul"));
+        else tools.prepend(fresh);
+      })
+      .catch(function () {});  // (unreachable now: the list stays as it was, and is read again when opened)
+  }
+
+  document.addEventListener("toggle", function (e) {
+    if (e.target.matches && e.target.matches("#assistant details.history") && e.target.open) refreshList();
+  }, true);
 
   document.addEventListener("htmx:afterRequest", function () { drainNews(); });
 

@@ -232,17 +232,35 @@ def test_beside_a_posts_editor_the_panel_hears_the_chats_about_that_post_only(
     assert next(about_other) == changed and next(on_blog) == changed  # (nothing of the chat before it)
 
 
-@pytest.mark.parametrize("who", ["editor", "owner_showing_a_chat", "post_of_another_blog"])
+@pytest.mark.parametrize("about_post", [False, True])
+def test_a_page_showing_a_chat_hears_a_chat_its_person_starts_in_the_same_panel(
+    team, about_post, script, django_capture_on_commit_callbacks, open_stream
+):
+    """The panel of the chat the page shows (the blog page's, or beside a post's editor): the chat started
+    there elsewhere joins the page's list of earlier chats (chat.js), the chat shown stays."""
+    post = make_post(team.blog) if about_post else None
+    shown = start_session(team.owner, team.blog, post)
+    chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk)
+    script([say("Hello.")])
+    chat = first_message(team.owner, team.blog, django_capture_on_commit_callbacks, post=post)
+    assert next(chunks) == notice(chat=str(chat.pk))
+
+
+@pytest.mark.parametrize(
+    "who", ["editor", "editor_showing_a_chat", "owner_showing_a_chat_about_a_post", "post_of_another_blog"]
+)
 def test_no_other_page_hears_of_a_chat_started(
     team, other_team, who, script, django_capture_on_commit_callbacks, open_stream
 ):
-    """Another member's page showing no chat; the person's own page showing a chat already (it keeps that
-    one); a panel naming a post of another blog: none hears the chat the owner starts, only the blog's
-    next change."""
+    """Another member's page showing no chat, or one of their own chats; the person's own page showing a
+    chat of another panel (beside a post's editor); a panel naming a post of another blog: none hears the
+    chat the owner starts on the blog page, only the blog's next change."""
     if who == "editor":
         chunks = open_stream(browser(team.editor), team.blog.slug, panel="blog")
-    elif who == "owner_showing_a_chat":
-        shown = blog_chat(team.owner, team.blog)
+    elif who == "editor_showing_a_chat":
+        chunks = open_stream(browser(team.editor), team.blog.slug, chat=blog_chat(team.editor, team.blog).pk)
+    elif who == "owner_showing_a_chat_about_a_post":
+        shown = start_session(team.owner, team.blog, make_post(team.blog))
         chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk, panel="blog")
     else:
         chunks = open_stream(browser(team.owner), team.blog.slug, panel=make_post(other_team.blog).pk)
@@ -336,3 +354,43 @@ def test_the_panel_with_a_chat_is_for_its_person_only(team, client, script, djan
     for query in ("chat=nope", "chat=", ""):
         assert browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/panel?{query}").status_code == 204
     assert browser(team.owner).get(ask).status_code == 200
+
+
+# The list of earlier chats, read again by a page showing a chat ------------------------------------------
+
+
+def test_the_panels_list_names_the_persons_chats_there_the_one_shown_marked(team):
+    post = make_post(team.blog)
+    shown = blog_chat(team.owner, team.blog)
+    with_words = blog_chat(team.owner, team.blog)
+    with_words.title = "Started in <b>B</b>"
+    with_words.save()
+    about_post = start_session(team.owner, team.blog, post)
+    blog_chat(team.editor, team.blog)  # (another member's: never listed)
+    answer = browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/list?chat={shown.pk}")
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    assert html.count("<li>") == 2 and str(about_post.pk) not in html
+    assert (
+        f'<a href="?chat={shown.pk}" aria-current="true"><span class="chat-label" data-untitled>Untitled chat' in html
+    )
+    assert f'<a href="?chat={with_words.pk}"><span class="chat-label">Started in &lt;b&gt;B&lt;/b&gt;</span>' in html
+    beside = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/{post.pk}/chats/list?chat={about_post.pk}")
+    assert '<details class="history">' not in beside.content.decode()  # one chat there: no list
+
+
+def test_the_panels_list_is_for_its_person_only(team, client):
+    chat, other = blog_chat(team.owner, team.blog), blog_chat(team.owner, team.blog)
+    ask = f"/blogs/{team.blog.slug}/chats/list?chat={chat.pk}"
+    for asker in (browser(team.outsider), client):  # (client: signed out)
+        answer = asker.get(ask)
+        assert (answer.status_code, answer.content) == (204, b"")
+    html = browser(team.editor).get(ask).content.decode()  # their own list, which has none of the owner's
+    assert str(chat.pk) not in html and str(other.pk) not in html
+
+
+def test_a_page_showing_a_chat_knows_where_its_list_is_read_again(team):
+    chat = blog_chat(team.owner, team.blog)
+    page = browser(team.owner).get(f"/blogs/{team.blog.slug}/?chat={chat.pk}").content.decode()
+    assert f'<div class="assistant-tools" data-list-url="/blogs/{team.blog.slug}/chats/list">' in page
+    assert f'data-chat="{chat.pk}"' in page

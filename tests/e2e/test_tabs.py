@@ -352,3 +352,37 @@ def test_a_tab_showing_no_chat_takes_up_a_new_chat_started_in_another_and_follow
     expect(replies(other).last).to_contain_text("Here are your posts")
     expect(other.locator("#chat-log .empty")).to_be_hidden()  # (the hint gives way to the chat)
     assert page.js_errors == [] and other.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_which_keeps_its_own(server_factory, page):
+    """A shows chat X, words typed in its box; New chat in B starts Y: A's list of earlier chats lists Y
+    (untitled, as B's does), X still shown and marked, the words still there; opened after B's first
+    message in Y, A's list names Y by it, as B's does. Before, A's list knew nothing of Y until a reload."""
+    base = server_factory("tabs-list", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    new_chat(page, base)
+    expect_blog_live(page)
+    shown = page.url
+    other = second_tab(page, base)
+    chat_input(page).fill("words typed in A")
+    expect(page.locator("#assistant .history")).to_have_count(0)  # one chat: no earlier ones to list
+
+    other.locator("#assistant").get_by_role("button", name="New chat").click()
+    other.wait_for_url(lambda url: "chat=" in url and url != shown)
+    started = other.url.split("chat=")[1]
+    entries = page.locator("#assistant .history li a")
+    expect(page.locator(f'#assistant .history a[href="?chat={started}"]')).to_have_text(re.compile(r"^Untitled chat"))
+    expect(entries).to_have_count(2)
+    current = shown.split("chat=")[1]
+    expect(page.locator("#assistant .history a[aria-current]")).to_have_attribute("href", f"?chat={current}")
+    assert page.url == shown
+    expect(chat_input(page)).to_have_value("words typed in A")
+    expect(page.locator(f'#page-stream[sse-connect$="?chat={current}"]')).to_have_count(1)
+
+    ask(other, "list my posts")
+    page.locator("#assistant .history summary").click()
+    expect(page.locator(f'#assistant .history a[href="?chat={started}"] .chat-label')).to_have_text("list my posts")
+    expect(page.locator("#assistant .history")).to_have_attribute("open", "")
+    expect(chat_input(page)).to_have_value("words typed in A")
+    assert page.js_errors == []  # type: ignore[attr-defined]
