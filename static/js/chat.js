@@ -174,16 +174,25 @@
     return "";
   }
 
+  // The id of the last turn the log shows ("" for none).
+  function lastTurn() {
+    var shown = document.querySelectorAll("#chat-log article.msg.assistant[id^='turn-']");
+    return shown.length ? shown[shown.length - 1].id.slice("turn-".length) : "";
+  }
+
   function drainNews() {
     var f = form();
     if (!f) { news = []; return; }
     if (fetching || document.querySelector("#assistant .htmx-request")) return;
-    var url = "", swap = "beforeend";
+    var url = "", swap = "beforeend", after = null;
     while (!url && news.length) {
       var notice = news.shift();
       if (notice.chat && f.dataset.panelUrl) {
         url = f.dataset.panelUrl + "?chat=" + encodeURIComponent(notice.chat);
         swap = "innerHTML";
+      } else if (notice.after && f.dataset.newsUrl) {
+        after = lastTurn();
+        url = f.dataset.newsUrl + "?after=" + encodeURIComponent(after);
       } else if (f.dataset.newsUrl) {
         var query = newsQuery(notice);
         if (query) url = f.dataset.newsUrl + "?" + query;
@@ -192,9 +201,27 @@
     if (!url) return;
     fetching = true;
     takingUp = swap === "innerHTML";
-    var done = function () { fetching = takingUp = false; drainNews(); };
+    var done = function () {
+      fetching = takingUp = false;
+      if (after !== null && lastTurn() !== after) news.unshift({ after: true });  // and the one after it, if any
+      drainNews();
+    };
     htmx.ajax("GET", url, { target: "#chat-log", swap: swap }).then(done, done);
   }
+
+  // Notices are not sent again: those of a time the page's stream was not open (before it first opened,
+  // or while it reconnects) were never heard. So each time it opens, a page showing a chat asks for what
+  // they would have brought: the cards still waiting here (decided elsewhere meanwhile?), then the turns
+  // after the last one it shows, one at a time, until there is none (chat_views.news, ?after=).
+  document.addEventListener("htmx:sseOpen", function (e) {
+    var f = form();
+    if (!e.target || e.target.id !== "page-stream" || !f || !f.dataset.newsUrl) return;
+    document.querySelectorAll("#chat-log .approval[id^='approval-']:not(.decided)").forEach(function (card) {
+      news.push({ approval: card.id.slice("approval-".length) });
+    });
+    if (!news.some(function (notice) { return notice.after; })) news.push({ after: true });
+    drainNews();
+  });
 
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
   // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). (The form a

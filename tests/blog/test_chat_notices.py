@@ -148,6 +148,43 @@ def test_a_decided_cards_news_says_how_it_was_decided(team, script, approvals_on
     assert "autofocus" not in html  # focus stays where the person is in this tab
 
 
+def test_a_page_that_may_have_missed_notices_asks_for_the_turns_after_the_last_it_shows(
+    team, script, django_capture_on_commit_callbacks
+):
+    """Its stream (re)opened: the chat's first turn after none, each turn's next, then nothing (204)."""
+    chat = blog_chat(team.owner, team.blog)
+    owner = browser(team.owner)
+    assert owner.get(f"/chat/{chat.pk}/news?after=").status_code == 204  # no turn yet
+    script([say("One."), say("Two.")])
+    first = send_in_panel(team.owner, chat, "first", django_capture_on_commit_callbacks)
+    second = send_in_panel(team.owner, chat, "second <i>one</i>", django_capture_on_commit_callbacks)
+    html = owner.get(f"/chat/{chat.pk}/news?after=").content.decode()
+    assert f'id="turn-{first.pk}"' in html and ">first</div>" in html and "second" not in html
+    html = owner.get(f"/chat/{chat.pk}/news?after={first.pk}").content.decode()
+    assert f'id="turn-{second.pk}"' in html and "second &lt;i&gt;one&lt;/i&gt;" in html and ">first<" not in html
+    assert f"/turns/{second.pk}/" in html and "sse-connect=" in html
+    assert owner.get(f"/chat/{chat.pk}/news?after={second.pk}").status_code == 204
+    for asker in (browser(team.editor), browser(team.outsider)):  # the chat is its person's only
+        assert asker.get(f"/chat/{chat.pk}/news?after=").status_code == 204
+    other = blog_chat(team.owner, team.blog)  # their own chat, after a turn of another: nothing
+    assert owner.get(f"/chat/{other.pk}/news?after={first.pk}").status_code == 204
+    assert owner.get(f"/chat/{chat.pk}/news?after=nope").status_code == 204
+
+
+def test_the_news_of_an_answer_resumed_after_a_decision_turns_the_decided_calls_chip_done(
+    team, script, approvals_on, django_capture_on_commit_callbacks
+):
+    """Drawn after it ended (its stream then gives only its end), the answer still brings the result of
+    the call it ran, made in the turn before: that turn's chip reads "done", not "awaiting your OK"."""
+    set_consent(team.owner, team.blog, ALL)
+    _api, chat, _draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    paused = Turn.objects.filter(session=chat).latest("created_at")
+    with django_capture_on_commit_callbacks(execute=True):
+        browser(team.owner).post(f"/chat/{chat.pk}/approvals/{approval_id}", {"approve": "1"})
+    html = browser(team.owner).get(f"/chat/{chat.pk}/news?after={paused.pk}").content.decode()
+    assert '<span class="chip-status" id="chip-p1-status" hx-swap-oob="true" data-status="ok">done</span>' in html
+
+
 def test_news_of_a_chat_is_for_its_person_only(team, client, script, django_capture_on_commit_callbacks):
     chat = blog_chat(team.owner, team.blog)
     script([say("Hello.")])

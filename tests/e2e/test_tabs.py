@@ -386,3 +386,40 @@ def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_wh
     expect(page.locator("#assistant .history")).to_have_attribute("open", "")
     expect(chat_input(page)).to_have_value("words typed in A")
     assert page.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_listens_again(server_factory, page):
+    """B's live stream is down (reconnecting) while A approves a waiting publish and sends one more
+    message: once it listens again B shows the card decided, the resumed answer, the message and its
+    answer, without a reload. Before, notices sent meanwhile were lost: B stayed as it was."""
+    base = server_factory("tabs-catch-up", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Caught up")
+    ask(page, "publish Caught up")
+    down = re.compile(r"/events/")
+    other = page.context.new_page()
+    other.route(down, lambda route: route.abort())
+    other.goto(page.url)
+    card = other.locator("#chat-log .approval")
+    expect(card).to_contain_text("Needs your OK")
+
+    page.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
+    expect(page.locator("#chat-log .approval")).to_have_text("Approved.")
+    expect(replies(page).last).to_contain_text("Done: I published")
+    wait_turn_finished(page)
+    ask(page, "list my posts")
+    expect(user_messages(other)).to_have_count(2)  # (B heard none of it)
+    other.unroute(down)
+
+    expect(card).to_have_text("Approved.", timeout=LONG_WAIT)
+    expect(user_messages(other)).to_have_count(3)
+    expect(user_messages(other).last).to_have_text("list my posts")
+    wait_turn_finished(other)
+    expect(replies(other).filter(has_text="Done: I published")).to_have_count(1)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    assert [reply.inner_text() for reply in replies(other).all()] == [
+        reply.inner_text() for reply in replies(page).all()
+    ]
+    expect(chip(other, "publish_post")).to_contain_text("done")
+    assert other.url == page.url
