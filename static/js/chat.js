@@ -270,6 +270,18 @@
 
   document.addEventListener("htmx:afterRequest", function () { drainNews(); });
 
+  // The page's stream names this page (?page=, one key per page shown): when the page points it at
+  // another chat (taking one up, its first message) or it reconnects, the stream it opens replaces this
+  // page's earlier one on the server at once, which frees that one's place among the person's open
+  // pages then, not when the server next writes to it (blog/live.py, agent/streams.py).
+  var pageKey = Math.random().toString(36).slice(2, 12) + Date.now().toString(36);
+
+  document.addEventListener("htmx:beforeProcessNode", function (e) {
+    var elt = e.target, url = elt && elt.id === "page-stream" && elt.getAttribute("sse-connect");
+    if (!url || /[?&]page=/.test(url)) return;
+    elt.setAttribute("sse-connect", url + (url.indexOf("?") === -1 ? "?" : "&") + "page=" + pageKey);
+  });
+
   // A turn's stream closed: its answer is over. (Not the page's own stream, which closes when it is
   // replaced by one naming the chat the panel took up, or when superseded: a turn may still run.)
   document.addEventListener("htmx:sseClose", function (e) {

@@ -36,8 +36,8 @@ def open_stream():
     """A page's stream of the blog (with `?chat=`, of that chat too); all are closed at the end."""
     opened = []
 
-    def open_stream(client, slug: str, chat=None, panel=None):
-        said = {"chat": chat, "panel": panel}
+    def open_stream(client, slug: str, chat=None, panel=None, page=None):
+        said = {"chat": chat, "panel": panel, "page": page}
         query = "&".join(f"{name}={value}" for name, value in said.items() if value is not None)
         response = client.get(f"/blogs/{slug}/events/?{query}", **EVENT_SOURCE)
         assert response.status_code == 200
@@ -431,3 +431,28 @@ def test_a_page_showing_a_chat_knows_where_its_list_is_read_again(team):
     page = browser(team.owner).get(f"/blogs/{team.blog.slug}/?chat={chat.pk}").content.decode()
     assert f'<div class="assistant-tools" data-list-url="/blogs/{team.blog.slug}/chats/list">' in page
     assert f'data-chat="{chat.pk}"' in page
+
+
+# A page pointing its stream elsewhere -----------------------------------------------------------------------
+
+
+def test_a_pages_stream_opened_again_under_its_key_frees_its_earlier_ones_place_at_once(team, open_stream):
+    """Taking up a chat (or reconnecting), the page opens its stream anew naming itself: its earlier
+    stream ends at once and leaves its place among the person's open pages, which it held until its
+    next heartbeat (the first write to find its page gone). Another page's stream, or one naming no
+    page or a key that is no key, keeps its own."""
+    from agent import streams
+
+    owner = browser(team.owner)
+    chat = blog_chat(team.owner, team.blog)
+    first = open_stream(owner, team.blog.slug, panel="blog", page="k1")
+    open_stream(owner, team.blog.slug, chat=chat.pk, page="k2")
+    open_stream(owner, team.blog.slug, chat=chat.pk)
+    open_stream(owner, team.blog.slug, chat=chat.pk, page="k1.")
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4
+    open_stream(owner, team.blog.slug, chat=chat.pk, page="k1")
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4  # freed before the first sends a byte
+    assert next(first).startswith(b"event: superseded\ndata: ")
+    assert list(first) == []
+    open_stream(browser(team.editor), team.blog.slug, page="k2")  # (another person's page)
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4

@@ -342,7 +342,7 @@ def test_a_tab_showing_no_chat_takes_up_a_new_chat_started_in_another_and_follow
     page.locator("#assistant").get_by_role("button", name="New chat").click()
     page.wait_for_url(re.compile(r"[?&]chat="))
     chat = page.url.split("chat=")[1]
-    expect(other.locator(f'#page-stream[sse-connect$="?chat={chat}"]')).to_have_count(1)
+    expect(other.locator(f'#page-stream[sse-connect*="?chat={chat}"]')).to_have_count(1)
     expect_blog_live(other)  # B's stream now names the chat
     expect_blog_live(page)
 
@@ -378,7 +378,7 @@ def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_wh
     expect(page.locator("#assistant .history a[aria-current]")).to_have_attribute("href", f"?chat={current}")
     assert page.url == shown
     expect(chat_input(page)).to_have_value("words typed in A")
-    expect(page.locator(f'#page-stream[sse-connect$="?chat={current}"]')).to_have_count(1)
+    expect(page.locator(f'#page-stream[sse-connect*="?chat={current}"]')).to_have_count(1)
 
     ask(other, "list my posts")
     page.locator("#assistant .history summary").click()
@@ -423,3 +423,36 @@ def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_li
     ]
     expect(chip(other, "publish_post")).to_contain_text("done")
     assert other.url == page.url
+
+
+def open_editor(tab, base: str) -> None:
+    """The editor of the blog's first post, its chat panel beside it."""
+    open_blog(tab, base)
+    tab.locator("#post-list li.post").first.get_by_role("link", name="Edit").click()
+    tab.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+
+
+def test_a_tab_pointing_its_stream_at_the_chat_it_started_leaves_the_persons_other_tabs_listening(server_factory, page):
+    """Two places for alice's open pages: an editor tab, then a blog tab whose first message starts a
+    chat, its stream then naming it. The stream it replaced frees its place at once, so the editor tab
+    (the oldest) keeps listening. Before, the replaced stream kept its place until its next heartbeat,
+    and the editor tab was stopped as one tab too many."""
+    base = server_factory(
+        "tabs-places", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", AGENT_MAX_STREAMS_PER_USER="2", **NO_LIMITS
+    ).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    editor = page.context.new_page()
+    open_editor(editor, base)
+    expect_blog_live(editor)
+    open_blog(page, base)
+    expect(page.locator("#chat-log .empty")).to_be_visible()
+    expect_blog_live(page)
+    listening_again(page)
+
+    ask(page, "list my posts")
+    expect(page.locator('#page-stream[sse-connect*="?chat="]')).to_have_count(1)
+    expect_blog_live(page)  # its stream now names the chat
+    page.wait_for_timeout(1_000)  # (a stop would have reached the editor tab by now)
+    expect(editor.locator("#live-status")).to_be_empty()
+    expect(page.locator("#live-status")).to_be_empty()
