@@ -456,3 +456,35 @@ def test_a_tab_pointing_its_stream_at_the_chat_it_started_leaves_the_persons_oth
     page.wait_for_timeout(1_000)  # (a stop would have reached the editor tab by now)
     expect(editor.locator("#live-status")).to_be_empty()
     expect(page.locator("#live-status")).to_be_empty()
+
+
+def test_an_editor_tab_showing_no_chat_takes_up_the_chat_its_person_starts_beside_the_same_post(server_factory, page):
+    """Tabs A and B on one post's editor, and C on the blog page, none showing a chat: A's first message
+    there starts a chat about the post. B takes it up in place, its typed words kept, and follows the
+    answer; C, whose panel is the blog's, does not."""
+    base = server_factory("tabs-editor", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    open_editor(page, base)
+    other, blog_tab = page.context.new_page(), page.context.new_page()
+    errors: list[str] = []
+    other.on("pageerror", lambda exc: errors.append(str(exc)))
+    other.goto(page.url)
+    open_blog(blog_tab, base)
+    for tab in (page, other, blog_tab):
+        expect(tab.locator("#chat-log .empty")).to_be_visible()
+        expect_blog_live(tab)
+    chat_input(other).fill("words typed in B")
+
+    send(page, "list my posts")
+    expect(user_messages(other)).to_have_count(1)
+    expect(user_messages(other).first).to_have_text("list my posts")
+    wait_turn_finished(other)
+    wait_turn_finished(page)
+    assert replies(other).last.inner_text() == replies(page).last.inner_text()
+    expect(chat_input(other)).to_have_value("words typed in B")
+    chat = page.evaluate("document.getElementById('chat-form').getAttribute('hx-post')")
+    assert other.evaluate("document.getElementById('chat-form').getAttribute('hx-post')") == chat
+    expect(blog_tab.locator("#chat-log .empty")).to_be_visible()  # the blog's panel: not this chat
+    expect(user_messages(blog_tab)).to_have_count(0)
+    assert errors == []
