@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap
 
 from agent import display, intake, turns
-from agent.models import Approval, Message, Session, Turn
+from agent.models import Approval, Message, Part, Session, Turn
 from agent.views import own_session, resolve_approval, stream_url
 
 
@@ -89,8 +89,10 @@ def news(request: HttpRequest, session_id: Any) -> HttpResponse:
     """What a notice of the chat (`agent.notices`) names, for another of its person's open pages:
     `?turn=<id>`, the turn's message (none for an answer resumed after a decision) and its answer,
     followed on its stream (which, opened after the turn ended, gives its end at once); `?approval=<id>`,
-    the call's card, decided. Asked by the page on its own, never by a click: signed out meanwhile,
-    or the chat no longer theirs, or nothing to draw, it answers 204 and the page stays as it is."""
+    the call's card, decided; `?after=<turn id>`, the turn that came next (`?after=`: the chat's first),
+    drawn as `?turn=` draws it, for a page whose stream (re)opened and may have missed notices meanwhile.
+    Asked by the page on its own, never by a click: signed out meanwhile, or the chat no longer theirs,
+    or nothing to draw, it answers 204 and the page stays as it is."""
     if not request.user.is_authenticated:
         return HttpResponse(status=204)
     try:
@@ -98,10 +100,18 @@ def news(request: HttpRequest, session_id: Any) -> HttpResponse:
     except Http404:
         return HttpResponse(status=204)
     turn = _named(Turn.objects.filter(session=session), request.GET.get("turn"))
+    if turn is None and "after" in request.GET:
+        turn = _next_turn(session, request.GET["after"])
     if turn is not None:
         messages = turn.messages.filter(role=Message.USER).prefetch_related("parts").order_by("position")
         items = [display.user_item(message, session.pk) for message in messages]
-        context = {"chat": session, "items": items, "turn": turn, "stream_url": stream_url(session, turn, request)}
+        context = {
+            "chat": session,
+            "items": items,
+            "turn": turn,
+            "stream_url": stream_url(session, turn, request),
+            "answered": _answered_before(turn),
+        }
         return render(request, "agent/_news_turn.html", context)
     decided = (Approval.APPROVED, Approval.REJECTED)
     approval = _named(Approval.objects.filter(session=session, status__in=decided), request.GET.get("approval"))
@@ -109,6 +119,30 @@ def news(request: HttpRequest, session_id: Any) -> HttpResponse:
         context = {"approval_id": approval.pk, "approved": approval.status == Approval.APPROVED}
         return render(request, "agent/_news_decided.html", context)
     return HttpResponse(status=204)
+
+
+def _answered_before(turn: Turn) -> list[dict[str, Any]]:
+    """The chips of calls made in an earlier turn that `turn` answered (a call a person decided, run as
+    the answer resumed), as they read now: its stream, opened after it ended, gives only its end, not
+    the results that turned those chips "done"."""
+    parts = Part.objects.filter(message__turn=turn, type__in=("tool_use", "tool_result")).order_by(
+        "message__position", "position"
+    )
+    made = {part.tool_use_id for part in parts if part.type == "tool_use"}
+    return [
+        display.chip(part.tool_use_id, part.tool_name, display.shown_status(part.tool_status, part.tool_result))
+        for part in parts
+        if part.type == "tool_result" and part.tool_use_id not in made
+    ]
+
+
+def _next_turn(session: Session, after: str) -> Turn | None:
+    """The chat's turn started next after the one whose id is `after` (empty: its first), else None."""
+    turns = Turn.objects.filter(session=session).order_by("created_at", "pk")
+    if after == "":
+        return turns.first()
+    shown = _named(turns, after)
+    return None if shown is None else turns.filter(created_at__gt=shown.created_at).first()
 
 
 def _named(rows: Any, raw: str | None) -> Any:

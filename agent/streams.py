@@ -6,6 +6,10 @@ domain's live page stream), so pages left open never take the place of the answe
 oldest is closed calmly: an answer's stream sends the comment `: superseded` (and `end` in the HTML
 flavour, so the page stops listening), then closes. Its turn goes on; opening its `stream_url`
 again (with `Last-Event-ID`) follows it again.
+
+A stream opened with a `key` replaces the user's open stream of that kind with the same key (a page
+that points its live stream elsewhere, or reconnects, names itself): the one replaced is closed at
+once and its place freed then, not when a write to its gone reader fails at its next heartbeat.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ class Ticket:
     """One open stream: the follower waits on `waiter`, which closing it sets to wake it at once;
     `on_supersede`, if given, is called too (for a stream that waits on something else)."""
 
-    def __init__(self, on_supersede: Callable[[], None] | None = None) -> None:
+    def __init__(self, on_supersede: Callable[[], None] | None = None, key: str | None = None) -> None:
+        self.key = key
         self.superseded = False
         self.waiter = threading.Event()
         self.on_supersede = on_supersede
@@ -45,14 +50,19 @@ _lock = threading.Lock()
 
 
 @contextmanager
-def opened(user_id: Any, *, kind: str = ANSWER, on_supersede: Callable[[], None] | None = None) -> Iterator[Ticket]:
-    """Hold a place among the user's open streams of `kind` for the body of the `with`; closes their
-    oldest of that kind if full."""
-    ticket = Ticket(on_supersede)
+def opened(
+    user_id: Any, *, kind: str = ANSWER, on_supersede: Callable[[], None] | None = None, key: str | None = None
+) -> Iterator[Ticket]:
+    """Hold a place among the user's open streams of `kind` for the body of the `with`; closes the one
+    it replaces (the same `key`), then their oldest of that kind if full."""
+    ticket = Ticket(on_supersede, key)
     limit = getattr(settings, "AGENT_MAX_STREAMS_PER_USER", 8)
-    key = (kind, user_id)
+    where = (kind, user_id)
     with _lock:
-        queue = _open.setdefault(key, deque())
+        queue = _open.setdefault(where, deque())
+        for replaced in [held for held in queue if key is not None and held.key == key]:
+            queue.remove(replaced)
+            replaced.supersede()
         while limit and len(queue) >= limit:
             queue.popleft().supersede()
         queue.append(ticket)
@@ -60,12 +70,12 @@ def opened(user_id: Any, *, kind: str = ANSWER, on_supersede: Callable[[], None]
         yield ticket
     finally:
         with _lock:
-            held = _open.get(key)
+            held = _open.get(where)
             if held is not None:
                 if ticket in held:
                     held.remove(ticket)
                 if not held:
-                    del _open[key]
+                    del _open[where]
 
 
 def open_count(user_id: Any, kind: str = ANSWER) -> int:

@@ -91,6 +91,7 @@ def panel_context(
         "new_chat_url": _panel_url("new_chat", blog, post),
         "first_message_url": _panel_url("first_message", blog, post),
         "panel_chat_url": _panel_url("panel_chat", blog, post),
+        "chat_list_url": _panel_url("chat_list", blog, post),
     }
 
 
@@ -195,6 +196,29 @@ def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRe
         return HttpResponse(status=204)
     context = {"blog": blog, "assistant": True, "panel_post": post, **conversation(session, request)}
     return render(request, "blog/_panel_chat.html", context)
+
+
+@require_GET
+def chat_list(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+    """The panel's list of the person's chats as it stands now, the one its page shows (`?chat=<id>`)
+    marked: asked by a page of theirs showing a chat when they start another in another tab
+    (`blog.live.chat_opened`), or open the list. Asked by the page on its own, never by a click: signed
+    out meanwhile, or no longer one who may summon the assistant here, it answers 204."""
+    if not request.user.is_authenticated:
+        return HttpResponse(status=204)
+    try:
+        blog = _summoner_blog(request, slug)
+        post = _panel_post(blog, pk)
+    except Http404:
+        return HttpResponse(status=204)
+    sessions = labelled(blog_sessions(request.user, blog, post)[: PANEL_CHATS + 1])
+    chat_id = request.GET.get("chat", "")
+    context = {
+        "chat_sessions": sessions[:PANEL_CHATS],
+        "all_chats_url": _panel_url("chats", blog, post) if len(sessions) > PANEL_CHATS else "",
+        "chat": next((s for s in sessions if str(s.pk) == chat_id), None),
+    }
+    return render(request, "blog/_chat_history.html", context)
 
 
 @require_POST

@@ -6,7 +6,10 @@ committed. Each blog page listens on `/blogs/<slug>/events/`, an SSE stream of `
 (a JSON list of `{"type", "id"}`, the shape of the chat stream's effects), and refreshes its post
 list on each. With `AGENT_EVENTS_URL` the channel reaches pages served by every worker and host;
 without it, those of the worker that made the change. A user keeps at most AGENT_MAX_STREAMS_PER_USER
-such pages listening in a worker: opening one more stops the oldest, which says so.
+such pages listening in a worker: opening one more stops the oldest, which says so. A page names
+itself (`?page=`): the stream it opens when it points its stream at another chat, or reconnects,
+replaces its earlier one in the worker at once, whose place is then free (not at its next heartbeat,
+the first a stream closed by its page is found gone).
 
 Only members who may read the blog hear it, checked after each message arrives and before it is
 relayed (`blog.rosters`: one read per message for all the process's pages of the blog). A seat changed
@@ -26,7 +29,9 @@ A page showing none of its member's chats (the panel's first words: `?panel=blog
 id>` beside that post's editor) hears instead when that member starts one there, in another tab or
 device or through the API (`chat_opened`, on their own channel `panel:<blog>:<user>[:<post>]`): a
 `chat` event `{"chat": id}`, under the same check. The panel then takes that chat up in place, and
-the page's stream names it from then on. No one else's page listens to that channel.
+the page's stream names it from then on. A page showing one of their chats hears that channel too
+(the panel of the chat it shows): the chat started elsewhere joins its list of earlier chats, the chat
+shown stays. No one else's page listens to that channel.
 """
 
 from __future__ import annotations
@@ -103,21 +108,29 @@ def blog_events(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBas
         raise Http404("No such blog.")
     if not from_event_source(request):
         return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")
-    chat = own_chat(request, blog)
-    also = notices.channel_name(chat) if chat else panel_of(request, blog)
-    return event_stream(_changes(blog, request.user.pk, request.session.session_key, also))
+    shown = own_chat(request, blog)
+    if shown is not None:
+        chat, post_id = shown
+        also = [notices.channel_name(chat), panel_channel(blog.pk, request.user.pk, post_id)]
+    else:
+        also = [panel] if (panel := panel_of(request, blog)) else []
+    page = request.GET.get("page", "")
+    key = page if page.isascii() and page.isalnum() and len(page) <= 40 else None
+    return event_stream(_changes(blog, request.user.pk, request.session.session_key, *also, key=key))
 
 
-def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
-    """The chat the page shows (`?chat=<id>`), when it is the request user's own chat on this blog:
-    its notices (`agent.notices`) join the page's stream. Anyone else's, or none: the blog's alone."""
+def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> tuple[str, int | None] | None:
+    """The chat the page shows (`?chat=<id>`), when it is the request user's own chat on this blog,
+    with the post whose panel it is in (None: the blog page's): its notices (`agent.notices`) and its
+    panel's (`chat_opened`) join the page's stream. Anyone else's, or none: the blog's alone."""
     chat = request.GET.get("chat", "")
     try:
         chat = str(uuid.UUID(chat))
     except ValueError:
         return None
-    mine = Session.objects.filter(pk=chat, user=request.user.pk, blog_link__blog=blog).exists()
-    return chat if mine else None
+    mine = Session.objects.filter(pk=chat, user=request.user.pk, blog_link__blog=blog).values("blog_link__post")
+    row = mine.first()
+    return None if row is None else (chat, row["blog_link__post"])
 
 
 def panel_of(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
@@ -140,17 +153,18 @@ def from_event_source(request: HttpRequest) -> bool:
     return "text/event-stream" in request.headers.get("Accept", "")
 
 
-def _changes(blog: Blog, user_id: int, session_key: str | None, also: str | None = None) -> Iterator[bytes]:
+def _changes(blog: Blog, user_id: int, session_key: str | None, *also: str, key: str | None = None) -> Iterator[bytes]:
     """The page's stream, one of the user's live page streams (`agent.streams`, kind "blog"): past
     AGENT_MAX_STREAMS_PER_USER open pages the oldest ends with `superseded`, which tells that page
     to stop listening (not to reconnect and close another) and to say so. A page whose member may no
     longer read the blog, or whose session no longer signs them in, ends with the same event, saying
-    that instead. With `also` (the channel of the user's own chat, or of their own panel), its notices
-    come too, as `chat` events."""
-    subscription = events.subscribe(channel_name(blog), *([also] if also else []))
+    that instead. With `also` (the channels of the user's own chat and of their own panel), their
+    notices come too, as `chat` events. With `key` (the page's own, `?page=`), it replaces that page's
+    earlier stream in this worker, which ends at once and frees its place (`streams.opened`)."""
+    subscription = events.subscribe(channel_name(blog), *also)
     try:
         with (
-            streams.opened(user_id, kind=STREAM_KIND, on_supersede=subscription.end) as ticket,
+            streams.opened(user_id, kind=STREAM_KIND, on_supersede=subscription.end, key=key) as ticket,
             rosters.listening(blog.pk) as roster,
         ):
             yield sse.HEARTBEAT_BYTES  # the headers and a first byte now: the page knows it listens

@@ -195,7 +195,7 @@
   // A page showing no chat hears instead of a chat its person started elsewhere ({"chat": id}, blog/live.py's
   // chat_opened): the panel takes it up (chat_panel.panel_chat: its log, its form, the page's stream now
   // naming it), the words typed here kept. Once it shows a chat (this tab's own first message, say), such
-  // a notice is not for it: a chat shown is never switched for another.
+  // a notice only adds to its list of earlier chats (refreshList, below): a chat shown is never switched.
   var news = [], fetching = false, takingUp = false;
 
   function newsQuery(notice) {
@@ -205,16 +205,25 @@
     return "";
   }
 
+  // The id of the last turn the log shows ("" for none).
+  function lastTurn() {
+    var shown = document.querySelectorAll("#chat-log article.msg.assistant[id^='turn-']");
+    return shown.length ? shown[shown.length - 1].id.slice("turn-".length) : "";
+  }
+
   function drainNews() {
     var f = form();
     if (!f) { news = []; return; }
     if (fetching || document.querySelector("#assistant .htmx-request")) return;
-    var url = "", swap = "beforeend";
+    var url = "", swap = "beforeend", after = null;
     while (!url && news.length) {
       var notice = news.shift();
       if (notice.chat && f.dataset.panelUrl) {
         url = f.dataset.panelUrl + "?chat=" + encodeURIComponent(notice.chat);
         swap = "innerHTML";
+      } else if (notice.after && f.dataset.newsUrl) {
+        after = lastTurn();
+        url = f.dataset.newsUrl + "?after=" + encodeURIComponent(after);
       } else if (f.dataset.newsUrl) {
         var query = newsQuery(notice);
         if (query) url = f.dataset.newsUrl + "?" + query;
@@ -223,9 +232,27 @@
     if (!url) return;
     fetching = true;
     takingUp = swap === "innerHTML";
-    var done = function () { fetching = takingUp = false; drainNews(); };
+    var done = function () {
+      fetching = takingUp = false;
+      if (after !== null && lastTurn() !== after) news.unshift({ after: true });  // and the one after it, if any
+      drainNews();
+    };
     htmx.ajax("GET", url, { target: "#chat-log", swap: swap }).then(done, done);
   }
+
+  // Notices are not sent again: those of a time the page's stream was not open (before it first opened,
+  // or while it reconnects) were never heard. So each time it opens, a page showing a chat asks for what
+  // they would have brought: the cards still waiting here (decided elsewhere meanwhile?), then the turns
+  // after the last one it shows, one at a time, until there is none (chat_views.news, ?after=).
+  document.addEventListener("htmx:sseOpen", function (e) {
+    var f = form();
+    if (!e.target || e.target.id !== "page-stream" || !f || !f.dataset.newsUrl) return;
+    document.querySelectorAll("#chat-log .approval[id^='approval-']:not(.decided)").forEach(function (card) {
+      news.push({ approval: card.id.slice("approval-".length) });
+    });
+    if (!news.some(function (notice) { return notice.after; })) news.push({ after: true });
+    drainNews();
+  });
 
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
   // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). (The form a
@@ -240,11 +267,51 @@
 
   document.addEventListener("htmx:sseMessage", function (e) {
     if (!e.detail || e.detail.type !== "chat") return;
-    try { news.push(JSON.parse(e.detail.data)); } catch (err) { return; }
+    var notice;
+    try { notice = JSON.parse(e.detail.data); } catch (err) { return; }
+    var f = form();
+    if (notice.chat && f && f.dataset.chat) { refreshList(); return; }
+    news.push(notice);
     drainNews();
   });
 
+  // A page showing a chat hears too of a chat its person starts in another tab ({"chat": id}): that chat
+  // joins this page's list of earlier chats (chat_panel.chat_list), and the chat shown stays. The list is
+  // read again when the person opens it too, so a chat named since (by its first message) shows its name.
+  // Only the list's entries are put in place: the list stays open or closed, and focus stays where it is.
+  function refreshList() {
+    var f = form(), tools = document.querySelector("#assistant .assistant-tools[data-list-url]");
+    if (!f || !f.dataset.chat || !tools) return;
+    fetch(tools.dataset.listUrl + "?chat=" + encodeURIComponent(f.dataset.chat), { credentials: "same-origin" })
+      .then(function (answer) { return answer.status === 200 ? answer.text() : ""; })
+      .then(function (html) {
+        var parsed = document.createElement("template");
+        parsed.innerHTML = html;
+        var fresh = parsed.content.querySelector(".history"), shown = tools.querySelector(".history");
+        if (!fresh) return;
+        if (shown) shown.querySelector("ul").replaceWith(fresh.querySelector("ul"));
+        else tools.prepend(fresh);
+      })
+      .catch(function () {});  // (unreachable now: the list stays as it was, and is read again when opened)
+  }
+
+  document.addEventListener("toggle", function (e) {
+    if (e.target.matches && e.target.matches("#assistant details.history") && e.target.open) refreshList();
+  }, true);
+
   document.addEventListener("htmx:afterRequest", function () { drainNews(); });
+
+  // The page's stream names this page (?page=, one key per page shown): when the page points it at
+  // another chat (taking one up, its first message) or it reconnects, the stream it opens replaces this
+  // page's earlier one on the server at once, which frees that one's place among the person's open
+  // pages then, not when the server next writes to it (blog/live.py, agent/streams.py).
+  var pageKey = Math.random().toString(36).slice(2, 12) + Date.now().toString(36);
+
+  document.addEventListener("htmx:beforeProcessNode", function (e) {
+    var elt = e.target, url = elt && elt.id === "page-stream" && elt.getAttribute("sse-connect");
+    if (!url || /[?&]page=/.test(url)) return;
+    elt.setAttribute("sse-connect", url + (url.indexOf("?") === -1 ? "?" : "&") + "page=" + pageKey);
+  });
 
   // A turn's stream closed: its answer is over. (Not the page's own stream, which closes when it is
   // replaced by one naming the chat the panel took up, or when superseded: a turn may still run.)

@@ -83,3 +83,23 @@ def test_zero_means_no_limit(settings):
     with ExitStack() as stack:
         tickets = [stack.enter_context(streams.opened("many")) for _ in range(50)]
         assert not any(t.superseded for t in tickets) and streams.open_count("many") == 50
+
+
+def test_a_stream_opened_again_under_its_key_frees_the_place_of_the_one_it_replaces_at_once(settings):
+    """A page pointing its stream elsewhere (or reconnecting) names itself: its old stream is closed and
+    its place freed then, not at that stream's next heartbeat. Other keys, users and kinds keep theirs."""
+    settings.AGENT_MAX_STREAMS_PER_USER = 2
+    with ExitStack() as stack:
+        other_page = stack.enter_context(streams.opened("me", kind="page", key="page-2"))
+        no_key = stack.enter_context(streams.opened("me", kind="page"))
+        elsewhere = stack.enter_context(streams.opened("someone else", kind="page", key="page-1"))
+        answer = stack.enter_context(streams.opened("me", key="page-1"))
+        woken = []
+        first = stack.enter_context(
+            streams.opened("me", kind="page", key="page-1", on_supersede=lambda: woken.append(1))
+        )
+        assert other_page.superseded and not no_key.superseded  # (the limit: the oldest went for it)
+        again = stack.enter_context(streams.opened("me", kind="page", key="page-1"))
+        assert first.superseded and woken == [1] and not no_key.superseded and not again.superseded
+        assert streams.open_count("me", "page") == 2
+        assert not elsewhere.superseded and not answer.superseded

@@ -36,8 +36,8 @@ def open_stream():
     """A page's stream of the blog (with `?chat=`, of that chat too); all are closed at the end."""
     opened = []
 
-    def open_stream(client, slug: str, chat=None, panel=None):
-        said = {"chat": chat, "panel": panel}
+    def open_stream(client, slug: str, chat=None, panel=None, page=None):
+        said = {"chat": chat, "panel": panel, "page": page}
         query = "&".join(f"{name}={value}" for name, value in said.items() if value is not None)
         response = client.get(f"/blogs/{slug}/events/?{query}", **EVENT_SOURCE)
         assert response.status_code == 200
@@ -148,6 +148,43 @@ def test_a_decided_cards_news_says_how_it_was_decided(team, script, approvals_on
     assert "autofocus" not in html  # focus stays where the person is in this tab
 
 
+def test_a_page_that_may_have_missed_notices_asks_for_the_turns_after_the_last_it_shows(
+    team, script, django_capture_on_commit_callbacks
+):
+    """Its stream (re)opened: the chat's first turn after none, each turn's next, then nothing (204)."""
+    chat = blog_chat(team.owner, team.blog)
+    owner = browser(team.owner)
+    assert owner.get(f"/chat/{chat.pk}/news?after=").status_code == 204  # no turn yet
+    script([say("One."), say("Two.")])
+    first = send_in_panel(team.owner, chat, "first", django_capture_on_commit_callbacks)
+    second = send_in_panel(team.owner, chat, "second <i>one</i>", django_capture_on_commit_callbacks)
+    html = owner.get(f"/chat/{chat.pk}/news?after=").content.decode()
+    assert f'id="turn-{first.pk}"' in html and ">first</div>" in html and "second" not in html
+    html = owner.get(f"/chat/{chat.pk}/news?after={first.pk}").content.decode()
+    assert f'id="turn-{second.pk}"' in html and "second &lt;i&gt;one&lt;/i&gt;" in html and ">first<" not in html
+    assert f"/turns/{second.pk}/" in html and "sse-connect=" in html
+    assert owner.get(f"/chat/{chat.pk}/news?after={second.pk}").status_code == 204
+    for asker in (browser(team.editor), browser(team.outsider)):  # the chat is its person's only
+        assert asker.get(f"/chat/{chat.pk}/news?after=").status_code == 204
+    other = blog_chat(team.owner, team.blog)  # their own chat, after a turn of another: nothing
+    assert owner.get(f"/chat/{other.pk}/news?after={first.pk}").status_code == 204
+    assert owner.get(f"/chat/{chat.pk}/news?after=nope").status_code == 204
+
+
+def test_the_news_of_an_answer_resumed_after_a_decision_turns_the_decided_calls_chip_done(
+    team, script, approvals_on, django_capture_on_commit_callbacks
+):
+    """Drawn after it ended (its stream then gives only its end), the answer still brings the result of
+    the call it ran, made in the turn before: that turn's chip reads "done", not "awaiting your OK"."""
+    set_consent(team.owner, team.blog, ALL)
+    _api, chat, _draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    paused = Turn.objects.filter(session=chat).latest("created_at")
+    with django_capture_on_commit_callbacks(execute=True):
+        browser(team.owner).post(f"/chat/{chat.pk}/approvals/{approval_id}", {"approve": "1"})
+    html = browser(team.owner).get(f"/chat/{chat.pk}/news?after={paused.pk}").content.decode()
+    assert '<span class="chip-status" id="chip-p1-status" hx-swap-oob="true" data-status="ok">done</span>' in html
+
+
 def test_news_of_a_chat_is_for_its_person_only(team, client, script, django_capture_on_commit_callbacks):
     chat = blog_chat(team.owner, team.blog)
     script([say("Hello.")])
@@ -232,17 +269,35 @@ def test_beside_a_posts_editor_the_panel_hears_the_chats_about_that_post_only(
     assert next(about_other) == changed and next(on_blog) == changed  # (nothing of the chat before it)
 
 
-@pytest.mark.parametrize("who", ["editor", "owner_showing_a_chat", "post_of_another_blog"])
+@pytest.mark.parametrize("about_post", [False, True])
+def test_a_page_showing_a_chat_hears_a_chat_its_person_starts_in_the_same_panel(
+    team, about_post, script, django_capture_on_commit_callbacks, open_stream
+):
+    """The panel of the chat the page shows (the blog page's, or beside a post's editor): the chat started
+    there elsewhere joins the page's list of earlier chats (chat.js), the chat shown stays."""
+    post = make_post(team.blog) if about_post else None
+    shown = start_session(team.owner, team.blog, post)
+    chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk)
+    script([say("Hello.")])
+    chat = first_message(team.owner, team.blog, django_capture_on_commit_callbacks, post=post)
+    assert next(chunks) == notice(chat=str(chat.pk))
+
+
+@pytest.mark.parametrize(
+    "who", ["editor", "editor_showing_a_chat", "owner_showing_a_chat_about_a_post", "post_of_another_blog"]
+)
 def test_no_other_page_hears_of_a_chat_started(
     team, other_team, who, script, django_capture_on_commit_callbacks, open_stream
 ):
-    """Another member's page showing no chat; the person's own page showing a chat already (it keeps that
-    one); a panel naming a post of another blog: none hears the chat the owner starts, only the blog's
-    next change."""
+    """Another member's page showing no chat, or one of their own chats; the person's own page showing a
+    chat of another panel (beside a post's editor); a panel naming a post of another blog: none hears the
+    chat the owner starts on the blog page, only the blog's next change."""
     if who == "editor":
         chunks = open_stream(browser(team.editor), team.blog.slug, panel="blog")
-    elif who == "owner_showing_a_chat":
-        shown = blog_chat(team.owner, team.blog)
+    elif who == "editor_showing_a_chat":
+        chunks = open_stream(browser(team.editor), team.blog.slug, chat=blog_chat(team.editor, team.blog).pk)
+    elif who == "owner_showing_a_chat_about_a_post":
+        shown = start_session(team.owner, team.blog, make_post(team.blog))
         chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk, panel="blog")
     else:
         chunks = open_stream(browser(team.owner), team.blog.slug, panel=make_post(other_team.blog).pk)
@@ -336,3 +391,68 @@ def test_the_panel_with_a_chat_is_for_its_person_only(team, client, script, djan
     for query in ("chat=nope", "chat=", ""):
         assert browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/panel?{query}").status_code == 204
     assert browser(team.owner).get(ask).status_code == 200
+
+
+# The list of earlier chats, read again by a page showing a chat ------------------------------------------
+
+
+def test_the_panels_list_names_the_persons_chats_there_the_one_shown_marked(team):
+    post = make_post(team.blog)
+    shown = blog_chat(team.owner, team.blog)
+    with_words = blog_chat(team.owner, team.blog)
+    with_words.title = "Started in <b>B</b>"
+    with_words.save()
+    about_post = start_session(team.owner, team.blog, post)
+    blog_chat(team.editor, team.blog)  # (another member's: never listed)
+    answer = browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/list?chat={shown.pk}")
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    assert html.count("<li>") == 2 and str(about_post.pk) not in html
+    assert (
+        f'<a href="?chat={shown.pk}" aria-current="true"><span class="chat-label" data-untitled>Untitled chat' in html
+    )
+    assert f'<a href="?chat={with_words.pk}"><span class="chat-label">Started in &lt;b&gt;B&lt;/b&gt;</span>' in html
+    beside = browser(team.owner).get(f"/blogs/{team.blog.slug}/posts/{post.pk}/chats/list?chat={about_post.pk}")
+    assert '<details class="history">' not in beside.content.decode()  # one chat there: no list
+
+
+def test_the_panels_list_is_for_its_person_only(team, client):
+    chat, other = blog_chat(team.owner, team.blog), blog_chat(team.owner, team.blog)
+    ask = f"/blogs/{team.blog.slug}/chats/list?chat={chat.pk}"
+    for asker in (browser(team.outsider), client):  # (client: signed out)
+        answer = asker.get(ask)
+        assert (answer.status_code, answer.content) == (204, b"")
+    html = browser(team.editor).get(ask).content.decode()  # their own list, which has none of the owner's
+    assert str(chat.pk) not in html and str(other.pk) not in html
+
+
+def test_a_page_showing_a_chat_knows_where_its_list_is_read_again(team):
+    chat = blog_chat(team.owner, team.blog)
+    page = browser(team.owner).get(f"/blogs/{team.blog.slug}/?chat={chat.pk}").content.decode()
+    assert f'<div class="assistant-tools" data-list-url="/blogs/{team.blog.slug}/chats/list">' in page
+    assert f'data-chat="{chat.pk}"' in page
+
+
+# A page pointing its stream elsewhere -----------------------------------------------------------------------
+
+
+def test_a_pages_stream_opened_again_under_its_key_frees_its_earlier_ones_place_at_once(team, open_stream):
+    """Taking up a chat (or reconnecting), the page opens its stream anew naming itself: its earlier
+    stream ends at once and leaves its place among the person's open pages, which it held until its
+    next heartbeat (the first write to find its page gone). Another page's stream, or one naming no
+    page or a key that is no key, keeps its own."""
+    from agent import streams
+
+    owner = browser(team.owner)
+    chat = blog_chat(team.owner, team.blog)
+    first = open_stream(owner, team.blog.slug, panel="blog", page="k1")
+    open_stream(owner, team.blog.slug, chat=chat.pk, page="k2")
+    open_stream(owner, team.blog.slug, chat=chat.pk)
+    open_stream(owner, team.blog.slug, chat=chat.pk, page="k1.")
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4
+    open_stream(owner, team.blog.slug, chat=chat.pk, page="k1")
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4  # freed before the first sends a byte
+    assert next(first).startswith(b"event: superseded\ndata: ")
+    assert list(first) == []
+    open_stream(browser(team.editor), team.blog.slug, page="k2")  # (another person's page)
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4

@@ -342,7 +342,7 @@ def test_a_tab_showing_no_chat_takes_up_a_new_chat_started_in_another_and_follow
     page.locator("#assistant").get_by_role("button", name="New chat").click()
     page.wait_for_url(re.compile(r"[?&]chat="))
     chat = page.url.split("chat=")[1]
-    expect(other.locator(f'#page-stream[sse-connect$="?chat={chat}"]')).to_have_count(1)
+    expect(other.locator(f'#page-stream[sse-connect*="?chat={chat}"]')).to_have_count(1)
     expect_blog_live(other)  # B's stream now names the chat
     expect_blog_live(page)
 
@@ -352,3 +352,139 @@ def test_a_tab_showing_no_chat_takes_up_a_new_chat_started_in_another_and_follow
     expect(replies(other).last).to_contain_text("Here are your posts")
     expect(other.locator("#chat-log .empty")).to_be_hidden()  # (the hint gives way to the chat)
     assert page.js_errors == [] and other.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_which_keeps_its_own(server_factory, page):
+    """A shows chat X, words typed in its box; New chat in B starts Y: A's list of earlier chats lists Y
+    (untitled, as B's does), X still shown and marked, the words still there; opened after B's first
+    message in Y, A's list names Y by it, as B's does. Before, A's list knew nothing of Y until a reload."""
+    base = server_factory("tabs-list", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    new_chat(page, base)
+    expect_blog_live(page)
+    shown = page.url
+    other = second_tab(page, base)
+    chat_input(page).fill("words typed in A")
+    expect(page.locator("#assistant .history")).to_have_count(0)  # one chat: no earlier ones to list
+
+    other.locator("#assistant").get_by_role("button", name="New chat").click()
+    other.wait_for_url(lambda url: "chat=" in url and url != shown)
+    started = other.url.split("chat=")[1]
+    entries = page.locator("#assistant .history li a")
+    expect(page.locator(f'#assistant .history a[href="?chat={started}"]')).to_have_text(re.compile(r"^Untitled chat"))
+    expect(entries).to_have_count(2)
+    current = shown.split("chat=")[1]
+    expect(page.locator("#assistant .history a[aria-current]")).to_have_attribute("href", f"?chat={current}")
+    assert page.url == shown
+    expect(chat_input(page)).to_have_value("words typed in A")
+    expect(page.locator(f'#page-stream[sse-connect*="?chat={current}"]')).to_have_count(1)
+
+    ask(other, "list my posts")
+    page.locator("#assistant .history summary").click()
+    expect(page.locator(f'#assistant .history a[href="?chat={started}"] .chat-label')).to_have_text("list my posts")
+    expect(page.locator("#assistant .history")).to_have_attribute("open", "")
+    expect(chat_input(page)).to_have_value("words typed in A")
+    assert page.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_listens_again(server_factory, page):
+    """B's live stream is down (reconnecting) while A approves a waiting publish and sends one more
+    message: once it listens again B shows the card decided, the resumed answer, the message and its
+    answer, without a reload. Before, notices sent meanwhile were lost: B stayed as it was."""
+    base = server_factory("tabs-catch-up", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "draft a post titled Caught up")
+    ask(page, "publish Caught up")
+    down = re.compile(r"/events/")
+    other = page.context.new_page()
+    other.route(down, lambda route: route.abort())
+    other.goto(page.url)
+    card = other.locator("#chat-log .approval")
+    expect(card).to_contain_text("Needs your OK")
+
+    page.locator("#chat-log .approval").get_by_role("button", name="Approve").click()
+    expect(page.locator("#chat-log .approval")).to_have_text("Approved.")
+    expect(replies(page).last).to_contain_text("Done: I published")
+    wait_turn_finished(page)
+    ask(page, "list my posts")
+    expect(user_messages(other)).to_have_count(2)  # (B heard none of it)
+    other.unroute(down)
+
+    expect(card).to_have_text("Approved.", timeout=LONG_WAIT)
+    expect(user_messages(other)).to_have_count(3)
+    expect(user_messages(other).last).to_have_text("list my posts")
+    wait_turn_finished(other)
+    expect(replies(other).filter(has_text="Done: I published")).to_have_count(1)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    assert [reply.inner_text() for reply in replies(other).all()] == [
+        reply.inner_text() for reply in replies(page).all()
+    ]
+    expect(chip(other, "publish_post")).to_contain_text("done")
+    assert other.url == page.url
+
+
+def open_editor(tab, base: str) -> None:
+    """The editor of the blog's first post, its chat panel beside it."""
+    open_blog(tab, base)
+    tab.locator("#post-list li.post").first.get_by_role("link", name="Edit").click()
+    tab.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+
+
+def test_a_tab_pointing_its_stream_at_the_chat_it_started_leaves_the_persons_other_tabs_listening(server_factory, page):
+    """Two places for alice's open pages: an editor tab, then a blog tab whose first message starts a
+    chat, its stream then naming it. The stream it replaced frees its place at once, so the editor tab
+    (the oldest) keeps listening. Before, the replaced stream kept its place until its next heartbeat,
+    and the editor tab was stopped as one tab too many."""
+    base = server_factory(
+        "tabs-places", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", AGENT_MAX_STREAMS_PER_USER="2", **NO_LIMITS
+    ).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    editor = page.context.new_page()
+    open_editor(editor, base)
+    expect_blog_live(editor)
+    open_blog(page, base)
+    expect(page.locator("#chat-log .empty")).to_be_visible()
+    expect_blog_live(page)
+    listening_again(page)
+
+    ask(page, "list my posts")
+    expect(page.locator('#page-stream[sse-connect*="?chat="]')).to_have_count(1)
+    expect_blog_live(page)  # its stream now names the chat
+    page.wait_for_timeout(1_000)  # (a stop would have reached the editor tab by now)
+    expect(editor.locator("#live-status")).to_be_empty()
+    expect(page.locator("#live-status")).to_be_empty()
+
+
+def test_an_editor_tab_showing_no_chat_takes_up_the_chat_its_person_starts_beside_the_same_post(server_factory, page):
+    """Tabs A and B on one post's editor, and C on the blog page, none showing a chat: A's first message
+    there starts a chat about the post. B takes it up in place, its typed words kept, and follows the
+    answer; C, whose panel is the blog's, does not."""
+    base = server_factory("tabs-editor", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    open_editor(page, base)
+    other, blog_tab = page.context.new_page(), page.context.new_page()
+    errors: list[str] = []
+    other.on("pageerror", lambda exc: errors.append(str(exc)))
+    other.goto(page.url)
+    open_blog(blog_tab, base)
+    for tab in (page, other, blog_tab):
+        expect(tab.locator("#chat-log .empty")).to_be_visible()
+        expect_blog_live(tab)
+    chat_input(other).fill("words typed in B")
+
+    send(page, "list my posts")
+    expect(user_messages(other)).to_have_count(1)
+    expect(user_messages(other).first).to_have_text("list my posts")
+    wait_turn_finished(other)
+    wait_turn_finished(page)
+    assert replies(other).last.inner_text() == replies(page).last.inner_text()
+    expect(chat_input(other)).to_have_value("words typed in B")
+    chat = page.evaluate("document.getElementById('chat-form').getAttribute('hx-post')")
+    assert other.evaluate("document.getElementById('chat-form').getAttribute('hx-post')") == chat
+    expect(blog_tab.locator("#chat-log .empty")).to_be_visible()  # the blog's panel: not this chat
+    expect(user_messages(blog_tab)).to_have_count(0)
+    assert errors == []
