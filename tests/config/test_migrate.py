@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from config.management.commands.migrate import LOCK_KEY
 from tests.servers import ROOT, server_env
 
 
@@ -52,3 +53,26 @@ def test_two_migrate_runs_at_once_on_one_postgresql_database_both_succeed_and_th
     finally:
         with psycopg.connect(**server, dbname="postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.django_db
+def test_migrate_check_answers_while_another_host_migrates():
+    # (`/healthz` asks `migrate --check` while migrations are pending: that is exactly when another
+    # host holds the migrate lock, and the probe waited on it for the whole migration.)
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] != "django.db.backends.postgresql":
+        pytest.skip("PostgreSQL only (CI runs it there): on SQLite migrate takes no lock")
+    server = {"host": db["HOST"], "port": db["PORT"] or 5432, "user": db["USER"], "password": db["PASSWORD"]}
+    url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{server['port']}/{db['NAME']}"
+    with psycopg.connect(**server, dbname=db["NAME"], autocommit=True) as other_host:
+        other_host.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
+        check = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--check", "--noinput"],
+            cwd=ROOT,
+            env=server_env(DEBUG="1", DATABASE_URL=url),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "Waiting for another migrate" not in check.stdout

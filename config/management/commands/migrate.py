@@ -3,7 +3,9 @@
 Hosts that each run `migrate` as they start (a Procfile's `release`, a container's entrypoint) ran it
 at once against one database: one of two failed half-way (`relation "agent_session" already exists`)
 and left its host down. Here a run takes a PostgreSQL advisory lock for its whole length: a second
-run waits for the first, then finds nothing left to apply. On SQLite (one box) nothing changes.
+run waits for the first, then finds nothing left to apply. `migrate --check` changes nothing and takes
+no lock: `/healthz` asks it exactly while another host migrates, and must answer then, not after. On
+SQLite (one box) nothing changes.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ LOCK_KEY = int.from_bytes(b"migrate!", "big")
 class Command(MigrateCommand):
     def handle(self, *args, **options):
         connection = connections[options["database"]]
-        if connection.vendor != "postgresql":
+        if connection.vendor != "postgresql" or options["check_unapplied"]:
             return super().handle(*args, **options)
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
