@@ -176,6 +176,18 @@ def grant_line(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/_grant_line.html", context)
 
 
+def _quiet_panel(request: HttpRequest, slug: str, pk: int | None) -> tuple[Blog, Post | None] | None:
+    """The blog and post of a panel a page asks about on its own (never by a click), or None where it
+    should quietly get nothing: signed out meanwhile, or no longer one who may summon the assistant here."""
+    if not request.user.is_authenticated:
+        return None
+    try:
+        blog = _summoner_blog(request, slug)
+        return blog, _panel_post(blog, pk)
+    except Http404:
+        return None
+
+
 @require_GET
 def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """The panel with one of the person's chats (`?chat=<id>`), for a page of theirs that showed none
@@ -183,13 +195,10 @@ def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRe
     and the page's stream naming it. Asked by the page on its own, never by a click: signed out
     meanwhile, no longer one who may summon the assistant here, or not their chat of this panel, it
     answers 204 and the page stays as it is."""
-    if not request.user.is_authenticated:
+    panel = _quiet_panel(request, slug, pk)
+    if panel is None:
         return HttpResponse(status=204)
-    try:
-        blog = _summoner_blog(request, slug)
-        post = _panel_post(blog, pk)
-    except Http404:
-        return HttpResponse(status=204)
+    blog, post = panel
     chat_id = request.GET.get("chat", "")
     session = blog_sessions(request.user, blog, post).filter(pk=chat_id).first() if is_uuid(chat_id) else None
     if session is None:
@@ -204,13 +213,10 @@ def chat_list(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRes
     marked: asked by a page of theirs showing a chat when they start another in another tab
     (`blog.live.chat_opened`), or open the list. Asked by the page on its own, never by a click: signed
     out meanwhile, or no longer one who may summon the assistant here, it answers 204."""
-    if not request.user.is_authenticated:
+    panel = _quiet_panel(request, slug, pk)
+    if panel is None:
         return HttpResponse(status=204)
-    try:
-        blog = _summoner_blog(request, slug)
-        post = _panel_post(blog, pk)
-    except Http404:
-        return HttpResponse(status=204)
+    blog, post = panel
     sessions = labelled(blog_sessions(request.user, blog, post)[: PANEL_CHATS + 1])
     chat_id = request.GET.get("chat", "")
     context = {

@@ -22,21 +22,30 @@ def shown(iso: str, with_time: bool = True) -> str:
     return f"{when:%b} {when.day}, {when:%Y %H:%M}" if with_time else f"{when:%b} {when.day}, {when:%Y}"
 
 
+def a_post_and_two_chats(page, base: str, title: str) -> str:
+    """Alice's new draft `title` and two chats (the panel lists the earlier ones, each with its time):
+    the address of the draft's history."""
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill(title)
+    page.get_by_role("button", name="Create draft").click()
+    post_item(page, title).get_by_role("link", name="History").click()
+    history = page.url
+    new_chat(page, base)
+    new_chat(page, base)
+    return history
+
+
 @pytest.mark.parametrize("context_options", [TOKYO], ids=["Asia/Tokyo"])
 def test_post_history_and_chats_are_in_the_browsers_zone(demo_server, page, context_options):
     base = demo_server.url
-    login(page, base, "alice")
-    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
-    page.get_by_label("Title").fill("Tokyo time check")
-    page.get_by_role("button", name="Create draft").click()
-    post_item(page, "Tokyo time check").get_by_role("link", name="History").click()
+    history = a_post_and_two_chats(page, base, "Tokyo time check")
+    page.goto(history)
     stamp = page.locator(".revision time").first
     iso = stamp.get_attribute("datetime") or ""
     assert iso.endswith("+09:00")
     expect(stamp).to_have_text(shown(iso))
 
-    new_chat(page, base)
-    new_chat(page, base)  # two chats: the panel lists the earlier ones, each with its time
     open_blog(page, base)
     stamp = page.locator("#assistant .history time").first
     iso = stamp.get_attribute("datetime") or ""
@@ -67,14 +76,7 @@ def test_the_first_page_after_moving_shows_times_in_the_new_zone(demo_server, pa
     and the page writes its times again in the browser's zone now (Tokyo), in the server's form, with no
     reload; every page after it comes from the server in Tokyo's zone."""
     base = demo_server.url
-    login(page, base, "alice")
-    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
-    page.get_by_label("Title").fill("Moving time check")
-    page.get_by_role("button", name="Create draft").click()
-    post_item(page, "Moving time check").get_by_role("link", name="History").click()
-    history = page.url
-    new_chat(page, base)
-    new_chat(page, base)
+    history = a_post_and_two_chats(page, base, "Moving time check")
 
     context.add_cookies([{"name": "tz", "value": "America/New_York", "url": base}])
     page.goto(history)
