@@ -278,7 +278,17 @@
   // A page showing a chat hears too of a chat its person starts in another tab ({"chat": id}): that chat
   // joins this page's list of earlier chats (chat_panel.chat_list), and the chat shown stays. The list is
   // read again when the person opens it too, so a chat named since (by its first message) shows its name.
-  // Only the list's entries are put in place: the list stays open or closed, and focus stays where it is.
+  // Only the list's entries are put in place: the list stays open or closed, and focus stays where it is;
+  // and only when they changed, so a list opened on entries still true is not swapped under a finger
+  // that is tapping one of them.
+  function listed(list) {
+    return Array.prototype.map.call(list.querySelectorAll("a"), function (a) {
+      var time = a.querySelector("time");
+      return [a.getAttribute("href"), a.getAttribute("aria-current"), (a.querySelector(".chat-label") || a).textContent,
+        time ? time.getAttribute("datetime") : ""].join("\u0000");
+    }).join("\n");
+  }
+
   function refreshList() {
     var f = form(), tools = document.querySelector("#assistant .assistant-tools[data-list-url]");
     if (!f || !f.dataset.chat || !tools) return;
@@ -289,8 +299,9 @@
         parsed.innerHTML = html;
         var fresh = parsed.content.querySelector(".history"), shown = tools.querySelector(".history");
         if (!fresh) return;
-        if (shown) shown.querySelector("ul").replaceWith(fresh.querySelector("ul"));
-        else tools.prepend(fresh);
+        var entries = fresh.querySelector("ul"), old = shown && shown.querySelector("ul");
+        if (!shown) tools.prepend(fresh);
+        else if (listed(old) !== listed(entries)) old.replaceWith(entries);
       })
       .catch(function () {});  // (unreachable now: the list stays as it was, and is read again when opened)
   }

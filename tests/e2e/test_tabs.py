@@ -388,6 +388,43 @@ def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_wh
     assert page.js_errors == []  # type: ignore[attr-defined]
 
 
+# Each fetch of a panel's list of chats, held until the page has done with its answer (a task later).
+WATCH_LIST_READS = """
+window.listReads = [];
+const fetched = window.fetch;
+window.fetch = function (url, options) {
+  const answer = fetched.call(this, url, options);
+  if (String(url).includes("/chats/list")) {
+    window.listReads.push(answer.then((r) => r.clone().text()).then(() => new Promise((done) => setTimeout(done, 0))));
+  }
+  return answer;
+};
+"""
+
+
+def test_opening_the_list_of_earlier_chats_leaves_entries_still_true_in_place(server_factory, page):
+    """Opening "Earlier chats" reads the list again; when nothing changed, the entries shown stay the
+    same elements. Before, they were swapped for equal ones just after the list opened, so a tap landing
+    then was lost (and a phone test measuring the list found it gone)."""
+    base = server_factory("tabs-list-kept", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    page.context.add_init_script(WATCH_LIST_READS)
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "list my posts")
+    first = page.url
+    page.locator("#assistant").get_by_role("button", name="New chat").click()
+    page.wait_for_url(lambda url: "chat=" in url and url != first)
+    expect(page.locator("#assistant .history li a", has_text="list my posts")).to_have_count(1)
+    page.evaluate("document.querySelector('#assistant .history ul').dataset.kept = 'yes'")
+    page.locator("#assistant .history summary").click()
+    expect(page.locator("#assistant .history ul")).to_be_visible()
+    page.wait_for_function("window.listReads.length > 0")
+    page.evaluate("Promise.all(window.listReads)")
+    expect(page.locator("#assistant .history ul")).to_have_attribute("data-kept", "yes")
+    expect(page.locator("#assistant .history li a", has_text="list my posts").first).to_be_visible()
+    assert page.js_errors == []  # type: ignore[attr-defined]
+
+
 def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_listens_again(server_factory, page):
     """B's live stream is down (reconnecting) while A approves a waiting publish and sends one more
     message: once it listens again B shows the card decided, the resumed answer, the message and its
