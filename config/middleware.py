@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import ipaddress
+import logging
 from collections.abc import Callable
 from time import monotonic
 
@@ -13,6 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -84,6 +87,7 @@ class HealthCheckMiddleware:
         self.get_response = get_response
         self.migrated = False  # once true, for the worker's life: migrations are never taken back under it
         self.pending_since_look: float | None = None  # when a look last found migrations pending
+        self.history_broken_said = False  # a broken migration history is logged once per worker
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info != HEALTH_PATH:
@@ -107,9 +111,9 @@ class HealthCheckMiddleware:
         return response
 
     def migrations(self) -> str:
-        """`ok` or `pending` (`unknown` if the database stops answering meanwhile): looked up at the
-        first probe, then, while pending, at most every `MIGRATIONS_RECHECK` seconds; once all are
-        applied, never again."""
+        """`ok` or `pending` (`unknown` if the database stops answering meanwhile, or its record of
+        migrations is one `migrate` refuses): looked up at the first probe, then, while pending, at most
+        every `MIGRATIONS_RECHECK` seconds; once all are applied, never again."""
         if self.migrated:
             return "ok"
         now = monotonic()
@@ -118,6 +122,11 @@ class HealthCheckMiddleware:
         try:
             self.migrated = not migrations_pending()
         except DatabaseError:
+            return "unknown"
+        except Exception as e:  # (an inconsistent history, a conflict: `migrate` itself would refuse)
+            if not self.history_broken_said:
+                self.history_broken_said = True
+                logger.error("/healthz: the database's migration history is one migrate refuses: %s", e)
             return "unknown"
         self.pending_since_look = None if self.migrated else now
         return "ok" if self.migrated else "pending"

@@ -91,3 +91,34 @@ def test_once_migrated_a_probe_asks_the_database_one_query(probe, django_assert_
     assert probe.get("/healthz").json()["migrations"] == "ok"
     with django_assert_num_queries(1):
         assert probe.get("/healthz").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broken_migration_history_makes_the_worker_unavailable_not_an_error(probe, caplog):
+    """The database records a migration as applied whose dependency is not (a hand-edited table, a
+    restore from the wrong backup): `migrate` refuses to run, so the worker cannot be sure of its schema.
+    The probe answers 503 `"migrations": "unknown"` and the log says why, once; it used to answer 500."""
+    from django.db import connection
+
+    call_command("migrate", "blog", "0005", verbosity=0)  # 0006 and 0007 not applied...
+    with connection.cursor() as cursor:  # ...yet 0007 recorded as if it were
+        cursor.execute(
+            "INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, CURRENT_TIMESTAMP)",
+            ["blog", "0007_consent_known_scopes"],
+        )
+    try:
+        caplog.set_level("ERROR", logger="config")
+        for _ in range(2):
+            response = probe.get("/healthz")
+            assert response.status_code == 503
+            body = {"status": "unavailable", "database": "ok", "migrations": "unknown", "events": "in-process"}
+            assert response.json() == body
+        said = [r.getMessage() for r in caplog.records if "migration history" in r.getMessage()]
+        assert len(said) == 1, said
+        assert "blog.0007_consent_known_scopes" in said[0]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "DELETE FROM django_migrations WHERE app = %s AND name = %s", ["blog", "0007_consent_known_scopes"]
+            )
+        call_command("migrate", "blog", verbosity=0)
