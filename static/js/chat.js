@@ -221,6 +221,9 @@
       if (notice.chat && f.dataset.panelUrl) {
         url = f.dataset.panelUrl + "?chat=" + encodeURIComponent(notice.chat);
         swap = "innerHTML";
+      } else if (notice.latest && f.dataset.panelUrl) {
+        url = f.dataset.panelUrl + "?latest=1";
+        swap = "innerHTML";
       } else if (notice.after && f.dataset.newsUrl) {
         after = lastTurn();
         url = f.dataset.newsUrl + "?after=" + encodeURIComponent(after);
@@ -244,9 +247,26 @@
   // or while it reconnects) were never heard. So each time it opens, a page showing a chat asks for what
   // they would have brought: the cards still waiting here (decided elsewhere meanwhile?), then the turns
   // after the last one it shows, one at a time, until there is none (chat_views.news, ?after=).
+  // Opening after it was down (it failed, or the server ended it: the extension connects again), the page
+  // also reads again what the blog's changes refresh (chat:missed, beside chat:effects: the post list, the
+  // editor's look at its post, editor.js), and a page showing no chat takes up its person's latest chat
+  // of this panel, if they started one meanwhile (chat_panel.panel_chat, ?latest=1), as a notice would.
+  var streamDown = false;
+
+  document.addEventListener("htmx:sseError", function (e) {
+    if (e.target && e.target.id === "page-stream") streamDown = true;
+  });
+
   document.addEventListener("htmx:sseOpen", function (e) {
-    var f = form();
-    if (!e.target || e.target.id !== "page-stream" || !f || !f.dataset.newsUrl) return;
+    if (!e.target || e.target.id !== "page-stream") return;
+    var missed = streamDown, f = form();
+    streamDown = false;
+    if (missed) htmx.trigger(document.body, "chat:missed");
+    if (f && !f.dataset.chat && f.dataset.panelUrl && missed) {
+      if (!news.some(function (notice) { return notice.latest; })) news.push({ latest: true });
+      drainNews();
+    }
+    if (!f || !f.dataset.newsUrl) return;
     document.querySelectorAll("#chat-log .approval[id^='approval-']:not(.decided)").forEach(function (card) {
       news.push({ approval: card.id.slice("approval-".length) });
     });
