@@ -274,6 +274,30 @@
     drainNews();
   });
 
+  // A turn is drawn once, by whichever answer brings it first: this page's own message (or decision) and
+  // the catch-up asking at the same moment may both bring it, or a notice's. What an answer appending to
+  // the log brings of a turn the log shows already (its message, its answer) is left out; the rest (a
+  // card decided, a form, out of band) stays.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var log = e.detail.target, elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (!log || log.id !== "chat-log" || !e.detail.shouldSwap || typeof e.detail.serverResponse !== "string") return;
+    var how = e.detail.swapOverride || (elt && elt.getAttribute && elt.getAttribute("hx-swap")) || "";
+    if (how.split(/\s+/)[0] !== "beforeend") return;  // (innerHTML: the log drawn anew, nothing doubled)
+    var parsed = document.createElement("template"), message = [], dropped = false;
+    parsed.innerHTML = e.detail.serverResponse;
+    Array.prototype.slice.call(parsed.content.childNodes).forEach(function (node) {
+      if (node.nodeType !== Node.ELEMENT_NODE || node.hasAttribute("hx-swap-oob")) return;
+      if (node.matches("article.msg.user")) { message.push(node); return; }
+      if (!node.matches("article.msg.assistant[id^='turn-']")) return;
+      if (document.getElementById(node.id)) {
+        message.concat([node]).forEach(function (shown) { shown.remove(); });
+        dropped = true;
+      }
+      message = [];
+    });
+    if (dropped) e.detail.serverResponse = parsed.innerHTML;
+  });
+
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
   // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). (The form a
   // first message's answer brings does not: those words were sent.)

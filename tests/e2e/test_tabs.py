@@ -621,3 +621,28 @@ def test_a_tab_showing_no_chat_whose_stream_was_down_takes_up_the_chat_its_perso
     expect(other.locator('#page-stream[sse-connect*="?chat="]')).to_have_count(1)
     assert other.js_errors == []  # type: ignore[attr-defined]
 
+
+def test_a_message_sent_while_the_catch_up_asks_is_drawn_once(demo_server, page):
+    """The page's stream opens again and its catch-up asks for the turns after the last it shows; the
+    person sends a message just then, and the catch-up's answer (held until the message's turn has run)
+    brings that very turn: the log shows it once. Before, it was drawn twice."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "list my posts")
+    held: list = []
+    page.route(re.compile(r"/news\?after="), lambda route: route.continue_() if held else held.append(route))
+    page.route(DOWN, lambda route: route.abort())
+    page.reload()
+    expect(replies(page)).to_have_count(1)
+    with page.expect_request(re.compile(r"/news\?after="), timeout=LONG_WAIT):
+        page.unroute(DOWN)
+
+    ask(page, "list my posts again")
+    turn = replies(page).last.get_attribute("id").removeprefix("turn-")
+    with page.expect_request(re.compile(rf"/news\?after={turn}$")):  # (asked once it drew the answer held)
+        held[0].continue_()
+    expect(user_messages(page)).to_have_count(2)
+    expect(replies(page)).to_have_count(2)
+    assert page.locator(f"#turn-{turn}").count() == 1
+    assert page.js_errors == []  # type: ignore[attr-defined]
