@@ -192,15 +192,21 @@ def _quiet_panel(request: HttpRequest, slug: str, pk: int | None) -> tuple[Blog,
 def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """The panel with one of the person's chats (`?chat=<id>`), for a page of theirs that showed none
     when they started it in another tab (`blog.live.chat_opened`): its log, and out of band its form
-    and the page's stream naming it. Asked by the page on its own, never by a click: signed out
-    meanwhile, no longer one who may summon the assistant here, or not their chat of this panel, it
-    answers 204 and the page stays as it is."""
+    and the page's stream naming it. `?latest=1` names their latest chat of this panel instead, for
+    such a page whose stream was down meanwhile (it heard no notice; showing none, it had none there).
+    Asked by the page on its own, never by a click: signed out meanwhile, no longer one who may summon
+    the assistant here, or not their chat of this panel (or none), it answers 204 and the page stays
+    as it is."""
     panel = _quiet_panel(request, slug, pk)
     if panel is None:
         return HttpResponse(status=204)
     blog, post = panel
+    own = blog_sessions(request.user, blog, post)
     chat_id = request.GET.get("chat", "")
-    session = blog_sessions(request.user, blog, post).filter(pk=chat_id).first() if is_uuid(chat_id) else None
+    if request.GET.get("latest") == "1":
+        session = own.first()
+    else:
+        session = own.filter(pk=chat_id).first() if is_uuid(chat_id) else None
     if session is None:
         return HttpResponse(status=204)
     context = {"blog": blog, "assistant": True, "panel_post": post, **conversation(session, request)}

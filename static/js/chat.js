@@ -221,6 +221,9 @@
       if (notice.chat && f.dataset.panelUrl) {
         url = f.dataset.panelUrl + "?chat=" + encodeURIComponent(notice.chat);
         swap = "innerHTML";
+      } else if (notice.latest && f.dataset.panelUrl) {
+        url = f.dataset.panelUrl + "?latest=1";
+        swap = "innerHTML";
       } else if (notice.after && f.dataset.newsUrl) {
         after = lastTurn();
         url = f.dataset.newsUrl + "?after=" + encodeURIComponent(after);
@@ -244,14 +247,55 @@
   // or while it reconnects) were never heard. So each time it opens, a page showing a chat asks for what
   // they would have brought: the cards still waiting here (decided elsewhere meanwhile?), then the turns
   // after the last one it shows, one at a time, until there is none (chat_views.news, ?after=).
+  // Opening after it was down (it failed, or the server ended it: the extension connects again), the page
+  // also reads again what the blog's changes refresh (chat:missed, beside chat:effects: the post list, the
+  // editor's look at its post, editor.js), and a page showing no chat takes up its person's latest chat
+  // of this panel, if they started one meanwhile (chat_panel.panel_chat, ?latest=1), as a notice would.
+  var streamDown = false;
+
+  document.addEventListener("htmx:sseError", function (e) {
+    if (e.target && e.target.id === "page-stream") streamDown = true;
+  });
+
   document.addEventListener("htmx:sseOpen", function (e) {
-    var f = form();
-    if (!e.target || e.target.id !== "page-stream" || !f || !f.dataset.newsUrl) return;
+    if (!e.target || e.target.id !== "page-stream") return;
+    var missed = streamDown, f = form();
+    streamDown = false;
+    if (missed) htmx.trigger(document.body, "chat:missed");
+    if (f && !f.dataset.chat && f.dataset.panelUrl && missed) {
+      if (!news.some(function (notice) { return notice.latest; })) news.push({ latest: true });
+      drainNews();
+    }
+    if (!f || !f.dataset.newsUrl) return;
     document.querySelectorAll("#chat-log .approval[id^='approval-']:not(.decided)").forEach(function (card) {
       news.push({ approval: card.id.slice("approval-".length) });
     });
     if (!news.some(function (notice) { return notice.after; })) news.push({ after: true });
     drainNews();
+  });
+
+  // A turn is drawn once, by whichever answer brings it first: this page's own message (or decision) and
+  // the catch-up asking at the same moment may both bring it, or a notice's. What an answer appending to
+  // the log brings of a turn the log shows already (its message, its answer) is left out; the rest (a
+  // card decided, a form, out of band) stays.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var log = e.detail.target, elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (!log || log.id !== "chat-log" || !e.detail.shouldSwap || typeof e.detail.serverResponse !== "string") return;
+    var how = e.detail.swapOverride || (elt && elt.getAttribute && elt.getAttribute("hx-swap")) || "";
+    if (how.split(/\s+/)[0] !== "beforeend") return;  // (innerHTML: the log drawn anew, nothing doubled)
+    var parsed = document.createElement("template"), message = [], dropped = false;
+    parsed.innerHTML = e.detail.serverResponse;
+    Array.prototype.slice.call(parsed.content.childNodes).forEach(function (node) {
+      if (node.nodeType !== Node.ELEMENT_NODE || node.hasAttribute("hx-swap-oob")) return;
+      if (node.matches("article.msg.user")) { message.push(node); return; }
+      if (!node.matches("article.msg.assistant[id^='turn-']")) return;
+      if (document.getElementById(node.id)) {
+        message.concat([node]).forEach(function (shown) { shown.remove(); });
+        dropped = true;
+      }
+      message = [];
+    });
+    if (dropped) e.detail.serverResponse = parsed.innerHTML;
   });
 
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files

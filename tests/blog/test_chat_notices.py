@@ -393,6 +393,28 @@ def test_the_panel_with_a_chat_is_for_its_person_only(team, client, script, djan
     assert browser(team.owner).get(ask).status_code == 200
 
 
+def test_a_page_showing_no_chat_whose_stream_was_down_asks_for_the_latest_chat_of_its_panel(team, client):
+    """`?latest=1`: the person's latest chat of that panel (the blog's, or one post's editor's), drawn as
+    `?chat=` draws it; none there, anyone else, or signed out: 204."""
+    post = make_post(team.blog)
+    ask = f"/blogs/{team.blog.slug}/chats/panel?latest=1"
+    beside = f"/blogs/{team.blog.slug}/posts/{post.pk}/chats/panel?latest=1"
+    assert browser(team.owner).get(ask).status_code == 204  # no chat yet
+    earlier, latest = blog_chat(team.owner, team.blog), blog_chat(team.owner, team.blog)
+    Session.objects.filter(pk=earlier.pk).update(updated_at=latest.updated_at.replace(year=2000))
+    about_post = start_session(team.owner, team.blog, post)
+    blog_chat(team.editor, team.blog)  # (another member's: never theirs to take up)
+    html = browser(team.owner).get(ask).content.decode()
+    assert f'hx-post="/chat/{latest.pk}/send"' in html and f'?chat={latest.pk}"' in html
+    assert str(earlier.pk) not in html and str(about_post.pk) not in html
+    assert f'hx-post="/chat/{about_post.pk}/send"' in browser(team.owner).get(beside).content.decode()
+    for asker in (browser(team.outsider), client):  # (client: signed out)
+        answer = asker.get(ask)
+        assert (answer.status_code, answer.content) == (204, b"")
+    assert str(latest.pk) not in browser(team.editor).get(ask).content.decode()
+    assert browser(team.editor).get(beside).status_code == 204  # none of theirs beside that post
+
+
 # The list of earlier chats, read again by a page showing a chat ------------------------------------------
 
 

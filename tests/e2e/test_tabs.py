@@ -525,3 +525,124 @@ def test_an_editor_tab_showing_no_chat_takes_up_the_chat_its_person_starts_besid
     expect(blog_tab.locator("#chat-log .empty")).to_be_visible()  # the blog's panel: not this chat
     expect(user_messages(blog_tab)).to_have_count(0)
     assert errors == []
+
+
+# Tabs, third round: a page whose stream was down catches up on more than its chat -------------------------
+
+
+def deaf_tab(page, url: str):
+    """Tab B opened on `url` with its live stream down (reconnecting) until `other.unroute(DOWN)`."""
+    other = page.context.new_page()
+    other.js_errors = []  # type: ignore[attr-defined]
+    other.on("pageerror", lambda exc: other.js_errors.append(str(exc)))  # type: ignore[attr-defined]
+    other.route(DOWN, lambda route: route.abort())
+    other.goto(url)
+    return other
+
+
+DOWN = re.compile(r"/events/")
+
+
+def test_a_blog_tab_whose_stream_was_down_while_a_post_was_written_elsewhere_lists_it_when_it_listens_again(
+    server_factory, page
+):
+    """A writes a new draft while B's live stream is down: once it listens again, B's post list shows it,
+    without a reload. Before, B's list stayed as it was until the blog's next change."""
+    base = server_factory("tabs-blog-catch-up", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    other = deaf_tab(page, f"{base}/blogs/{BLOG}/")
+    expect(other.locator("#post-list li.post").first).to_be_visible()
+
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Written while B was deaf")
+    page.get_by_label("Body (markdown)").fill("Hello from A.")
+    page.locator("#post-form").get_by_role("button", name="Create draft").click()
+    expect(post_item(page, "Written while B was deaf")).to_have_count(1)
+    expect(post_item(other, "Written while B was deaf")).to_have_count(0)  # (B heard none of it)
+    other.unroute(DOWN)
+
+    expect(post_item(other, "Written while B was deaf")).to_contain_text("Draft", timeout=LONG_WAIT)
+    assert other.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_an_editor_whose_stream_was_down_while_its_post_was_saved_elsewhere_shows_the_change_and_keeps_the_words(
+    server_factory, page
+):
+    """B edits a post, words typed and not saved, its live stream down while A saves the same post: once
+    B listens again it shows the card "This post changed while you were editing" with A's words, its own
+    still in the box, as when it hears the change live. Before, B showed nothing (a save would have
+    overwritten A's words unseen)."""
+    base = server_factory("tabs-blog-catch-up", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    open_editor(page, base)
+    other = deaf_tab(page, page.url)
+    body = other.get_by_label("Body (markdown)")
+    body.fill("Words typed in B, not saved.")
+
+    page.get_by_label("Body (markdown)").fill("Saved from A.")
+    page.locator("#post-form").get_by_role("button", name="Save").click()
+    page.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    expect(other.locator("#incoming .incoming")).to_have_count(0)  # (B heard none of it)
+    other.unroute(DOWN)
+
+    card = other.locator("#incoming .incoming")
+    expect(card).to_contain_text("This post changed while you were editing", timeout=LONG_WAIT)
+    expect(card.locator(".diff")).to_contain_text("Saved from A.")
+    expect(body).to_have_value("Words typed in B, not saved.")
+    assert other.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_tab_showing_no_chat_whose_stream_was_down_takes_up_the_chat_its_person_started_meanwhile(
+    server_factory, page
+):
+    """A's first message starts a chat while B, showing none, has its live stream down: once B listens
+    again it takes the chat up in place, as on hearing it live (the message and answer, its form and
+    stream naming the chat, the words typed in B kept). Before, B stayed on the panel's first words."""
+    base = server_factory("tabs-take-up-down", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
+    login(page, base, "alice")
+    open_blog(page, base)
+    expect(page.locator("#chat-log .empty")).to_be_visible()
+    other = deaf_tab(page, page.url)
+    expect(other.locator("#chat-log .empty")).to_be_visible()
+    chat_input(other).fill("words typed in B")
+
+    ask(page, "list my posts")
+    expect(user_messages(other)).to_have_count(0)  # (B heard none of it)
+    other.unroute(DOWN)
+
+    expect(user_messages(other)).to_have_count(1, timeout=LONG_WAIT)
+    expect(user_messages(other).first).to_have_text("list my posts")
+    wait_turn_finished(other)
+    expect(replies(other).last).to_contain_text("Here are your posts")
+    assert replies(other).last.inner_text() == replies(page).last.inner_text()
+    expect(chat_input(other)).to_have_value("words typed in B")
+    chat = page.evaluate("document.getElementById('chat-form').getAttribute('hx-post')")
+    assert other.evaluate("document.getElementById('chat-form').getAttribute('hx-post')") == chat
+    expect(other.locator('#page-stream[sse-connect*="?chat="]')).to_have_count(1)
+    assert other.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_message_sent_while_the_catch_up_asks_is_drawn_once(demo_server, page):
+    """The page's stream opens again and its catch-up asks for the turns after the last it shows; the
+    person sends a message just then, and the catch-up's answer (held until the message's turn has run)
+    brings that very turn: the log shows it once. Before, it was drawn twice."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "list my posts")
+    held: list = []
+    page.route(re.compile(r"/news\?after="), lambda route: route.continue_() if held else held.append(route))
+    page.route(DOWN, lambda route: route.abort())
+    page.reload()
+    expect(replies(page)).to_have_count(1)
+    with page.expect_request(re.compile(r"/news\?after="), timeout=LONG_WAIT):
+        page.unroute(DOWN)
+
+    ask(page, "list my posts again")
+    turn = replies(page).last.get_attribute("id").removeprefix("turn-")
+    with page.expect_request(re.compile(rf"/news\?after={turn}$")):  # (asked once it drew the answer held)
+        held[0].continue_()
+    expect(user_messages(page)).to_have_count(2)
+    expect(replies(page)).to_have_count(2)
+    assert page.locator(f"#turn-{turn}").count() == 1
+    assert page.js_errors == []  # type: ignore[attr-defined]
