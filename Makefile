@@ -35,8 +35,9 @@ redis:
 	else echo "redis-server is missing: sudo apt-get install redis-server (the tests of the event bus need it)" >&2; exit 1; fi
 
 # ruff, then mypy on the shipped packages (pyproject.toml, [tool.mypy]; DEBUG=1 only lets config.settings load).
-# Two runs: everything but tests/agent, then the engine's own tests with blog not installed (tests/agent/settings.py),
-# both measured by coverage.py; then one report of agent/ and blog/ (pyproject.toml; README, "Development").
+# Two runs: everything but tests/agent, then the engine's own tests in a project of their own (tests/agent/settings.py:
+# Django's contrib apps, agent and a toy app; nothing of config, accounts or blog; DATABASE_URL as the first run reads
+# it), both measured by coverage.py; then one report of agent/ and blog/ (pyproject.toml; README, "Development").
 test: $(STAMP) chromium redis
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

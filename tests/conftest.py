@@ -1,7 +1,7 @@
 """Shared fixtures: users, a scripted fake backend, the API client and a stream reader.
 
-The engine's tests (tests/agent) run under their own settings, with `blog` not installed
-(`--ds=tests.agent.settings`); everything else runs under tests.settings. Each run collects only
+The engine's tests (tests/agent) run under settings of their own, a project with nothing of `blog`,
+`config` or `accounts` (`--ds=tests.agent.settings`); everything else runs under tests.settings. Each run collects only
 its own side, so `make test`'s two runs together run every test once.
 """
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -33,6 +35,38 @@ def test_every_engine_module_imports_without_blog():
     for module in pkgutil.walk_packages(agent.__path__, "agent."):
         importlib.import_module(module.name)
     assert [name for name in sys.modules if name == "blog" or name.startswith("blog.")] == []
+
+
+# This project's packages, which a project of its own around the engine would not have: its deploy
+# layer and sign-in, the domain, the connectors and their OAuth server (and the project's test settings,
+# which load `config.settings`).
+PROJECT = ("config", "accounts", "blog", "connectors", "oauth2_provider", "tests.settings")
+TESTS = Path(__file__).resolve().parent.parent  # (tests/: tests/conftest.py is loaded for this run too)
+
+
+def of_the_project(module: str) -> bool:
+    return any(module == name or module.startswith(f"{name}.") for name in PROJECT)
+
+
+def test_nothing_of_the_project_is_loaded(client):
+    """The settings, the URLconf, the middleware and the system checks load without the project."""
+    from django.core.checks import run_checks
+
+    assert client.get("/no-such-page/").status_code == 404  # the URLconf and the middleware chain, loaded
+    run_checks()
+    assert [name for name in sys.modules if of_the_project(name)] == []
+
+
+def test_no_engine_test_imports_the_project():
+    """Not even inside a function, where it would be loaded only when that test runs."""
+    found = []
+    for path in [TESTS / "conftest.py", *sorted((TESTS / "agent").rglob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            found += [f"{path.relative_to(TESTS)}: {name}" for name in names if of_the_project(name)]
+    assert found == []
 
 
 def without_engine_settings(settings, *keep: str) -> None:

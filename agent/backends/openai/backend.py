@@ -79,7 +79,7 @@ class OpenAIBackend(HttpBackend):
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(
-            base_url=str(setting(base_url, "OPENAI_BASE_URL")),
+            base_url=str(setting(base_url, "OPENAI_BASE_URL", "https://api.openai.com/v1")),
             api_key=str(setting(api_key, "OPENAI_API_KEY") or ""),
             first_event_timeout=first_event_timeout,
             event_timeout=event_timeout,

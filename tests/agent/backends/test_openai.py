@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agent.backends.http import retry_after
 from agent.backends.openai import OpenAIBackend, SSEEvent, iter_sse, parse_stream
+from agent.backends.openai_responses import OpenAIResponsesBackend
 from agent.exceptions import BackendError
 from tests.agent.backends.openai_server import Reply, closed_port, sse
 
@@ -1206,3 +1207,16 @@ def test_check_says_a_hosted_api_needs_a_key(make_backend, url, host):
     """The README's OpenRouter recipe with the key forgotten: every first message failed with a 401."""
     assert make_backend(base_url=url, api_key="").check() == [f"OPENAI_API_KEY is not set, and {host} needs one."]
     assert make_backend(base_url="http://10.0.0.5:8000/v1", api_key="").check() == []  # (a vLLM without a key)
+
+
+@pytest.mark.parametrize(
+    "backend_class, path", [(OpenAIBackend, "/chat/completions"), (OpenAIResponsesBackend, "/responses")]
+)
+def test_a_project_that_names_no_base_url_calls_openais_own_api(settings, backend_class, path):
+    """OPENAI_BASE_URL defaults to OpenAI's API (docs/engine.md, "Settings") in a project whose settings
+    do not name it. config/settings.py always names it, so only the engine's own settings showed it missing."""
+    if hasattr(settings, "OPENAI_BASE_URL"):
+        del settings.OPENAI_BASE_URL
+    backend = backend_class()
+    assert backend.url() == f"https://api.openai.com/v1{path}"
+    assert backend.pdf_files is True  # ("auto": OpenAI's own API takes PDFs as files)
