@@ -8,7 +8,6 @@ its own side, so `make test`'s two runs together run every test once.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,13 +65,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     side = _engine_side(collection_path)
     return True if side is not None and side != _engine_only() else None
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _test_media_root():
-    """The test process's own MEDIA_ROOT (tests/settings.py), removed when the run ends."""
-    yield
-    shutil.rmtree(settings.MEDIA_ROOT, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

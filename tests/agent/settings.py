@@ -14,7 +14,9 @@ in CI's second pass), `AGENT_EVENTS_URL` (the Redis bus; unset: in process), `AG
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -112,8 +114,12 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 
 STATIC_URL = "/static/"
-# Attachments land in a folder of this test process (tests/conftest.py removes it at the end).
+# Attachments land in a folder of this test process.
 MEDIA_ROOT = tempfile.mkdtemp(prefix="engine-test-media-")
+# Removed when this process ends (a run, or a subprocess a test starts with these settings), by the
+# process that made it, never by a forked child.
+media_made_by = os.getpid()  # (lower case: not a setting)
+atexit.register(lambda: os.getpid() == media_made_by and shutil.rmtree(MEDIA_ROOT, ignore_errors=True))
 # Oversized uploads refused before they are read, as docs/engine.md ("HTTP") tells a project to set:
 # the attachment tests go through it (test_attachments.py, test_api_mistakes.py).
 FILE_UPLOAD_HANDLERS = [
