@@ -478,3 +478,31 @@ def test_a_pages_stream_opened_again_under_its_key_frees_its_earlier_ones_place_
     assert list(first) == []
     open_stream(browser(team.editor), team.blog.slug, page="k2")  # (another person's page)
     assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4
+
+
+# Hostile review, session 29 --------------------------------------------------------------------------------
+
+
+def test_what_a_page_fetches_of_its_persons_chats_is_never_kept_by_a_cache(
+    team, client, script, django_capture_on_commit_callbacks
+):
+    """The panel's list, the panel with a chat and a chat's news are one person's (their chats' words,
+    a stream pass): no cache, shared or the browser's, keeps them, as none keeps the page they are on.
+    `Vary: Cookie` alone relied on every cache between to honour it. The quiet 204s too."""
+    chat = blog_chat(team.owner, team.blog)
+    script([say("Hello.")])
+    turn = send_in_panel(team.owner, chat, "a private question", django_capture_on_commit_callbacks)
+    slug = team.blog.slug
+    asks = [
+        f"/blogs/{slug}/chats/list?chat={chat.pk}",
+        f"/blogs/{slug}/chats/panel?chat={chat.pk}",
+        f"/blogs/{slug}/chats/panel?latest=1",
+        f"/chat/{chat.pk}/news?turn={turn.pk}",
+        f"/chat/{chat.pk}/news?after=",
+    ]
+    for asker, status in ((browser(team.owner), 200), (browser(team.outsider), 204), (client, 204)):
+        for ask in asks:
+            answer = asker.get(ask)
+            assert answer.status_code == status, ask
+            kept = answer.get("Cache-Control", "")
+            assert "private" in kept and "no-store" in kept, (ask, kept)
