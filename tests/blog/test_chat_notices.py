@@ -506,3 +506,37 @@ def test_what_a_page_fetches_of_its_persons_chats_is_never_kept_by_a_cache(
             assert answer.status_code == status, ask
             kept = answer.get("Cache-Control", "")
             assert "private" in kept and "no-store" in kept, (ask, kept)
+
+
+def test_distinct_page_keys_do_not_lift_the_persons_limit_of_open_pages(team, settings, open_stream):
+    """A script opening stream after stream, each naming a page of its own (`?page=`): the oldest ends
+    past AGENT_MAX_STREAMS_PER_USER as without keys; a key that is no key (too long) names no page."""
+    from agent import streams
+
+    settings.AGENT_MAX_STREAMS_PER_USER = 3
+    owner = browser(team.owner)
+    first = open_stream(owner, team.blog.slug, page="p0")
+    for n in range(1, 6):
+        open_stream(owner, team.blog.slug, page=f"p{n}")
+    open_stream(owner, team.blog.slug, page="x" * 5000)
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 3
+    assert next(first).startswith(b"event: superseded\ndata: ")
+
+
+def test_a_chat_of_another_blog_of_theirs_is_not_this_blogs_panels(team, other_team):
+    """Named in this blog's panel, list or page stream, the person's own chat of another blog is no chat
+    of this one: 204, left out, and the stream hears this blog alone (its chat notices and panel not)."""
+    Seat.objects.create(blog=other_team.blog, user=team.owner, role=Seat.EDITOR, may_use_assistant=True)
+    elsewhere = blog_chat(team.owner, other_team.blog)
+    owner, slug = browser(team.owner), team.blog.slug
+    assert owner.get(f"/blogs/{slug}/chats/panel?chat={elsewhere.pk}").status_code == 204
+    assert str(elsewhere.pk) not in owner.get(f"/blogs/{slug}/chats/list?chat={elsewhere.pk}").content.decode()
+    assert owner.get(f"/blogs/{slug}/chats/panel?latest=1").status_code == 204  # none of theirs here
+    from django.test import RequestFactory
+
+    asked = RequestFactory().get(f"/blogs/{slug}/events/?chat={elsewhere.pk}")
+    asked.user = team.owner
+    assert live.own_chat(asked, team.blog) is None and live.own_chat(asked, other_team.blog) == (
+        str(elsewhere.pk),
+        None,
+    )
