@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import resolve, reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap
 
@@ -84,6 +85,7 @@ def earlier(request: HttpRequest, session_id: Any) -> HttpResponse:
     return render(request, "agent/_earlier.html", context)
 
 
+@never_cache  # (one person's chat, with a stream pass: no cache between keeps it, nor one of its 204s)
 @require_GET
 def news(request: HttpRequest, session_id: Any) -> HttpResponse:
     """What a notice of the chat (`agent.notices`) names, for another of its person's open pages:

@@ -19,6 +19,7 @@ from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -188,6 +189,7 @@ def _quiet_panel(request: HttpRequest, slug: str, pk: int | None) -> tuple[Blog,
         return None
 
 
+@never_cache  # (one person's chat: no cache between keeps it, nor one of its 204s)
 @require_GET
 def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """The panel with one of the person's chats (`?chat=<id>`), for a page of theirs that showed none
@@ -213,6 +215,7 @@ def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRe
     return render(request, "blog/_panel_chat.html", context)
 
 
+@never_cache  # (one person's list of chats)
 @require_GET
 def chat_list(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """The panel's list of the person's chats as it stands now, the one its page shows (`?chat=<id>`)

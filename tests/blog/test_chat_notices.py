@@ -478,3 +478,65 @@ def test_a_pages_stream_opened_again_under_its_key_frees_its_earlier_ones_place_
     assert list(first) == []
     open_stream(browser(team.editor), team.blog.slug, page="k2")  # (another person's page)
     assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 4
+
+
+# Hostile review, session 29 --------------------------------------------------------------------------------
+
+
+def test_what_a_page_fetches_of_its_persons_chats_is_never_kept_by_a_cache(
+    team, client, script, django_capture_on_commit_callbacks
+):
+    """The panel's list, the panel with a chat and a chat's news are one person's (their chats' words,
+    a stream pass): no cache, shared or the browser's, keeps them, as none keeps the page they are on.
+    `Vary: Cookie` alone relied on every cache between to honour it. The quiet 204s too."""
+    chat = blog_chat(team.owner, team.blog)
+    script([say("Hello.")])
+    turn = send_in_panel(team.owner, chat, "a private question", django_capture_on_commit_callbacks)
+    slug = team.blog.slug
+    asks = [
+        f"/blogs/{slug}/chats/list?chat={chat.pk}",
+        f"/blogs/{slug}/chats/panel?chat={chat.pk}",
+        f"/blogs/{slug}/chats/panel?latest=1",
+        f"/chat/{chat.pk}/news?turn={turn.pk}",
+        f"/chat/{chat.pk}/news?after=",
+    ]
+    for asker, status in ((browser(team.owner), 200), (browser(team.outsider), 204), (client, 204)):
+        for ask in asks:
+            answer = asker.get(ask)
+            assert answer.status_code == status, ask
+            kept = answer.get("Cache-Control", "")
+            assert "private" in kept and "no-store" in kept, (ask, kept)
+
+
+def test_distinct_page_keys_do_not_lift_the_persons_limit_of_open_pages(team, settings, open_stream):
+    """A script opening stream after stream, each naming a page of its own (`?page=`): the oldest ends
+    past AGENT_MAX_STREAMS_PER_USER as without keys; a key that is no key (too long) names no page."""
+    from agent import streams
+
+    settings.AGENT_MAX_STREAMS_PER_USER = 3
+    owner = browser(team.owner)
+    first = open_stream(owner, team.blog.slug, page="p0")
+    for n in range(1, 6):
+        open_stream(owner, team.blog.slug, page=f"p{n}")
+    open_stream(owner, team.blog.slug, page="x" * 5000)
+    assert streams.open_count(team.owner.pk, live.STREAM_KIND) == 3
+    assert next(first).startswith(b"event: superseded\ndata: ")
+
+
+def test_a_chat_of_another_blog_of_theirs_is_not_this_blogs_panels(team, other_team):
+    """Named in this blog's panel, list or page stream, the person's own chat of another blog is no chat
+    of this one: 204, left out, and the stream hears this blog alone (its chat notices and panel not)."""
+    Seat.objects.create(blog=other_team.blog, user=team.owner, role=Seat.EDITOR, may_use_assistant=True)
+    elsewhere = blog_chat(team.owner, other_team.blog)
+    owner, slug = browser(team.owner), team.blog.slug
+    assert owner.get(f"/blogs/{slug}/chats/panel?chat={elsewhere.pk}").status_code == 204
+    assert str(elsewhere.pk) not in owner.get(f"/blogs/{slug}/chats/list?chat={elsewhere.pk}").content.decode()
+    assert owner.get(f"/blogs/{slug}/chats/panel?latest=1").status_code == 204  # none of theirs here
+    from django.test import RequestFactory
+
+    asked = RequestFactory().get(f"/blogs/{slug}/events/?chat={elsewhere.pk}")
+    asked.user = team.owner
+    assert live.own_chat(asked, team.blog) is None and live.own_chat(asked, other_team.blog) == (
+        str(elsewhere.pk),
+        None,
+    )
