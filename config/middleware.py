@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import patch_cache_control
 
 logger = logging.getLogger(__name__)
 
@@ -194,4 +195,26 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         if not request.path.startswith("/admin/"):
             response.headers.setdefault("Content-Security-Policy", POLICY)
+        return response
+
+
+class PrivateByDefaultMiddleware:
+    """`Cache-Control: private` on every answer made from a person's session (or an `Authorization`
+    header) whose view set no `Cache-Control` of its own: what the site shows one person is never kept
+    by a cache between them and it for someone else. `Vary: Cookie` (the session's) alone relied on
+    every such cache honouring it. An answer the same for everyone (a public post read signed out,
+    static files) reads no session and is left as it is; a view that says more (`never_cache`, the
+    streams' `no-cache`) keeps its words."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.has_header("Cache-Control"):
+            return response
+        session = getattr(request, "session", None)
+        personal = session is not None and session.accessed and bool(list(session.keys()))
+        if personal or "HTTP_AUTHORIZATION" in request.META:
+            patch_cache_control(response, private=True)
         return response
