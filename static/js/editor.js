@@ -1,6 +1,7 @@
 // The post editor: ask before leaving with unsaved changes, and take in changes made to the post
 // meanwhile (by the assistant beside it, another tab or another member) without ever overwriting what
-// the person is typing; the form's version follows what the person has seen (a Save from an older one is refused).
+// the person is typing. The form's version follows what the person has seen: the server refuses a Save
+// from an older one (blog.views.post_edit).
 (function () {
   "use strict";
 
