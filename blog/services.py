@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from datetime import datetime
 from typing import Any
 
 from django.core.files.storage import default_storage
@@ -29,6 +30,34 @@ class OperationError(Exception):
         super().__init__(public_message)
         self.public_message = public_message
         self.code = code
+
+
+class PostChanged(OperationError):
+    """The post was saved elsewhere since the version the editor opened: nothing was written."""
+
+    def __init__(self) -> None:
+        super().__init__("This post was changed elsewhere since you opened it: nothing was saved.", "conflict")
+
+
+def post_version(post: Post) -> str:
+    """The version of a post the editor form carries (its `updated_at`, which every save sets)."""
+    return post.updated_at.isoformat()
+
+
+def _claim(post: Post, version: str) -> None:
+    """Go on only if the post is still at `version`, in memory and in its row, and hold the row until
+    the caller's transaction ends: the conditional UPDATE takes the row's write lock, so no other save
+    comes between this check and the write (PostgreSQL re-checks the condition against a row another
+    transaction committed meanwhile; SQLite's writers take the database's lock in turn)."""
+    try:
+        seen = datetime.fromisoformat(version)
+    except ValueError:
+        raise PostChanged() from None
+    if seen != post.updated_at:
+        raise PostChanged()
+    claimed = Post.objects.filter(pk=post.pk, updated_at=seen).update(updated_at=timezone.now())
+    if not claimed:
+        raise PostChanged()
 
 
 def _revise(post: Post | None, blog: Blog, action: str, before: dict | None, actor: Actor) -> None:
@@ -169,9 +198,17 @@ def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "", cover: 
 
 
 def post_update(
-    *, post: Post, actor: Actor, title: str | None = None, body: str | None = None, cover: Cover | None = None
+    *,
+    post: Post,
+    actor: Actor,
+    title: str | None = None,
+    body: str | None = None,
+    cover: Cover | None = None,
+    version: str | None = None,
 ) -> Post:
-    """Change the title, body and/or cover (the previous cover's object goes once this is committed)."""
+    """Change the title, body and/or cover (the previous cover's object goes once this is committed).
+    With `version` (`post_version` of the post the editor opened), refuse with PostChanged when the
+    post was saved since: checked and written in one transaction. The assistant and the API pass none."""
     try:
         check_may_change(post, actor)
         title = None if title is None else clean_title(title)
@@ -185,6 +222,8 @@ def post_update(
         if cover:
             post.cover_ref, post.cover_type = cover
         with transaction.atomic():
+            if version is not None:
+                _claim(post, version)
             save_at_free_slug(post)
             _revise(post, post.blog, "update", before, actor)
             live.announce(post.blog, {"type": "post.updated", "id": post.pk})

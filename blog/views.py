@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -131,16 +133,30 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """The editor. Its form carries the version of the post it opened (`services.post_version`): a Save
+    after the post was saved elsewhere writes nothing and shows the page again with the person's words
+    in the form, the saved version against them, and the form at the saved version, so that a second
+    Save, now knowing, keeps theirs."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     post = _post(blog, pk)
     if not grants.may_change(actor, post):
         raise Http404("Not found.")  # a published post is changed only with the publish scope (README)
-    error = None
+    error, incoming = None, None  # (incoming: the saved version, when a Save found it changed)
     if request.method == "POST":
+        mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
         try:
             services.post_update(
-                post=post, actor=actor, title=request.POST.get("title", ""), body=request.POST.get("body", "")
+                post=post, actor=actor, title=mine["title"], body=mine["body"], version=request.POST.get("version")
+            )
+        except services.PostChanged:
+            post = _post(blog, pk)  # as saved now: the form takes its version, the card shows it
+            incoming = incoming_context(request, post, mine)
+            error = f"{incoming['saved']['changed']} since you opened it, so nothing was saved. " + (
+                "Your words are still in the form; the saved version is shown against them. "
+                "Save again to replace it with yours."
+                if incoming["differs"]
+                else "The form holds the saved words; Save again to save them."
             )
         except OperationError as exc:
             error = exc.public_message
@@ -151,10 +167,45 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "blog": blog,
         "post": post,
         "error": error,
+        **(incoming or {}),
+        "conflict": incoming is not None,
+        "version": services.post_version(post),
         "data": request.POST or {"title": post.title, "body": post.body},
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
     return render(request, "blog/post_form.html", context)
+
+
+def changed_by(post: Post, user: Any) -> str:
+    """Who made the post's latest change, as the start of a sentence for the person editing it."""
+    revision = PostRevision.objects.filter(post=post).select_related("user", "consent").first()
+    if revision is None:
+        return "Someone changed this post"
+    mine = revision.user_id == user.pk
+    if revision.via_assistant:
+        client = revision.consent.client_name if revision.consent and revision.consent.client else ""
+        who = (client or "The assistant") if mine else revision.actor_label
+        return f"{who[:1].upper()}{who[1:]} changed this post"
+    if mine:
+        return "You changed this post in another tab or window"
+    return f"{revision.user.username if revision.user else 'Someone'} changed this post"
+
+
+def incoming_context(request: HttpRequest, post: Post, mine: dict[str, str]) -> dict:
+    """What `blog/_incoming.html` shows: the saved version (with its version and who changed it) against
+    the words in the form."""
+    saved = {
+        "title": post.title,
+        "body": post.body,
+        "status": post.status,
+        "version": services.post_version(post),
+        "changed": changed_by(post, request.user),
+    }
+    return {
+        "saved": saved,
+        "differs": not _same(mine, post),
+        "diff": diffs.version_diff(mine, saved),
+    }
 
 
 @require_POST
@@ -169,15 +220,12 @@ def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     if len(mine["body"]) > services.MAX_BODY_CHARS:  # (it could not be saved; nothing to compare)
         return HttpResponse(status=413)
-    saved = {"title": post.title, "body": post.body, "status": post.status}
-    context = {
-        "blog": blog,
-        "post": post,
-        "saved": saved,
-        "differs": mine["title"] != saved["title"] or _lines(mine["body"]) != _lines(saved["body"]),
-        "diff": diffs.version_diff(mine, saved),
-    }
+    context = {"blog": blog, "post": post, **incoming_context(request, post, mine)}
     return render(request, "blog/_incoming.html", context)
+
+
+def _same(mine: dict[str, str], post: Post) -> bool:
+    return mine["title"] == post.title and _lines(mine["body"]) == _lines(post.body)
 
 
 def _lines(text: str) -> list[str]:

@@ -1,5 +1,7 @@
 // The post editor: ask before leaving with unsaved changes, and take in changes made to the post
-// meanwhile (by the assistant beside it) without ever overwriting what the person is typing.
+// meanwhile (by the assistant beside it, another tab or another member) without ever overwriting what
+// the person is typing. The form's version follows what the person has seen: the server refuses a Save
+// from an older one (blog.views.post_edit).
 (function () {
   "use strict";
 
@@ -37,16 +39,50 @@
       event.returnValue = "";  // (older browsers show their own prompt only when this is set)
     });
 
+    // The version of the post the form's words are based on (blog.views.post_edit): a Save from an older
+    // one is refused. It moves on only when the person has the newer version before them: taken in, or
+    // offered and answered (either way), or when it holds the words the form holds already.
+    function known(version) {
+      saved = version;
+      if (form.elements.version && version.version) form.elements.version.value = version.version;
+    }
+
     function take(version) {
       form.elements.title.value = version.title;
       form.elements.body.value = version.body;
-      saved = version;
+      known(version);
       form.elements.body.dispatchEvent(new Event("input", { bubbles: true }));  // refresh the preview
     }
 
     var postId = form.dataset.postId;
     var box = document.getElementById("incoming");
     if (!postId || !box) return;
+
+    function offer(card, version) {
+      var choices = card.querySelector("[data-needs-script]");
+      if (choices) choices.hidden = false;
+      // Either choice removes the card with the button that had focus: the editor takes it back.
+      card.querySelector("[data-incoming=take]").addEventListener("click", function () {
+        take(version);
+        box.innerHTML = "";
+        form.elements.body.focus();
+      });
+      card.querySelector("[data-incoming=keep]").addEventListener("click", function () {
+        known(version);  // the form still differs, so leaving asks
+        box.innerHTML = "";
+        form.elements.body.focus();
+      });
+    }
+
+    // A Save refused because the post changed meanwhile: the page comes with the card, the person's words in
+    // the form and the form at the saved version (a second Save keeps theirs). Leaving still asks.
+    var refused = box.querySelector("#incoming-saved");
+    if (refused) {
+      saved = JSON.parse(refused.textContent);
+      seen = saved;
+      var shown = box.querySelector(".incoming");
+      if (shown) offer(shown, saved);
+    }
 
     function incoming() {
       var request = new XMLHttpRequest();
@@ -64,7 +100,10 @@
         holder.innerHTML = request.responseText;
         var version = JSON.parse(holder.querySelector("#incoming-saved").textContent);
         // One change can be announced twice (the chat's stream and the blog's channel): once is enough.
-        if (same(version, seen) && version.status === seen.status) return;
+        if (same(version, seen) && version.status === seen.status) {
+          if (!box.querySelector(".incoming") && same(fields(form), saved)) known(version);
+          return;
+        }
         seen = version;
         var state = holder.querySelector("#incoming-state");
         var current = document.getElementById("post-state");
@@ -77,24 +116,16 @@
             take(version);
             var note = document.createElement("p");
             note.className = "notice incoming-note";
-            note.textContent = "The assistant changed this post; the editor shows the saved version.";
+            note.textContent = (version.changed || "This post changed") + "; the editor shows the saved version.";
             box.appendChild(note);
+          } else {
+            known(version);  // (a change of its state only: the words are the same)
           }
           return;
         }
-        if (!card) { saved = version; return; }  // the saved version is what the form holds already
+        if (!card) { known(version); return; }  // the saved version is what the form holds already
         box.appendChild(card);
-        // Either choice removes the card with the button that had focus: the editor takes it back.
-        card.querySelector("[data-incoming=take]").addEventListener("click", function () {
-          take(version);
-          box.innerHTML = "";
-          form.elements.body.focus();
-        });
-        card.querySelector("[data-incoming=keep]").addEventListener("click", function () {
-          saved = version;  // the saved version is known now; the form still differs, so leaving asks
-          box.innerHTML = "";
-          form.elements.body.focus();
-        });
+        offer(card, version);
       };
       request.send(new FormData(form));
     }

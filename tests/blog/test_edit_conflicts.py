@@ -1,0 +1,194 @@
+"""The editor never saves over a change made elsewhere unseen (a lost update): its form carries the
+version of the post it opened, and a Save from an older version writes nothing, shows the saved
+version against the person's words and keeps those in the form; a second Save, now knowing, keeps
+them. The assistant and the API pass no version and write as before."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from django.db import connection, connections, transaction
+
+from blog import services
+from blog.grants import Actor
+from blog.models import Post, PostRevision
+from tests.blog.conftest import ALL, browser, make_post
+
+pytestmark = pytest.mark.django_db
+
+
+def edit_url(post: Post) -> str:
+    return f"/blogs/notes/posts/{post.pk}/edit/"
+
+
+def opened_version(client, post: Post) -> str:
+    """The version the editor form carries, as a browser opening it gets it."""
+    html = client.get(edit_url(post)).content.decode()
+    found = re.search(r'<input type="hidden" name="version" value="([^"]+)">', html)
+    assert found, "the editor form carries no version"
+    return found.group(1)
+
+
+def person(user) -> Actor:
+    return Actor(user, frozenset(ALL))
+
+
+def test_a_save_from_a_version_changed_elsewhere_is_refused_and_keeps_the_words(team):
+    post = make_post(team.blog, "Walk notes", "First line.")
+    mine = browser(team.owner)
+    version = opened_version(mine, post)
+    # Meanwhile another member saves the post (another tab, another host: this editor heard nothing).
+    browser(team.editor).post(
+        edit_url(post),
+        {"title": "Walk notes", "body": "Editor's words.", "version": opened_version(browser(team.editor), post)},
+    )
+
+    response = mine.post(edit_url(post), {"title": "My title", "body": "My words.\r\nAll of them.", "version": version})
+
+    assert response.status_code == 200  # the editor again, not the blog page
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("Walk notes", "Editor's words.")  # nothing written over
+    html = response.content.decode()
+    assert "editor changed this post since you opened it, so nothing was saved." in html
+    assert 'value="My title"' in html and ">My words.\r\nAll of them.</textarea>" in html  # the words kept
+    card = html[html.index('<section class="card incoming"') :]
+    assert "This post changed while you were editing" in card
+    assert '<span class="diff-line added"><span class="sign">+</span>Editor&#x27;s words.</span>' in card
+    assert '<span class="diff-line removed"><span class="sign">−</span>My words.</span>' in card
+    assert f'name="version" value="{services.post_version(post)}"' in html  # the form is at the saved one now
+
+    # A second Save, made knowing, keeps the person's words.
+    again = mine.post(
+        edit_url(post), {"title": "My title", "body": "My words.", "version": services.post_version(post)}
+    )
+    assert again.status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("My title", "My words.")
+    assert [r.action for r in PostRevision.objects.filter(post=post)] == ["update", "update"]
+
+
+def test_a_save_over_a_change_by_the_assistant_or_another_tab_names_who_made_it(team, consent):
+    post = make_post(team.blog, "Named", "Body.")
+    mine = browser(team.owner)
+    version = opened_version(mine, post)
+    grant = consent(team.owner, team.blog, ALL)
+    assistant = Actor(team.owner, frozenset(ALL), consent=grant, via_assistant=True)
+    services.post_update(post=Post.objects.get(pk=post.pk), actor=assistant, title="Renamed by the assistant")
+    html = mine.post(edit_url(post), {"title": "Named", "body": "Mine.", "version": version}).content.decode()
+    assert "The assistant changed this post since you opened it, so nothing was saved." in html
+
+    version = services.post_version(Post.objects.get(pk=post.pk))
+    services.post_update(post=Post.objects.get(pk=post.pk), actor=person(team.owner), body="From my other tab.")
+    html = mine.post(edit_url(post), {"title": "Named", "body": "Mine.", "version": version}).content.decode()
+    assert "You changed this post in another tab or window since you opened it" in html
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("Renamed by the assistant", "From my other tab.")
+
+
+def test_the_editors_look_at_a_change_says_who_made_it_and_carries_the_version(team):
+    post = make_post(team.blog, "Looked at", "Body.")
+    services.post_update(post=post, actor=person(team.editor), body="Changed by the editor.")
+    html = (
+        browser(team.owner)
+        .post(f"/blogs/notes/posts/{post.pk}/incoming/", {"title": "x", "body": "y"})
+        .content.decode()
+    )
+    assert '"changed": "editor changed this post"' in html
+    assert f'"version": "{services.post_version(post)}"' in html
+
+
+def test_a_stale_save_of_the_words_already_saved_says_so_and_saves_on_the_second(team):
+    """The post was published meanwhile, the form holds its saved words: no card (nothing differs), the
+    message, and a second Save saves."""
+    post = make_post(team.blog, "Same words", "Unchanged.")
+    mine = browser(team.owner)
+    version = opened_version(mine, post)
+    services.post_publish(post=Post.objects.get(pk=post.pk), actor=person(team.editor))
+    response = mine.post(edit_url(post), {"title": "Same words", "body": "Unchanged.", "version": version})
+    html = response.content.decode()
+    assert response.status_code == 200 and 'class="card incoming"' not in html
+    assert "editor changed this post since you opened it, so nothing was saved." in html
+    assert "The form holds the saved words; Save again to save them." in html
+    post.refresh_from_db()
+    again = mine.post(
+        edit_url(post), {"title": "Same words", "body": "Unchanged.", "version": services.post_version(post)}
+    )
+    assert again.status_code == 302
+
+
+def test_a_version_that_is_not_one_is_refused_with_the_words_kept(team):
+    post = make_post(team.blog, "Garbled", "Saved.")
+    response = browser(team.owner).post(edit_url(post), {"title": "Garbled", "body": "Mine.", "version": "yesterday"})
+    assert response.status_code == 200 and ">Mine.</textarea>" in response.content.decode()
+    post.refresh_from_db()
+    assert post.body == "Saved."
+
+
+def test_the_check_is_on_the_row_not_on_what_the_request_read(team):
+    """A change committed after the request read the post (its copy still at the form's version) is
+    seen by the write itself: the conditional UPDATE finds the row at another version."""
+    post = make_post(team.blog, "Read early", "Saved.")
+    read_early = Post.objects.get(pk=post.pk)
+    version = services.post_version(read_early)
+    services.post_update(post=Post.objects.get(pk=post.pk), actor=person(team.editor), body="Written meanwhile.")
+    with pytest.raises(services.PostChanged):
+        services.post_update(post=read_early, actor=person(team.owner), body="Mine.", version=version)
+    post.refresh_from_db()
+    assert post.body == "Written meanwhile."
+
+
+def test_the_assistant_and_the_api_write_without_a_version_as_before(team):
+    post = make_post(team.blog, "Unchecked", "Saved.")
+    stale = Post.objects.get(pk=post.pk)
+    services.post_update(post=Post.objects.get(pk=post.pk), actor=person(team.editor), body="One.")
+    services.post_update(post=stale, actor=person(team.owner), body="Two.")  # no version: no check
+    post.refresh_from_db()
+    assert post.body == "Two."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_saves_from_the_same_version_at_once_write_one(team):
+    """Two Saves from the same version race: the second waits on the first's row lock (PostgreSQL) or
+    the database's write lock (SQLite), then finds the post changed; exactly one is written."""
+    post = make_post(team.blog, "Raced", "Saved.")
+    version = services.post_version(post)
+    first_holds, results = threading.Event(), {}
+    release = threading.Event()
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                services.post_update(
+                    post=Post.objects.get(pk=post.pk), actor=person(team.owner), body="First.", version=version
+                )
+                first_holds.set()
+                release.wait(5)
+            results["first"] = "saved"
+        finally:
+            connections.close_all()
+
+    def second() -> None:
+        try:
+            services.post_update(
+                post=Post.objects.get(pk=post.pk), actor=person(team.editor), body="Second.", version=version
+            )
+            results["second"] = "saved"
+        except services.PostChanged:
+            results["second"] = "refused"
+        finally:
+            connections.close_all()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert first_holds.wait(5)
+    two = threading.Thread(target=second)
+    two.start()
+    two.join(0.5)  # (it waits on the first's lock)
+    release.set()
+    one.join(5)
+    two.join(10)
+    assert results == {"first": "saved", "second": "refused"}, connection.vendor
+    post.refresh_from_db()
+    assert post.body == "First."

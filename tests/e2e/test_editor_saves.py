@@ -1,0 +1,157 @@
+"""The editor's Save never writes over a change made elsewhere unseen (a lost update): a tab that did not
+hear the change (its stream down, JavaScript off) is refused, shown the saved version against its words,
+and keeps them; a second Save, made knowing, keeps its words."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import NO_LIMITS
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item
+
+DOWN = re.compile(r"/events/")
+
+
+def new_draft(page, base: str, title: str, body: str) -> str:
+    """Create a draft; the address of its editor."""
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill(title)
+    page.get_by_label("Body (markdown)").fill(body)
+    page.locator("#post-form").get_by_role("button", name="Create draft").click()
+    post_item(page, title).get_by_role("link", name="Edit", exact=True).click()
+    page.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+    return page.url
+
+
+def saved_body(page, edit_url: str) -> str:
+    page.goto(edit_url)
+    return page.get_by_label("Body (markdown)").input_value()
+
+
+def test_a_tab_that_did_not_hear_a_save_made_in_another_is_refused_and_keeps_its_words(server_factory, page):
+    """A and B edit the same post; B saves; A, whose live stream is down, saves: A gets the card "This post
+    changed while you were editing" with B's words, its own still in the form, and B's words stay saved.
+    Then "Keep mine" and Save keep A's words. Before, A's Save wrote over B's words without a word."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    login(page, base, "alice")
+    edit_url = new_draft(page, base, "Lost update check", "The first words.")
+    a = page.context.new_page()
+    errors: list[str] = []
+    a.on("pageerror", lambda exc: errors.append(str(exc)))
+    a.route(DOWN, lambda route: route.abort())  # (A hears nothing of B's save)
+    a.goto(edit_url)
+    a.get_by_label("Title").fill("Lost update check, A's title")
+    a.get_by_label("Body (markdown)").fill("Words typed in A.")
+
+    b = page
+    b.get_by_label("Body (markdown)").fill("Words saved from B.")
+    b.locator("#post-form").get_by_role("button", name="Save").click()
+    b.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+
+    a.locator("#post-form").get_by_role("button", name="Save").click()
+    card = a.locator("#incoming .incoming")
+    expect(card).to_contain_text("This post changed while you were editing")
+    expect(card).to_contain_text("You changed this post in another tab or window")
+    expect(card.locator(".diff-line.added")).to_contain_text(["Words saved from B."])
+    expect(a.locator("p.error[role=alert]")).to_contain_text("nothing was saved")
+    assert a.url == edit_url
+    expect(a.get_by_label("Title")).to_have_value("Lost update check, A's title")
+    expect(a.get_by_label("Body (markdown)")).to_have_value("Words typed in A.")
+    assert saved_body(b, edit_url) == "Words saved from B."
+
+    # Leaving would lose A's words: the page asks (the form differs from the saved version).
+    asked: list[str] = []
+
+    def stay(dialog) -> None:
+        asked.append(dialog.type)
+        dialog.dismiss()
+
+    a.on("dialog", stay)
+    a.get_by_role("link", name="Cancel").click()
+    assert asked == ["beforeunload"] and a.url == edit_url
+    a.remove_listener("dialog", stay)
+
+    # Knowing, A keeps its words and saves them.
+    card.get_by_role("button", name="Keep mine").click()
+    expect(card).to_have_count(0)
+    a.locator("#post-form").get_by_role("button", name="Save").click()
+    a.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    expect(post_item(a, "Lost update check, A's title")).to_be_visible()
+    assert saved_body(b, edit_url) == "Words typed in A."
+    assert errors == []
+
+
+def test_without_javascript_a_stale_save_is_refused_with_the_words_kept_and_the_member_named(
+    server_factory, browser, page
+):
+    """Alice edits with JavaScript off; bob saves the same post meanwhile; alice's Save shows his words
+    against hers, names him, keeps hers in the form; her second Save keeps hers."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    login(page, base, "alice")
+    edit_url = new_draft(page, base, "No script check", "The first words.")
+    plain = browser.new_context(java_script_enabled=False)
+    try:
+        alice = plain.new_page()
+        alice.goto(f"{base}/accounts/login/")
+        alice.get_by_label("Username").fill("alice")
+        alice.get_by_label("Password").fill("demo-pass-1234")
+        alice.locator("main").get_by_role("button", name="Sign in").click()
+        alice.goto(edit_url)
+        alice.get_by_label("Body (markdown)").fill("Alice's words.")
+
+        bob = browser.new_context().new_page()
+        login(bob, base, "bob")
+        bob.goto(edit_url)
+        bob.get_by_label("Body (markdown)").fill("Bob's words.")
+        bob.locator("#post-form").get_by_role("button", name="Save").click()
+        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+
+        alice.locator("#post-form").get_by_role("button", name="Save").click()
+        expect(alice.locator("p.error[role=alert]")).to_contain_text(
+            "bob changed this post since you opened it, so nothing was saved."
+        )
+        card = alice.locator("#incoming .incoming")
+        expect(card.locator(".diff-line.added")).to_contain_text(["Bob's words."])
+        expect(card.get_by_role("button", name="Keep mine")).to_be_hidden()  # (they need the script)
+        expect(alice.get_by_label("Body (markdown)")).to_have_value("Alice's words.")
+        assert saved_body(page, edit_url) == "Bob's words."
+
+        alice.locator("#post-form").get_by_role("button", name="Save").click()
+        alice.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+        assert saved_body(page, edit_url) == "Alice's words."
+        bob.context.close()
+    finally:
+        plain.close()
+
+
+def test_a_change_by_another_member_heard_live_is_named_and_a_save_after_it_is_not_refused(
+    server_factory, browser, context
+):
+    """Nothing typed: bob's save appears in alice's open editor, the note naming bob (it said "The
+    assistant" whoever made it); her Save then saves (the form's version moved on with the words)."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    context.add_init_script(MARK_BLOG_LIVE)
+    alice = context.new_page()
+    login(alice, base, "alice")
+    edit_url = new_draft(alice, base, "Named change check", "The first words.")
+    expect_blog_live(alice)
+
+    bob_context = browser.new_context()
+    try:
+        bob = bob_context.new_page()
+        login(bob, base, "bob")
+        bob.goto(edit_url)
+        bob.get_by_label("Body (markdown)").fill("Bob's words.")
+        bob.locator("#post-form").get_by_role("button", name="Save").click()
+        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    finally:
+        bob_context.close()
+
+    expect(alice.get_by_label("Body (markdown)")).to_have_value("Bob's words.")
+    expect(alice.locator(".incoming-note")).to_have_text("bob changed this post; the editor shows the saved version.")
+    alice.get_by_label("Title").fill("Named change check, renamed")
+    alice.locator("#post-form").get_by_role("button", name="Save").click()
+    alice.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    expect(post_item(alice, "Named change check, renamed")).to_be_visible()
