@@ -140,11 +140,14 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     post = _post(blog, pk)
+    mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     if not grants.may_change(actor, post):
+        # A Save from an editor opened while it was a draft (its form carries a version): published meanwhile.
+        if request.method == "POST" and "version" in request.POST and post.status == Post.PUBLISHED:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": post, **mine}, status=409)
         raise Http404("Not found.")  # a published post is changed only with the publish scope (README)
     error, incoming = None, None  # (incoming: the saved version, when a Save found it changed)
     if request.method == "POST":
-        mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
         try:
             services.post_update(
                 post=post, actor=actor, title=mine["title"], body=mine["body"], version=request.POST.get("version")

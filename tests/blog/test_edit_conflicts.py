@@ -118,6 +118,27 @@ def test_a_stale_save_of_the_words_already_saved_says_so_and_saves_on_the_second
     assert again.status_code == 302
 
 
+def test_a_draft_published_while_an_author_edits_it_refuses_the_save_and_gives_the_words_back(team):
+    """An author (no publish scope) edits a draft; an editor publishes it meanwhile: changing it is now
+    a publish-level act, so the Save writes nothing, but the page says why and gives the author's words
+    back to copy. Before, it answered 404 and the words were gone."""
+    post = make_post(team.blog, "Morning draft", "Saved words.", author=team.author)
+    mine = browser(team.author)
+    version = opened_version(mine, post)
+    services.post_publish(post=Post.objects.get(pk=post.pk), actor=person(team.editor))
+    typed = "My new paragraph <b>with a tag</b>."
+    response = mine.post(edit_url(post), {"title": "Morning draft, renamed", "body": typed, "version": version})
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert "was published while you were editing" in html and "nothing was saved" in html
+    assert "My new paragraph &lt;b&gt;with a tag&lt;/b&gt;." in html and "Morning draft, renamed" in html
+    assert "<b>with a tag</b>" not in html
+    post.refresh_from_db()
+    assert (post.title, post.body, post.status) == ("Morning draft", "Saved words.", Post.PUBLISHED)
+    # Opening the editor again is still refused, as for any published post the author may not change.
+    assert mine.get(edit_url(post)).status_code == 404
+
+
 def test_a_version_that_is_not_one_is_refused_with_the_words_kept(team):
     post = make_post(team.blog, "Garbled", "Saved.")
     response = browser(team.owner).post(edit_url(post), {"title": "Garbled", "body": "Mine.", "version": "yesterday"})
