@@ -104,8 +104,14 @@ class PostRevision(models.Model):
         who = self.user.username if self.user else "someone"
         if not self.via_assistant:
             return who
+        return f"{self.assistant_label} for {who}"
+
+    @property
+    def assistant_label(self) -> str:
+        """What acted for the person in a change made through the assistant: the connected client by its
+        name, else "the assistant"."""
         client = self.consent.client_name if self.consent and self.consent.client else ""
-        return f"{client or 'the assistant'} for {who}"
+        return client or "the assistant"
 
 
 class ChatLink(models.Model):

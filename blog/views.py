@@ -186,8 +186,7 @@ def changed_by(post: Post, user: Any) -> str:
         return "Someone changed this post"
     mine = revision.user_id == user.pk
     if revision.via_assistant:
-        client = revision.consent.client_name if revision.consent and revision.consent.client else ""
-        who = (client or "The assistant") if mine else revision.actor_label
+        who = revision.assistant_label if mine else revision.actor_label
         return f"{who[:1].upper()}{who[1:]} changed this post"
     if mine:
         return "You changed this post in another tab or window"

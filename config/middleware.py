@@ -214,7 +214,7 @@ class PrivateByDefaultMiddleware:
         if response.has_header("Cache-Control"):
             return response
         session = getattr(request, "session", None)
-        personal = session is not None and session.accessed and bool(list(session.keys()))
+        personal = session is not None and session.accessed and bool(session.keys())
         if personal or "HTTP_AUTHORIZATION" in request.META:
             patch_cache_control(response, private=True)
         return response
