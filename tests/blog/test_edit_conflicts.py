@@ -55,6 +55,7 @@ def test_a_save_from_a_version_changed_elsewhere_is_refused_and_keeps_the_words(
     assert 'value="My title"' in html and ">My words.\r\nAll of them.</textarea>" in html  # the words kept
     card = html[html.index('<section class="card incoming"') :]
     assert "This post changed while you were editing" in card
+    assert "changed this post" not in card  # who did is said once, by the message above the form
     assert '<span class="diff-line added"><span class="sign">+</span>Editor&#x27;s words.</span>' in card
     assert '<span class="diff-line removed"><span class="sign">−</span>My words.</span>' in card
     assert f'name="version" value="{services.post_version(post)}"' in html  # the form is at the saved one now

@@ -53,9 +53,11 @@ def test_a_tab_that_did_not_hear_a_save_made_in_another_is_refused_and_keeps_its
     a.locator("#post-form").get_by_role("button", name="Save").click()
     card = a.locator("#incoming .incoming")
     expect(card).to_contain_text("This post changed while you were editing")
-    expect(card).to_contain_text("You changed this post in another tab or window")
     expect(card.locator(".diff-line.added")).to_contain_text(["Words saved from B."])
-    expect(a.locator("p.error[role=alert]")).to_contain_text("nothing was saved")
+    expect(a.locator("p.error[role=alert]")).to_contain_text(
+        "You changed this post in another tab or window since you opened it, so nothing was saved."
+    )
+    expect(a.get_by_text("You changed this post in another tab or window")).to_have_count(1)  # said once
     assert a.url == edit_url
     expect(a.get_by_label("Title")).to_have_value("Lost update check, A's title")
     expect(a.get_by_label("Body (markdown)")).to_have_value("Words typed in A.")
