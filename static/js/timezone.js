@@ -1,12 +1,12 @@
 // Tells the server the browser's time zone, so pages show times in it (accounts/timezones.py reads
 // the `tz` cookie and ignores a name it does not know). Loaded without `defer`, before the body, so the
-// page's own first requests (htmx fragments) already carry it; the page that set it for the first time
-// was rendered in UTC, and says so beside each time.
+// page's own first requests (htmx fragments) already carry it.
 //
-// A person who has moved (the cookie names a zone, not the browser's now) got this page in the old zone:
-// its times are written again here, in the browser's zone, from each <time datetime> (the instant) and
-// the parts the server showed (a year, a time of day), in the server's own form ("Dec 4, 2026 05:30").
-// Not reloaded: the page may be the answer to a form, which a reload would send again.
+// The page that sets it was rendered in another zone: the site's (UTC, said beside each time: a first
+// visit) or the old one (a person who has moved). Its times are written again here, in the browser's zone,
+// from each <time datetime> (the instant) and the parts the server showed (a year, a time of day), in the
+// server's own form ("Dec 4, 2026 05:30"), without the zone's name. Not reloaded: the page may be the
+// answer to a form, which a reload would send again. Without scripts, times stay in UTC, saying so.
 (function () {
   "use strict";
   var zone;
@@ -19,9 +19,7 @@
   var cookie = "tz=" + zone;
   var cookies = "; " + document.cookie + ";";
   if (cookies.indexOf("; " + cookie + ";") !== -1) return;
-  var moved = cookies.indexOf("; tz=") !== -1;
   document.cookie = cookie + "; path=/; max-age=31536000; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
-  if (!moved) return;
 
   // "M j, Y H:i", "M j, Y" or "M j, H:i" (accounts/templatetags/local_time.py), as the server wrote it.
   function rewrite(time) {

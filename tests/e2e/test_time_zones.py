@@ -1,6 +1,6 @@
 """Times in the browser's own zone: Chromium told it is in Tokyo (Playwright's `timezone_id`) gets
-every time in Tokyo's, with the `datetime` attribute's offset saying so; a first page, before the
-browser could name its zone, says its times are UTC."""
+every time in Tokyo's, with the `datetime` attribute's offset saying so; a first page, rendered before the
+browser could name its zone, writes its times again in it; without scripts, times are UTC, saying so."""
 
 from __future__ import annotations
 
@@ -55,19 +55,36 @@ def test_post_history_and_chats_are_in_the_browsers_zone(demo_server, page, cont
 
 
 @pytest.mark.parametrize("context_options", [KIRITIMATI], ids=["Pacific/Kiritimati"])
-def test_a_reader_sees_dates_in_utc_saying_so_then_in_their_own_zone(demo_server, page, context_options):
+def test_a_readers_very_first_page_shows_dates_in_their_own_zone(demo_server, page, context_options):
+    """The first page is rendered before the browser could name its zone (in UTC, saying so); it writes its
+    dates again in the browser's zone as it loads, and every page after it comes in that zone."""
     base = demo_server.url
-    page.goto(f"{base}/read/{BLOG}/")  # the very first page: the browser has not named its zone yet
+    page.goto(f"{base}/read/{BLOG}/")
     stamp = page.locator(".public-entry time").first
     iso = stamp.get_attribute("datetime") or ""
-    assert iso.endswith("+00:00")
-    expect(stamp).to_have_text(shown(iso, with_time=False) + " UTC")
+    assert iso.endswith("+00:00")  # (rendered in UTC)
+    here = datetime.fromisoformat(iso).astimezone(ZoneInfo("Pacific/Kiritimati"))
+    expect(stamp).to_have_text(shown(here.isoformat(), with_time=False))
 
-    page.reload()  # every page after it is in the reader's zone
+    page.reload()
     stamp = page.locator(".public-entry time").first
     iso = stamp.get_attribute("datetime") or ""
     assert iso.endswith("+14:00")
     expect(stamp).to_have_text(shown(iso, with_time=False))
+
+
+NO_SCRIPTS = {**KIRITIMATI, "java_script_enabled": False}
+
+
+@pytest.mark.parametrize("context_options", [NO_SCRIPTS], ids=["no-scripts"])
+def test_without_scripts_a_reader_sees_dates_in_utc_saying_so(demo_server, page, context_options):
+    base = demo_server.url
+    for _ in range(2):  # (the browser never names its zone)
+        page.goto(f"{base}/read/{BLOG}/")
+        stamp = page.locator(".public-entry time").first
+        iso = stamp.get_attribute("datetime") or ""
+        assert iso.endswith("+00:00")
+        expect(stamp).to_have_text(shown(iso, with_time=False) + " UTC")
 
 
 @pytest.mark.parametrize("context_options", [TOKYO], ids=["Asia/Tokyo"])
