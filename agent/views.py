@@ -210,8 +210,10 @@ def _html_events(batches: Iterator[list[Item]], turn: Turn) -> Iterator[bytes]:
 
 
 def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:
+    """A server-sent event stream: one person's, so no cache keeps it (`no-store`) nor serves it to
+    another (`private`); `X-Accel-Buffering: no` asks a proxy in front to pass each event on at once."""
     response = StreamingHttpResponse(chunks, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
+    response["Cache-Control"] = "no-store, private"
     response["X-Accel-Buffering"] = "no"
     return response
 

@@ -204,7 +204,7 @@ class PrivateByDefaultMiddleware:
     by a cache between them and it for someone else. `Vary: Cookie` (the session's) alone relied on
     every such cache honouring it. An answer the same for everyone (a public post read signed out,
     static files) reads no session and is left as it is; a view that says more (`never_cache`, the
-    streams' `no-cache`) keeps its words."""
+    streams' `no-store`) keeps its words."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

@@ -177,6 +177,7 @@ class ApiClient:
         response = self.client.get(url, **headers)
         assert response.status_code == 200, response.content
         assert response["Content-Type"] == "text/event-stream"
+        assert response["Cache-Control"] == "no-store, private"  # (one person's: no cache keeps it)
         return parse_sse(b"".join(response.streaming_content))
 
     def turn(self, session: Session, text: str) -> list[tuple[str, Any]]:

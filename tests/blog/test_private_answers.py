@@ -44,3 +44,14 @@ def test_what_is_the_same_for_everyone_is_not_marked_private(team, client):
     answer = client.get(f"/read/{team.blog.slug}/{post.slug}/")
     assert answer.status_code == 200
     assert "private" not in answer.get("Cache-Control", "")
+
+
+def test_a_persons_live_stream_is_never_kept_by_a_cache(team):
+    """The page's stream (what the blog did, for this person) is `no-store` and `private`: a shared cache
+    may neither keep it nor serve it to anyone else. A turn's stream is made by the same
+    `agent.views.event_stream`."""
+    answer = browser(team.owner).get(f"/blogs/{team.blog.slug}/events/", HTTP_ACCEPT="text/event-stream")
+    answer.close()  # (not read: it waits for changes)
+    assert answer.status_code == 200 and answer["Content-Type"] == "text/event-stream"
+    kept = {part.strip() for part in answer["Cache-Control"].split(",")}
+    assert {"no-store", "private"} <= kept, answer["Cache-Control"]
