@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import ipaddress
 import logging
+import threading
 from collections.abc import Callable
 from time import monotonic
 
@@ -87,7 +88,8 @@ class HealthCheckMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
         self.migrated = False  # once true, for the worker's life: migrations are never taken back under it
-        self.pending_since_look: float | None = None  # when a look last found migrations pending
+        self.last_look: tuple[float, str] | None = None  # when a look last found them not all applied, and what
+        self.looking = threading.Lock()  # probes arriving together: one looks, the others take its answer
         self.history_broken_said = False  # a broken migration history is logged once per worker
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
@@ -112,16 +114,25 @@ class HealthCheckMiddleware:
         return response
 
     def migrations(self) -> str:
-        """`ok` or `pending` (`unknown` if the database stops answering meanwhile, or its record of
-        migrations is one `migrate` refuses): looked up at the first probe, then, while pending, at most
-        every `MIGRATIONS_RECHECK` seconds; once all are applied, never again."""
+        """`ok`, `pending`, or `unknown` (the database stopped answering meanwhile, or its record of
+        migrations is one `migrate` refuses): looked up at the first probe, one probe at a time, then,
+        until all are applied, at most every `MIGRATIONS_RECHECK` seconds; once they are, never again."""
         if self.migrated:
             return "ok"
-        now = monotonic()
-        if self.pending_since_look is not None and now - self.pending_since_look < MIGRATIONS_RECHECK:
-            return "pending"
+        with self.looking:
+            if self.migrated:
+                return "ok"
+            now = monotonic()
+            if self.last_look is not None and now - self.last_look[0] < MIGRATIONS_RECHECK:
+                return self.last_look[1]
+            found = self.look()
+            self.migrated = found == "ok"
+            self.last_look = None if self.migrated else (now, found)
+            return found
+
+    def look(self) -> str:
         try:
-            self.migrated = not migrations_pending()
+            return "pending" if migrations_pending() else "ok"
         except DatabaseError:
             return "unknown"
         except Exception as e:  # (an inconsistent history, a conflict: `migrate` itself would refuse)
@@ -129,8 +140,6 @@ class HealthCheckMiddleware:
                 self.history_broken_said = True
                 logger.error("/healthz: the database's migration history is one migrate refuses: %s", e)
             return "unknown"
-        self.pending_since_look = None if self.migrated else now
-        return "ok" if self.migrated else "pending"
 
 
 def database_answers() -> bool:

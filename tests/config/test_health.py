@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+
 import pytest
 from django.core.management import call_command
 from django.db import OperationalError
-from django.test import Client
+from django.http import HttpResponse
+from django.test import Client, RequestFactory
 
+from config.middleware import HealthCheckMiddleware
 from tests.agent.backends.openai_server import closed_port
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +128,31 @@ def test_a_broken_migration_history_makes_the_worker_unavailable_not_an_error(pr
                 "DELETE FROM django_migrations WHERE app = %s AND name = %s", ["blog", "0007_consent_known_scopes"]
             )
         call_command("migrate", "blog", verbosity=0)
+
+
+def test_probes_arriving_together_look_at_the_migrations_once(monkeypatch):
+    """A worker's first probes often come together (a balancer and an orchestrator, several balancer
+    nodes): one looks at the migrations (`migrate --check`), the others wait for its answer and take it."""
+    looks = []
+
+    def pending() -> bool:
+        looks.append(threading.current_thread().name)
+        time.sleep(0.2)  # (the look takes a while: the other probes arrive meanwhile)
+        return True
+
+    monkeypatch.setattr("config.middleware.migrations_pending", pending)
+    monkeypatch.setattr("config.middleware.database_answers", lambda: True)
+    health = HealthCheckMiddleware(lambda request: HttpResponse())
+    answers: list[tuple[int, str]] = []
+
+    def ask() -> None:
+        response = health(RequestFactory().get("/healthz"))
+        answers.append((response.status_code, json.loads(response.content)["migrations"]))
+
+    probes = [threading.Thread(target=ask) for _ in range(5)]
+    for probe in probes:
+        probe.start()
+    for probe in probes:
+        probe.join()
+    assert answers == [(503, "pending")] * 5
+    assert len(looks) == 1, looks
