@@ -116,15 +116,15 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
 SLUG_ATTEMPTS = 5
 
 
-def save_at_free_slug(post: Post) -> None:
-    """Save the post (new or changed) at its slug, or, when another request took that slug after
-    `unique_slug` found it free, at the next free one: the unique (blog, slug) constraint decides
+def save_at_free_slug(post: Post, fields: list[str] | None = None) -> None:
+    """Save the post (new, or its changed `fields`) at its slug, or, when another request took that slug
+    after `unique_slug` found it free, at the next free one: the unique (blog, slug) constraint decides
     between them, and the refused write is undone alone (a savepoint), so the caller's transaction
     goes on. Any other refusal is raised as it was."""
     for attempt in range(1, SLUG_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                post.save()
+                post.save(update_fields=fields)
             return
         except IntegrityError:
             taken = Post.objects.filter(blog=post.blog_id, slug=post.slug).exclude(pk=post.pk).exists()
@@ -208,23 +208,28 @@ def post_update(
 ) -> Post:
     """Change the title, body and/or cover (the previous cover's object goes once this is committed).
     With `version` (`post_version` of the post the editor opened), refuse with PostChanged when the
-    post was saved since: checked and written in one transaction. The assistant and the API pass none."""
+    post was saved since: checked and written in one transaction. The assistant and the API pass none;
+    only what they change is written, so a change saved since they read the post keeps the rest."""
     try:
         check_may_change(post, actor)
         title = None if title is None else clean_title(title)
         body = None if body is None else clean_body(body)
         before, old_cover = post.snapshot(), post.cover_ref
+        changed = ["updated_at"]
         if title is not None and title != post.title:  # a body-only edit keeps the post's address
             post.title = title
             post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+            changed += ["title", "slug"]
         if body is not None:
             post.body = body
+            changed.append("body")
         if cover:
             post.cover_ref, post.cover_type = cover
+            changed += ["cover_ref", "cover_type"]
         with transaction.atomic():
             if version is not None:
                 _claim(post, version)
-            save_at_free_slug(post)
+            save_at_free_slug(post, changed)
             _revise(post, post.blog, "update", before, actor)
             live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     except BaseException:
@@ -235,13 +240,17 @@ def post_update(
     return post
 
 
+#: What publishing and unpublishing write: a change to the words saved since the post was read stays.
+STATE_FIELDS = ["status", "published_at", "updated_at"]
+
+
 def post_publish(*, post: Post, actor: Actor) -> Post:
     if post.status == Post.PUBLISHED:
         raise OperationError(f"“{post.title}” is already published.", "conflict")
     before = post.snapshot()
     post.status, post.published_at = Post.PUBLISHED, timezone.now()
     with transaction.atomic():
-        post.save()
+        post.save(update_fields=STATE_FIELDS)
         _revise(post, post.blog, "publish", before, actor)
         live.announce(post.blog, {"type": "post.published", "id": post.pk})
     return post
@@ -253,7 +262,7 @@ def post_unpublish(*, post: Post, actor: Actor) -> Post:
     before = post.snapshot()
     post.status, post.published_at = Post.DRAFT, None
     with transaction.atomic():
-        post.save()
+        post.save(update_fields=STATE_FIELDS)
         _revise(post, post.blog, "unpublish", before, actor)
         live.announce(post.blog, {"type": "post.unpublished", "id": post.pk})
     return post
@@ -288,7 +297,7 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     post.title, post.body = revision.before["title"], revision.before["body"]
     post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
     with transaction.atomic():
-        save_at_free_slug(post)
+        save_at_free_slug(post, ["title", "slug", "body", "updated_at"])
         _revise(post, post.blog, "revert", before, actor)
         live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post

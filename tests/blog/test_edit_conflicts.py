@@ -214,3 +214,27 @@ def test_two_saves_from_the_same_version_at_once_write_one(team):
     assert results == {"first": "saved", "second": "refused"}, connection.vendor
     post.refresh_from_db()
     assert post.body == "First."
+
+
+def test_the_assistant_and_the_buttons_write_only_what_they_change(team, consent):
+    """A post read by a tool (or a Publish button's request) while a person saves new words: the tool's
+    change and the publishing write only their own fields, and the person's words stay. Before, each
+    wrote the whole post as it had read it, putting the old words back."""
+    post = make_post(team.blog, "Read once", "The first words.")
+    grant = consent(team.owner, team.blog, ALL)
+    assistant = Actor(team.owner, frozenset(ALL), consent=grant, via_assistant=True)
+
+    read_by_the_tool = Post.objects.get(pk=post.pk)
+    services.post_update(post=Post.objects.get(pk=post.pk), actor=person(team.owner), body="The owner's words.")
+    services.post_update(post=read_by_the_tool, actor=assistant, title="Retitled by the assistant")
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("Retitled by the assistant", "The owner's words.")
+
+    read_by_the_button = Post.objects.get(pk=post.pk)
+    services.post_update(post=Post.objects.get(pk=post.pk), actor=person(team.owner), body="Newer words.")
+    services.post_publish(post=read_by_the_button, actor=person(team.editor))
+    post.refresh_from_db()
+    assert (post.status, post.body) == (Post.PUBLISHED, "Newer words.")
+    services.post_unpublish(post=Post.objects.get(pk=post.pk), actor=person(team.editor))
+    post.refresh_from_db()
+    assert (post.status, post.published_at, post.body) == (Post.DRAFT, None, "Newer words.")
