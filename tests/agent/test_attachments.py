@@ -363,3 +363,30 @@ def test_chat_cleanup_deletes_the_files_of_the_chats_it_deletes(api, chat, scrip
     call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
     assert not Session.objects.filter(pk=chat.pk).exists()
     assert stored(media) == [kept]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "served"),
+    [
+        ("invoice.bat", files.pdf() + b"\r\ncalc.exe\r\n", 'attachment; filename="invoice.bat.pdf"'),
+        ("setup.ps1", files.pdf(), 'attachment; filename="setup.ps1.pdf"'),
+        ("report", files.pdf(), 'attachment; filename="report.pdf"'),
+        ("photo.cmd", files.png(), 'inline; filename="photo.cmd.png"'),
+        ("photo.PNG", files.png(), 'inline; filename="photo.PNG"'),
+        ("photo.png", files.jpeg_with_gps(), 'inline; filename="photo.png.jpg"'),
+    ],
+)
+def test_an_attachment_is_saved_under_a_name_whose_extension_is_its_checked_type(
+    api, chat, script, media, name, data, served
+):
+    """The bytes decide the type (a PDF is anything starting `%PDF-`), but the download kept the name
+    sent: a PDF whose later lines are commands, named `invoice.bat`, was accepted and served as
+    `attachment; filename="invoice.bat"`, which a browser saves as a batch file that Windows runs
+    line by line (the first, `%PDF-1.4`, fails; the rest run), for the chat's person or the staff
+    who open it from the admin. The name shown in the chat stays the person's own."""
+    script([[DONE]])
+    assert upload(api, chat, "Look", (name, data)).status_code == 202
+    part = Part.objects.get(type__in=("image", "document"))
+    got = api.get(f"/api/agent/sessions/{chat.pk}/attachments/{part.pk}")
+    assert got["Content-Disposition"] == served
+    assert part.text == name
