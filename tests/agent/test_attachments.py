@@ -405,3 +405,26 @@ def test_an_attachment_is_saved_under_a_name_whose_extension_is_its_checked_type
     got = api.get(f"/api/agent/sessions/{chat.pk}/attachments/{part.pk}")
     assert got["Content-Disposition"] == served
     assert part.text == name
+
+
+def test_a_chat_or_account_deleted_takes_its_attachment_files_with_it(
+    api, chat, script, media, django_user_model, django_capture_on_commit_callbacks
+):
+    """Only `chat_cleanup` deleted a chat's files. A superuser deleting a chat in the admin (a person
+    asked for it), or deleting a person's account, left every photo and document they had attached
+    in storage, unreferenced by anything, never to be removed."""
+    script([[DONE]] * 2)
+    assert upload(api, chat, "Look", ("photo.png", files.png()), ("r.pdf", files.pdf())).status_code == 202
+    assert len(stored(media)) == 2
+    admin = Client()
+    admin.force_login(django_user_model.objects.create_superuser("root", password="root-pass-12345"))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert admin.post(f"/admin/agent/session/{chat.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert stored(media) == []
+
+    other = Session.objects.create(user=chat.user, purpose="chat")
+    assert upload(api, other, "Again", ("photo.png", files.png())).status_code == 202
+    assert len(stored(media)) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert admin.post(f"/admin/auth/user/{chat.user.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert stored(media) == []
