@@ -44,9 +44,9 @@ def blog_of_scopes(scopes: list[str] | str) -> int | None:
 def granted(user, scopes: list[str] | str, client_id: str) -> bool:
     """Whether `user` has a live Consent for `client_id` on the blog `scopes` bind a token to."""
     blog_id = blog_of_scopes(scopes)
-    return bool(blog_id) and Consent.objects.filter(
-        user=user, blog_id=blog_id, client=client_id, revoked_at__isnull=True
-    ).exists()
+    if blog_id is None:
+        return False
+    return Consent.objects.filter(user=user, blog_id=blog_id, client=client_id, revoked_at__isnull=True).exists()
 
 
 class ConnectorValidator(OAuth2Validator):
