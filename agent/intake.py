@@ -74,12 +74,13 @@ BAD_MESSAGE = "Write a message of up to 20,000 characters."
 
 def uploaded_files(request: HttpRequest) -> list[tuple[str, bytes]]:
     """The request's `files` as (name, bytes); Refused when the upload was stopped as it arrived."""
+    received = request.FILES.getlist("files")  # (first: the body is parsed, and an upload stopped, here)
     refused = refusal_of(request)
     if refused is not None:
         code, message = refused
         raise Refused(413 if code == "too_large" else 400, code, message)
     out = []
-    for upload in request.FILES.getlist("files"):
+    for upload in received:
         assert upload.name is not None  # (Django's upload parser skips a file part without a filename)
         with upload.open("rb") as fh:
             out.append((upload.name, fh.read()))

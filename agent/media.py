@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import transaction
 
 from agent import logcontext
 from agent.models import Part, Session
@@ -68,3 +69,11 @@ def keys_of_sessions(session_ids: Iterable[Any]) -> list[str]:
         .exclude(media_ref="")
         .values_list("media_ref", flat=True)
     )
+
+
+def session_deleted(sender: Any, instance: Session, **kwargs: Any) -> None:
+    """`pre_delete` of a Session (connected in `AgentConfig.ready`): however a chat goes (the admin, its
+    person's account deleted, `chat_cleanup`), its attachment files go once the deletion is committed."""
+    keys = keys_of_sessions([instance.pk])
+    if keys:
+        transaction.on_commit(lambda: delete(keys))

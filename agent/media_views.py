@@ -20,6 +20,17 @@ from agent.media import MEDIA_TYPES
 from agent.models import Part, Session
 from agent.policy import get_policy
 
+#: The extensions a saved file may keep for each type its bytes were checked to be (`agent.uploads`).
+EXTENSIONS = {
+    "application/pdf": (".pdf",),
+    "image/png": (".png",),
+    "image/jpeg": (".jpg", ".jpeg"),
+    "image/gif": (".gif",),
+    "image/webp": (".webp",),
+    "text/plain": (".txt", ".text"),
+    "text/markdown": (".md", ".markdown"),
+}
+
 #: On every stored file served (attachments and, in the domain, post covers).
 SANDBOX_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
 
@@ -63,6 +74,17 @@ def attachment(request: HttpRequest, session_id: Any, part_id: int) -> HttpRespo
     return stored_file_response(part.media_ref, part.media_type, part.text, inline=part.type == "image")
 
 
+def download_name(name: str, media_type: str) -> str:
+    """The name a browser saves the file under: the person's, with the extension of its checked type
+    added when it has another. The type comes from the bytes, the name from whoever uploaded them: a
+    PDF named `invoice.bat` (its later lines commands) would be saved as a batch file Windows runs."""
+    name = name or "attachment"
+    allowed = EXTENSIONS.get(media_type, ())
+    if not allowed or name.lower().endswith(allowed):
+        return name
+    return name + allowed[0]
+
+
 def stored_file_response(key: str, media_type: str, name: str, *, inline: bool) -> FileResponse:
     """A stored object as a safe download: its checked type, no sniffing, sandboxed, private."""
     try:
@@ -74,7 +96,9 @@ def stored_file_response(key: str, media_type: str, name: str, *, inline: bool) 
     except Exception:
         fh.close()
         raise Http404("No such file.") from None
-    response = FileResponse(fh, content_type=media_type, as_attachment=not inline, filename=name or "attachment")
+    response = FileResponse(
+        fh, content_type=media_type, as_attachment=not inline, filename=download_name(name, media_type)
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = SANDBOX_CSP
     response["Cross-Origin-Resource-Policy"] = "same-origin"

@@ -14,6 +14,8 @@ from django.urls import reverse
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import get_scopes_backend
 
+from blog.models import Consent
+
 BLOG_SCOPE = re.compile(r"blog:([1-9][0-9]{0,18})")
 
 
@@ -39,6 +41,14 @@ def blog_of_scopes(scopes: list[str] | str) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
+def granted(user, scopes: list[str] | str, client_id: str) -> bool:
+    """Whether `user` has a live Consent for `client_id` on the blog `scopes` bind a token to."""
+    blog_id = blog_of_scopes(scopes)
+    if blog_id is None:
+        return False
+    return Consent.objects.filter(user=user, blog_id=blog_id, client=client_id, revoked_at__isnull=True).exists()
+
+
 class ConnectorValidator(OAuth2Validator):
     """django-oauth-toolkit's validator with this server's stricter rules."""
 
@@ -46,6 +56,17 @@ class ConnectorValidator(OAuth2Validator):
         # Exact string comparison with a registered URI (RFC 9700 §2.1, the MCP authorization spec):
         # no loopback port latitude, so a code can only ever go where the client registered.
         return redirect_uri in request.client.redirect_uris.split()
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        # The code stands for the client's Consent on its blog: revoked (or the seat or the account gone)
+        # before the client exchanged it, the code is spent and makes no token, which would otherwise
+        # work again the day the person connects the same client anew.
+        if not super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return False
+        if request.user.is_active and granted(request.user, request.scopes, client.client_id):
+            return True
+        self.invalidate_authorization_code(client_id, code, request)
+        return False
 
     def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
         # A deactivated account gets no new tokens; its access tokens are refused at `/mcp` too.

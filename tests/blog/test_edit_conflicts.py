@@ -13,7 +13,7 @@ from django.db import connection, connections, transaction
 
 from blog import services
 from blog.grants import Actor
-from blog.models import Post, PostRevision
+from blog.models import Post, PostRevision, Seat
 from tests.blog.conftest import ALL, browser, make_post
 
 pytestmark = pytest.mark.django_db
@@ -138,6 +138,23 @@ def test_a_draft_published_while_an_author_edits_it_refuses_the_save_and_gives_t
     assert (post.title, post.body, post.status) == ("Morning draft", "Saved words.", Post.PUBLISHED)
     # Opening the editor again is still refused, as for any published post the author may not change.
     assert mine.get(edit_url(post)).status_code == 404
+
+
+@pytest.mark.parametrize("lost", ["demoted to viewer", "removed"])
+def test_a_save_after_losing_the_blog_is_not_found_not_the_published_page(team, lost):
+    """The 409 page names the post and gives the words back; it is for a member who may still write
+    there. One who lost the right while the editor was open gets the 404 anyone else gets."""
+    post = make_post(team.blog, "Morning draft", "Saved words.", author=team.author)
+    mine = browser(team.author)
+    version = opened_version(mine, post)
+    services.post_publish(post=Post.objects.get(pk=post.pk), actor=person(team.editor))
+    seat = Seat.objects.filter(user=team.author, blog=team.blog)
+    if lost == "removed":
+        seat.delete()
+    else:
+        seat.update(role=Seat.VIEWER)
+    response = mine.post(edit_url(post), {"title": "Renamed", "body": "Typed.", "version": version})
+    assert response.status_code == 404 and "Morning draft" not in response.content.decode()
 
 
 def test_a_version_that_is_not_one_is_refused_with_the_words_kept(team):

@@ -307,3 +307,24 @@ def test_tokens_travel_only_in_the_header(team):
         f"/mcp?access_token={conn.access_token}", data=json.dumps(INIT), content_type="application/json"
     )
     assert response.status_code == 401
+
+
+def test_a_code_not_yet_exchanged_when_the_grant_is_revoked_gets_no_token(team):
+    """Revoking (the Clients screen, Disconnect all, the admin) revoked the client's tokens, but a code
+    it had not yet exchanged still made a token and a refresh token, good for 30 days. /mcp refused
+    them while the grant stayed revoked, but once the person connected the same client again they
+    worked: the very tokens the revoke was meant to end (the admin's revoke test says so of tokens)."""
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    browser = Client()
+    browser.force_login(team.owner)
+    revoked = browser.post(f"/blogs/{team.blog.slug}/clients/{client_id}/", {"action": "revoke"})
+    assert revoked.status_code == 302
+
+    late = exchange(client_id, params["code"], verifier)
+
+    assert late.status_code == 400 and late.json()["error"] == "invalid_grant"
+    assert not get_access_token_model().objects.filter(application__client_id=client_id).exists()
+    again = connect(team.owner, team.blog.slug, ALL, client_id=client_id)  # connected again: works as new
+    assert again.mcp(INIT).status_code == 200
+    assert exchange(client_id, params["code"], verifier).status_code == 400  # the old code stays spent
