@@ -365,7 +365,9 @@ def test_attachments_count_toward_the_reserved_input_realistically():
     assert budget.estimate_tokens("", message, []) >= 1534 + 36_000
 
 
-def test_chat_cleanup_deletes_the_files_of_the_chats_it_deletes(api, chat, script, media, other_user):
+def test_chat_cleanup_deletes_the_files_of_the_chats_it_deletes(
+    api, chat, script, media, other_user, django_capture_on_commit_callbacks
+):
     script([[DONE]])
     upload(api, chat, "Look", ("photo.png", files.png()), ("r.pdf", files.pdf()))
     keep = Session.objects.create(user=other_user)
@@ -375,9 +377,12 @@ def test_chat_cleanup_deletes_the_files_of_the_chats_it_deletes(api, chat, scrip
     Message.objects.filter(session=keep).delete()
     assert len(stored(media)) == 3
     Session.objects.filter(pk=chat.pk).update(updated_at="2000-01-01T00:00:00Z", turn=None)
-    call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks(execute=True):  # (the files go once the deletion commits)
+        call_command("chat_cleanup", "--older-than", "30", stdout=out)
     assert not Session.objects.filter(pk=chat.pk).exists()
     assert stored(media) == [kept]
+    assert "Deleted 1 sessions (2 attachment files)" in out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,9 @@ def test_the_demo_acknowledges_each_attachment(team, consent, media):
     assert f'href="/api/agent/sessions/{chat.pk}/attachments/{pdf.pk}"' in html
 
 
-def test_make_a_post_from_this_photo_drafts_it_with_a_copied_cover(team, consent, media):
+def test_make_a_post_from_this_photo_drafts_it_with_a_copied_cover(
+    team, consent, media, django_capture_on_commit_callbacks
+):
     consent(team.owner, team.blog, ALL)
     client = signed_in(team.owner)
     response = send(
@@ -106,7 +108,8 @@ def test_make_a_post_from_this_photo_drafts_it_with_a_copied_cover(team, consent
 
     # Deleting the chat (here by chat_cleanup) deletes the attachment, never the post's copy.
     Session.objects.filter(pk=chat.pk).update(updated_at="2000-01-01T00:00:00Z", turn=None)
-    call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
+    with django_capture_on_commit_callbacks(execute=True):  # (the files go once the deletion commits)
+        call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
     assert stored(media, "agent") == []
     assert [str(p.relative_to(media)) for p in stored(media, "covers")] == [post.cover_ref]
     assert client.get(cover_url).status_code == 200

@@ -40,7 +40,9 @@ def s3(settings):
         yield stand_in
 
 
-def test_attachments_are_put_read_and_deleted_on_s3(api, chat, script, s3, other_user):
+def test_attachments_are_put_read_and_deleted_on_s3(
+    api, chat, script, s3, other_user, django_capture_on_commit_callbacks
+):
     script([[DONE]])
     data = {"text": "Look", "files": [SimpleUploadedFile("photo.png", files.png(32, 24))]}
     response = api.client.post(f"/api/agent/sessions/{chat.pk}/messages", data=data, HTTP_X_CSRFTOKEN=api.csrf)
@@ -66,7 +68,8 @@ def test_attachments_are_put_read_and_deleted_on_s3(api, chat, script, s3, other
     # chat_cleanup deletes the chat's objects.
     s3.objects[f"media/{part.media_ref}"] = b"again"
     Session.objects.filter(pk=chat.pk).update(updated_at="2000-01-01T00:00:00Z", turn=None)
-    call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
+    with django_capture_on_commit_callbacks(execute=True):  # (the objects go once the deletion commits)
+        call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
     assert s3.objects == {}
     assert ("DELETE", f"media/{part.media_ref}") in s3.requests
 

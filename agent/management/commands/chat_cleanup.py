@@ -43,11 +43,11 @@ class Command(BaseCommand):
                 ids = list(old.select_for_update().values_list("pk", flat=True)[:batch_size])
                 if not ids:
                     break
-                keys = media.keys_of_sessions(ids)
+                files += len(media.keys_of_sessions(ids))
+                # Their files go once this commits (`agent.media.session_deleted`, as however a chat
+                # goes): the rows first, so a failure between leaves an unlisted file, never a
+                # transcript pointing at nothing.
                 Session.objects.filter(pk__in=ids).delete()
-            # The rows first, then their files: a failure between leaves an unlisted file, never a
-            # transcript pointing at nothing.
-            files += media.delete(keys)
             deleted += len(ids)
         expired = approvals.expire_stale()
         now = timezone.now()
