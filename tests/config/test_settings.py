@@ -105,3 +105,21 @@ def test_openai_pdf_files_is_auto_or_a_switch():
     )
     on = "from django.conf import settings; assert settings.OPENAI_PDF_FILES == '1', settings.OPENAI_PDF_FILES"
     assert load_settings(OPENAI_PDF_FILES="On", code=on).returncode == 0
+
+
+@pytest.mark.parametrize("command", ["check", "migrate"])
+def test_manage_py_says_a_refused_setting_in_one_sentence_without_a_traceback(command):
+    """(`make run` starts with `manage.py migrate`: a refused value, `DEBUG=maybe` say, printed a
+    traceback through Django's import of the settings, the sentence on its last line.)"""
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", command],
+        cwd=ROOT,
+        env={**base, "DEBUG": "maybe"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr == "DEBUG must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'.\n"
+    assert result.stdout == ""
