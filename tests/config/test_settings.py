@@ -123,3 +123,11 @@ def test_manage_py_says_a_refused_setting_in_one_sentence_without_a_traceback(co
     assert result.returncode == 1
     assert result.stderr == "DEBUG must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'.\n"
     assert result.stdout == ""
+
+
+def test_allowed_hosts_set_but_blank_is_the_default():
+    """(`ALLOWED_HOSTS=` from a template whose variable was empty allowed no host at all: with DEBUG off
+    every page answered 400 while /healthz, answered before the host check, said the host was fine.
+    A blank value is the default, as for DATABASE_URL and FORWARDED_ALLOW_IPS.)"""
+    result = load_settings("from django.conf import settings; print(settings.ALLOWED_HOSTS)", ALLOWED_HOSTS=" ")
+    assert result.stdout.strip() == "['127.0.0.1', 'localhost']", result.stderr
