@@ -10,11 +10,12 @@ def main() -> None:
     from django.core.management import execute_from_command_line
 
     try:
-        settings.INSTALLED_APPS  # noqa: B018  (the settings read the environment here)
+        execute_from_command_line(sys.argv)  # (it reads `--settings` before it loads them)
     except ImproperlyConfigured as e:
+        if settings.configured:  # (raised by a command, not by the settings: its traceback helps)
+            raise
         # A value the settings refuse: its one sentence is all there is to say (README, "Configuration").
         sys.exit(str(e))
-    execute_from_command_line(sys.argv)
 
 
 if __name__ == "__main__":

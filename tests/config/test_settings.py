@@ -131,3 +131,19 @@ def test_allowed_hosts_set_but_blank_is_the_default():
     A blank value is the default, as for DATABASE_URL and FORWARDED_ALLOW_IPS.)"""
     result = load_settings("from django.conf import settings; print(settings.ALLOWED_HOSTS)", ALLOWED_HOSTS=" ")
     assert result.stdout.strip() == "['127.0.0.1', 'localhost']", result.stderr
+
+
+def test_manage_py_still_takes_its_settings_option():
+    """(`--settings` is read before the settings load: a first look at them, to say a refused value in its
+    sentence, would have loaded `config.settings` whatever the option named.)"""
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "diffsettings", "--settings=tests.agent.settings"],
+        cwd=ROOT,
+        env={**base, "DEBUG": "maybe"},  # (config.settings would refuse it; the engine's own ignore it)
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ROOT_URLCONF = 'tests.agent.urls'" in result.stdout
