@@ -10,8 +10,9 @@ DJANGO6_STAMP := $(DJANGO6_VENV)/.installed
 
 .PHONY: run test test-wire test-django6 install chromium redis lint clean soak bench
 
+# (A venv without pip is made again: Debian's python3 without python3-venv leaves .venv/bin/python and no pip.)
 $(STAMP): requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PIP) || $(PYTHON) -m venv --clear $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -r requirements-dev.txt
 	touch $(STAMP)

@@ -26,6 +26,10 @@ def agent_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
     errors: list[checks.CheckMessage] = [checks.Error(s, id="agent.E002") for s in backend.check()]
     if settings.AGENT_MAX_TOOL_CYCLES < 1:
         errors.append(checks.Error("AGENT_MAX_TOOL_CYCLES must be at least 1.", id="agent.E003"))
+    if settings.AGENT_MAX_TOKENS < 1:  # every call would ask for an answer of no tokens, which providers refuse
+        errors.append(
+            checks.Error("AGENT_MAX_TOKENS must be at least 1 (the longest answer of one model call).", id="agent.E011")
+        )
     if settings.AGENT_TURN_EXECUTOR not in ("auto", "thread", "inline"):
         errors.append(checks.Error("AGENT_TURN_EXECUTOR must be auto, thread or inline.", id="agent.E004"))
     poll, lease = settings.AGENT_STOP_POLL_SECONDS, settings.AGENT_TURN_LEASE_SECONDS
@@ -189,6 +193,12 @@ def agent_events(app_configs=None, **kwargs):
     """The event bus loads, and a Redis it names answers (a warning: streams fall back without it)."""
     from agent.events import backend_path, get_bus
 
+    if settings.AGENT_EVENTS_MAX_LEN < 1:  # Redis would keep no entry: a follower could miss what it had not read
+        return [
+            checks.Error(
+                "AGENT_EVENTS_MAX_LEN must be at least 1 (the events of a turn kept on Redis).", id="agent.E012"
+            )
+        ]
     try:
         bus = get_bus()
     except Exception:  # an unknown class or a URL redis-py cannot read; the URL may hold a password

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections, connections
 from django.http import StreamingHttpResponse
@@ -73,6 +74,13 @@ class ClosingConnections:
             connections.close_all()
 
 
-application: WSGIApp = get_wsgi_application()
+try:
+    application: WSGIApp = get_wsgi_application()
+except ImproperlyConfigured as e:
+    # A value the settings refuse (README, "Configuration"): gunicorn says an AppImportError's sentence
+    # alone and stops ("App failed to load."), where any other error came with its traceback of the import.
+    from gunicorn.errors import AppImportError
+
+    raise AppImportError(str(e)) from None
 if gevent_patched():  # (gunicorn's gevent worker patches the process before it loads this module)
     application = on_runners(application)

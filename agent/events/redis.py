@@ -218,6 +218,11 @@ class RedisBus(EventBus):
     def check(self) -> list[str]:
         try:
             self.client.ping()
+        except redis.AuthenticationError:  # (it answers: the server to look at is up)
+            return [
+                f"The Redis server of AGENT_EVENTS_URL ({self.safe_url}) refuses its user or password: streams on "
+                "other workers fall back to the database until it accepts them."
+            ]
         except redis.RedisError:
             return [
                 f"The Redis server of AGENT_EVENTS_URL ({self.safe_url}) does not answer: streams on other "

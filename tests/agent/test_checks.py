@@ -194,3 +194,29 @@ def test_a_minute_budget_too_small_for_a_tool_turn_in_a_long_chat_is_warned_of(s
     settings.AGENT_BACKEND, settings.OPENAI_API_KEY, settings.AGENT_MODEL = "fake", "", ""  # (no model: no cost)
     reset_backends()
     assert "agent.W008" not in ids(agent_settings())
+
+
+def test_a_model_call_with_no_room_to_answer_is_refused_at_start_up(settings):
+    """(AGENT_MAX_TOKENS=0 passed `check` and every start: each model call then asked for an answer of
+    no tokens, which a provider refuses, so every person's first message failed.)"""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
+    settings.OPENAI_API_KEY = settings.ANTHROPIC_API_KEY = ""
+    settings.AGENT_MAX_TOKENS = 0
+    (error,) = agent_settings()
+    assert (error.id, error.msg) == (
+        "agent.E011",
+        "AGENT_MAX_TOKENS must be at least 1 (the longest answer of one model call).",
+    )
+    settings.AGENT_MAX_TOKENS = 1
+    assert agent_settings() == []
+
+
+def test_an_event_stream_that_keeps_no_events_is_refused_at_start_up(settings):
+    """(AGENT_EVENTS_MAX_LEN=0 passed: Redis was told to keep no entry of a turn's events, so a stream
+    on another worker or host could miss what it had not read yet.)"""
+    settings.AGENT_EVENTS_MAX_LEN = 0
+    (error,) = agent_events()
+    assert (error.id, error.msg) == (
+        "agent.E012",
+        "AGENT_EVENTS_MAX_LEN must be at least 1 (the events of a turn kept on Redis).",
+    )

@@ -484,3 +484,15 @@ def test_resumed_while_redis_is_down_the_stream_sends_the_end_alone_never_words_
     reader.join(30)
     assert not reader.is_alive()
     assert [item for item in items if item[1] != "heartbeat"] == [(None, *terminal)]
+
+
+def test_a_redis_that_refuses_the_urls_password_is_said_to_refuse_it_not_to_be_silent(redis_server):
+    """(A wrong user or password in AGENT_EVENTS_URL was reported by `manage.py check` as "does not answer",
+    sending the operator to look for a server that was up.)"""
+    bus = RedisBus(redis_server.url.replace("redis://", "redis://nobody:hunter2@"))
+    (sentence,) = bus.check()
+    assert sentence == (
+        f"The Redis server of AGENT_EVENTS_URL ({redis_server.url}) "
+        "refuses its user or password: streams on other workers fall back to the database until it accepts them."
+    )
+    assert "hunter2" not in sentence

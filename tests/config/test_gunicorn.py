@@ -182,3 +182,17 @@ def test_a_blank_worker_count_is_the_default(tmp_path):
         assert answer is not None and answer.status_code == 200, (tmp_path / "log").read_text()
     finally:
         stop(server)
+
+
+def test_a_setting_refused_as_the_settings_load_is_one_sentence_without_a_traceback(tmp_path):
+    """(A value config/settings.py refuses, `DEBUG=maybe` say, stopped the start, but the log showed
+    gunicorn's traceback of the worker's import of the app, through Django's, before the sentence.)"""
+    server = serve(tmp_path, LOG_LEVEL="loud")
+    try:
+        returncode = server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        returncode = stop(server)
+    log = (tmp_path / "log").read_text()
+    assert returncode == 4, log  # gunicorn's "App failed to load": the master stops, no worker is started again
+    assert "Traceback" not in log, log
+    assert log.count("LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got 'LOUD'.") == 1, log

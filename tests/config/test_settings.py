@@ -105,3 +105,45 @@ def test_openai_pdf_files_is_auto_or_a_switch():
     )
     on = "from django.conf import settings; assert settings.OPENAI_PDF_FILES == '1', settings.OPENAI_PDF_FILES"
     assert load_settings(OPENAI_PDF_FILES="On", code=on).returncode == 0
+
+
+@pytest.mark.parametrize("command", ["check", "migrate"])
+def test_manage_py_says_a_refused_setting_in_one_sentence_without_a_traceback(command):
+    """(`make run` starts with `manage.py migrate`: a refused value, `DEBUG=maybe` say, printed a
+    traceback through Django's import of the settings, the sentence on its last line.)"""
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", command],
+        cwd=ROOT,
+        env={**base, "DEBUG": "maybe"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr == "DEBUG must be 1 or 0 (true/false, yes/no, on/off), got 'maybe'.\n"
+    assert result.stdout == ""
+
+
+def test_allowed_hosts_set_but_blank_is_the_default():
+    """(`ALLOWED_HOSTS=` from a template whose variable was empty allowed no host at all: with DEBUG off
+    every page answered 400 while /healthz, answered before the host check, said the host was fine.
+    A blank value is the default, as for DATABASE_URL and FORWARDED_ALLOW_IPS.)"""
+    result = load_settings("from django.conf import settings; print(settings.ALLOWED_HOSTS)", ALLOWED_HOSTS=" ")
+    assert result.stdout.strip() == "['127.0.0.1', 'localhost']", result.stderr
+
+
+def test_manage_py_still_takes_its_settings_option():
+    """(`--settings` is read before the settings load: a first look at them, to say a refused value in its
+    sentence, would have loaded `config.settings` whatever the option named.)"""
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "diffsettings", "--settings=tests.agent.settings"],
+        cwd=ROOT,
+        env={**base, "DEBUG": "maybe"},  # (config.settings would refuse it; the engine's own ignore it)
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ROOT_URLCONF = 'tests.agent.urls'" in result.stdout
