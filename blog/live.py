@@ -32,6 +32,13 @@ device or through the API (`chat_opened`, on their own channel `panel:<blog>:<us
 the page's stream names it from then on. A page showing one of their chats hears that channel too
 (the panel of the chat it shows): the chat started elsewhere joins its list of earlier chats, the chat
 shown stays. No one else's page listens to that channel.
+
+What changed between a page's drawing and its stream's first opening was published to no one who
+listened. So the page is drawn with a mark of the blog's posts (`page_mark`, read before the posts it
+vouches for), and its stream, once listening, sends the mark as it is now (a `mark` event, its first):
+the page, finding it different, reads again what a change refreshes, as after an outage (chat.js). A
+page showing no chat hears in the same event the person's latest chat of its panel, and takes it up.
+Anything committed after the stream's mark was read is published after it listened, so it is heard.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.crypto import constant_time_compare
@@ -59,7 +67,7 @@ from agent.transcript import release_connection
 from agent.views import event_stream
 from blog import grants, rosters
 from blog.access import READ, ROLE_SCOPES
-from blog.models import Blog, Post, Seat
+from blog.models import Blog, Post, PostRevision, Seat
 
 HEARTBEAT_SECONDS = 15.0
 SIGNED_IN_CHECK_SECONDS = 60.0  # how often a page's stream looks whether its session still signs its member in
@@ -74,6 +82,15 @@ def announce(blog: Blog, effect: dict[str, Any]) -> None:
     """Tell every open page of the blog about `effect` once the change is committed (never raises)."""
     name = channel_name(blog)
     transaction.on_commit(lambda: events.publish(name, [effect]))
+
+
+def page_mark(blog: Blog | int) -> str:
+    """What a page of the blog is drawn from, as far as the blog's changes go: how many revisions it has.
+    Every change a page hears of (`announce`) writes one revision in its transaction (`blog.services`),
+    and none is ever taken away but with the blog, so any change committed after this was read makes it
+    different, whatever order concurrent transactions took their ids in (the last id would not do: on
+    PostgreSQL a smaller id can commit after a larger one was read). One query, an index-only count."""
+    return str(PostRevision.objects.filter(blog=blog).aggregate(n=Count("*"))["n"])
 
 
 def panel_channel(blog_id: int, user_id: int, post_id: int | None = None) -> str:
@@ -108,15 +125,17 @@ def blog_events(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBas
         raise Http404("No such blog.")
     if not from_event_source(request):
         return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")
-    shown = own_chat(request, blog)
+    shown, panel = own_chat(request, blog), None
     if shown is not None:
         chat, post_id = shown
         also = [notices.channel_name(chat), panel_channel(blog.pk, request.user.pk, post_id)]
     else:
-        also = [panel] if (panel := panel_of(request, blog)) else []
+        panel = panel_of(request, blog)
+        also = [panel_channel(blog.pk, request.user.pk, panel[0])] if panel else []
     page = request.GET.get("page", "")
     key = page if page.isascii() and page.isalnum() and len(page) <= 40 else None
-    return event_stream(_changes(blog, request.user.pk, request.session.session_key, *also, key=key))
+    mark = Mark(blog, request.user.pk, panel)
+    return event_stream(_changes(blog, request.user.pk, request.session.session_key, *also, key=key, mark=mark))
 
 
 def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> tuple[str, int | None] | None:
@@ -133,15 +152,32 @@ def own_chat(request: AuthenticatedHttpRequest, blog: Blog) -> tuple[str, int | 
     return None if row is None else (chat, row["blog_link__post"])
 
 
-def panel_of(request: AuthenticatedHttpRequest, blog: Blog) -> str | None:
-    """The requester's own panel channel, for a page showing none of their chats (`?panel=blog`, or
-    `?panel=<post id>` of a post of this blog beside its editor); else None."""
+def panel_of(request: AuthenticatedHttpRequest, blog: Blog) -> tuple[int | None] | None:
+    """The requester's own panel, for a page showing none of their chats: `(None,)` for the blog page's
+    (`?panel=blog`), `(post id,)` beside the editor of a post of this blog (`?panel=<post id>`); else None."""
     panel = request.GET.get("panel", "")
     if panel == "blog":
-        return panel_channel(blog.pk, request.user.pk)
+        return (None,)
     if panel.isascii() and panel.isdigit() and len(panel) < 12 and Post.objects.filter(blog=blog, pk=panel).exists():
-        return panel_channel(blog.pk, request.user.pk, int(panel))
+        return (int(panel),)
     return None
+
+
+class Mark:
+    """What the page's stream says first, once it listens (`page_mark`): the blog's mark now and, for a
+    page showing no chat (`panel`), the id of the person's latest chat of that panel ("" for none)."""
+
+    def __init__(self, blog: Blog, user_id: int, panel: tuple[int | None] | None) -> None:
+        self.blog, self.user_id, self.panel = blog, user_id, panel
+
+    def read(self) -> dict[str, str]:
+        mark = {"posts": page_mark(self.blog)}
+        if self.panel is not None:
+            latest = Session.objects.filter(
+                user=self.user_id, blog_link__blog=self.blog, blog_link__post=self.panel[0]
+            ).order_by("-updated_at")
+            mark["chat"] = str(latest.values_list("pk", flat=True).first() or "")
+        return mark
 
 
 def from_event_source(request: HttpRequest) -> bool:
@@ -153,14 +189,18 @@ def from_event_source(request: HttpRequest) -> bool:
     return "text/event-stream" in request.headers.get("Accept", "")
 
 
-def _changes(blog: Blog, user_id: int, session_key: str | None, *also: str, key: str | None = None) -> Iterator[bytes]:
+def _changes(
+    blog: Blog, user_id: int, session_key: str | None, *also: str, key: str | None = None, mark: Mark | None = None
+) -> Iterator[bytes]:
     """The page's stream, one of the user's live page streams (`agent.streams`, kind "blog"): past
     AGENT_MAX_STREAMS_PER_USER open pages the oldest ends with `superseded`, which tells that page
     to stop listening (not to reconnect and close another) and to say so. A page whose member may no
     longer read the blog, or whose session no longer signs them in, ends with the same event, saying
     that instead. With `also` (the channels of the user's own chat and of their own panel), their
     notices come too, as `chat` events. With `key` (the page's own, `?page=`), it replaces that page's
-    earlier stream in this worker, which ends at once and frees its place (`streams.opened`)."""
+    earlier stream in this worker, which ends at once and frees its place (`streams.opened`). With
+    `mark`, its first event is the `mark` read once listening (after `subscribe`: a change committed
+    after the read is published after it, so heard)."""
     subscription = events.subscribe(channel_name(blog), *also)
     try:
         with (
@@ -168,6 +208,8 @@ def _changes(blog: Blog, user_id: int, session_key: str | None, *also: str, key:
             rosters.listening(blog.pk) as roster,
         ):
             yield sse.HEARTBEAT_BYTES  # the headers and a first byte now: the page knows it listens
+            if mark is not None:
+                yield sse.encode("mark", json.dumps(mark.read(), separators=(",", ":")))
             ended = yield from _relay(subscription, roster, user_id, session_key)
         if ended == "no_access":
             yield sse.encode("superseded", render_to_string("blog/_live_closed.html", {"blog": blog}))

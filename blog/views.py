@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
 from agent.markdown import render_markdown
-from blog import covers, diffs, grants, reading, services
+from blog import covers, diffs, grants, live, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -88,7 +88,8 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
-    context = {"seat": seat, **post_list_context(request, blog, actor)}
+    drawn = live.page_mark(blog)  # (before the posts it vouches for: blog/live.py)
+    context = {"seat": seat, "drawn": drawn, **post_list_context(request, blog, actor)}
     context.update(panel_context(request, blog, seat, request.GET.get("chat")))
     return render(request, "blog/blog_detail.html", context)
 
@@ -139,6 +140,7 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     Save, now knowing, keeps theirs."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
+    drawn = live.page_mark(blog)  # (before the post it vouches for: blog/live.py)
     post = _post(blog, pk)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     if not grants.may_change(actor, post):
@@ -172,6 +174,7 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "error": error,
         **(incoming or {}),
         "conflict": incoming is not None,
+        "drawn": drawn,
         "version": services.post_version(post),
         "data": request.POST or {"title": post.title, "body": post.body},
     }

@@ -251,7 +251,26 @@
   // also reads again what the blog's changes refresh (chat:missed, beside chat:effects: the post list, the
   // editor's look at its post, editor.js), and a page showing no chat takes up its person's latest chat
   // of this panel, if they started one meanwhile (chat_panel.panel_chat, ?latest=1), as a notice would.
-  var streamDown = false;
+  // Opening for the first time (or a stream put in place of the page's, naming a chat it took up), the
+  // page does so only if something changed since it was drawn: its stream's first event is the blog's
+  // mark as it is now (`mark`, blog/live.py), which the page compares with the one it was drawn from
+  // (data-drawn) or last heard; a page showing no chat hears in it its person's latest chat of the panel,
+  // if any (started since it was drawn: it would show it), and takes that up. Nothing changed: no request.
+  var streamDown = false, reopened = false, drawnMark = null;
+
+  document.addEventListener("htmx:sseMessage", function (e) {
+    if (!e.detail || e.detail.type !== "mark" || !e.target || !e.target.closest("#page-stream")) return;
+    var mark;
+    try { mark = JSON.parse(e.detail.data); } catch (err) { return; }
+    var changed = drawnMark !== null && mark.posts !== drawnMark, f = form();
+    drawnMark = mark.posts;
+    if (reopened) return;  // (caught up already as it opened, below)
+    if (changed) htmx.trigger(document.body, "chat:missed");
+    if (mark.chat && f && !f.dataset.chat && f.dataset.panelUrl) {
+      news.push({ chat: mark.chat });
+      drainNews();
+    }
+  });
 
   document.addEventListener("htmx:sseError", function (e) {
     if (e.target && e.target.id === "page-stream") streamDown = true;
@@ -261,6 +280,7 @@
     if (!e.target || e.target.id !== "page-stream") return;
     var missed = streamDown, f = form();
     streamDown = false;
+    reopened = missed;
     if (missed) htmx.trigger(document.body, "chat:missed");
     if (f && !f.dataset.chat && f.dataset.panelUrl && missed) {
       if (!news.some(function (notice) { return notice.latest; })) news.push({ latest: true });
@@ -364,6 +384,7 @@
 
   document.addEventListener("htmx:beforeProcessNode", function (e) {
     var elt = e.target, url = elt && elt.id === "page-stream" && elt.getAttribute("sse-connect");
+    if (url && drawnMark === null && elt.dataset.drawn) drawnMark = elt.dataset.drawn;  // (the page's, as drawn)
     if (!url || /[?&]page=/.test(url)) return;
     elt.setAttribute("sse-connect", url + (url.indexOf("?") === -1 ? "?" : "&") + "page=" + pageKey);
   });

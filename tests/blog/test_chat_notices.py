@@ -44,6 +44,7 @@ def open_stream():
         opened.append(response)
         chunks = iter(response.streaming_content)
         assert next(chunks) == b": keep-alive\n\n"
+        assert next(chunks).startswith(b"event: mark\ndata: {")  # what it listens from (blog/live.py)
         return chunks
 
     yield open_stream

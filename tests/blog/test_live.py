@@ -33,6 +33,7 @@ def open_stream():
         opened.append(response)
         chunks = iter(response.streaming_content)
         assert next(chunks) == b": keep-alive\n\n"  # listening from here on
+        assert next(chunks).startswith(b"event: mark\ndata: {")  # what it listens from (blog/live.py)
         return response, chunks
 
     yield open_stream
