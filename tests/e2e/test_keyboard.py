@@ -1,0 +1,38 @@
+"""The newest screens with the keyboard only and as a screen reader hears them: the editor's refused Save
+and the chat's tray of files chosen to attach."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from tests.e2e.ui import WATCH_ANNOUNCEMENTS, announcements, chat_input, login, new_chat
+
+
+def choose(page, *names: str) -> None:
+    page.locator("#chat-files").set_input_files([{"name": n, "mimeType": "text/plain", "buffer": b"x"} for n in names])
+
+
+def test_each_chosen_file_is_heard_once_and_removing_one_keeps_focus_in_the_tray(demo_server, page):
+    """Choosing more files, a screen reader hears the new ones, not every file chosen before once more; removing
+    one with its × button leaves focus on the next file's × (else the one before, else Attach), not on the page.
+    Before, the tray was drawn again whole at each change: every file heard again, focus lost to the page."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    choose(page, "a.txt", "b.txt")
+    choose(page, "c.txt")
+    heard = "".join(announcements(page))
+    assert [heard.count(name) for name in ("a.txt", "b.txt", "c.txt")] == [1, 1, 1], announcements(page)
+
+    page.get_by_role("button", name="Remove b.txt").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("button", name="Remove c.txt")).to_be_focused()
+    page.keyboard.press("Space")
+    expect(page.get_by_role("button", name="Remove a.txt")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#chat-files")).to_be_focused()
+    expect(page.locator("#attach-tray .pending-file")).to_have_count(0)
+    assert "".join(announcements(page)).count("a.txt") == 1, announcements(page)  # (removing reads no file again)
+    page.keyboard.press("Shift+Tab")
+    expect(chat_input(page)).to_be_focused()
