@@ -3,8 +3,11 @@ and the chat's tray of files chosen to attach."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
+from tests.e2e.test_editor_saves import DOWN, new_draft
 from tests.e2e.ui import WATCH_ANNOUNCEMENTS, announcements, chat_input, login, new_chat
 
 
@@ -36,3 +39,34 @@ def test_each_chosen_file_is_heard_once_and_removing_one_keeps_focus_in_the_tray
     assert "".join(announcements(page)).count("a.txt") == 1, announcements(page)  # (removing reads no file again)
     page.keyboard.press("Shift+Tab")
     expect(chat_input(page)).to_be_focused()
+
+
+def test_a_refused_save_puts_focus_on_the_sentence_that_says_why(server_factory, page):
+    """The refused Save comes back as the same editor page: from the top of it a screen reader would not hear
+    that nothing was saved (an alert already on a page that loads is not announced). Focus goes to the
+    sentence, and the next Tab reaches the card's choices."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo").url
+    login(page, base, "alice")
+    edit_url = new_draft(page, base, "Refused focus check", "The first words.")
+    stale = page.context.new_page()
+    stale.route(DOWN, lambda route: route.abort())  # (it hears nothing of the other save)
+    stale.goto(edit_url)
+    stale.get_by_label("Body (markdown)").fill("Words typed in the stale tab.")
+    page.get_by_label("Body (markdown)").fill("Words saved first.")
+    page.locator("#post-form").get_by_role("button", name="Save").click()
+    page.wait_for_url(re.compile(r"/blogs/[^/]+/$"))
+
+    stale.get_by_label("Body (markdown)").focus()
+    stale.keyboard.press("Tab")
+    stale.keyboard.press("Enter")  # (Save, from the keyboard)
+    error = stale.locator("p.error[role=alert]")
+    expect(error).to_contain_text("so nothing was saved")
+    expect(error).to_be_focused()
+    take = stale.locator("#incoming .incoming").get_by_role("button", name="Use the saved version")
+    expect(take).to_be_visible()  # (shown by the editor's script)
+    stale.keyboard.press("Tab")
+    expect(take).to_be_focused()
+    stale.keyboard.press("Tab")
+    stale.keyboard.press("Enter")  # Keep mine
+    expect(stale.get_by_label("Body (markdown)")).to_be_focused()
+    expect(stale.get_by_label("Body (markdown)")).to_have_value("Words typed in the stale tab.")
