@@ -1,5 +1,5 @@
-"""The newest screens with the keyboard only and as a screen reader hears them: the editor's refused Save
-and the chat's tray of files chosen to attach."""
+"""The newest screens with the keyboard only and as a screen reader hears them: the editor's refused Save,
+the chat's tray of files chosen to attach, and the Clients screen."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import re
 
 from playwright.sync_api import expect
 
+from tests.e2e.test_connectors_ui import approve_in_browser
 from tests.e2e.test_editor_saves import DOWN, new_draft
-from tests.e2e.ui import WATCH_ANNOUNCEMENTS, announcements, chat_input, login, new_chat
+from tests.e2e.ui import BLOG, WATCH_ANNOUNCEMENTS, announcements, chat_input, login, new_chat
 
 
 def choose(page, *names: str) -> None:
@@ -70,3 +71,14 @@ def test_a_refused_save_puts_focus_on_the_sentence_that_says_why(server_factory,
     stale.keyboard.press("Enter")  # Keep mine
     expect(stale.get_by_label("Body (markdown)")).to_be_focused()
     expect(stale.get_by_label("Body (markdown)")).to_have_value("Words typed in the stale tab.")
+
+
+def test_each_connected_clients_buttons_are_heard_inside_a_form_named_by_the_client(server_factory, page):
+    """With two clients connected, the Clients screen has three Save buttons and two Revoke: tabbing to one,
+    a screen reader names the form it enters (the client's), so "Revoke" says whose."""
+    base = server_factory("mcp-ui", AGENT_BACKEND="demo", MCP_CALLS_PER_MINUTE="0").url
+    approve_in_browser(page, base, "Keyboard client", untick=[])
+    page.goto(f"{base}/blogs/{BLOG}/clients/")
+    expect(page.get_by_role("form", name="Built-in assistant").get_by_role("button", name="Save")).to_have_count(1)
+    client = page.get_by_role("form", name="Keyboard client", exact=True)
+    expect(client.get_by_role("button", name="Revoke")).to_have_count(1)
