@@ -82,3 +82,21 @@ def test_each_connected_clients_buttons_are_heard_inside_a_form_named_by_the_cli
     expect(page.get_by_role("form", name="Built-in assistant").get_by_role("button", name="Save")).to_have_count(1)
     client = page.get_by_role("form", name="Keyboard client", exact=True)
     expect(client.get_by_role("button", name="Revoke")).to_have_count(1)
+
+
+def test_saving_or_revoking_on_the_clients_screen_puts_focus_on_what_it_did(server_factory, page):
+    """The screen comes back from the top after a Save or Revoke: focus on its message, or a screen reader
+    would hear nothing of whether the grant was saved or refused (a message already there is not announced)."""
+    base = server_factory("mcp-ui", AGENT_BACKEND="demo", MCP_CALLS_PER_MINUTE="0").url
+    approve_in_browser(page, base, "Revoked by keyboard", untick=[])
+    page.goto(f"{base}/blogs/{BLOG}/clients/")
+    page.get_by_role("form", name="Built-in assistant").get_by_role("button", name="Save").focus()
+    page.keyboard.press("Enter")
+    flash = page.locator("main .flash")
+    expect(flash).to_have_text("Saved what the assistant may do for you.")
+    expect(flash).to_be_focused()
+
+    page.get_by_role("form", name="Revoked by keyboard").get_by_role("button", name="Revoke").focus()
+    page.keyboard.press("Enter")
+    expect(flash).to_have_text("Revoked by keyboard can no longer act for you on this blog.")
+    expect(flash).to_be_focused()
