@@ -73,11 +73,19 @@ def test_a_refused_save_puts_focus_on_the_sentence_that_says_why(server_factory,
     expect(stale.get_by_label("Body (markdown)")).to_have_value("Words typed in the stale tab.")
 
 
+def connect(page, base: str, name: str) -> None:
+    """Connect a client named `name` for alice, the page left at the client's callback (answered here: with
+    nothing listening, the browser's error page could still be loading when the test goes on)."""
+    page.route(re.compile(r"^http://127\.0\.0\.1:5999/"), lambda route: route.fulfill(body="Connected."))
+    approve_in_browser(page, base, name, untick=[])
+    page.wait_for_url(re.compile(r"^http://127\.0\.0\.1:5999/callback\?"))
+
+
 def test_each_connected_clients_buttons_are_heard_inside_a_form_named_by_the_client(server_factory, page):
     """With two clients connected, the Clients screen has three Save buttons and two Revoke: tabbing to one,
     a screen reader names the form it enters (the client's), so "Revoke" says whose."""
     base = server_factory("mcp-ui", AGENT_BACKEND="demo", MCP_CALLS_PER_MINUTE="0").url
-    approve_in_browser(page, base, "Keyboard client", untick=[])
+    connect(page, base, "Keyboard client")
     page.goto(f"{base}/blogs/{BLOG}/clients/")
     expect(page.get_by_role("form", name="Built-in assistant").get_by_role("button", name="Save")).to_have_count(1)
     client = page.get_by_role("form", name="Keyboard client", exact=True)
@@ -88,7 +96,7 @@ def test_saving_or_revoking_on_the_clients_screen_puts_focus_on_what_it_did(serv
     """The screen comes back from the top after a Save or Revoke: focus on its message, or a screen reader
     would hear nothing of whether the grant was saved or refused (a message already there is not announced)."""
     base = server_factory("mcp-ui", AGENT_BACKEND="demo", MCP_CALLS_PER_MINUTE="0").url
-    approve_in_browser(page, base, "Revoked by keyboard", untick=[])
+    connect(page, base, "Revoked by keyboard")
     page.goto(f"{base}/blogs/{BLOG}/clients/")
     page.get_by_role("form", name="Built-in assistant").get_by_role("button", name="Save").focus()
     page.keyboard.press("Enter")
