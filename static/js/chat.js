@@ -412,17 +412,29 @@
     return picked.get(f);
   }
 
+  // The tray is a live region: a chip added is heard once, so the tray changes chip by chip (drawn again
+  // whole, it would read every file chosen before at each change).
   function addFiles(f, list) {
-    var dt = filesOf(f);
-    Array.prototype.forEach.call(list, function (file) { dt.items.add(file); });
-    syncFiles(f);
+    var dt = filesOf(f), tray = f.querySelector("#attach-tray");
+    Array.prototype.forEach.call(list, function (file) {
+      dt.items.add(file);
+      if (tray) tray.appendChild(chipFor(f, file));
+    });
+    showFiles(f);
   }
 
-  function removeFile(f, index) {
+  // A chip's × takes its chip away; focus goes to the next chip's ×, else the one before, else Attach
+  // (the button that had it is gone, and focus would fall to the page).
+  function removeFile(f, chip) {
+    var tray = chip.parentNode, index = Array.prototype.indexOf.call(tray.children, chip);
     var old = filesOf(f), dt = new DataTransfer();
     Array.prototype.forEach.call(old.files, function (file, i) { if (i !== index) dt.items.add(file); });
     picked.set(f, dt);
-    syncFiles(f);
+    var next = chip.nextElementSibling || chip.previousElementSibling;
+    chip.remove();
+    showFiles(f);
+    var to = next ? next.querySelector(".remove-file") : f.querySelector("#chat-files");
+    if (to) to.focus();
   }
 
   function clearFiles(f) {
@@ -436,50 +448,58 @@
     return (n / 1024 / 1024).toFixed(1) + " MB";
   }
 
+  // The file input holds what will be sent.
+  function showFiles(f) {
+    var input = f.querySelector("#chat-files");
+    if (input) input.files = filesOf(f).files;
+  }
+
+  // The tray drawn again whole: a form put in place of another, or cleared once sent.
   function syncFiles(f) {
-    var input = f.querySelector("#chat-files"), tray = f.querySelector("#attach-tray");
-    if (!input || !tray) return;
-    var dt = filesOf(f);
-    input.files = dt.files;
+    var tray = f.querySelector("#attach-tray");
+    if (!tray) return;
+    showFiles(f);
     tray.textContent = "";
-    Array.prototype.forEach.call(dt.files, function (file, i) {
-      var chip = document.createElement("span");
-      chip.className = "pending-file";
-      chip.title = file.name + " · " + sizeText(file.size);
-      if (/^image\/(png|jpeg|gif|webp)$/.test(file.type)) {
-        var img = document.createElement("img");
-        img.alt = file.name;
-        var reader = new FileReader();
-        reader.onload = function () { img.src = reader.result; };
-        reader.readAsDataURL(file);
-        chip.appendChild(img);
-      } else {
-        var icon = document.createElement("span");
-        icon.className = "file-icon";
-        icon.setAttribute("aria-hidden", "true");
-        icon.textContent = (file.name.split(".").pop() || "file").slice(0, 4).toUpperCase();
-        chip.appendChild(icon);
-      }
-      var name = document.createElement("span");
-      name.className = "file-name";
-      name.textContent = file.name;
-      chip.appendChild(name);
-      var remove = document.createElement("button");
-      remove.type = "button";
-      remove.className = "remove-file";
-      remove.setAttribute("aria-label", "Remove " + file.name);
-      remove.textContent = "×";
-      remove.addEventListener("click", function () { removeFile(f, i); });
-      chip.appendChild(remove);
-      tray.appendChild(chip);
-    });
+    Array.prototype.forEach.call(filesOf(f).files, function (file) { tray.appendChild(chipFor(f, file)); });
+  }
+
+  function chipFor(f, file) {
+    var chip = document.createElement("span");
+    chip.className = "pending-file";
+    chip.title = file.name + " · " + sizeText(file.size);
+    if (/^image\/(png|jpeg|gif|webp)$/.test(file.type)) {
+      var img = document.createElement("img");
+      img.alt = file.name;
+      var reader = new FileReader();
+      reader.onload = function () { img.src = reader.result; };
+      reader.readAsDataURL(file);
+      chip.appendChild(img);
+    } else {
+      var icon = document.createElement("span");
+      icon.className = "file-icon";
+      icon.setAttribute("aria-hidden", "true");
+      icon.textContent = (file.name.split(".").pop() || "file").slice(0, 4).toUpperCase();
+      chip.appendChild(icon);
+    }
+    var name = document.createElement("span");
+    name.className = "file-name";
+    name.textContent = file.name;
+    chip.appendChild(name);
+    var remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "remove-file";
+    remove.setAttribute("aria-label", "Remove " + file.name);
+    remove.textContent = "×";
+    remove.addEventListener("click", function () { removeFile(f, chip); });
+    chip.appendChild(remove);
+    return chip;
   }
 
   document.addEventListener("change", function (e) {
     var f = form();
     if (!f || e.target.id !== "chat-files" || !f.contains(e.target)) return;
     var chosen = Array.prototype.slice.call(e.target.files);
-    syncFiles(f);  // the input now shows what was already picked...
+    showFiles(f);  // the input now shows what was already picked...
     addFiles(f, chosen);  // ...plus what was just chosen
   });
 
