@@ -42,8 +42,9 @@ PANEL_CHATS = 20
 CHATS_PER_PAGE = 50
 
 
-def blog_sessions(user: Any, blog: Blog, post: Post | None = None):
-    """The user's chats on the blog page (`post` None), or beside one post's editor."""
+def blog_sessions(user: Any, blog: Blog, post: Post | int | None = None):
+    """The user's chats on the blog page (`post` None), or beside one post's editor (the post or its id), the
+    latest first."""
     return Session.objects.filter(user=user, blog_link__blog=blog, blog_link__post=post).order_by("-updated_at")
 
 

@@ -171,11 +171,11 @@ class Mark:
         self.blog, self.user_id, self.panel = blog, user_id, panel
 
     def read(self) -> dict[str, str]:
+        from blog.chat_panel import blog_sessions  # (it imports this module)
+
         mark = {"posts": page_mark(self.blog)}
-        if self.panel is not None:
-            latest = Session.objects.filter(
-                user=self.user_id, blog_link__blog=self.blog, blog_link__post=self.panel[0]
-            ).order_by("-updated_at")
+        if self.panel is not None:  # the chat `?latest=1` would take up (chat_panel.panel_chat)
+            latest = blog_sessions(self.user_id, self.blog, self.panel[0])
             mark["chat"] = str(latest.values_list("pk", flat=True).first() or "")
         return mark
 
