@@ -478,9 +478,15 @@ def test_database_trouble_mid_turn_is_survived(app, provider, alice, next_turn_w
         # Once the turn is over, kill every connection again: those idle in the worker's pool die there, and
         # the next request (the stream below) must be handed a live one, not a 500.
         turn_id = accepted.json()["stream_url"].split("/turns/")[1].split("/")[0]
+        # How long the turn may take to record its end is bounded by the pool, not by this test: the storm
+        # leaves dead connections idle in the pool, and psycopg_pool hands them out oldest first with a
+        # growing pause after each that fails its check (1, 2, 4, 8 s), so the turn's first retry can wait
+        # the pool's whole timeout before its next retry gets a fresh connection (RELIABILITY.md, "After a
+        # storm, one request can wait the pool's whole timeout"). "Never" is anything past that.
+        pool_timeout = float(app.env.get("DATABASE_POOL_TIMEOUT", "30"))
         assert wait_for(
             lambda: app.database.scalar("SELECT status FROM agent_turn WHERE id = %s", (turn_id,)) != "running",
-            timeout=20,
+            timeout=pool_timeout + 15,
         ), "the turn never finished"
         # The storm may have outlasted the turn and killed the last connection the pool opened (the pool
         # finds that out only when it hands it out again, and reconnects with a backoff meanwhile): a
