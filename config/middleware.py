@@ -91,6 +91,7 @@ class HealthCheckMiddleware:
         self.last_look: tuple[float, str] | None = None  # when a look last found them not all applied, and what
         self.looking = threading.Lock()  # probes arriving together: one looks, the others take its answer
         self.history_broken_said = False  # a broken migration history is logged once per worker
+        self.in_service: bool | None = None  # what the last probe answered: a change is logged, not each probe
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info != HEALTH_PATH:
@@ -109,6 +110,12 @@ class HealthCheckMiddleware:
             "migrations": migrations,
             "events": events,
         }
+        if healthy != self.in_service:
+            if not healthy:
+                logger.warning("/healthz: out of service (database %s, migrations %s)", body["database"], migrations)
+            elif self.in_service is not None:
+                logger.info("/healthz: back in service")
+            self.in_service = healthy
         response = JsonResponse(body, status=200 if healthy else 503)
         response.headers["Cache-Control"] = "no-store"
         return response
@@ -140,6 +147,16 @@ class HealthCheckMiddleware:
                 self.history_broken_said = True
                 logger.error("/healthz: the database's migration history is one migrate refuses: %s", e)
             return "unknown"
+
+
+class QuietHealthProbes(logging.Filter):
+    """On `django.request`: a probe answered `503` is not logged as an error each time the balancer asks
+    (every few seconds, through every rolling deploy); the middleware logs when a worker goes out of
+    service and when it comes back."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        return getattr(request, "path_info", None) != HEALTH_PATH
 
 
 def database_answers() -> bool:

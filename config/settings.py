@@ -284,7 +284,10 @@ if LOG_LEVEL not in logging.getLevelNamesMapping():
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"agent_context": {"()": "agent.logcontext.ContextFilter"}},
+    "filters": {
+        "agent_context": {"()": "agent.logcontext.ContextFilter"},
+        "health_probes": {"()": "config.middleware.QuietHealthProbes"},
+    },
     "formatters": {
         "plain": {
             "format": "%(asctime)s %(levelname)s %(name)s "
@@ -294,7 +297,7 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["agent_context"]}},
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
-        "django.request": {"level": "ERROR"},
+        "django.request": {"level": "ERROR", "filters": ["health_probes"]},  # /healthz logs its own changes
         "httpx": {"level": "WARNING"},
         "botocore": {"level": "WARNING"},
         "pypdf": {"level": "ERROR"},  # a malformed upload's parse warnings are not ours to report

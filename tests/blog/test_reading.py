@@ -213,8 +213,14 @@ def test_what_one_revision_changed(team):
     html = browser(team.viewer).get(f"/blogs/notes/posts/{post.pk}/history/compare/?change={update.pk}").content
     html = html.decode()
     assert "What changed: update by owner" in html
-    assert '<p class="diff-line removed"><span class="sign" aria-label="removed">−</span>Walk</p>' in html
-    assert '<p class="diff-line added"><span class="sign" aria-label="added">+</span>Long walk</p>' in html
+    assert (
+        '<p class="diff-line removed"><span class="sign" aria-hidden="true">−</span><span class="visually-hidden">Removed: </span>Walk</p>'
+        in html
+    )
+    assert (
+        '<p class="diff-line added"><span class="sign" aria-hidden="true">+</span><span class="visually-hidden">Added: </span>Long walk</p>'
+        in html
+    )
     sign = {"removed": "−", "added": "+", "same": " "}
     for kind, text in (("removed", "two"), ("added", "2"), ("added", "four"), ("same", "one"), ("same", "three")):
         assert f'<span class="diff-line {kind}"><span class="sign">{sign[kind]}</span>{text}</span>' in html
@@ -231,7 +237,7 @@ def test_any_two_versions_compare_either_way_round(team):
     for a, b in ((created, last), (last, created)):
         url = f"/blogs/notes/posts/{post.pk}/history/compare/?from={a.pk}&to={b.pk}"
         html = browser(team.owner).get(url).content.decode()
-        assert "−</span>V1</p>" in html and "+</span>V3</p>" in html  # older → newer whichever way asked
+        assert "Removed: </span>V1</p>" in html and "Added: </span>V3</p>" in html  # older → newer whichever way asked
         assert "</span>alpha</span>" in html and "</span>gamma</span>" in html and "beta" not in html
 
 

@@ -184,7 +184,7 @@ def test_incoming_shows_the_saved_version_against_the_form(team):
     assert '<script id="incoming-saved" type="application/json">' in html
     assert '"title": "Saved title"' in html and '"body": "line one\\nline two"' in html
     assert "This post changed while you were editing" in html
-    assert "−</span>My title</p>" in html and "+</span>Saved title</p>" in html
+    assert "Removed: </span>My title</p>" in html and "Added: </span>Saved title</p>" in html
     assert '<span class="diff-line removed"><span class="sign">−</span>my line</span>' in html
     assert '<span class="diff-line added"><span class="sign">+</span>line two</span>' in html
     assert 'id="post-state"' in html  # the state line again, for the page to swap in

@@ -156,3 +156,25 @@ def test_probes_arriving_together_look_at_the_migrations_once(monkeypatch):
         probe.join()
     assert answers == [(503, "pending")] * 5
     assert len(looks) == 1, looks
+
+
+def test_a_worker_out_of_service_logs_the_change_once_not_each_probe(probe, monkeypatch, caplog):
+    """A balancer probes every few seconds: through a rolling deploy's pending migrations each probe used to
+    log an error ("Service Unavailable: /healthz", Django's request log). The worker now says once that it
+    went out of service and why, and once that it is back."""
+    clock = [1000.0]
+    monkeypatch.setattr("config.middleware.monotonic", lambda: clock[0])
+    pending = [True]
+    monkeypatch.setattr("config.middleware.migrations_pending", lambda: pending[0])
+    caplog.set_level("INFO")
+    for _ in range(3):
+        assert probe.get("/healthz").status_code == 503
+        clock[0] += 5
+    pending[0] = False
+    for _ in range(2):
+        assert probe.get("/healthz").status_code == 200
+    said = [(r.name, r.levelname, r.getMessage()) for r in caplog.records if "healthz" in r.getMessage()]
+    assert said == [
+        ("config.middleware", "WARNING", "/healthz: out of service (database ok, migrations pending)"),
+        ("config.middleware", "INFO", "/healthz: back in service"),
+    ]

@@ -47,6 +47,8 @@ def test_attach_an_image_and_a_pdf_send_them_and_find_them_after_a_reload(demo_s
     expect(page.locator(TRAY)).to_have_count(0)  # the tray is cleared once sent
     bubble = user_messages(page).last
     expect(bubble.locator(".attachment.thumb img")).to_have_count(1)
+    # The thumbnail opens the picture in a new tab, and says so to a screen reader.
+    expect(bubble.get_by_role("link", name="beach.png (opens in a new tab)")).to_have_attribute("target", "_blank")
     expect(bubble.locator(".attachment.file")).to_contain_text("report.pdf")
     expect(replies(page).last).to_contain_text("I received 2 attachments")
     expect(replies(page).last).to_contain_text("a PNG image, 640×480 pixels")

@@ -1,5 +1,5 @@
 """The newest screens with the keyboard only and as a screen reader hears them: the editor's refused Save,
-the chat's tray of files chosen to attach, and the Clients screen."""
+the chat's tray of files chosen to attach, the Clients and Members screens, and the pages a form comes back to."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.test_connectors_ui import approve_in_browser
 from tests.e2e.test_editor_saves import DOWN, new_draft
-from tests.e2e.ui import BLOG, WATCH_ANNOUNCEMENTS, announcements, chat_input, login, new_chat
+from tests.e2e.ui import BLOG, WATCH_ANNOUNCEMENTS, announcements, chat_input, login, new_chat, post_item
 
 
 def choose(page, *names: str) -> None:
@@ -71,6 +71,42 @@ def test_a_refused_save_puts_focus_on_the_sentence_that_says_why(server_factory,
     stale.keyboard.press("Enter")  # Keep mine
     expect(stale.get_by_label("Body (markdown)")).to_be_focused()
     expect(stale.get_by_label("Body (markdown)")).to_have_value("Words typed in the stale tab.")
+
+
+def test_the_page_a_form_comes_back_to_puts_focus_on_what_it_did(server_factory, page):
+    """The members screen, the blog page (after a draft's Create or a Save) and a post's history (after a
+    restore) come back from the top with a message: focus on it, or a screen reader hears nothing of what
+    the form did (a message already on a page that loads is not announced)."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo").url
+    login(page, base, "alice")
+    flash = page.locator("main .flash")
+
+    page.goto(f"{base}/blogs/{BLOG}/members/")
+    page.get_by_role("button", name="Save carol").focus()
+    page.keyboard.press("Enter")
+    expect(flash).to_have_text("Updated carol.")
+    expect(flash).to_be_focused()
+
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Focus after forms")
+    page.get_by_label("Body (markdown)").fill("First words.")
+    page.get_by_label("Body (markdown)").press("Tab")
+    page.keyboard.press("Enter")  # (Create draft, from the keyboard)
+    expect(flash).to_have_text("Draft “Focus after forms” created.")
+    expect(flash).to_be_focused()
+
+    post_item(page, "Focus after forms").get_by_role("link", name="Edit", exact=True).click()
+    page.get_by_label("Body (markdown)").fill("Second words.")
+    page.get_by_label("Body (markdown)").press("Tab")
+    page.keyboard.press("Enter")  # Save
+    expect(flash).to_have_text("Saved “Focus after forms”.")
+    expect(flash).to_be_focused()
+
+    post_item(page, "Focus after forms").get_by_role("link", name="History").click()
+    page.locator("main form.inline").get_by_role("button").first.focus()
+    page.keyboard.press("Enter")  # restore the version before the Save
+    expect(flash).to_have_text("Restored the earlier version.")
+    expect(flash).to_be_focused()
 
 
 def connect(page, base: str, name: str) -> None:
