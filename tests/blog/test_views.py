@@ -966,6 +966,29 @@ def test_a_viewers_earlier_grant_is_shown_unused_and_can_be_revoked(team):
     assert consent.revoked_at is not None and consent.scopes == []
 
 
+def test_chats_where_the_assistant_acted_are_named_by_their_first_words_and_when(team):
+    consent = set_consent(team.editor, team.blog, [READ, WRITE])
+    session = blog_chat(team.editor, team.blog)
+    add_message(Run(session), "user", [{"type": "text", "text": "Draft a post about <the> spring issue"}])
+    post = make_post(team.blog, "Spring")
+    revision = PostRevision.objects.create(
+        post=post,
+        blog=team.blog,
+        action="create",
+        user=team.editor,
+        via_assistant=True,
+        consent=consent,
+        chat_session=session,
+    )
+    html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
+    when = date_format(timezone.localtime(revision.created_at), "M j, H:i") + " UTC"  # (no zone from the browser yet)
+    assert (
+        f'<li><a href="/blogs/notes/?chat={session.pk}"><span class="chat-label">Draft a post about &lt;the&gt; spring'
+        f' issue</span> <time class="meta" datetime="{revision.created_at.isoformat()}">{when}</time></a></li>'
+    ) in html
+    assert f"Chat {str(session.pk)[:8]}" not in html
+
+
 def test_saving_my_grant_touches_nobody_elses(team):
     owners = set_consent(team.owner, team.blog, ALL)
     response = browser(team.editor).post("/blogs/notes/clients/", {"action": "save", "scopes": [READ, WRITE]})
