@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -175,7 +177,9 @@ def _chats_acted_in(blog: Blog, consent: Consent) -> list[dict[str, object]]:
         .annotate(last=Max("created_at"))
         .order_by("-last")[:20]
     )
-    labels = {s.pk: s.label for s in labelled(Session.objects.filter(pk__in=[row["chat_session"] for row in rows]))}
+    # Each Session as `labelled` gives it back carries `label`, an attribute the model does not declare.
+    chats: list[Any] = labelled(Session.objects.filter(pk__in=[row["chat_session"] for row in rows]))
+    labels = {chat.pk: chat.label for chat in chats}
     # Each chat's link opens it where it lives: on the blog page, or beside its post's editor.
     return [
         {
