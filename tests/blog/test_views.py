@@ -763,6 +763,27 @@ def member_rows(html: str) -> dict[str, str]:
     }
 
 
+def test_the_members_screen_says_its_assistant_box_does_not_stop_a_members_connected_clients(team):
+    """Unticking "may use the assistant" stops the built-in assistant only; a client the member connected
+    goes on acting within their role. The screen let an owner believe the box stopped both."""
+    connected = Consent.objects.create(
+        user=team.editor, blog=team.blog, client="c1", client_name="Claude desktop", scopes=[READ, WRITE]
+    )
+    set_consent(team.editor, team.blog, [READ, WRITE])
+    seat = team.seat("editor")
+    browser(team.owner).post(
+        "/blogs/notes/members/", {"action": "update", "seat": seat.pk, "role": Seat.EDITOR}
+    )  # the box left unticked
+    seat.refresh_from_db()
+    assert grants.assistant(team.editor, team.blog).scopes == frozenset()
+    assert grants.client_scopes(seat, connected) == {READ, WRITE}
+    html = browser(team.owner).get("/blogs/notes/members/").content.decode()
+    assert (
+        "This covers the built-in assistant only: a client a member connects themselves (Claude or another MCP"
+        " client) can still act for them within their role until they revoke it or you remove them."
+    ) in html
+
+
 def test_members_table_has_one_cell_per_column(team):
     html = browser(team.owner).get("/blogs/notes/members/").content.decode()
     head = html[html.index("<thead>") : html.index("</thead>")]
