@@ -86,9 +86,10 @@ class ConsentAdmin(DeletedWithItsOwner, admin.ModelAdmin):
     """Read-only: a grant is its person's to give (their Clients screen); an admin may only revoke one,
     as its person would (a connected client's tokens on that blog are revoked with it)."""
 
-    list_display = ["user", "blog", "client", "scopes", "updated_at", "revoked_at", "last_used_at"]
+    list_display = ["user", "blog", "client_label", "scopes", "updated_at", "revoked_at", "last_used_at"]
+    list_select_related = ["user", "blog"]
     list_filter = ["revoked_at"]
-    search_fields = ["user__username", "blog__slug"]
+    search_fields = ["user__username", "blog__slug", "client_name", "client"]
     readonly_fields = [f.name for f in Consent._meta.fields]
     actions = ["revoke"]
 
@@ -100,6 +101,12 @@ class ConsentAdmin(DeletedWithItsOwner, admin.ModelAdmin):
 
     def has_revoke_permission(self, request):
         return request.user.has_perm("blog.change_consent")
+
+    # The client by name (its OAuth id, also on each grant's page, is a random string; the built-in
+    # assistant's is blank, which the list showed as "-").
+    @admin.display(description="client", ordering="client_name")
+    def client_label(self, consent: Consent) -> str:
+        return consent.client_label
 
     @admin.action(description="Revoke the selected grants", permissions=["revoke"])
     def revoke(self, request, queryset):

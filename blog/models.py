@@ -99,6 +99,11 @@ class PostRevision(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
 
+    def __str__(self) -> str:
+        # What the admin's title, breadcrumbs and links name a revision by ("PostRevision object (7)" said nothing).
+        post = self.post.title if self.post else "a deleted post"
+        return f"{self.action} of “{post}” by {self.actor_label}"
+
     @property
     def actor_label(self) -> str:
         who = self.user.username if self.user else "someone"
@@ -152,6 +157,18 @@ class Consent(models.Model):
             models.UniqueConstraint(fields=["user", "blog", "client"], name="blog_consent_unique"),
             models.CheckConstraint(condition=only_known_scopes(), name="blog_consent_known_scopes"),
         ]
+
+    def __str__(self) -> str:
+        # What the admin's title, breadcrumbs and a revision's link name a grant by ("Consent object (5)" said
+        # nothing): whose, which client, on which blog.
+        return f"{self.user} · {self.client_label} on {self.blog}"
+
+    @property
+    def client_label(self) -> str:
+        """The client as its person knows it: the built-in assistant, else the name they approved it under."""
+        if not self.client:
+            return "Built-in assistant"
+        return self.client_name or "Unnamed client"
 
     @property
     def active(self) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -13,8 +15,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.http import AuthenticatedHttpRequest
+from agent.models import Session
 from blog import grants, team
 from blog.access import scope_choices
+from blog.chat_panel import labelled
 from blog.models import Blog, Consent, PostRevision, Seat
 from blog.views import membership
 
@@ -143,24 +147,7 @@ def clients(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     granted = set(consent.scopes) if consent and consent.active else set()
     effective = grants.assistant(request.user, blog).scopes
     scopes = scope_choices(grantable, granted)
-    # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
-    # and list a chat once per change the assistant made in it.
-    # Each chat's link opens it where it lives: on the blog page, or beside its post's editor.
-    used_in = (
-        [
-            {
-                "id": row["chat_session"],
-                "url": chat_page(blog, row["chat_session__blog_link__post"], row["chat_session"]),
-            }
-            for row in PostRevision.objects.filter(consent=consent)
-            .exclude(chat_session=None)
-            .values("chat_session", "chat_session__blog_link__post")
-            .annotate(last=Max("created_at"))
-            .order_by("-last")[:20]
-        ]
-        if consent
-        else []
-    )
+    used_in = _chats_acted_in(blog, consent) if consent else []
     return render(
         request,
         "blog/clients.html",
@@ -175,3 +162,30 @@ def clients(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
             "sessions_used": used_in,
         },
     )
+
+
+def _chats_acted_in(blog: Blog, consent: Consent) -> list[dict[str, object]]:
+    """The latest chats where the assistant changed posts under `consent`, each named as the panel's
+    "Earlier chats" names it (its title, else the start of its first message) with when it last acted
+    there: an id's first characters told a person nothing of which chat it was."""
+    # Grouped, not .distinct(): the model's default ordering would add created_at to SELECT DISTINCT
+    # and list a chat once per change the assistant made in it.
+    rows = list(
+        PostRevision.objects.filter(consent=consent)
+        .exclude(chat_session=None)
+        .values("chat_session", "chat_session__blog_link__post")
+        .annotate(last=Max("created_at"))
+        .order_by("-last")[:20]
+    )
+    # Each Session as `labelled` gives it back carries `label`, an attribute the model does not declare.
+    chats: list[Any] = labelled(Session.objects.filter(pk__in=[row["chat_session"] for row in rows]))
+    labels = {chat.pk: chat.label for chat in chats}
+    # Each chat's link opens it where it lives: on the blog page, or beside its post's editor.
+    return [
+        {
+            "url": chat_page(blog, row["chat_session__blog_link__post"], row["chat_session"]),
+            "label": labels.get(row["chat_session"], ""),
+            "last": row["last"],
+        }
+        for row in rows
+    ]

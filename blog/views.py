@@ -343,6 +343,11 @@ def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         if (older.created_at, older.pk) > (newer.created_at, newer.pk):
             older, newer = newer, older
         old, new, change = older.after, newer.after, None
+    # Named by their numbers, as the history page and its compare form name them: two changes in the
+    # same minute by the same person read alike otherwise.
+    for shown in (older, newer):
+        if shown is not None:
+            shown.version = version_number(post, shown)
     context = {
         "blog": blog,
         "post": post,
@@ -352,6 +357,13 @@ def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "diff": diffs.version_diff(old, new),
     }
     return render(request, "blog/post_compare.html", context)
+
+
+def version_number(post: Post, revision: PostRevision) -> int:
+    """The version a revision left, numbered from the post's oldest, 1 (as `post_history` numbers them)."""
+    earlier = PostRevision.objects.filter(post=post, created_at__lt=revision.created_at)
+    same_moment = PostRevision.objects.filter(post=post, created_at=revision.created_at, pk__lte=revision.pk)
+    return earlier.count() + same_moment.count()
 
 
 @require_POST
@@ -364,7 +376,9 @@ def post_revert(request: HttpRequest, slug: str, pk: int, rev: int) -> HttpRespo
     revision = get_object_or_404(PostRevision, pk=rev, post=post)
     try:
         services.post_revert(post=post, actor=actor, revision=revision)
-        messages.success(request, "Restored the earlier version.")
+        # Which one, by the number the history page shows it under (the restore is itself the newest version).
+        restored, now = version_number(post, revision) - 1, PostRevision.objects.filter(post=post).count()
+        messages.success(request, f"Restored version {restored}, now version {now}.")
     except OperationError as exc:
         messages.error(request, exc.public_message)
     return redirect("blog:history", slug=blog.slug, pk=post.pk)

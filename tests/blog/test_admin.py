@@ -169,3 +169,26 @@ def test_the_admin_says_its_times_are_utc_until_the_browser_names_its_zone(team,
         assert page.status_code == 200
         assert note not in page.content.decode()
     assert note not in browser(team.owner).get("/admin/login/").content.decode()  # (no times on it)
+
+
+def test_an_auditor_reads_grants_and_revisions_by_who_which_client_and_what(team, auditor):
+    """The admin named them "Consent object (5)" and "PostRevision object (7)" (titles, breadcrumbs, a
+    revision's link to its grant), and the grants' list showed a client as a random id, or "-" for the
+    built-in assistant."""
+    assistant = set_consent(team.editor, team.blog, [READ])
+    connected = Consent.objects.create(
+        user=team.editor, blog=team.blog, client="hb7D0vLyZ9Ne9gGU", client_name="Claude desktop", scopes=[READ]
+    )
+    post = make_post(team.blog, "Morning light")
+    revision = PostRevision.objects.create(
+        post=post, blog=team.blog, action="publish", user=team.editor, via_assistant=True, consent=connected
+    )
+    listed = auditor.get("/admin/blog/consent/").content.decode()
+    assert '<td class="field-client_label">Built-in assistant</td>' in listed
+    assert '<td class="field-client_label">Claude desktop</td>' in listed
+    page = auditor.get(f"/admin/blog/consent/{assistant.pk}/change/").content.decode()
+    assert "<h2>editor · Built-in assistant on Notes</h2>" in page
+    page = auditor.get(f"/admin/blog/postrevision/{revision.pk}/change/").content.decode()
+    assert "<h2>publish of “Morning light” by Claude desktop for editor</h2>" in page
+    assert f'<a href="/admin/blog/consent/{connected.pk}/change/">editor · Claude desktop on Notes</a>' in page
+    assert "object (" not in page

@@ -241,6 +241,27 @@ def test_any_two_versions_compare_either_way_round(team):
         assert "</span>alpha</span>" in html and "</span>gamma</span>" in html and "beta" not in html
 
 
+def test_compare_and_restore_name_the_versions_by_the_numbers_history_shows(team):
+    """Three changes by one person in one minute read alike ("From update by owner (… 21:23) to update by
+    owner (… 21:23)"), and a restore said only "Restored the earlier version."; the history page numbers them."""
+    browser(team.owner).post("/blogs/notes/posts/new/", {"title": "V1", "body": "alpha"})
+    post = Post.objects.get()
+    edit(team, post, "V2", "beta")
+    edit(team, post, "V3", "gamma")
+    created, second, last = PostRevision.objects.order_by("created_at", "pk")
+    compare = f"/blogs/notes/posts/{post.pk}/history/compare/"
+    html = browser(team.viewer).get(f"{compare}?from={last.pk}&to={second.pk}").content.decode()
+    assert "<h1>Comparing version 2 with version 3</h1>" in html
+    assert (
+        '<p class="meta">From version 2, update by owner (<time' in html and ") to version 3, update by owner (" in html
+    )
+    html = browser(team.viewer).get(f"{compare}?change={second.pk}").content.decode()
+    assert '<p class="meta">Version 2 · <time' in html
+    restored = browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/revert/{second.pk}/", follow=True)
+    assert "Restored version 1, now version 4." in restored.content.decode()
+    assert (Post.objects.get().title, created.after["title"]) == ("V1", "V1")
+
+
 def test_a_diff_shows_hostile_text_as_text(team):
     browser(team.owner).post("/blogs/notes/posts/new/", {"title": "Plain", "body": "fine"})
     post = Post.objects.get()

@@ -763,6 +763,27 @@ def member_rows(html: str) -> dict[str, str]:
     }
 
 
+def test_the_members_screen_says_its_assistant_box_does_not_stop_a_members_connected_clients(team):
+    """Unticking "may use the assistant" stops the built-in assistant only; a client the member connected
+    goes on acting within their role. The screen let an owner believe the box stopped both."""
+    connected = Consent.objects.create(
+        user=team.editor, blog=team.blog, client="c1", client_name="Claude desktop", scopes=[READ, WRITE]
+    )
+    set_consent(team.editor, team.blog, [READ, WRITE])
+    seat = team.seat("editor")
+    browser(team.owner).post(
+        "/blogs/notes/members/", {"action": "update", "seat": seat.pk, "role": Seat.EDITOR}
+    )  # the box left unticked
+    seat.refresh_from_db()
+    assert grants.assistant(team.editor, team.blog).scopes == frozenset()
+    assert grants.client_scopes(seat, connected) == {READ, WRITE}
+    html = browser(team.owner).get("/blogs/notes/members/").content.decode()
+    assert (
+        "This covers the built-in assistant only: a client a member connects themselves (Claude or another MCP"
+        " client) can still act for them within their role until they revoke it or you remove them."
+    ) in html
+
+
 def test_members_table_has_one_cell_per_column(team):
     html = browser(team.owner).get("/blogs/notes/members/").content.decode()
     head = html[html.index("<thead>") : html.index("</thead>")]
@@ -964,6 +985,29 @@ def test_a_viewers_earlier_grant_is_shown_unused_and_can_be_revoked(team):
     client.post("/blogs/notes/clients/", {"action": "revoke"})
     consent.refresh_from_db()
     assert consent.revoked_at is not None and consent.scopes == []
+
+
+def test_chats_where_the_assistant_acted_are_named_by_their_first_words_and_when(team):
+    consent = set_consent(team.editor, team.blog, [READ, WRITE])
+    session = blog_chat(team.editor, team.blog)
+    add_message(Run(session), "user", [{"type": "text", "text": "Draft a post about <the> spring issue"}])
+    post = make_post(team.blog, "Spring")
+    revision = PostRevision.objects.create(
+        post=post,
+        blog=team.blog,
+        action="create",
+        user=team.editor,
+        via_assistant=True,
+        consent=consent,
+        chat_session=session,
+    )
+    html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
+    when = date_format(timezone.localtime(revision.created_at), "M j, H:i") + " UTC"  # (no zone from the browser yet)
+    assert (
+        f'<li><a href="/blogs/notes/?chat={session.pk}"><span class="chat-label">Draft a post about &lt;the&gt; spring'
+        f' issue</span> <time class="meta" datetime="{revision.created_at.isoformat()}">{when}</time></a></li>'
+    ) in html
+    assert f"Chat {str(session.pk)[:8]}" not in html
 
 
 def test_saving_my_grant_touches_nobody_elses(team):

@@ -105,7 +105,7 @@ def test_the_page_a_form_comes_back_to_puts_focus_on_what_it_did(server_factory,
     post_item(page, "Focus after forms").get_by_role("link", name="History").click()
     page.locator("main form.inline").get_by_role("button").first.focus()
     page.keyboard.press("Enter")  # restore the version before the Save
-    expect(flash).to_have_text("Restored the earlier version.")
+    expect(flash).to_have_text("Restored version 1, now version 3.")
     expect(flash).to_be_focused()
 
 
