@@ -141,8 +141,14 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     drawn = live.page_mark(blog)  # (before the post it vouches for: blog/live.py)
-    post = _post(blog, pk)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
+    post = Post.objects.filter(blog=blog, pk=pk).first()
+    if post is None:
+        # A Save from an editor whose post was deleted meanwhile (by the assistant beside it, in another
+        # tab): nothing to save into, but the person's words come back to copy, not a bare "Not found".
+        if request.method == "POST" and "version" in request.POST:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": None, **mine}, status=404)
+        raise Http404("Not found.")
     if not grants.may_change(actor, post):
         # A Save from an editor opened while it was a draft (its form carries a version): published meanwhile.
         if request.method == "POST" and "version" in request.POST and post.status == Post.PUBLISHED:
