@@ -278,3 +278,5 @@ def test_a_save_after_the_post_was_deleted_elsewhere_gives_the_words_back(team):
     assert mine.get(url).status_code == 404
     plain = mine.post(url, {"title": "x", "body": typed})
     assert plain.status_code == 404 and "Words typed" not in plain.content.decode()
+    # The editor's look at its post, gone: an empty answer (the page says it can no longer be edited).
+    assert mine.post(f"/blogs/notes/posts/{post.pk}/incoming/", {"title": "x", "body": "y"}).status_code == 204
