@@ -141,8 +141,14 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     drawn = live.page_mark(blog)  # (before the post it vouches for: blog/live.py)
-    post = _post(blog, pk)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
+    post = Post.objects.filter(blog=blog, pk=pk).first()
+    if post is None:
+        # A Save from an editor whose post was deleted meanwhile (by the assistant beside it, in another
+        # tab): nothing to save into, but the person's words come back to copy, not a bare "Not found".
+        if request.method == "POST" and "version" in request.POST:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": None, **mine}, status=404)
+        raise Http404("Not found.")
     if not grants.may_change(actor, post):
         # A Save from an editor opened while it was a draft (its form carries a version): published meanwhile.
         if request.method == "POST" and "version" in request.POST and post.status == Post.PUBLISHED:
@@ -218,10 +224,16 @@ def incoming_context(request: HttpRequest, post: Post, mine: dict[str, str]) -> 
 def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """The editor's view of a change made to its post meanwhile (by the assistant beside it, or in
     another tab): the saved version against what the form holds now, as a diff, with the saved
-    title and body for the page to take if the person chooses to. Nothing is written."""
+    title and body for the page to take if the person chooses to. Nothing is written.
+
+    A post of the blog that is no longer there (deleted meanwhile, the change the editor just heard of)
+    answers 204: an answer, not an error, so the browser's console stays quiet; the page says the post
+    can no longer be edited here. Someone who is no longer a member still gets 404, as for any blog."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
-    post = _post(blog, pk)
+    post = Post.objects.filter(blog=blog, pk=pk).first()
+    if post is None:
+        return HttpResponse(status=204)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     if len(mine["body"]) > services.MAX_BODY_CHARS:  # (it could not be saved; nothing to compare)
         return HttpResponse(status=413)

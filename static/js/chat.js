@@ -100,7 +100,13 @@
     if (!f || e.target !== f.querySelector("textarea")) return;
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing && enterSends()) {
       e.preventDefault();
-      if (f.dataset.running || !e.target.value.trim()) return;
+      if (f.dataset.running) return;
+      if (!e.target.value.trim()) {
+        // Nothing to send: said so when there is something in the box or the tray (an empty box stays quiet).
+        checkWords(f);
+        if (e.target.value || filesOf(f).files.length) e.target.reportValidity();
+        return;
+      }
       htmx.trigger(f, "submit");
     }
   });
@@ -452,7 +458,27 @@
   function showFiles(f) {
     var input = f.querySelector("#chat-files");
     if (input) input.files = filesOf(f).files;
+    checkWords(f);
   }
+
+  // A message needs words, with files too, and spaces are not words. The box says so in the browser's
+  // own bubble when Send is pressed (the form is checked before it is sent): without this, files alone
+  // met "Please fill out this field.", and spaces alone were sent and refused with the server's
+  // sentence about the length limit.
+  var NEED_WORDS = "Write a few words to go with your files.";
+  var ONLY_SPACES = "Write a message first: spaces alone can't be sent.";
+  function checkWords(f) {
+    var text = f.querySelector("textarea");
+    if (!text) return;
+    var why = "";
+    if (!text.value.trim()) why = filesOf(f).files.length ? NEED_WORDS : text.value ? ONLY_SPACES : "";
+    text.setCustomValidity(why);
+  }
+
+  document.addEventListener("input", function (e) {
+    var f = form();
+    if (f && e.target === f.querySelector("textarea")) checkWords(f);
+  });
 
   // The tray drawn again whole: a form put in place of another, or cleared once sent.
   function syncFiles(f) {

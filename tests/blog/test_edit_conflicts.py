@@ -255,3 +255,28 @@ def test_the_assistant_and_the_buttons_write_only_what_they_change(team, consent
     services.post_unpublish(post=Post.objects.get(pk=post.pk), actor=person(team.editor))
     post.refresh_from_db()
     assert (post.status, post.published_at, post.body) == (Post.DRAFT, None, "Newer words.")
+
+
+def test_a_save_after_the_post_was_deleted_elsewhere_gives_the_words_back(team):
+    """The assistant beside the editor (or another tab) deletes the post while its person is typing: the
+    Save has nothing to write into, and the page says so with their words to copy. Before, it answered
+    the site's bare "Not found" page and the words were gone."""
+    post = make_post(team.blog, "Doomed draft", "Saved words.")
+    mine = browser(team.owner)
+    version = opened_version(mine, post)
+    url = edit_url(post)
+    services.post_delete(post=Post.objects.get(pk=post.pk), actor=person(team.owner))
+    typed = "Words typed <i>before</i> it went."
+    response = mine.post(url, {"title": "Doomed draft, renamed", "body": typed, "version": version})
+    html = response.content.decode()
+    assert response.status_code == 404
+    assert "This post was deleted while you were editing, so nothing was saved." in html
+    assert "Words typed &lt;i&gt;before&lt;/i&gt; it went." in html and "Doomed draft, renamed" in html
+    assert "<i>before</i>" not in html
+    assert not Post.objects.filter(pk=post.pk).exists()
+    # Opening it, or a Save from no editor of ours (no version), is the plain "Not found" as before.
+    assert mine.get(url).status_code == 404
+    plain = mine.post(url, {"title": "x", "body": typed})
+    assert plain.status_code == 404 and "Words typed" not in plain.content.decode()
+    # The editor's look at its post, gone: an empty answer (the page says it can no longer be edited).
+    assert mine.post(f"/blogs/notes/posts/{post.pk}/incoming/", {"title": "x", "body": "y"}).status_code == 204

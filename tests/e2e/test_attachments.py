@@ -129,3 +129,40 @@ def test_a_renamed_executable_is_refused_with_a_calm_notice(demo_server, page):
     expect(chat_log(page).locator(".notice")).to_contain_text("“setup.png” can't be attached")
     expect(user_messages(page)).to_have_count(before)
     expect(chat_input(page)).to_be_enabled()
+
+
+def validation_message(page) -> str:
+    """What the browser's bubble says about the chat box when the form is checked ("" when it may be sent)."""
+    return chat_input(page).evaluate("box => box.validationMessage")
+
+
+def test_files_or_spaces_without_words_say_what_to_write_and_send_nothing(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send_url = base + page.locator("#chat-form").get_attribute("hx-post")
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" and r.url == send_url else None)
+
+    attach(page, ("beach.png", "image/png", files.png(64, 48)))
+    page.locator("#chat-send").click()
+    assert validation_message(page) == "Write a few words to go with your files."
+    chat_input(page).press("Enter")
+    assert validation_message(page) == "Write a few words to go with your files."
+    expect(page.locator(TRAY)).to_have_count(1)  # the file is still there, waiting for its words
+
+    page.get_by_role("button", name="Remove beach.png").click()
+    chat_input(page).fill("   \n  ")
+    page.locator("#chat-send").click()
+    assert validation_message(page) == "Write a message first: spaces alone can't be sent."
+
+    attach(page, ("beach.png", "image/png", files.png(64, 48)))
+    send(page, "what is this?")  # with words, the same box sends
+    assert validation_message(page) == ""
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text("I received 1 attachment")
+    # Only the message with words went: no refusal from the server ("Write a message of up to 20,000
+    # characters." for the spaces) came back to the log.
+    assert len(sent) == 1
+    expect(user_messages(page)).to_have_count(1)
+    expect(chat_log(page).locator(".notice")).to_have_count(0)

@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import NO_LIMITS
-from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item, send, wait_turn_finished
 
 DOWN = re.compile(r"/events/")
 
@@ -157,3 +157,33 @@ def test_a_change_by_another_member_heard_live_is_named_and_a_save_after_it_is_n
     alice.locator("#post-form").get_by_role("button", name="Save").click()
     alice.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
     expect(post_item(alice, "Named change check, renamed")).to_be_visible()
+
+
+def test_the_assistant_deleting_the_open_post_is_said_quietly_and_a_save_gives_the_words_back(demo_server, page):
+    """Beside the editor, the person asks the assistant to delete the post they are editing, words typed and
+    not saved. The editor says the post can no longer be edited here, with no error in the browser's console
+    (the editor's look at its post answered 404, logged as a failed resource, once per announcement); a Save
+    then gives the words back to copy. Before, it showed the site's bare "Not found" page and the words were
+    gone."""
+    console_errors: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    base = demo_server.url
+    login(page, base, "alice")
+    new_draft(page, base, "Doomed while open", "Saved words.")
+    typed = "Words typed and not saved."
+    page.get_by_label("Body (markdown)").fill(typed)
+    send(page, "delete Doomed while open")
+    page.locator("#chat-log").get_by_role("button", name="Approve").click()
+    expect(page.locator("#incoming")).to_have_text(
+        "This post can no longer be edited here (it was deleted, or your access changed)."
+    )
+    wait_turn_finished(page)
+    assert console_errors == []
+
+    page.locator("#post-form").get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", name="Not saved")).to_be_visible()
+    expect(page.get_by_role("alert")).to_have_text(
+        "This post was deleted while you were editing, so nothing was saved. "
+        "Your words are below: copy them to keep them, or start a new post with them."
+    )
+    expect(page.get_by_label("Body (markdown)")).to_have_value(typed)
