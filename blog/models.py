@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Cast, Replace
 from django.db.models.lookups import Exact
@@ -36,6 +37,20 @@ class Seat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.role} of {self.blog}"
+
+    def clean(self) -> None:
+        """What a form (the admin's) may not make of a seat: a viewer allowed the assistant (which still
+        refuses them: `grants.may_summon`), or a second owner. The owner's seat is the blog's owner's; a
+        former owner's seat, left as it was when the blog changed hands, may be saved as it is."""
+        errors = {}
+        if self.role == Seat.VIEWER and self.may_use_assistant:
+            errors["may_use_assistant"] = "Viewers never use the assistant."
+        if self.role == Seat.OWNER and self.blog_id and self.user_id != self.blog.owner_id:
+            was = Seat.objects.filter(pk=self.pk).values_list("role", flat=True).first() if self.pk else None
+            if was != Seat.OWNER:
+                errors["role"] = "A blog has one owner: to hand it over, change the blog's owner instead."
+        if errors:
+            raise ValidationError(errors)
 
 
 class Post(models.Model):

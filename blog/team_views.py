@@ -109,8 +109,17 @@ def _update_member(request: HttpRequest, blog: Blog) -> None:
     if target is None:
         messages.error(request, "That member can't be changed.")
         return
-    team.seat_update(seat=target, role=role, may_use_assistant=request.POST.get("may_use_assistant") == "on")
-    messages.success(request, f"Updated {target.user.username}.")
+    seat = team.seat_update(seat=target, role=role, may_use_assistant=request.POST.get("may_use_assistant") == "on")
+    messages.success(request, _now_said(seat))
+
+
+def _now_said(seat: Seat) -> str:
+    """What a Save made of the member, so the owner hears what the form did ("Updated bob." said nothing)."""
+    name = seat.user.username
+    if seat.role == Seat.VIEWER:
+        return f"{name} is now a viewer (viewers never use the assistant)."
+    may = "may" if seat.may_use_assistant else "may not"
+    return f"{name} is now an {seat.role} and {may} use the assistant."
 
 
 def chat_page(blog: Blog, post_id: int | None, chat_id: object) -> str:

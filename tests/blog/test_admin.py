@@ -192,3 +192,27 @@ def test_an_auditor_reads_grants_and_revisions_by_who_which_client_and_what(team
     assert "<h2>publish of “Morning light” by Claude desktop for editor</h2>" in page
     assert f'<a href="/admin/blog/consent/{connected.pk}/change/">editor · Claude desktop on Notes</a>' in page
     assert "object (" not in page
+
+
+def test_a_seat_edited_in_the_admin_stays_what_its_role_allows(team, auditor):
+    """The admin's seat page let a viewer keep "may use the assistant" (the Members screen then showed it
+    ticked, and the assistant still refused them) and made a second owner (a row Members gives no controls).
+    Both are refused with why, and nothing changes; a change the role allows is saved."""
+    viewer, editor = team.seat("viewer"), team.seat("editor")
+
+    def change(seat, **fields):
+        data = {"user": seat.user_id, "blog": seat.blog_id, **fields}
+        return auditor.post(f"/admin/blog/seat/{seat.pk}/change/", data)
+
+    response = change(viewer, role="viewer", may_use_assistant="on")
+    assert response.status_code == 200 and "Viewers never use the assistant." in response.content.decode()
+    response = change(editor, role="owner", may_use_assistant="on")
+    assert response.status_code == 200
+    assert "A blog has one owner" in response.content.decode()
+    assert (team.seat("viewer").may_use_assistant, team.seat("editor").role) == (False, Seat.EDITOR)
+
+    assert change(viewer, role="author", may_use_assistant="on").status_code == 302
+    assert (team.seat("viewer").role, team.seat("viewer").may_use_assistant) == (Seat.AUTHOR, True)
+    # The owner's own seat, and a former owner's kept seat, are saved as they are.
+    owner = team.seat("owner")
+    assert change(owner, role="owner", may_use_assistant="on").status_code == 302

@@ -1320,3 +1320,20 @@ def test_the_clients_screen_opens_each_chat_it_acted_in_where_that_chat_lives(te
     assert f'href="/blogs/notes/posts/{post.pk}/edit/?chat={on_post.pk}"' in page
     opened = client.get(f"/blogs/notes/posts/{post.pk}/edit/?chat={on_post.pk}").content.decode()
     assert f'hx-post="/chat/{on_post.pk}/send"' in opened
+
+
+@pytest.mark.parametrize(
+    ("role", "assistant", "said"),
+    [
+        ("author", "on", "viewer is now an author and may use the assistant."),
+        ("editor", "", "viewer is now an editor and may not use the assistant."),
+        ("viewer", "on", "viewer is now a viewer (viewers never use the assistant)."),
+    ],
+)
+def test_a_member_updated_is_told_back_as_what_they_now_are(team, role, assistant, said):
+    """ "Updated bob." said nothing of what the Save did: the message names the role and the assistant's say."""
+    data = {"action": "update", "seat": team.seat("viewer").pk, "role": role}
+    if assistant:
+        data["may_use_assistant"] = assistant
+    response = browser(team.owner).post("/blogs/notes/members/", data, follow=True)
+    assert [str(m) for m in response.context["messages"]] == [said]

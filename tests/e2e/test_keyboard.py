@@ -84,7 +84,7 @@ def test_the_page_a_form_comes_back_to_puts_focus_on_what_it_did(server_factory,
     page.goto(f"{base}/blogs/{BLOG}/members/")
     page.get_by_role("button", name="Save carol").focus()
     page.keyboard.press("Enter")
-    expect(flash).to_have_text("Updated carol.")
+    expect(flash).to_have_text("carol is now a viewer (viewers never use the assistant).")
     expect(flash).to_be_focused()
 
     page.goto(f"{base}/blogs/{BLOG}/posts/new/")

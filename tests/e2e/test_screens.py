@@ -53,7 +53,7 @@ def test_members_table_lines_up_and_names_each_members_controls(server, page):
     # A control in its own column still belongs to the row's form: Save sends the role chosen beside it.
     bob.get_by_label("Role of bob").select_option("author")
     bob.get_by_role("button", name="Save bob").click()
-    expect(page.get_by_role("status")).to_have_text("Updated bob.")
+    expect(page.get_by_role("status")).to_have_text("bob is now an author and may use the assistant.")
     expect(page.get_by_label("Role of bob")).to_have_value("author")
     page.get_by_label("Role of bob").select_option("editor")
     page.get_by_role("button", name="Save bob").click()
@@ -69,7 +69,7 @@ def test_a_viewer_made_an_editor_may_be_allowed_the_assistant_in_the_same_save(s
     expect(box).to_be_enabled()
     box.check()
     page.get_by_role("button", name="Save carol").click()
-    expect(page.get_by_role("status")).to_have_text("Updated carol.")
+    expect(page.get_by_role("status")).to_have_text("carol is now an editor and may use the assistant.")
     expect(page.get_by_label("Role of carol")).to_have_value("editor")
     expect(page.get_by_role("checkbox", name="carol may use the assistant")).to_be_checked()
 
