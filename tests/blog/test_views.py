@@ -1337,3 +1337,14 @@ def test_a_member_updated_is_told_back_as_what_they_now_are(team, role, assistan
         data["may_use_assistant"] = assistant
     response = browser(team.owner).post("/blogs/notes/members/", data, follow=True)
     assert [str(m) for m in response.context["messages"]] == [said]
+
+
+def test_a_member_not_allowed_the_assistant_is_told_so_whether_never_or_no_longer(team):
+    """The Clients screen said the owner "hasn't allowed you … yet", also to a member the owner had allowed
+    and then refused: the sentence holds either way."""
+    seat = team.seat("editor")
+    seat.may_use_assistant = False
+    seat.save()
+    html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
+    assert "The blog's owner doesn't allow you to use the assistant at the moment" in html
+    assert "yet" not in html.split('class="notice"', 1)[1].split("</p>", 1)[0]
