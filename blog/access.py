@@ -41,7 +41,9 @@ def holders(scope: str) -> str:
 
 def scope_choices(allowed: Iterable[str], granted: Iterable[str]) -> list[dict[str, Any]]:
     """Every scope as a grant form offers it: checked when granted, open only when allowed, and
-    for one that is not, why (who may grant it), so a greyed-out box never goes unexplained."""
+    for one that is not, why (who may grant it), so a greyed-out box never goes unexplained. One
+    granted but no longer allowed (the person's role came down since) is unused, and a Save drops
+    it (a disabled box is not sent): said too."""
     allowed, granted = frozenset(allowed), frozenset(granted)
     return [
         {
@@ -49,7 +51,10 @@ def scope_choices(allowed: Iterable[str], granted: Iterable[str]) -> list[dict[s
             "label": SCOPE_LABELS[scope],
             "granted": scope in granted,
             "allowed": scope in allowed,
-            "why_not": "" if scope in allowed else f"only {holders(scope)} can",
+            "why_not": ""
+            if scope in allowed
+            else f"only {holders(scope)} can"
+            + (": allowed before, unused now, and dropped when you save" if scope in granted else ""),
         }
         for scope in ALL_SCOPES
     ]

@@ -131,3 +131,28 @@ def test_after_a_password_change_every_connected_client_can_be_disconnected_at_o
     assert Consent.objects.filter(user=team.owner, client=ASSISTANT, revoked_at__isnull=True).exists()  # kept
     assert someone_elses.tool_names() == ["get_post", "list_posts"]
     assert Client().post("/accounts/clients/disconnect/").status_code == 302  # signed out: to the sign-in page
+
+
+def test_a_scope_granted_before_a_role_came_down_says_it_is_unused_and_dropped_on_save(team):
+    """Bob, an editor, let his client publish; the owner then made him an author. His card shows publish
+    checked and greyed: it says the grant is unused now and that Save drops it (disabled boxes are not sent)."""
+    from django.test import Client
+
+    from blog.models import Seat
+
+    connect(team.editor, team.blog.slug, ["posts:read", "posts:write", "posts:publish"])
+    Seat.objects.filter(pk=team.seat("editor").pk).update(role=Seat.AUTHOR)
+    browser = Client()
+    browser.force_login(team.editor)
+    page = browser.get(f"/blogs/{team.blog.slug}/clients/").content.decode()
+    card = page[page.index('class="card stack connected-client"') :]
+    card = card[: card.index("</form>")]
+    assert (
+        '<input type="checkbox" name="scopes" value="posts:publish" checked disabled> Publish and unpublish posts'
+        ' <span class="why-not">(only owners and editors can: allowed before, unused now, and dropped when you'
+        " save)</span></label>"
+    ) in card
+    assert (
+        '<input type="checkbox" name="scopes" value="posts:delete" disabled> Delete posts'
+        ' <span class="why-not">(only owners and editors can)</span></label>'
+    ) in card
