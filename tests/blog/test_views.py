@@ -992,15 +992,7 @@ def test_chats_where_the_assistant_acted_are_named_by_their_first_words_and_when
     session = blog_chat(team.editor, team.blog)
     add_message(Run(session), "user", [{"type": "text", "text": "Draft a post about <the> spring issue"}])
     post = make_post(team.blog, "Spring")
-    revision = PostRevision.objects.create(
-        post=post,
-        blog=team.blog,
-        action="create",
-        user=team.editor,
-        via_assistant=True,
-        consent=consent,
-        chat_session=session,
-    )
+    revision = assistant_changed(post, consent, session)
     html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
     when = date_format(timezone.localtime(revision.created_at), "M j, H:i") + " UTC"  # (no zone from the browser yet)
     assert (
