@@ -57,7 +57,7 @@ class Command(BaseCommand):
                     body="# Welcome\n\nShort notes from long walks.",
                 )
         self.stdout.write(
-            "Demo logins (password demo-pass-1234): alice (owner), bob (editor), carol (viewer), admin (staff)"
+            "Demo logins (password demo-pass-1234): alice (owner), bob (editor), carol (viewer), admin (superuser)"
         )
 
     def _post(self, **fields):
