@@ -55,16 +55,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --- servers -------------------------------------------------------------------------
+# Package-scoped, not session-scoped: the browser tests start some thirty servers, each holding its
+# pool's connections and its lease connection. Kept until the whole run ended, they held them through
+# the reliability suite that runs next, whose soak then met PostgreSQL's `max_connections` ("too many
+# clients already") on the server the CI shares. They stop when the last browser test has run.
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def e2e_workdir() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="e2e-run-"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server_factory(request, e2e_workdir: Path) -> Iterator[Any]:
     """`server_factory(name, **env)` → a running Server; the same name and env reuse one server.
 
@@ -85,7 +89,7 @@ def server_factory(request, e2e_workdir: Path) -> Iterator[Any]:
     group.close(keep_logs=request.session.testsfailed > 0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def write_script(e2e_workdir: Path):
     """Write a fake backend script (CONTRACT §5) and return its path."""
 
@@ -97,13 +101,13 @@ def write_script(e2e_workdir: Path):
     return write
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def demo_server(server_factory) -> Server:
     """The offline demo model at a brisk pace, no usage limits."""
     return server_factory("demo", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def slow_demo_server(server_factory) -> Server:
     """The demo model slow enough that a person can press Stop mid-reply."""
     return server_factory("demo-slow", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS)
