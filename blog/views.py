@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
@@ -373,9 +374,10 @@ def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 def version_number(post: Post, revision: PostRevision) -> int:
     """The version a revision left, numbered from the post's oldest, 1 (as `post_history` numbers them)."""
-    earlier = PostRevision.objects.filter(post=post, created_at__lt=revision.created_at)
-    same_moment = PostRevision.objects.filter(post=post, created_at=revision.created_at, pk__lte=revision.pk)
-    return earlier.count() + same_moment.count()
+    at = revision.created_at
+    return PostRevision.objects.filter(
+        Q(created_at__lt=at) | Q(created_at=at, pk__lte=revision.pk), post=post
+    ).count()  # (one COUNT: the history's order is created_at, then pk)
 
 
 @require_POST
