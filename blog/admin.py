@@ -68,8 +68,8 @@ class PostAdmin(admin.ModelAdmin):
 
 @admin.register(PostRevision)
 class PostRevisionAdmin(DeletedWithItsOwner, admin.ModelAdmin):
-    list_display = ["created_at", "blog", "post", "action", "user", "via_assistant", "chat_session"]
-    list_select_related = ["blog", "post", "user", "chat_session"]  # (nullable ones: a query per row each)
+    list_display = ["created_at", "blog", "post", "action", "user", "acted_through", "chat_session"]
+    list_select_related = ["blog", "post", "user", "consent", "chat_session"]  # (nullable ones: a query per row each)
     list_filter = ["action", "via_assistant", "blog"]
     search_fields = ["chat_session__id", "user__username", "blog__slug", "post__title"]
     readonly_fields = [f.name for f in PostRevision._meta.fields]
@@ -79,6 +79,11 @@ class PostRevisionAdmin(DeletedWithItsOwner, admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    # A change made through the assistant names what acted: the built-in assistant or a connected client.
+    @admin.display(description="through", ordering="via_assistant")
+    def acted_through(self, revision: PostRevision) -> str | None:
+        return revision.assistant_label if revision.via_assistant else None
 
 
 @admin.register(Consent)

@@ -192,6 +192,29 @@ def test_an_auditor_reads_grants_and_revisions_by_who_which_client_and_what(team
     assert "<h2>publish of “Morning light” by Claude desktop for editor</h2>" in page
     assert f'<a href="/admin/blog/consent/{connected.pk}/change/">editor · Claude desktop on Notes</a>' in page
     assert "object (" not in page
+    listed = auditor.get("/admin/blog/postrevision/").content.decode()
+    assert '<td class="field-acted_through">Claude desktop</td>' in listed
+
+
+def test_the_revisions_list_names_what_acted_without_a_query_per_row(team, auditor, django_assert_max_num_queries):
+    """The revisions list showed "via assistant" ticked but not which: the built-in assistant or a
+    connected client (only the revision's own page said)."""
+    connected = Consent.objects.create(
+        user=team.editor, blog=team.blog, client="hb7D0vLyZ9Ne9gGU", client_name="Claude desktop", scopes=[READ]
+    )
+    post = make_post(team.blog, "Morning light")
+    for _ in range(10):
+        PostRevision.objects.create(post=post, blog=team.blog, action="update", user=team.editor)
+        PostRevision.objects.create(post=post, blog=team.blog, action="update", user=team.editor, via_assistant=True)
+        PostRevision.objects.create(
+            post=post, blog=team.blog, action="update", user=team.editor, via_assistant=True, consent=connected
+        )
+    auditor.get("/admin/blog/postrevision/")  # (the session's and permission reads, once)
+    with django_assert_max_num_queries(12):
+        listed = auditor.get("/admin/blog/postrevision/").content.decode()
+    assert listed.count('<td class="field-acted_through">Claude desktop</td>') == 10
+    assert listed.count('<td class="field-acted_through">the assistant</td>') == 10
+    assert listed.count('<td class="field-acted_through">-</td>') == 10
 
 
 def test_a_seat_edited_in_the_admin_stays_what_its_role_allows(team, auditor):
