@@ -25,7 +25,7 @@ from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
-from agent.values import LoopEvent
+from agent.values import ConfirmPayload, LoopEvent
 
 logger = logcontext.get_logger("agent.approvals")
 
@@ -91,21 +91,19 @@ def _record(run: Run, message: Message, tool_use: dict[str, Any], expires: Any) 
 
 
 def as_event(approvals: list[Approval]) -> LoopEvent:
-    return (
-        "confirm",
-        {
-            "approvals": [
-                {
-                    "id": str(a.pk),
-                    "name": a.tool_name,
-                    "input": a.tool_input,
-                    "description": a.description,
-                    "detail": a.detail,
-                }
-                for a in approvals
-            ]
-        },
-    )
+    payload: ConfirmPayload = {
+        "approvals": [
+            {
+                "id": str(a.pk),
+                "name": a.tool_name,
+                "input": a.tool_input,
+                "description": a.description,
+                "detail": a.detail,
+            }
+            for a in approvals
+        ]
+    }
+    return ("confirm", payload)
 
 
 def decide(session: Session, approval_id: Any, user: Any, approve: bool) -> str:

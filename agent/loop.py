@@ -16,7 +16,7 @@ from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
+from agent.values import DonePayload, ErrorPayload, LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
 
 logger = logcontext.get_logger("agent.loop")
 
@@ -39,8 +39,10 @@ LASTING = {
 }
 
 
-def calm_error(code: str, *, message: str | None = None, **extra: Any) -> Event:
-    return ("error", {"code": code, "message": message or CALM[code], **extra})
+def calm_error(code: str, *, message: str | None = None) -> Event:
+    """The `error` event a turn ends with: `message`, else the calm sentence for `code`."""
+    payload: ErrorPayload = {"code": code, "message": message or CALM[code]}
+    return ("error", payload)
 
 
 def provider_sentence(exc: BackendError, *, summarised: bool) -> str:
@@ -109,10 +111,12 @@ def run_agent(
         try:
             failure = yield from _call_model(run, backend, model, specs, call, should_stop, calls)
         except BudgetExceeded as exc:
-            yield (
-                "error",
-                {"code": "budget_exceeded", "message": exc.message, "retry_after_seconds": exc.retry_after_seconds},
-            )
+            exceeded: ErrorPayload = {
+                "code": "budget_exceeded",
+                "message": exc.message,
+                "retry_after_seconds": exc.retry_after_seconds,
+            }
+            yield ("error", exceeded)
             return
         calls = None if call.index is None else call.index + 1
         if failure:
@@ -125,7 +129,7 @@ def run_agent(
             yield calm_error(failure, message=call.sentence)
             return
         if call.stop_reason == "stopped" or not call.tool_uses:
-            yield ("done", {"message_id": last_id, "stop_reason": call.stop_reason, "usage": total})
+            yield _done(last_id, call.stop_reason, total)
             return
         refused = limits.refusals(run, call.tool_uses)  # past a limit: an error result, never run
         waiting = [tu for tu in call.tool_uses if tu["id"] not in refused and _needs_person(session, tu)]
@@ -136,9 +140,14 @@ def run_agent(
             yield approvals.as_event(approvals.create(run, message, waiting))
             return
         if should_stop():
-            yield ("done", {"message_id": last_id, "stop_reason": "stopped", "usage": total})
+            yield _done(last_id, "stopped", total)
             return
     yield calm_error("tool_cycle_limit")
+
+
+def _done(message_id: int | None, stop_reason: str, usage: Usage) -> Event:
+    payload: DonePayload = {"message_id": message_id, "stop_reason": stop_reason, "usage": usage}
+    return ("done", payload)
 
 
 def _call_model(
