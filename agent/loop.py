@@ -200,18 +200,7 @@ def _call_model(
                 should_stop,
             )
         except Exception as exc:
-            if should_stop():  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
-                call.stop_reason, call.tool_uses = "stopped", []
-                if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
-                    logger.warning("model call failed unexpectedly after a Stop", exc_info=exc)
-            elif isinstance(exc, BackendError):
-                failure = "provider_error"
-                retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
-                _log_backend_error(exc, backend.name, model, retrying=retry, summarised=attempt == 1)
-                call.sentence = provider_sentence(exc, summarised=attempt == 1)
-            else:
-                logger.exception("model call failed unexpectedly")
-                failure = "chat_error"
+            failure, retry = _failed(exc, call, backend.name, model, attempt=attempt, stopped=should_stop())
         finally:
             call_context.reset(token)
         if run.marks_phases:
@@ -219,17 +208,44 @@ def _call_model(
         if retry:
             budget.settle(reservation, zero_usage())
             continue
-        written = call.output_chars()
-        if budget.counted_at_estimate(
-            finished=call.finished, stopped=call.stop_reason == "stopped", output_chars=written
-        ):
-            prompt = estimate or budget.estimate_tokens(ctx.system, ctx.messages, specs)
-            call.usage = budget.estimated_usage(prompt, written)
-        # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
-        call.ledger = budget.ledger_row(reservation, call.usage)
-        call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
+        _charge(call, reservation, estimate, ctx, specs)
         return failure
     return "provider_error"
+
+
+def _failed(
+    exc: Exception, call: _Call, backend: str, model: str, *, attempt: int, stopped: bool
+) -> tuple[str | None, bool]:
+    """What a model call that raised comes to: (its failure code, None when a Stop cut it; whether to
+    summarise the older messages and try once more). Logged for the operator; `call.sentence` is
+    what the person reads."""
+    if stopped:  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
+        call.stop_reason, call.tool_uses = "stopped", []
+        if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
+            logger.warning("model call failed unexpectedly after a Stop", exc_info=exc)
+        return None, False
+    if not isinstance(exc, BackendError):
+        logger.error("model call failed unexpectedly", exc_info=exc)
+        return "chat_error", False
+    retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
+    _log_backend_error(exc, backend, model, retrying=retry, summarised=attempt == 1)
+    call.sentence = provider_sentence(exc, summarised=attempt == 1)
+    return "provider_error", retry
+
+
+def _charge(
+    call: _Call, reservation: budget.Reservation, estimate: int, ctx: context.Context, specs: list[dict[str, Any]]
+) -> None:
+    """Settle the call's reservation with what it used, and keep its cost on `call`. A call that ended
+    without the provider's count is charged at an estimate: its prompt (`estimate`, else counted now)
+    and the output it wrote."""
+    written = call.output_chars()
+    if budget.counted_at_estimate(finished=call.finished, stopped=call.stop_reason == "stopped", output_chars=written):
+        prompt = estimate or budget.estimate_tokens(ctx.system, ctx.messages, specs)
+        call.usage = budget.estimated_usage(prompt, written)
+    # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
+    call.ledger = budget.ledger_row(reservation, call.usage)
+    call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
 
 
 def _log_backend_error(exc: BackendError, backend: str, model: str, *, retrying: bool, summarised: bool) -> None:
