@@ -25,7 +25,7 @@ from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
-from agent.values import LoopEvent
+from agent.values import ConfirmPayload, LoopEvent
 
 logger = logcontext.get_logger("agent.approvals")
 
@@ -91,21 +91,19 @@ def _record(run: Run, message: Message, tool_use: dict[str, Any], expires: Any) 
 
 
 def as_event(approvals: list[Approval]) -> LoopEvent:
-    return (
-        "confirm",
-        {
-            "approvals": [
-                {
-                    "id": str(a.pk),
-                    "name": a.tool_name,
-                    "input": a.tool_input,
-                    "description": a.description,
-                    "detail": a.detail,
-                }
-                for a in approvals
-            ]
-        },
-    )
+    payload: ConfirmPayload = {
+        "approvals": [
+            {
+                "id": str(a.pk),
+                "name": a.tool_name,
+                "input": a.tool_input,
+                "description": a.description,
+                "detail": a.detail,
+            }
+            for a in approvals
+        ]
+    }
+    return ("confirm", payload)
 
 
 def decide(session: Session, approval_id: Any, user: Any, approve: bool) -> str:
@@ -175,21 +173,16 @@ def settle(run: Run) -> list[LoopEvent]:
     for approval in pending:
         if approval.tool_use_id in answered:
             continue
-        tool_use = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
-        ran: list[dict[str, Any]] = []
-        if approval.status == Approval.APPROVED:
-            outcome = _run_approved(session, approval, tool_use)
-            result, status, ran = outcome.result, outcome.status, outcome.effects
-            effects += ran
-        else:
-            result, status = {"error": REJECTED if approval.status == Approval.REJECTED else NOT_APPROVED}, "error"
+        outcome = _answer(session, approval)
+        effects += outcome.effects
+        result, status = outcome.result, outcome.status
         results.append(
             {
                 "tool_use_id": approval.tool_use_id,
                 "name": approval.tool_name,
                 "result": result,
                 "status": status,
-                "effects": ran,
+                "effects": outcome.effects,
             }
         )
         events.append(
@@ -209,6 +202,15 @@ def settle(run: Run) -> list[LoopEvent]:
     if effects:
         events.append(("effects", effects))
     return events
+
+
+def _answer(session: Session, approval: Approval) -> ToolOutcome:
+    """A decided call's result: an approved one runs (`_run_approved`); a rejected or lapsed one
+    answers the model with an error result saying so."""
+    if approval.status != Approval.APPROVED:
+        return ToolOutcome({"error": REJECTED if approval.status == Approval.REJECTED else NOT_APPROVED}, "error", [])
+    tool_use = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
+    return _run_approved(session, approval, tool_use)
 
 
 def _run_approved(session: Session, approval: Approval, tool_use: dict[str, Any]) -> ToolOutcome:

@@ -16,7 +16,7 @@ from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
+from agent.values import DonePayload, ErrorPayload, LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
 
 logger = logcontext.get_logger("agent.loop")
 
@@ -39,8 +39,10 @@ LASTING = {
 }
 
 
-def calm_error(code: str, *, message: str | None = None, **extra: Any) -> Event:
-    return ("error", {"code": code, "message": message or CALM[code], **extra})
+def calm_error(code: str, *, message: str | None = None) -> Event:
+    """The `error` event a turn ends with: `message`, else the calm sentence for `code`."""
+    payload: ErrorPayload = {"code": code, "message": message or CALM[code]}
+    return ("error", payload)
 
 
 def provider_sentence(exc: BackendError, *, summarised: bool) -> str:
@@ -109,10 +111,12 @@ def run_agent(
         try:
             failure = yield from _call_model(run, backend, model, specs, call, should_stop, calls)
         except BudgetExceeded as exc:
-            yield (
-                "error",
-                {"code": "budget_exceeded", "message": exc.message, "retry_after_seconds": exc.retry_after_seconds},
-            )
+            exceeded: ErrorPayload = {
+                "code": "budget_exceeded",
+                "message": exc.message,
+                "retry_after_seconds": exc.retry_after_seconds,
+            }
+            yield ("error", exceeded)
             return
         calls = None if call.index is None else call.index + 1
         if failure:
@@ -125,7 +129,7 @@ def run_agent(
             yield calm_error(failure, message=call.sentence)
             return
         if call.stop_reason == "stopped" or not call.tool_uses:
-            yield ("done", {"message_id": last_id, "stop_reason": call.stop_reason, "usage": total})
+            yield _done(last_id, call.stop_reason, total)
             return
         refused = limits.refusals(run, call.tool_uses)  # past a limit: an error result, never run
         waiting = [tu for tu in call.tool_uses if tu["id"] not in refused and _needs_person(session, tu)]
@@ -136,9 +140,14 @@ def run_agent(
             yield approvals.as_event(approvals.create(run, message, waiting))
             return
         if should_stop():
-            yield ("done", {"message_id": last_id, "stop_reason": "stopped", "usage": total})
+            yield _done(last_id, "stopped", total)
             return
     yield calm_error("tool_cycle_limit")
+
+
+def _done(message_id: int | None, stop_reason: str, usage: Usage) -> Event:
+    payload: DonePayload = {"message_id": message_id, "stop_reason": stop_reason, "usage": usage}
+    return ("done", payload)
 
 
 def _call_model(
@@ -191,18 +200,7 @@ def _call_model(
                 should_stop,
             )
         except Exception as exc:
-            if should_stop():  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
-                call.stop_reason, call.tool_uses = "stopped", []
-                if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
-                    logger.warning("model call failed unexpectedly after a Stop", exc_info=exc)
-            elif isinstance(exc, BackendError):
-                failure = "provider_error"
-                retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
-                _log_backend_error(exc, backend.name, model, retrying=retry, summarised=attempt == 1)
-                call.sentence = provider_sentence(exc, summarised=attempt == 1)
-            else:
-                logger.exception("model call failed unexpectedly")
-                failure = "chat_error"
+            failure, retry = _failed(exc, call, backend.name, model, attempt=attempt, stopped=should_stop())
         finally:
             call_context.reset(token)
         if run.marks_phases:
@@ -210,17 +208,44 @@ def _call_model(
         if retry:
             budget.settle(reservation, zero_usage())
             continue
-        written = call.output_chars()
-        if budget.counted_at_estimate(
-            finished=call.finished, stopped=call.stop_reason == "stopped", output_chars=written
-        ):
-            prompt = estimate or budget.estimate_tokens(ctx.system, ctx.messages, specs)
-            call.usage = budget.estimated_usage(prompt, written)
-        # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
-        call.ledger = budget.ledger_row(reservation, call.usage)
-        call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
+        _charge(call, reservation, estimate, ctx, specs)
         return failure
     return "provider_error"
+
+
+def _failed(
+    exc: Exception, call: _Call, backend: str, model: str, *, attempt: int, stopped: bool
+) -> tuple[str | None, bool]:
+    """What a model call that raised comes to: (its failure code, None when a Stop cut it; whether to
+    summarise the older messages and try once more). Logged for the operator; `call.sentence` is
+    what the person reads."""
+    if stopped:  # a Stop cut the model's read (`Interrupt`): what it wrote is kept, as at any Stop
+        call.stop_reason, call.tool_uses = "stopped", []
+        if not isinstance(exc, BackendError):  # (an adapter's bug that met a Stop still leaves a trace)
+            logger.warning("model call failed unexpectedly after a Stop", exc_info=exc)
+        return None, False
+    if not isinstance(exc, BackendError):
+        logger.error("model call failed unexpectedly", exc_info=exc)
+        return "chat_error", False
+    retry = exc.context_too_long and attempt == 0 and not (call.text or call.reasoning or call.tool_uses)
+    _log_backend_error(exc, backend, model, retrying=retry, summarised=attempt == 1)
+    call.sentence = provider_sentence(exc, summarised=attempt == 1)
+    return "provider_error", retry
+
+
+def _charge(
+    call: _Call, reservation: budget.Reservation, estimate: int, ctx: context.Context, specs: list[dict[str, Any]]
+) -> None:
+    """Settle the call's reservation with what it used, and keep its cost on `call`. A call that ended
+    without the provider's count is charged at an estimate: its prompt (`estimate`, else counted now)
+    and the output it wrote."""
+    written = call.output_chars()
+    if budget.counted_at_estimate(finished=call.finished, stopped=call.stop_reason == "stopped", output_chars=written):
+        prompt = estimate or budget.estimate_tokens(ctx.system, ctx.messages, specs)
+        call.usage = budget.estimated_usage(prompt, written)
+    # No cap on: the call's ledger row is written with the answer (`_persist`), one transaction.
+    call.ledger = budget.ledger_row(reservation, call.usage)
+    call.cost = budget.settle(reservation, call.usage) if call.ledger is None else call.ledger.cost_usd
 
 
 def _log_backend_error(exc: BackendError, backend: str, model: str, *, retrying: bool, summarised: bool) -> None:

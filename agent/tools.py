@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 from django.core.serializers.json import DjangoJSONEncoder
@@ -228,7 +228,7 @@ def as_object(value: Any) -> dict[str, Any]:
 @dataclass
 class ToolOutcome:
     result: dict[str, Any]
-    status: str  # "ok" | "error"
+    status: Literal["ok", "error"]
     effects: list[dict[str, Any]]
 
 
@@ -274,8 +274,7 @@ def _run_tool(session: Any, tool_use: dict[str, Any], purpose: str | None) -> To
         logger.exception("tool %s raised", name)
         return _error(_tool_exception_text(exc))
     effects = result.pop("_effects", None) or []
-    status = "error" if "error" in result else "ok"
-    return ToolOutcome(result, status, list(effects))
+    return ToolOutcome(result, "error" if "error" in result else "ok", list(effects))
 
 
 class ToolTimeout(Exception):

@@ -249,7 +249,8 @@ def _with_retries(action: Callable[[], Any], what: str, attempts: int = 3) -> No
         except Exception:
             logger.exception("%s failed (attempt %d of %d)", what, attempt + 1, attempts)
             connection.close()
-            time.sleep(0.5 * (2**attempt))
+            if attempt + 1 < attempts:  # (after the last try nothing waits on the pause: the channel closes)
+                time.sleep(0.5 * (2**attempt))
 
 
 def _finish(run: TurnRun, name: str, payload: Any, event_id: int | None = None) -> None:

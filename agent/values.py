@@ -151,6 +151,7 @@ class ApprovalPayload(TypedDict):
     name: str
     input: dict[str, Any]
     description: str
+    detail: str  # what will change, for the person deciding ("" when the tool says nothing more)
 
 
 class ConfirmPayload(TypedDict):

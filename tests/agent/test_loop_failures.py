@@ -171,3 +171,21 @@ def test_a_crashed_turn_is_repaired_by_the_next_message_once_its_lease_ran_out(a
     assert (dead.turn.status, dead.turn.terminal_event, dead.turn.terminal_payload) == ("error", "error", CHAT_ERROR[1])
     assert results(chat) == {"t1": ("error", ORPHAN_RESULT)}
     assert_transcript_valid(chat)
+
+
+def test_the_end_of_a_turn_is_tried_again_with_backoff_but_not_waited_for_after_the_last_try(monkeypatch, caplog):
+    """A write after a failure is tried three times, waiting between tries; after the last one
+    nothing is left to wait for (the turn's followers get their end as soon as it has failed)."""
+    sleeps: list[float] = []
+    monkeypatch.setattr(turns.time, "sleep", sleeps.append)
+
+    def broken() -> None:
+        raise RuntimeError("the database went away")
+
+    with caplog.at_level(logging.ERROR, logger="agent.turns"):
+        turns._with_retries(broken, "recording the end of the turn")
+
+    assert sleeps == [0.5, 1.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"recording the end of the turn failed (attempt {n} of 3)" for n in (1, 2, 3)
+    ]
