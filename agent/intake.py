@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest
 
 from agent import media, signals, turns
@@ -64,8 +64,8 @@ def open_session(user: Any, data: dict[str, Any]) -> Session:
         raise Refused(403, "forbidden", "You may not use the assistant here.") from None
     except Http404:
         raise Refused(404, "not_found", "That doesn't exist or isn't yours.") from None
-    except ValueError as exc:
-        raise Refused(400, "bad_request", str(exc)) from None
+    except ValidationError as exc:  # (the policy's words to the person; any other exception is a bug)
+        raise Refused(400, "bad_request", " ".join(exc.messages)) from None
 
 
 NO_IMAGES = "This assistant's model can't read images. Send your message without them, or as a document."

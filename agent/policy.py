@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.utils.module_loading import import_string
 
 from agent.conf import settings
@@ -28,10 +29,12 @@ class SessionPolicy:
     related: tuple[str, ...] = ()
 
     def create(self, user: Any, data: dict[str, Any]) -> Session:
-        """Create a session from the API body, or raise PermissionDenied / Http404 / ValueError."""
+        """Create a session from the API body, or raise PermissionDenied (403), Http404 (404) or
+        ValidationError (400, its message shown to the person as the reason). Any other exception is
+        a bug: logged, and answered as any server error, its text never shown."""
         purpose = data.get("purpose") or "chat"
         if not isinstance(purpose, str) or len(purpose) > 40:
-            raise ValueError("purpose must be a short string.")
+            raise ValidationError("purpose must be a short string.")
         return Session.objects.create(user=user, purpose=purpose)
 
     def may_use(self, session: Session) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
@@ -58,9 +58,9 @@ class BlogChatPolicy(SessionPolicy):
         slug = data.get("blog")
         purpose = data.get("purpose") or "chat"
         if purpose != "chat":
-            raise ValueError('purpose must be "chat".')
+            raise ValidationError('purpose must be "chat".')
         if not isinstance(slug, str) or not slug:
-            raise ValueError('Name the blog: {"blog": "<slug>"}.')
+            raise ValidationError('Name the blog: {"blog": "<slug>"}.')
         blog = Blog.objects.filter(slug=slug).first()
         seat = grants.seat_of(user, blog) if blog else None
         if blog is None or seat is None:
@@ -71,7 +71,7 @@ class BlogChatPolicy(SessionPolicy):
         if data.get("post") is not None:
             post_id = data["post"]
             if not isinstance(post_id, int) or isinstance(post_id, bool):
-                raise ValueError("post must be a post's id (a number).")
+                raise ValidationError("post must be a post's id (a number).")
             post = Post.objects.filter(blog=blog, pk=post_id).first()
             if post is None:
                 raise Http404("No such post.")

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from agent.backends import get_backend
 from agent.models import Session
 from tests.agent.testapp.models import Note, Notebook, NotebookLink
+from tests.agent.testapp.policy import NotebookPolicy
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,22 @@ def test_opening_sessions_counts_under_the_message_rate_limit(api, notebook, scr
 def test_the_policys_own_words_explain_a_bad_request(api):
     response = api.post("/api/agent/sessions", {})
     assert response.json()["error"]["message"] == 'Name the notebook: {"notebook": "<name>"}.'
+
+
+def test_a_policys_own_bug_is_never_read_out_as_if_it_were_its_words(api, monkeypatch, caplog):
+    """Only a `ValidationError` is the policy's words to the person; any other exception in it is a bug:
+    logged, answered as any server error is, its text never shown (a ValueError's was, as the reason)."""
+
+    def broken(self, user, data):
+        return int("x")  # ValueError: invalid literal for int() with base 10: 'x'
+
+    monkeypatch.setattr(NotebookPolicy, "create", broken)
+    api.client.raise_request_exception = False
+    response = api.post("/api/agent/sessions", {"notebook": "ideas"})
+    assert response.status_code == 500  # (the project's handler500 words it: JSON, with a reference, here)
+    assert "invalid literal" not in response.content.decode()
+    assert any("invalid literal" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+    assert not Session.objects.exists()
 
 
 def test_an_archived_notebooks_chat_stays_readable_but_takes_no_message(api, notebook, notebook_chat, script):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 
 from agent.models import Session
@@ -32,7 +32,7 @@ class NotebookPolicy(SessionPolicy):
     def create(self, user: Any, data: dict[str, Any]) -> Session:
         name = data.get("notebook")
         if not isinstance(name, str) or not name:
-            raise ValueError('Name the notebook: {"notebook": "<name>"}.')
+            raise ValidationError('Name the notebook: {"notebook": "<name>"}.')
         notebook = Notebook.objects.filter(name=name, owner=user).first()
         if notebook is None:
             raise Http404("No such notebook.")
