@@ -86,3 +86,16 @@ def test_the_assistant_is_told_the_zone_its_person_reads_times_in(team):
     assert "Times in tool results are in UTC; owner reads times in the Asia/Tokyo time zone" in prompt
     browser(team.editor).post("/blogs/notes/chats/new/")
     assert "time zone" not in Session.objects.get(user=team.editor).system_prompt
+
+
+def test_a_script_on_the_api_names_its_zone_as_the_browser_does(team):
+    """A chat opened through `POST /api/agent/sessions` with the `tz` cookie gets the same zone line."""
+    client = in_zone(browser(team.owner), "America/New_York")
+    client.get("/accounts/login/")
+    token = client.cookies["csrftoken"].value
+    response = client.post(
+        "/api/agent/sessions", {"blog": "notes"}, content_type="application/json", HTTP_X_CSRFTOKEN=token
+    )
+    assert response.status_code == 201
+    prompt = Session.objects.get(pk=response.json()["id"]).system_prompt
+    assert "owner reads times in the America/New_York time zone" in prompt
