@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -299,7 +300,7 @@ def post_delete(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         services.post_delete(post=post, actor=actor)
         messages.success(request, f"Deleted “{title}”.")
         if request.htmx:
-            return HttpResponseClientRedirect(f"/blogs/{blog.slug}/")
+            return HttpResponseClientRedirect(reverse("blog:detail", args=[blog.slug]))
         return redirect("blog:detail", slug=blog.slug)
     return render(request, "blog/post_confirm_delete.html", {"blog": blog, "post": post})
 

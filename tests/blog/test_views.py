@@ -1340,3 +1340,10 @@ def test_a_member_not_allowed_the_assistant_is_told_so_whether_never_or_no_longe
     html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
     assert "The blog's owner doesn't allow you to use the assistant at the moment" in html
     assert "yet" not in html.split('class="notice"', 1)[1].split("</p>", 1)[0]
+
+
+def test_a_delete_sent_by_htmx_sends_the_whole_page_to_the_blog(team):
+    post = make_post(team.blog, "Short-lived")
+    response = browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/delete/", HTTP_HX_REQUEST="true")
+    assert (response.status_code, response["HX-Redirect"]) == (200, "/blogs/notes/")
+    assert not Post.objects.filter(pk=post.pk).exists()
