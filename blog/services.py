@@ -298,11 +298,15 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     if revision.post_id != post.pk or not revision.before:
         raise OperationError("That revision can't be restored.")
     check_may_change(post, actor)
-    before = post.snapshot()
-    post.title, post.body = revision.before["title"], revision.before["body"]
-    post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+    before, title = post.snapshot(), revision.before["title"]
+    post.body = revision.before["body"]
+    changed = ["body", "updated_at"]
+    if title != post.title:  # a body-only restore keeps the post's address, as a body-only edit does
+        post.title = title
+        post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+        changed += ["title", "slug"]
     with transaction.atomic():
-        save_at_free_slug(post, ["title", "slug", "body", "updated_at"])
+        save_at_free_slug(post, changed)
         _revise(post, post.blog, "revert", before, actor)
         live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post
