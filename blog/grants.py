@@ -70,6 +70,14 @@ def seat_of(user: Any, blog: Blog) -> Seat | None:
         return None
 
 
+def member_blog(user: Any, slug: str) -> tuple[Blog, Seat] | None:
+    """The blog named `slug` with the user's seat on it; None when there is no such blog or they are
+    not a member (their views answer both alike: 404, so a blog that is not theirs does not exist)."""
+    blog = Blog.objects.filter(slug=slug).first()
+    seat = seat_of(user, blog) if blog else None
+    return None if blog is None or seat is None else (blog, seat)
+
+
 def may_summon(seat: Seat | None) -> bool:
     """Owners always; other members when the owner allows it; viewers never."""
     if seat is None or seat.role == Seat.VIEWER:

@@ -26,10 +26,10 @@ from blog.services import OperationError
 
 def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Actor]:
     """The blog, the user's seat and their Actor; 404 for anyone who is not a member."""
-    blog = Blog.objects.filter(slug=slug).first()
-    seat = grants.seat_of(request.user, blog) if blog else None
-    if blog is None or seat is None:
+    found = grants.member_blog(request.user, slug)
+    if found is None:
         raise Http404("No such blog.")
+    blog, seat = found
     return blog, seat, grants.Actor(request.user, ROLE_SCOPES[seat.role])
 
 
