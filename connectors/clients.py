@@ -138,8 +138,8 @@ def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
 def client_grant(request: AuthenticatedHttpRequest, slug: str, client: str) -> HttpResponse:
     """Save or revoke one connected client's grant: your own only, never beyond your seat."""
     blog, seat, _actor = membership(request, slug)
-    consent = Consent.objects.filter(user=request.user, blog=blog, client=client, revoked_at__isnull=True).first()
-    if consent is None or not client:
+    consent = grants.client_consent(request.user, blog, client)
+    if consent is None:
         raise Http404("No such client.")
     wanted = set(request.POST.getlist("scopes"))
     if request.POST.get("action") == "revoke" or not wanted:
