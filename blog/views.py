@@ -341,7 +341,7 @@ def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
     post = _post(blog, pk)
-    revisions = PostRevision.objects.filter(post=post).select_related("user")
+    revisions = PostRevision.objects.filter(post=post).select_related("user", "consent")  # (`actor_label`)
 
     def revision(name: str) -> PostRevision:
         raw = request.GET.get(name, "")
