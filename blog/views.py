@@ -145,17 +145,8 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     drawn = live.page_mark(blog)  # (before the post it vouches for: blog/live.py)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     post = Post.objects.filter(blog=blog, pk=pk).first()
-    if post is None:
-        # A Save from an editor whose post was deleted meanwhile (by the assistant beside it, in another
-        # tab): nothing to save into, but the person's words come back to copy, not a bare "Not found".
-        if request.method == "POST" and "version" in request.POST:
-            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": None, **mine}, status=404)
-        raise Http404("Not found.")
-    if not grants.may_change(actor, post):
-        # A Save from an editor opened while it was a draft (its form carries a version): published meanwhile.
-        if request.method == "POST" and "version" in request.POST and post.status == Post.PUBLISHED:
-            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": post, **mine}, status=409)
-        raise Http404("Not found.")  # a published post is changed only with the publish scope (README)
+    if post is None or not grants.may_change(actor, post):
+        return uneditable(request, blog, post, mine)
     error, incoming = None, None  # (incoming: the saved version, when a Save found it changed)
     if request.method == "POST":
         try:
@@ -188,6 +179,19 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
     return render(request, "blog/post_form.html", context)
+
+
+def uneditable(request: HttpRequest, blog: Blog, post: Post | None, mine: dict[str, str]) -> HttpResponse:
+    """The editor's answer for a post it may not edit: gone (None), or published and the person may not
+    publish (a published post is changed only with the publish scope: README). A Save from an editor
+    that opened it (its form carries a version), deleted or published meanwhile (by the assistant
+    beside it, in another tab), gives the person's words back to copy, not a bare "Not found"."""
+    if request.method == "POST" and "version" in request.POST:
+        if post is None:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": None, **mine}, status=404)
+        if post.status == Post.PUBLISHED:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": post, **mine}, status=409)
+    raise Http404("Not found.")
 
 
 def changed_by(post: Post, user: Any) -> str:
