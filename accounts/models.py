@@ -10,3 +10,7 @@ class FailedLogin(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["username", "created_at"], name="accounts_failed_user_time_idx")]
+
+    def __str__(self) -> str:
+        # What the admin's title and breadcrumbs name a failure by ("FailedLogin object (3)" said nothing).
+        return f"{self.username} from {self.ip or 'an unknown address'}"

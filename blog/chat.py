@@ -61,10 +61,10 @@ class BlogChatPolicy(SessionPolicy):
             raise ValidationError('purpose must be "chat".')
         if not isinstance(slug, str) or not slug:
             raise ValidationError('Name the blog: {"blog": "<slug>"}.')
-        blog = Blog.objects.filter(slug=slug).first()
-        seat = grants.seat_of(user, blog) if blog else None
-        if blog is None or seat is None:
+        found = grants.member_blog(user, slug)
+        if found is None:
             raise Http404("No such blog.")
+        blog, seat = found
         if not grants.may_summon(seat):
             raise PermissionDenied("Not allowed to use the assistant on this blog.")
         post = None

@@ -150,11 +150,10 @@ def _panel_page(blog: Blog, post: Post | None, session: Session | None = None) -
 
 def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
     """The blog, for a member who may summon the assistant on it; else 404."""
-    blog = Blog.objects.filter(slug=slug).first()
-    seat = grants.seat_of(request.user, blog) if blog else None
-    if blog is None or seat is None or not grants.may_summon(seat):
+    found = grants.member_blog(request.user, slug)
+    if found is None or not grants.may_summon(found[1]):
         raise Http404("No such blog.")
-    return blog
+    return found[0]
 
 
 def _refusal(exc: intake.Refused) -> str:

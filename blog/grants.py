@@ -70,6 +70,14 @@ def seat_of(user: Any, blog: Blog) -> Seat | None:
         return None
 
 
+def member_blog(user: Any, slug: str) -> tuple[Blog, Seat] | None:
+    """The blog named `slug` with the user's seat on it; None when there is no such blog or they are
+    not a member (their views answer both alike: 404, so a blog that is not theirs does not exist)."""
+    blog = Blog.objects.filter(slug=slug).first()
+    seat = seat_of(user, blog) if blog else None
+    return None if blog is None or seat is None else (blog, seat)
+
+
 def may_summon(seat: Seat | None) -> bool:
     """Owners always; other members when the owner allows it; viewers never."""
     if seat is None or seat.role == Seat.VIEWER:
@@ -85,14 +93,20 @@ def assistant_grantable(seat: Seat | None) -> frozenset[str]:
     return ROLE_SCOPES[seat.role]
 
 
-def assistant_consent(user: Any, blog: Blog) -> Consent | None:
-    """The user's live (not revoked) Consent for the assistant on the blog, if any."""
+def live_consent(user: Any, blog: Blog, client: str) -> Consent | None:
+    """The user's live (not revoked) Consent for `client` (ASSISTANT: the built-in assistant) on the
+    blog, if any."""
     if not getattr(user, "is_authenticated", False):
         return None
     try:
-        return Consent.objects.get(user=user, blog=blog, client=ASSISTANT, revoked_at__isnull=True)
+        return Consent.objects.get(user=user, blog=blog, client=client, revoked_at__isnull=True)
     except Consent.DoesNotExist:
         return None
+
+
+def assistant_consent(user: Any, blog: Blog) -> Consent | None:
+    """The user's live Consent for the assistant on the blog, if any."""
+    return live_consent(user, blog, ASSISTANT)
 
 
 def assistant_scopes(seat: Seat | None, consent: Consent | None) -> frozenset[str]:
@@ -110,12 +124,7 @@ def assistant(user: Any, blog: Blog, chat_session: Any = None) -> Actor:
 
 def client_consent(user: Any, blog: Blog, client: str) -> Consent | None:
     """The user's live Consent for a connected client (an OAuth client id) on the blog, if any."""
-    if not client or not getattr(user, "is_authenticated", False):
-        return None
-    try:
-        return Consent.objects.get(user=user, blog=blog, client=client, revoked_at__isnull=True)
-    except Consent.DoesNotExist:
-        return None
+    return live_consent(user, blog, client) if client else None
 
 
 def client_scopes(seat: Seat | None, consent: Consent | None) -> frozenset[str]:

@@ -119,10 +119,10 @@ def seat_changed(sender: Any, instance: Seat, created: bool = False, **kwargs: A
 @login_required
 def blog_events(request: AuthenticatedHttpRequest, slug: str) -> HttpResponseBase:
     """The blog's changes as they happen, for its members only (anyone else: 404, as for the blog)."""
-    blog = Blog.objects.filter(slug=slug).first()
-    seat = grants.seat_of(request.user, blog) if blog else None
-    if blog is None or seat is None or READ not in ROLE_SCOPES[seat.role]:
+    found = grants.member_blog(request.user, slug)
+    if found is None or READ not in ROLE_SCOPES[found[1].role]:
         raise Http404("No such blog.")
+    blog = found[0]
     if not from_event_source(request):
         return HttpResponse("This address is a page's live stream.", status=406, content_type="text/plain")
     shown, panel = own_chat(request, blog), None

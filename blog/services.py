@@ -240,31 +240,36 @@ def post_update(
     return post
 
 
-#: What publishing and unpublishing write: a change to the words saved since the post was read stays.
-STATE_FIELDS = ["status", "published_at", "updated_at"]
-
-
 def post_publish(*, post: Post, actor: Actor) -> Post:
-    if post.status == Post.PUBLISHED:
-        raise OperationError(f"“{post.title}” is already published.", "conflict")
-    before = post.snapshot()
-    post.status, post.published_at = Post.PUBLISHED, timezone.now()
-    with transaction.atomic():
-        post.save(update_fields=STATE_FIELDS)
-        _revise(post, post.blog, "publish", before, actor)
-        live.announce(post.blog, {"type": "post.published", "id": post.pk})
-    return post
+    return _set_state(post, actor, Post.PUBLISHED, "publish", f"“{post.title}” is already published.")
 
 
 def post_unpublish(*, post: Post, actor: Actor) -> Post:
-    if post.status != Post.PUBLISHED:
-        raise OperationError(f"“{post.title}” is not published.", "conflict")
-    before = post.snapshot()
-    post.status, post.published_at = Post.DRAFT, None
+    return _set_state(post, actor, Post.DRAFT, "unpublish", f"“{post.title}” is not published.")
+
+
+def _set_state(post: Post, actor: Actor, status: str, action: str, refusal: str) -> Post:
+    """Publish or unpublish: only the state is written, so a change to the words saved since the post
+    was read stays. The UPDATE is conditional on the state the caller read: of two requests that read
+    the same draft (two Publish buttons, a button and the assistant), the second is refused, not a
+    second publication with its own revision and a later date."""
+    was = Post.DRAFT if status == Post.PUBLISHED else Post.PUBLISHED
+    if post.status != was:
+        raise OperationError(refusal, "conflict")
+    before, now = post.snapshot(), timezone.now()
+    published_at = now if status == Post.PUBLISHED else None
     with transaction.atomic():
-        post.save(update_fields=STATE_FIELDS)
-        _revise(post, post.blog, "unpublish", before, actor)
-        live.announce(post.blog, {"type": "post.unpublished", "id": post.pk})
+        changed = Post.objects.filter(pk=post.pk, status=was).update(
+            status=status, published_at=published_at, updated_at=now
+        )
+        if not changed:
+            if not Post.objects.filter(pk=post.pk).exists():
+                raise OperationError(f"“{post.title}” was deleted meanwhile.", "not_found")
+            raise OperationError(refusal, "conflict")
+        post.status, post.published_at, post.updated_at = status, published_at, now
+        _revise(post, post.blog, action, before, actor)
+        effect = "post.published" if status == Post.PUBLISHED else "post.unpublished"
+        live.announce(post.blog, {"type": effect, "id": post.pk})
     return post
 
 
@@ -293,11 +298,15 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     if revision.post_id != post.pk or not revision.before:
         raise OperationError("That revision can't be restored.")
     check_may_change(post, actor)
-    before = post.snapshot()
-    post.title, post.body = revision.before["title"], revision.before["body"]
-    post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+    before, title = post.snapshot(), revision.before["title"]
+    post.body = revision.before["body"]
+    changed = ["body", "updated_at"]
+    if title != post.title:  # a body-only restore keeps the post's address, as a body-only edit does
+        post.title = title
+        post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
+        changed += ["title", "slug"]
     with transaction.atomic():
-        save_at_free_slug(post, ["title", "slug", "body", "updated_at"])
+        save_at_free_slug(post, changed)
         _revise(post, post.blog, "revert", before, actor)
         live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post

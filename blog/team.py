@@ -70,5 +70,6 @@ def consent_revoke(*, consent: Consent) -> None:
         return
     with transaction.atomic():
         consent.revoked_at, consent.scopes = timezone.now(), []
-        consent.save()
+        # Only what revoking changes: a use stamped since the caller read it (`grants.note_use`) stays.
+        consent.save(update_fields=["revoked_at", "scopes", "updated_at"])
         signals.consent_revoked.send(sender=Consent, consent=consent)

@@ -153,8 +153,9 @@ def clients(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
             team.consent_grant(user=request.user, blog=blog, client=grants.ASSISTANT, scopes=wanted)
             messages.success(request, "Saved what the assistant may do for you.")
         return redirect("blog:clients", slug=blog.slug)
-    granted = set(consent.scopes) if consent and consent.active else set()
-    effective = grants.assistant(request.user, blog).scopes
+    live_consent = consent if consent is not None and consent.active else None
+    granted = set(live_consent.scopes) if live_consent else set()
+    effective = grants.assistant_scopes(seat, live_consent)  # (the seat and grant just read, not read again)
     scopes = scope_choices(grantable, granted)
     used_in = _chats_acted_in(blog, consent) if consent else []
     return render(

@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -25,10 +26,10 @@ from blog.services import OperationError
 
 def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Actor]:
     """The blog, the user's seat and their Actor; 404 for anyone who is not a member."""
-    blog = Blog.objects.filter(slug=slug).first()
-    seat = grants.seat_of(request.user, blog) if blog else None
-    if blog is None or seat is None:
+    found = grants.member_blog(request.user, slug)
+    if found is None:
         raise Http404("No such blog.")
+    blog, seat = found
     return blog, seat, grants.Actor(request.user, ROLE_SCOPES[seat.role])
 
 
@@ -144,17 +145,8 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     drawn = live.page_mark(blog)  # (before the post it vouches for: blog/live.py)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     post = Post.objects.filter(blog=blog, pk=pk).first()
-    if post is None:
-        # A Save from an editor whose post was deleted meanwhile (by the assistant beside it, in another
-        # tab): nothing to save into, but the person's words come back to copy, not a bare "Not found".
-        if request.method == "POST" and "version" in request.POST:
-            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": None, **mine}, status=404)
-        raise Http404("Not found.")
-    if not grants.may_change(actor, post):
-        # A Save from an editor opened while it was a draft (its form carries a version): published meanwhile.
-        if request.method == "POST" and "version" in request.POST and post.status == Post.PUBLISHED:
-            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": post, **mine}, status=409)
-        raise Http404("Not found.")  # a published post is changed only with the publish scope (README)
+    if post is None or not grants.may_change(actor, post):
+        return uneditable(request, blog, post, mine)
     error, incoming = None, None  # (incoming: the saved version, when a Save found it changed)
     if request.method == "POST":
         try:
@@ -187,6 +179,19 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
     return render(request, "blog/post_form.html", context)
+
+
+def uneditable(request: HttpRequest, blog: Blog, post: Post | None, mine: dict[str, str]) -> HttpResponse:
+    """The editor's answer for a post it may not edit: gone (None), or published and the person may not
+    publish (a published post is changed only with the publish scope: README). A Save from an editor
+    that opened it (its form carries a version), deleted or published meanwhile (by the assistant
+    beside it, in another tab), gives the person's words back to copy, not a bare "Not found"."""
+    if request.method == "POST" and "version" in request.POST:
+        if post is None:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": None, **mine}, status=404)
+        if post.status == Post.PUBLISHED:
+            return render(request, "blog/post_edit_refused.html", {"blog": blog, "post": post, **mine}, status=409)
+    raise Http404("Not found.")
 
 
 def changed_by(post: Post, user: Any) -> str:
@@ -299,7 +304,7 @@ def post_delete(request: HtmxHttpRequest, slug: str, pk: int) -> HttpResponse:
         services.post_delete(post=post, actor=actor)
         messages.success(request, f"Deleted “{title}”.")
         if request.htmx:
-            return HttpResponseClientRedirect(f"/blogs/{blog.slug}/")
+            return HttpResponseClientRedirect(reverse("blog:detail", args=[blog.slug]))
         return redirect("blog:detail", slug=blog.slug)
     return render(request, "blog/post_confirm_delete.html", {"blog": blog, "post": post})
 
@@ -340,7 +345,7 @@ def post_compare(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, READ)
     post = _post(blog, pk)
-    revisions = PostRevision.objects.filter(post=post).select_related("user")
+    revisions = PostRevision.objects.filter(post=post).select_related("user", "consent")  # (`actor_label`)
 
     def revision(name: str) -> PostRevision:
         raw = request.GET.get(name, "")

@@ -6,11 +6,14 @@ tokens for this blog, so its next call is refused with 401; narrowing bites on i
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -30,19 +33,35 @@ RECENT_ACTIONS = 5
 def rows(user: Any, blog: Blog, seat: Seat) -> list[dict[str, Any]]:
     """The person's live client grants on the blog, newest first, with what each may do now."""
     mine = ROLE_SCOPES[seat.role]
-    consents = Consent.objects.filter(user=user, blog=blog, revoked_at__isnull=True).exclude(client=grants.ASSISTANT)
-    found = []
-    for consent in consents.order_by("-created_at"):
-        granted = set(consent.scopes)
-        recent = McpCall.objects.filter(blog=blog, user=user, client_id=consent.client)[:RECENT_ACTIONS]
-        found.append(
-            {
-                "consent": consent,
-                "scopes": scope_choices(mine, granted),
-                "effective": sorted(grants.client_scopes(seat, consent)),
-                "recent": list(recent),
-            }
-        )
+    consents = list(
+        Consent.objects.filter(user=user, blog=blog, revoked_at__isnull=True)
+        .exclude(client=grants.ASSISTANT)
+        .order_by("-created_at")
+    )
+    recent = recent_calls(user, blog, [consent.client for consent in consents]) if consents else {}
+    return [
+        {
+            "consent": consent,
+            "scopes": scope_choices(mine, set(consent.scopes)),
+            "effective": sorted(grants.client_scopes(seat, consent)),
+            "recent": recent.get(consent.client, []),
+        }
+        for consent in consents
+    ]
+
+
+def recent_calls(user: Any, blog: Blog, clients: list[str]) -> dict[str, list[McpCall]]:
+    """The RECENT_ACTIONS latest calls of each of `clients` for this user on this blog, newest first:
+    one query for them all (each client's calls numbered in their own window), not one per client."""
+    latest = Window(RowNumber(), partition_by=[F("client_id")], order_by=[F("created_at").desc(), F("pk").desc()])
+    calls = (
+        McpCall.objects.filter(blog=blog, user=user, client_id__in=clients)
+        .annotate(nth=latest)
+        .filter(nth__lte=RECENT_ACTIONS)
+    )
+    found: dict[str, list[McpCall]] = defaultdict(list)
+    for call in calls:  # (the model's order: the newest first)
+        found[call.client_id].append(call)
     return found
 
 
@@ -119,8 +138,8 @@ def seat_removed(sender: Any, instance: Seat, **kwargs: Any) -> None:
 def client_grant(request: AuthenticatedHttpRequest, slug: str, client: str) -> HttpResponse:
     """Save or revoke one connected client's grant: your own only, never beyond your seat."""
     blog, seat, _actor = membership(request, slug)
-    consent = Consent.objects.filter(user=request.user, blog=blog, client=client, revoked_at__isnull=True).first()
-    if consent is None or not client:
+    consent = grants.client_consent(request.user, blog, client)
+    if consent is None:
         raise Http404("No such client.")
     wanted = set(request.POST.getlist("scopes"))
     if request.POST.get("action") == "revoke" or not wanted:

@@ -113,7 +113,11 @@ def _error(description: str, status: int = 400) -> JsonResponse:
 @csrf_exempt  # an OAuth endpoint called by programs, without cookies (RFC 7591)
 @require_POST
 def register(request: HttpRequest) -> JsonResponse:
-    if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_BODY_BYTES:
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:  # (not a number: Django reads no body then, and the JSON check below refuses it)
+        declared = 0
+    if declared > MAX_BODY_BYTES:
         return _error("The registration request is too large.", 413)
     if wait := seconds_limited(request):
         body: dict[str, Any] = {

@@ -313,3 +313,12 @@ def test_the_admins_password_change_keeps_the_admins_page(django_user_model):
     client = Client()
     client.force_login(django_user_model.objects.create_superuser("root", password="root-pass-123"))
     assert "Django administration" in client.get("/admin/password_change/").content.decode()
+
+
+def test_a_failed_sign_in_is_named_by_its_username_and_address_in_the_admin(admin_client):
+    """Its change and delete pages' titles and breadcrumbs (not "FailedLogin object (1)")."""
+    failure = FailedLogin.objects.create(username="dave", ip="203.0.113.9", created_at=timezone.now())
+    nowhere = FailedLogin.objects.create(username="erin", ip=None, created_at=timezone.now())
+    assert (str(failure), str(nowhere)) == ("dave from 203.0.113.9", "erin from an unknown address")
+    page = admin_client.get(f"/admin/accounts/failedlogin/{failure.pk}/change/").content.decode()
+    assert "dave from 203.0.113.9" in page

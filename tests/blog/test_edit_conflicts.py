@@ -280,3 +280,35 @@ def test_a_save_after_the_post_was_deleted_elsewhere_gives_the_words_back(team):
     assert plain.status_code == 404 and "Words typed" not in plain.content.decode()
     # The editor's look at its post, gone: an empty answer (the page says it can no longer be edited).
     assert mine.post(f"/blogs/notes/posts/{post.pk}/incoming/", {"title": "x", "body": "y"}).status_code == 204
+
+
+@pytest.mark.parametrize("action", ["publish", "unpublish"])
+def test_two_publish_buttons_pressed_at_once_publish_the_post_once(team, action):
+    """Two people (or a person and the assistant) press Publish on the same draft at the same moment,
+    each request having read it as a draft: the second is refused as already published, not a second
+    publication with its own revision and a later publication date. The same for Unpublish."""
+    post = make_post(team.blog, "Pressed twice", "Words.")
+    if action == "unpublish":
+        services.post_publish(post=Post.objects.get(pk=post.pk), actor=person(team.owner))
+    mutate = services.post_publish if action == "publish" else services.post_unpublish
+    first, second = Post.objects.get(pk=post.pk), Post.objects.get(pk=post.pk)
+    mutate(post=first, actor=person(team.owner))
+    with pytest.raises(services.OperationError) as refused:
+        mutate(post=second, actor=person(team.editor))
+    said = "already published" if action == "publish" else "not published"
+    assert (refused.value.code, refused.value.public_message) == ("conflict", f"“Pressed twice” is {said}.")
+    post.refresh_from_db()
+    assert (post.status, post.published_at) == (first.status, first.published_at)
+    assert PostRevision.objects.filter(post=post, action=action).count() == 1
+
+
+def test_publishing_a_post_deleted_meanwhile_says_so(team):
+    """A Publish button (or the assistant) acting on a post another request has just deleted is refused
+    with a sentence, not a server error."""
+    post = make_post(team.blog, "Gone soon", "Words.")
+    read_by_the_button = Post.objects.get(pk=post.pk)
+    services.post_delete(post=Post.objects.get(pk=post.pk), actor=person(team.owner))
+    with pytest.raises(services.OperationError) as refused:
+        services.post_publish(post=read_by_the_button, actor=person(team.editor))
+    assert (refused.value.code, refused.value.public_message) == ("not_found", "“Gone soon” was deleted meanwhile.")
+    assert not PostRevision.objects.filter(action="publish").exists()

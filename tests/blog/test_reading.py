@@ -305,3 +305,30 @@ def test_posts_made_before_history_get_a_first_revision(team):
     assert (first.action, first.before, first.after, first.user) == ("create", None, post.snapshot(), team.owner)
     assert first.created_at == post.created_at
     assert list(PostRevision.objects.exclude(post=post)) == [kept]  # posts with history are left alone
+
+
+def test_comparing_the_assistants_changes_reads_no_more_than_comparing_a_persons(team, consent):
+    """Each version is named by who made it, the assistant "for owner" by its grant: read with the
+    revisions, as the history page reads it, not one query more per version."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from blog import services
+    from blog.grants import Actor
+    from tests.blog.conftest import ALL
+
+    grant = consent(team.owner, team.blog, ALL)
+    owner = Actor(team.owner, frozenset(ALL))
+    assistant = Actor(team.owner, frozenset(ALL), consent=grant, via_assistant=True)
+    client = browser(team.owner)
+
+    def compare_queries(actor: Actor) -> int:
+        post = services.post_create(blog=team.blog, actor=actor, title="Counted", body="one")
+        services.post_update(post=post, actor=actor, body="two")
+        older, newer = PostRevision.objects.filter(post=post).order_by("pk")
+        with CaptureQueriesContext(connection) as ctx:
+            page = client.get(f"/blogs/notes/posts/{post.pk}/history/compare/?from={older.pk}&to={newer.pk}")
+        assert page.status_code == 200
+        return len(ctx.captured_queries)
+
+    assert compare_queries(assistant) == compare_queries(owner)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from agent import events
 from blog import live
@@ -43,3 +44,19 @@ def test_a_grant_revoked_and_given_again_is_the_same_consent(team):
     assert consent.revoked_at == revoked_at
     again = consent_grant(user=team.editor, blog=team.blog, client="app", scopes=[READ])
     assert (again.pk, again.scopes, again.client_name, again.active) == (consent.pk, [READ], "App", True)
+
+
+def test_revoking_a_grant_read_earlier_keeps_what_was_written_to_it_since(team):
+    """The Clients screen reads a grant, then revokes it: a use stamped meanwhile (by a connected client's
+    call, `grants.note_use`) stays; revoking writes only what it changes."""
+    consent = consent_grant(user=team.editor, blog=team.blog, client="app", scopes=[READ], client_name="App")
+    used = timezone.now()
+    Consent.objects.filter(pk=consent.pk).update(last_used_at=used, client_name="App, renamed")
+    consent_revoke(consent=consent)  # (the instance read before that use)
+    consent.refresh_from_db()
+    assert (consent.active, consent.scopes, consent.last_used_at, consent.client_name) == (
+        False,
+        [],
+        used,
+        "App, renamed",
+    )

@@ -483,6 +483,21 @@ def test_revert(team, role):
     )
 
 
+def test_restoring_only_a_body_keeps_the_posts_address(team):
+    """As a body-only edit does (`services.post_update`): the post's public address changes only with
+    its title, even when the address its title first asked for has come free since."""
+    first = make_post(team.blog, "Walk", "First walk.")
+    second = make_post(team.blog, "Walk, again", "Second walk.")
+    Post.objects.filter(pk=second.pk).update(title="Walk", slug="walk-2")  # named as the first was
+    client = browser(team.owner)
+    client.post(f"/blogs/notes/posts/{second.pk}/edit/", {"title": "Walk", "body": "Rewritten."})
+    client.post(f"/blogs/notes/posts/{first.pk}/delete/")  # "walk" is free again
+    update = PostRevision.objects.get(post=second, action="update")
+    client.post(f"/blogs/notes/posts/{second.pk}/revert/{update.pk}/")
+    second.refresh_from_db()
+    assert (second.title, second.slug, second.body) == ("Walk", "walk-2", "Second walk.")
+
+
 @pytest.mark.parametrize("role", ["author", "viewer", "outsider"])
 def test_revert_by_others_is_404(team, role):
     post = make_post(team.blog, "Original", "Original body")
@@ -1340,3 +1355,10 @@ def test_a_member_not_allowed_the_assistant_is_told_so_whether_never_or_no_longe
     html = browser(team.editor).get("/blogs/notes/clients/").content.decode()
     assert "The blog's owner doesn't allow you to use the assistant at the moment" in html
     assert "yet" not in html.split('class="notice"', 1)[1].split("</p>", 1)[0]
+
+
+def test_a_delete_sent_by_htmx_sends_the_whole_page_to_the_blog(team):
+    post = make_post(team.blog, "Short-lived")
+    response = browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/delete/", HTTP_HX_REQUEST="true")
+    assert (response.status_code, response["HX-Redirect"]) == (200, "/blogs/notes/")
+    assert not Post.objects.filter(pk=post.pk).exists()

@@ -102,6 +102,13 @@ def test_registration_refuses_a_body_nested_too_deep_calmly():
     }
 
 
+def test_registration_refuses_a_malformed_content_length_calmly():
+    """It needs no account: a Content-Length that is no number was a 500 page for anyone."""
+    response = Client().post("/oauth/register/", data=b"{}", content_type="application/json", CONTENT_LENGTH="lots")
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+
+
 def test_registration_answers_rfc7591():
     response = Client().post(
         "/oauth/register/",

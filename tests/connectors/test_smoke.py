@@ -156,3 +156,33 @@ def test_a_scope_granted_before_a_role_came_down_says_it_is_unused_and_dropped_o
         '<input type="checkbox" name="scopes" value="posts:delete" disabled> Delete posts'
         ' <span class="why-not">(only owners and editors can)</span></label>'
     ) in card
+
+
+def test_the_clients_screen_reads_every_clients_recent_actions_at_once(team, django_assert_num_queries):
+    """Each connected client's card lists its five latest calls, newest first; read in one query for
+    all the person's clients, not one per client."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from blog.models import Consent
+    from connectors.clients import rows
+    from connectors.models import McpCall
+
+    now = timezone.now()
+    for n in range(3):
+        Consent.objects.create(user=team.owner, blog=team.blog, client=f"app-{n}", client_name=f"App {n}", scopes=ALL)
+        for minute in range(7):
+            McpCall.objects.create(
+                user=team.owner,
+                blog=team.blog,
+                client_id=f"app-{n}",
+                tool=f"call-{minute}",
+                status=McpCall.OK,
+                created_at=now - timedelta(minutes=minute),
+            )
+    McpCall.objects.create(user=team.editor, blog=team.blog, client_id="app-0", tool="not-mine", status=McpCall.OK)
+    seat = team.seat("owner")
+    with django_assert_num_queries(2):  # the grants, then every client's latest calls
+        found = rows(team.owner, team.blog, seat)
+    assert [[call.tool for call in row["recent"]] for row in found] == [[f"call-{m}" for m in range(5)]] * 3
