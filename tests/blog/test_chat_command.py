@@ -137,3 +137,18 @@ def test_a_full_budget_is_said_with_when_to_try_again(team, settings):
     assert "You've sent a lot in the last minute. Try again in " in shown
     wait = shown.split("Try again in ", 1)[1].split(".", 1)[0]
     assert wait.endswith(" s") and 1 <= int(wait[:-2]) <= 60
+
+
+def test_a_chat_continued_must_be_on_the_blog_named(team):
+    """`--session` on another blog of the person's than `--blog` named: the banner named `--blog`
+    while the chat went on in the other. Refused, saying which blog the chat is on."""
+    from blog.chat import BlogChatPolicy
+    from blog.models import Blog, Seat
+
+    other = Blog.objects.create(owner=team.owner, title="Other", slug="other")
+    Seat.objects.create(blog=other, user=team.owner, role=Seat.OWNER, may_use_assistant=True)
+    session = BlogChatPolicy().create(team.owner, {"blog": team.blog.slug})
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"^That chat is on 'notes', not 'other'\.$"):
+        call_command("chat", user="owner", blog="other", session=str(session.pk), message=["hi"], stdout=out)
+    assert out.getvalue() == ""

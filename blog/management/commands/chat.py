@@ -20,7 +20,7 @@ from agent.exceptions import NothingToResume, TurnInProgress
 from agent.models import Session
 from agent.policy import get_policy
 from agent.templatetags.agent_waits import wait
-from blog.chat import BlogChatPolicy
+from blog.chat import BlogChatPolicy, blog_of
 
 STYLE = {"reasoning": "\033[2m", "tool": "\033[36m", "error": "\033[31m", "reset": "\033[0m"}
 
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"No user named {opts['user']!r}.")
         session = self._session(user, opts)
-        self.color = sys.stdout.isatty()
+        self.color = self.stdout.isatty()  # (this command's own output, which may be a file)
         self.stdin = opts.get("stdin") or sys.stdin
         self.stdout.write(f"Chat {session.pk} on {opts['blog']} as {user.username}. Ctrl-D to leave.\n")
         if waiting := approvals.pending(session):  # (a chat continued from the web, say)
@@ -55,6 +55,10 @@ class Command(BaseCommand):
             session = Session.objects.filter(pk=opts["session"], user=user).first()
             if session is None:
                 raise CommandError("No such chat session for that user.")
+            blog = blog_of(session)
+            if blog is None or blog.slug != opts["blog"]:
+                where = f"on {blog.slug!r}" if blog else "on no blog"
+                raise CommandError(f"That chat is {where}, not {opts['blog']!r}.")
             return session
         try:
             return BlogChatPolicy().create(user, {"blog": opts["blog"]})
