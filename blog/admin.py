@@ -1,4 +1,7 @@
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from agent.admin import DeletedWithItsOwner
 from blog import services, team
@@ -68,7 +71,7 @@ class PostAdmin(admin.ModelAdmin):
 
 @admin.register(PostRevision)
 class PostRevisionAdmin(DeletedWithItsOwner, admin.ModelAdmin):
-    list_display = ["created_at", "blog", "post", "action", "user", "acted_through", "chat_session"]
+    list_display = ["created_at", "blog", "post", "action", "user", "acted_through", "chat"]
     list_select_related = ["blog", "post", "user", "consent", "chat_session"]  # (nullable ones: a query per row each)
     list_filter = ["action", "via_assistant", "blog"]
     search_fields = ["chat_session__id", "user__username", "blog__slug", "post__title"]
@@ -84,6 +87,15 @@ class PostRevisionAdmin(DeletedWithItsOwner, admin.ModelAdmin):
     @admin.display(description="through", ordering="via_assistant")
     def acted_through(self, revision: PostRevision) -> str | None:
         return revision.assistant_label if revision.via_assistant else None
+
+    # The chat it was made in, a link to its transcript (the whole id made the list wider than a window).
+    @admin.display(description="chat")
+    def chat(self, revision: PostRevision) -> str | None:
+        chat = revision.chat_session
+        if chat is None:
+            return None
+        label = Truncator(chat.title).chars(30) if chat.title else f"{str(chat.pk)[:8]}…"
+        return format_html('<a href="{}">{}</a>', reverse("admin:agent_session_change", args=[chat.pk]), label)
 
 
 @admin.register(Consent)

@@ -103,6 +103,7 @@ def test_an_admin_finds_a_blogs_chats_and_what_they_changed(team, other_team, au
     assert str(elsewhere.pk) in page and str(chat.pk) not in page
     page = auditor.get(f"/admin/blog/postrevision/?q={chat.pk}").content.decode()
     assert "1 post revision" in page
+    assert f'<a href="/admin/agent/session/{chat.pk}/change/">{str(chat.pk)[:8]}…</a>' in page  # (to its transcript)
 
 
 def queries_of(client, url: str) -> int:
