@@ -18,7 +18,7 @@ from agent.conf import settings
 from agent.models import ContextSummary, Session
 from agent.state import Run
 from agent.transcript import read_after, release_connection
-from agent.values import NeutralMessage
+from agent.values import NeutralMessage, ToolSpec
 
 logger = logcontext.get_logger("agent.context")
 
@@ -36,7 +36,7 @@ class Context:
     messages: list[dict[str, Any]]
 
 
-def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *, force: bool = False) -> Context:
+def build(run: Run, backend: Backend, model: str, tools: list[ToolSpec], *, force: bool = False) -> Context:
     """The context for the next call; writes a new summary first when the transcript outgrew the limit.
 
     Within one run the transcript is read once: the messages the run adds are appended to what was
