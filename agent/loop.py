@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from agent import approvals, budget, context, limits, logcontext, signals, sql
 from agent.backends import get_backend, model_for
-from agent.backends.base import USAGE_KEYS, CallContext, call_context, zero_usage
+from agent.backends.base import USAGE_KEYS, Backend, CallContext, call_context, zero_usage
 from agent.conf import settings
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Spend, Turn
@@ -152,7 +152,7 @@ def _done(message_id: int | None, stop_reason: str, usage: Usage) -> Event:
 
 def _call_model(
     run: Run,
-    backend: Any,
+    backend: Backend,
     model: str,
     specs: list[ToolSpec],
     call: _Call,
