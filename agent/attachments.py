@@ -10,9 +10,11 @@ adapter. The budget's input estimate reads `tokens(part)`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from agent.conf import settings
+from agent.values import NeutralMessage, Part
 
 NOTE_PREFIX = "[Attachment #"
 TEXT_TYPES = ("text/plain", "text/markdown")
@@ -22,12 +24,12 @@ PDF_PAGE_TOKENS = 3000
 PDF_BYTES_PER_PAGE = 50_000
 
 
-def is_note(part: dict[str, Any]) -> bool:
+def is_note(part: Mapping[str, Any]) -> bool:
     """Whether a text part is an attachment's introduction line (not the person's words)."""
     return part.get("type") == "text" and str(part.get("text", "")).startswith(NOTE_PREFIX)
 
 
-def describe(part: dict[str, Any]) -> str:
+def describe(part: Mapping[str, Any]) -> str:
     """`[Attachment #12: photo.jpg, image/jpeg, 640×480, 52 KB]`."""
     bits = [str(part.get("name") or part["type"]), str(part.get("media_type") or "")]
     if part.get("width") and part.get("height"):
@@ -47,21 +49,20 @@ def human_size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
-def for_model(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def for_model(messages: list[NeutralMessage]) -> list[NeutralMessage]:
     """The messages with each attachment introduced and shaped for the model (see the module)."""
     if not any(p["type"] in ("image", "document") for m in messages for p in m["parts"]):
         return messages
     return [{**m, "parts": [q for p in m["parts"] for q in _shaped(p)]} for m in messages]
 
 
-def _shaped(part: dict[str, Any]) -> list[dict[str, Any]]:
-    kind = part["type"]
-    if kind not in ("image", "document"):
+def _shaped(part: Part) -> list[Part]:
+    if part["type"] != "image" and part["type"] != "document":
         return [part]
     note = describe(part)
-    if kind == "image" and not settings.AGENT_MODEL_IMAGES:
+    if part["type"] == "image" and not settings.AGENT_MODEL_IMAGES:
         return [{"type": "text", "text": f"{note} (not shown: this model takes no images)"}]
-    if kind == "document" and part.get("media_type") in TEXT_TYPES:
+    if part["type"] == "document" and part.get("media_type") in TEXT_TYPES:
         text = bytes(part.get("data") or b"").decode("utf-8-sig", "replace")
         return [{"type": "text", "text": f"{note}\n<document>\n{text}\n</document>"}]
     return [{"type": "text", "text": note}, part]
@@ -83,7 +84,7 @@ def image_tokens(width: int, height: int) -> int:
     return max(openai, claude)
 
 
-def tokens(part: dict[str, Any]) -> int:
+def tokens(part: Mapping[str, Any]) -> int:
     """A realistic upper estimate of one image or document part's input tokens."""
     if part["type"] == "image":
         if part.get("width") and part.get("height"):

@@ -9,6 +9,7 @@ from its result.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from agent.conf import settings
 from agent.models import ContextSummary, Session
 from agent.state import Run
 from agent.transcript import read_after, release_connection
-from agent.values import NeutralMessage
+from agent.values import NeutralMessage, ToolSpec
 
 logger = logcontext.get_logger("agent.context")
 
@@ -33,10 +34,10 @@ SUMMARY_MAX_TOKENS = 1024
 @dataclass
 class Context:
     system: str
-    messages: list[dict[str, Any]]
+    messages: list[NeutralMessage]
 
 
-def build(run: Run, backend: Backend, model: str, tools: list[dict[str, Any]], *, force: bool = False) -> Context:
+def build(run: Run, backend: Backend, model: str, tools: list[ToolSpec], *, force: bool = False) -> Context:
     """The context for the next call; writes a new summary first when the transcript outgrew the limit.
 
     Within one run the transcript is read once: the messages the run adds are appended to what was
@@ -73,7 +74,7 @@ def _system(session: Session, summary: ContextSummary | None) -> str:
     return f"{session.system_prompt}\n\n<conversation_summary>\n{summary.text}\n</conversation_summary>"
 
 
-def cut_index(pairs: list[tuple[int, dict[str, Any]]], keep: int) -> int:
+def cut_index(pairs: list[tuple[int, NeutralMessage]], keep: int) -> int:
     """Where the verbatim part starts: a user's own message, at most `keep` from the end when one is
     there (else the latest one, since a turn's tool calls and results are never split)."""
     start = max(0, len(pairs) - keep)
@@ -84,7 +85,7 @@ def cut_index(pairs: list[tuple[int, dict[str, Any]]], keep: int) -> int:
     return earlier[-1] if earlier else 0
 
 
-def _is_user_text(message: dict[str, Any]) -> bool:
+def _is_user_text(message: NeutralMessage) -> bool:
     return message["role"] == "user" and any(p["type"] == "text" for p in message["parts"])
 
 
@@ -93,7 +94,7 @@ def summarize(
     backend: Backend,
     model: str,
     previous: ContextSummary | None,
-    prefix: list[tuple[int, dict[str, Any]]],
+    prefix: list[tuple[int, NeutralMessage]],
     *,
     interrupt: Interrupt | None = None,
 ) -> ContextSummary:
@@ -134,7 +135,7 @@ def summarize(
     )
 
 
-def render(previous: str, messages: list[dict[str, Any]]) -> str:
+def render(previous: str, messages: list[NeutralMessage]) -> str:
     lines = [f"Summary so far: {previous}"] if previous else []
     for message in messages:
         for part in message["parts"]:
@@ -142,7 +143,7 @@ def render(previous: str, messages: list[dict[str, Any]]) -> str:
     return "Condense this conversation:\n\n" + "\n".join(line for line in lines if line)
 
 
-def _line(role: str, part: dict[str, Any]) -> str:
+def _line(role: str, part: Mapping[str, Any]) -> str:
     match part["type"]:
         case "text":
             return f"{role.title()}: {part['text']}"

@@ -9,14 +9,14 @@ from typing import Any, Literal
 
 from agent import approvals, budget, context, limits, logcontext, signals, sql
 from agent.backends import get_backend, model_for
-from agent.backends.base import USAGE_KEYS, CallContext, call_context, zero_usage
+from agent.backends.base import USAGE_KEYS, Backend, CallContext, call_context, zero_usage
 from agent.conf import settings
 from agent.exceptions import BackendError, BudgetExceeded
 from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import DonePayload, ErrorPayload, LoopEvent, ModelEvent, Phase, ReasoningEvent, Usage
+from agent.values import DonePayload, ErrorPayload, LoopEvent, ModelEvent, Phase, ReasoningEvent, ToolSpec, Usage
 
 logger = logcontext.get_logger("agent.loop")
 
@@ -152,9 +152,9 @@ def _done(message_id: int | None, stop_reason: str, usage: Usage) -> Event:
 
 def _call_model(
     run: Run,
-    backend: Any,
+    backend: Backend,
     model: str,
-    specs: list[dict[str, Any]],
+    specs: list[ToolSpec],
     call: _Call,
     should_stop: Callable[[], bool],
     index: int | None,
@@ -234,7 +234,7 @@ def _failed(
 
 
 def _charge(
-    call: _Call, reservation: budget.Reservation, estimate: int, ctx: context.Context, specs: list[dict[str, Any]]
+    call: _Call, reservation: budget.Reservation, estimate: int, ctx: context.Context, specs: list[ToolSpec]
 ) -> None:
     """Settle the call's reservation with what it used, and keep its cost on `call`. A call that ended
     without the provider's count is charged at an estimate: its prompt (`estimate`, else counted now)
@@ -443,7 +443,7 @@ def _persist(
     backend: str,
     model: str,
     cost: Decimal,
-    specs: list[dict[str, Any]],
+    specs: list[ToolSpec],
 ) -> Message:
     """The answer, with the call's ledger row when one is still to write; if the answer cannot be
     written, the row is written alone: what a call cost is recorded whatever became of its answer."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Final
 
 from django.conf import settings
 from django.db import models
@@ -72,7 +73,9 @@ class Turn(models.Model):
 
 
 class Message(models.Model):
-    USER, ASSISTANT, TOOL = "user", "assistant", "tool"
+    USER: Final = "user"
+    ASSISTANT: Final = "assistant"
+    TOOL: Final = "tool"
     ROLES = [(r, r) for r in (USER, ASSISTANT, TOOL)]
 
     # No index of its own: the unique (session, position) one serves every lookup by session (each

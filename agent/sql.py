@@ -18,6 +18,7 @@ from django.db import connection
 from django.db.models import Field, JSONField, Model
 
 from agent.models import ContextSummary, Message, Part, Session, Spend, Turn
+from agent.values import Role
 
 
 def _table(model: type[Model]) -> str:
@@ -251,9 +252,9 @@ def _parts_after_sql(vendor: str) -> str:
     )
 
 
-def parts_after(session: Session, after: int) -> list[tuple[int, str, Part]]:
+def parts_after(session: Session, after: int) -> list[tuple[int, Role, Part]]:
     """(message position, message role, part) of every part of the messages after position `after`,
-    in order; a message without parts has no row."""
+    in order; a message without parts has no row. (The role column holds only `Message.ROLES`.)"""
     sql = _parts_after_sql(connection.vendor)
     json_fields = {name: _json_field(name) for name in _JSON}
     with connection.cursor() as cursor:

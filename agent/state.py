@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent.backends.base import Interrupt
 from agent.models import ContextSummary, Session, Turn
-from agent.values import LoopEvent
+from agent.values import LoopEvent, NeutralMessage
 
 
 @dataclass(eq=False)
@@ -31,7 +30,7 @@ class Run:
     #: The latest summary of older messages, and the messages after it, as the model will see them;
     #: None until `context.build` first loads them.
     summary: ContextSummary | None = None
-    history: list[tuple[int, dict[str, Any]]] | None = field(default=None, repr=False)
+    history: list[tuple[int, NeutralMessage]] | None = field(default=None, repr=False)
     #: Events of calls people had decided (or let lapse), answered as the turn began
     #: (`turns.begin`), for the turn to stream before anything else.
     answered: list[LoopEvent] = field(default_factory=list, repr=False)

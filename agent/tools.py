@@ -16,6 +16,7 @@ from django.db import transaction
 
 from agent import logcontext
 from agent.runtime import gevent_patched
+from agent.values import ToolSpec
 
 logger = logcontext.get_logger("agent.tools")
 
@@ -56,7 +57,7 @@ class Tool:
     writes: bool = True  # counts against AGENT_MAX_MUTATIONS_PER_TURN (agent/limits.py)
     shown: Shown | None = None  # how its calls' inputs read on their chips (agent/display.py)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> ToolSpec:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
@@ -121,7 +122,7 @@ def unregister(name: str) -> None:
     REGISTRY.pop(name, None)
 
 
-def catalog_for(purpose: str, session: Any = None) -> list[dict[str, Any]]:
+def catalog_for(purpose: str, session: Any = None) -> list[ToolSpec]:
     """The tool specs this session may be offered, sorted by name."""
     return [tool.spec() for tool in _offered(purpose, session)]
 

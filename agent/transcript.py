@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -14,46 +14,45 @@ from agent import sql
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.models import Approval, Message, Part, Session, Spend
 from agent.state import Run
-from agent.values import Usage
+from agent.values import DocumentPart, ImagePart, NeutralMessage, ReasoningPart, Role, Usage
+from agent.values import Part as NeutralPart
 
 Origin = tuple[str, str]  # (backend name, model id) of a model call
 
 ORPHAN_RESULT = {"error": "This tool call was interrupted before it ran."}
 
 
-def build_neutral_messages(session: Session, *, origin: Origin | None = None) -> list[dict[str, Any]]:
+def build_neutral_messages(session: Session, *, origin: Origin | None = None) -> list[NeutralMessage]:
     """The whole transcript in the neutral shape (docs/engine.md, "Backends"), oldest first. Messages
     without parts are skipped. With an `origin` (backend name, model id) it is what that model is
     sent: provider state made by another backend or model is left out (`part_for_model`)."""
     return [message for _, message in read_after(session, -1, origin=origin)]
 
 
-def read_after(session: Session, after: int, *, origin: Origin | None = None) -> list[tuple[int, dict[str, Any]]]:
+def read_after(session: Session, after: int, *, origin: Origin | None = None) -> list[tuple[int, NeutralMessage]]:
     """The messages after position `after` as (position, neutral message) for a model call, in one
     query; `origin` as in `build_neutral_messages`."""
-    pairs: list[tuple[int, dict[str, Any]]] = []
-    current: dict[str, Any] = {}
+    pairs: list[tuple[int, NeutralMessage]] = []
+    parts: list[NeutralPart] = []
     last = None
     for position, role, part in sql.parts_after(session, after):
         if position != last:
-            last, current = position, {"role": role, "parts": []}
-            pairs.append((position, current))
-        current["parts"].append(part_for_model(part, origin))
+            last, parts = position, []
+            pairs.append((position, {"role": role, "parts": parts}))
+        parts.append(part_for_model(part, origin))
     return pairs
 
 
-def part_to_neutral(part: Part) -> dict[str, Any]:
-    """A part as people and API clients see it: no provider state; redacted reasoning says so."""
+def neutral_part(part: Part) -> NeutralPart:
+    """A part in the neutral shape, without provider state (`part_for_model` adds it back)."""
     match part.type:
         case "text":
             return {"type": "text", "text": part.text}
         case "reasoning":
-            d: dict[str, Any] = {"type": "reasoning", "text": part.text}
+            reasoning: ReasoningPart = {"type": "reasoning", "text": part.text}
             if part.signature:
-                d["signature"] = part.signature
-            if is_redacted(part):
-                d["redacted"] = True
-            return d
+                reasoning["signature"] = part.signature
+            return reasoning
         case "tool_use":
             return {"type": "tool_use", "id": part.tool_use_id, "name": part.tool_name, "input": part.tool_input or {}}
         case "tool_result":
@@ -62,21 +61,38 @@ def part_to_neutral(part: Part) -> dict[str, Any]:
                 "tool_use_id": part.tool_use_id,
                 "name": part.tool_name,
                 "result": part.tool_result or {},
-                "status": part.tool_status or "ok",
+                "status": "error" if part.tool_status == "error" else "ok",
             }
-        case "image" | "document":
-            d = {"type": part.type, "media_type": part.media_type, "data": load_media(part.media_ref)}
-            if part.type == "document":
-                d["name"] = part.text or "document"
-            elif part.text:
-                d["name"] = part.text
-            # Beyond CONTRACT §3 (adapters ignore them): the attachment's id, by which the model and
-            # tools name it, and its facts (size; width and height, or pages).
+        case "image":
+            image: ImagePart = {"type": "image", "media_type": part.media_type, "data": load_media(part.media_ref)}
+            if part.text:
+                image["name"] = part.text
+            # Beyond CONTRACT §3 (adapters ignore them; `values.ImagePart`): the attachment's id, by
+            # which the model and tools name it, and its facts (size; width and height, or pages).
             if part.pk is not None:
-                d["id"] = part.pk
-            d.update(part.media_meta or {})
-            return d
+                image["id"] = part.pk
+            if part.media_meta:  # (`uploads.Upload.meta`, as stored)
+                image.update(part.media_meta)
+            return image
+        case "document":
+            document: DocumentPart = {
+                "type": "document",
+                "media_type": part.media_type,
+                "data": load_media(part.media_ref),
+                "name": part.text or "document",
+            }
+            if part.pk is not None:
+                document["id"] = part.pk
+            if part.media_meta:  # (`uploads.Upload.meta`, as stored)
+                document.update(part.media_meta)
+            return document
     raise ValueError(f"Unknown part type {part.type!r}")
+
+
+def part_to_neutral(part: Part) -> Mapping[str, Any]:
+    """A part as people and API clients see it: no provider state; redacted reasoning says so."""
+    neutral = neutral_part(part)
+    return {**neutral, "redacted": True} if is_redacted(part) else neutral
 
 
 def is_redacted(part: Part) -> bool:
@@ -84,15 +100,17 @@ def is_redacted(part: Part) -> bool:
     return part.type == "reasoning" and isinstance(part.provider_data, dict) and "redacted" in part.provider_data
 
 
-def part_for_model(part: Part, origin: Origin | None = None) -> dict[str, Any]:
+def part_for_model(part: Part, origin: Origin | None = None) -> NeutralPart:
     """A part as a model call is sent it. Its provider state (`provider_data`, a signature) goes
     only to the backend and model that made it: with an `origin` (backend name, model id) that is
     another, the state is left out; without one, all of it is kept. A signature stored before the
     origin was recorded is kept (nothing says it came from elsewhere)."""
-    d = part_to_neutral(part)
-    d.pop("redacted", None)
+    d = neutral_part(part)
+    if d["type"] != "reasoning" and d["type"] != "tool_use":
+        return d  # (only reasoning and tool calls carry provider state: `_part_row`)
     if part.provider_backend and origin is not None and (part.provider_backend, part.provider_model) != origin:
-        d.pop("signature", None)
+        if d["type"] == "reasoning":
+            d.pop("signature", None)
     elif part.provider_data is not None:
         d["provider_data"] = part.provider_data
     return d
@@ -110,7 +128,7 @@ def next_position(session: Session) -> int:
 
 
 def add_message(
-    run: Run, role: str, parts: list[dict[str, Any]], *, also: Iterable[Spend] = (), **fields: Any
+    run: Run, role: Role, parts: list[dict[str, Any]], *, also: Iterable[Spend] = (), **fields: Any
 ) -> Message:
     """Append one message with its parts, and the unsaved ledger rows `also` (of the model call it
     answers), all or none, in one short transaction.

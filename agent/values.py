@@ -46,6 +46,14 @@ class ImagePart(TypedDict):
     type: Literal["image"]
     media_type: str
     data: bytes
+    name: NotRequired[str]
+    # Beyond CONTRACT §3, as the transcript gives them (`transcript.neutral_part`): the attachment's
+    # id, by which the model and tools name it, and its facts (`uploads.Upload.meta`). Read by
+    # `agent.attachments` (its note, the budget's estimate); every adapter ignores them.
+    id: NotRequired[int]
+    size: NotRequired[int]
+    width: NotRequired[int]
+    height: NotRequired[int]
 
 
 class DocumentPart(TypedDict):
@@ -53,13 +61,19 @@ class DocumentPart(TypedDict):
     media_type: str
     name: str
     data: bytes
+    id: NotRequired[int]  # (as an image's, above)
+    size: NotRequired[int]
+    pages: NotRequired[int]
 
 
 Part = TextPart | ReasoningPart | ToolUsePart | ToolResultPart | ImagePart | DocumentPart
 
 
+Role = Literal["user", "assistant", "tool"]
+
+
 class NeutralMessage(TypedDict):
-    role: Literal["user", "assistant", "tool"]
+    role: Role
     parts: list[Part]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
@@ -260,7 +260,7 @@ def message_json(message: Message) -> dict[str, Any]:
     }
 
 
-def _part_json(part: Any) -> dict[str, Any]:
+def _part_json(part: Any) -> Mapping[str, Any]:
     if part.type in ("image", "document"):
         return attachment_json(part)
     return part_to_neutral(part)
