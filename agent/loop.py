@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 from agent import approvals, budget, context, limits, logcontext, signals, sql
 from agent.backends import get_backend, model_for
@@ -16,7 +16,17 @@ from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import DonePayload, ErrorPayload, LoopEvent, ModelEvent, Phase, ReasoningEvent, ToolSpec, Usage
+from agent.values import (
+    DonePayload,
+    ErrorPayload,
+    LoopEvent,
+    ModelEvent,
+    Phase,
+    ReasoningEvent,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 logger = logcontext.get_logger("agent.loop")
 
@@ -58,7 +68,7 @@ class _Call:
     def __init__(self) -> None:
         self.text: list[str] = []
         self.reasoning: list[dict[str, Any]] = []
-        self.tool_uses: list[dict[str, Any]] = []
+        self.tool_uses: list[ToolCall] = []
         # Where each reasoning block and tool call began among the text tokens, in the order they came:
         # (kind, index in its list, tokens of text before it). The answer keeps that order.
         self.order: list[tuple[str, int, int]] = []
@@ -267,7 +277,7 @@ def _call_index(session: Session) -> int:
     return sql.model_calls(session)
 
 
-def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
+def _needs_person(session: Session, tool_use: ToolCall) -> bool:
     """Calls of a confirm-listed tool that could run wait for a person; the rest answer at once."""
     return (
         approvals.needs_approval(tool_use["name"], session, tool_use.get("input"))
@@ -321,15 +331,6 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
             close()
 
 
-_TOOL_USE_KEYS: tuple[Literal["id", "name", "input", "input_error", "provider_data"], ...] = (
-    "id",
-    "name",
-    "input",
-    "input_error",
-    "provider_data",
-)
-
-
 def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
     """A model event other than text: gathered into `call`, forwarded when people see it. A kind
     outside the four of docs/engine.md, "Backends" (an adapter's mistake) is ignored, never shown."""
@@ -340,8 +341,11 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use: dict[str, Any] = {k: ev[k] for k in _TOOL_USE_KEYS if k in ev}
-            tool_use["id"] = str(tool_use["id"])
+            tool_use: ToolCall = {"id": str(ev["id"]), "name": ev["name"], "input": ev["input"]}
+            if "input_error" in ev:
+                tool_use["input_error"] = ev["input_error"]
+            if "provider_data" in ev:
+                tool_use["provider_data"] = ev["provider_data"]
             call.order.append(("tool_use", len(call.tool_uses), len(call.text)))
             call.tool_uses.append(tool_use)
             yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
@@ -412,6 +416,7 @@ def answer_parts(call: _Call) -> list[dict[str, Any]]:
     each block back where it was. Tool calls the loop dropped (a failed or stopped call) are left out."""
     parts: list[dict[str, Any]] = []
     start = 0
+    block: Mapping[str, Any]
     for kind, index, at in call.order:
         if kind == "tool_use" and index >= len(call.tool_uses):
             continue
@@ -432,7 +437,7 @@ def answer_parts(call: _Call) -> list[dict[str, Any]]:
     return [part for part in parts if part["type"] != "text" or part["text"]]
 
 
-def _state(event: dict[str, Any]) -> dict[str, Any]:
+def _state(event: Mapping[str, Any]) -> dict[str, Any]:
     data = event.get("provider_data")
     return {"provider_data": data} if isinstance(data, dict) and data else {}
 
@@ -483,7 +488,7 @@ def _record_alone(row: Spend) -> None:
 
 
 def _run_tools(
-    run: Run, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool], refused: dict[str, str] | None = None
+    run: Run, tool_uses: list[ToolCall], should_stop: Callable[[], bool], refused: dict[str, str] | None = None
 ) -> Iterator[Event]:
     """Run each call (every tool_use gets exactly one result), persist them together, then emit effects.
 
