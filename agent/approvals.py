@@ -25,7 +25,7 @@ from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
-from agent.values import ConfirmPayload, LoopEvent, ToolCall
+from agent.values import ConfirmPayload, Effect, LoopEvent, ToolCall, ToolResult
 
 logger = logcontext.get_logger("agent.approvals")
 
@@ -167,8 +167,8 @@ def settle(run: Run) -> list[LoopEvent]:
             message__session=session, type="tool_result", tool_use_id__in=[a.tool_use_id for a in pending]
         ).values_list("tool_use_id", flat=True)
     )
-    results: list[dict[str, Any]] = []
-    effects: list[dict[str, Any]] = []
+    results: list[ToolResult] = []
+    effects: list[Effect] = []
     events: list[LoopEvent] = []
     for approval in pending:
         if approval.tool_use_id in answered:

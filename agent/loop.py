@@ -18,13 +18,16 @@ from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
 from agent.values import (
     DonePayload,
+    Effect,
     ErrorPayload,
     LoopEvent,
     ModelEvent,
     Phase,
     ReasoningEvent,
     ToolCall,
+    ToolResult,
     ToolSpec,
+    ToolStatus,
     Usage,
 )
 
@@ -495,9 +498,12 @@ def _run_tools(
     A call in `refused` (past a limit) is answered with its error and never run.
     """
     session = run.session
-    results, effects = [], []
+    results: list[ToolResult] = []
+    effects: list[Effect] = []
     for tu in tool_uses:
-        ran: list[dict[str, Any]] = []
+        result: dict[str, Any]
+        status: ToolStatus
+        ran: list[Effect] = []
         if refused and tu["id"] in refused:
             result, status = {"error": refused[tu["id"]]}, "error"
         elif should_stop():

@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 from django.core.serializers.json import DjangoJSONEncoder
@@ -16,7 +16,7 @@ from django.db import transaction
 
 from agent import logcontext
 from agent.runtime import gevent_patched
-from agent.values import ToolCall, ToolSpec
+from agent.values import Effect, ToolCall, ToolSpec, ToolStatus
 
 logger = logcontext.get_logger("agent.tools")
 
@@ -229,8 +229,8 @@ def as_object(value: Any) -> dict[str, Any]:
 @dataclass
 class ToolOutcome:
     result: dict[str, Any]
-    status: Literal["ok", "error"]
-    effects: list[dict[str, Any]]
+    status: ToolStatus
+    effects: list[Effect]
 
 
 def _error(message: str) -> ToolOutcome:

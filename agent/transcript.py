@@ -14,7 +14,7 @@ from agent import sql
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.models import Approval, Message, Part, Session, Spend
 from agent.state import Run
-from agent.values import DocumentPart, ImagePart, NeutralMessage, ReasoningPart, Role, Usage
+from agent.values import DocumentPart, ImagePart, NeutralMessage, ReasoningPart, Role, ToolResult, Usage
 from agent.values import Part as NeutralPart
 
 Origin = tuple[str, str]  # (backend name, model id) of a model call
@@ -211,7 +211,7 @@ def persist_assistant(
     )
 
 
-def persist_tool_results(run: Run, results: list[dict[str, Any]]) -> Message:
+def persist_tool_results(run: Run, results: list[ToolResult]) -> Message:
     """One tool-role message holding every result of one model call, in call order."""
     return add_message(run, Message.TOOL, [{"type": "tool_result", **r} for r in results])
 
