@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from agent import approvals, budget, context, limits, logcontext, signals, sql
 from agent.backends import get_backend, model_for
@@ -17,6 +17,7 @@ from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
 from agent.values import (
+    AnswerPart,
     DonePayload,
     Effect,
     ErrorPayload,
@@ -24,10 +25,12 @@ from agent.values import (
     ModelEvent,
     Phase,
     ReasoningEvent,
+    ReasoningPart,
     ToolCall,
     ToolResult,
     ToolSpec,
     ToolStatus,
+    ToolUsePart,
     Usage,
 )
 
@@ -65,16 +68,24 @@ def provider_sentence(exc: BackendError, *, summarised: bool) -> str:
     return CALM["provider_error"] if exc.retryable else LASTING["refused"]
 
 
+class _Reasoning(TypedDict):
+    """One reasoning block as a model call streams it (`_add_reasoning`)."""
+
+    text: str
+    signature: str
+    provider_data: NotRequired[dict[str, Any]]
+
+
 class _Call:
     """What one model call streamed, gathered while it is relayed."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.reasoning: list[dict[str, Any]] = []
+        self.reasoning: list[_Reasoning] = []
         self.tool_uses: list[ToolCall] = []
         # Where each reasoning block and tool call began among the text tokens, in the order they came:
         # (kind, index in its list, tokens of text before it). The answer keeps that order.
-        self.order: list[tuple[str, int, int]] = []
+        self.order: list[tuple[Literal["reasoning", "tool_use"], int, int]] = []
         self.usage = zero_usage()
         self.finished = False  # the model's `done` came, with the provider's own count of the tokens
         self.stop_reason = "end_turn"
@@ -413,13 +424,12 @@ def _add_reasoning(call: _Call, ev: ReasoningEvent) -> bool:
     return True
 
 
-def answer_parts(call: _Call) -> list[dict[str, Any]]:
+def answer_parts(call: _Call) -> list[AnswerPart]:
     """The call's answer as neutral parts in the order the model wrote them: reasoning, text and tool
     calls may alternate (a note between two tool calls), and the providers that sign reasoning want
     each block back where it was. Tool calls the loop dropped (a failed or stopped call) are left out."""
-    parts: list[dict[str, Any]] = []
+    parts: list[AnswerPart] = []
     start = 0
-    block: Mapping[str, Any]
     for kind, index, at in call.order:
         if kind == "tool_use" and index >= len(call.tool_uses):
             continue
@@ -427,22 +437,37 @@ def answer_parts(call: _Call) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": "".join(call.text[start:at])})
             start = at
         if kind == "reasoning":
-            block = call.reasoning[index]
-            parts.append({"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")})
+            parts.append(_reasoning_part(call.reasoning[index]))
         else:
-            block = call.tool_uses[index]
-            parts.append(
-                {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input") or {}}
-            )
-        parts[-1].update(_state(block))
+            parts.append(_tool_use_part(call.tool_uses[index]))
     if len(call.text) > start:
         parts.append({"type": "text", "text": "".join(call.text[start:])})
     return [part for part in parts if part["type"] != "text" or part["text"]]
 
 
-def _state(event: Mapping[str, Any]) -> dict[str, Any]:
-    data = event.get("provider_data")
-    return {"provider_data": data} if isinstance(data, dict) and data else {}
+def _reasoning_part(block: _Reasoning) -> ReasoningPart:
+    part: ReasoningPart = {"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")}
+    if state := _state(block):
+        part["provider_data"] = state
+    return part
+
+
+def _tool_use_part(tool_use: ToolCall) -> ToolUsePart:
+    part: ToolUsePart = {
+        "type": "tool_use",
+        "id": tool_use["id"],
+        "name": tool_use["name"],
+        "input": tool_use.get("input") or {},
+    }
+    if state := _state(tool_use):
+        part["provider_data"] = state
+    return part
+
+
+def _state(block: _Reasoning | ToolCall) -> dict[str, Any] | None:
+    """The provider state a block carries, if any (kept with its part: `transcript._part_row`)."""
+    data = block.get("provider_data")
+    return data if isinstance(data, dict) and data else None
 
 
 def _persist(
