@@ -25,7 +25,7 @@ from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
-from agent.values import ConfirmPayload, Effect, LoopEvent, ToolCall, ToolResult
+from agent.values import ConfirmPayload, Effect, LoopEvent, ToolCall, ToolResult, ToolResultPayload
 
 logger = logcontext.get_logger("agent.approvals")
 
@@ -185,12 +185,13 @@ def settle(run: Run) -> list[LoopEvent]:
                 "effects": outcome.effects,
             }
         )
-        events.append(
-            (
-                "tool_result",
-                {"id": approval.tool_use_id, "name": approval.tool_name, "status": status, "result": result},
-            )
-        )
+        shown: ToolResultPayload = {
+            "id": approval.tool_use_id,
+            "name": approval.tool_name,
+            "status": status,
+            "result": result,
+        }
+        events.append(("tool_result", shown))
     if results:
         persist_tool_results(run, results)
     now = timezone.now()

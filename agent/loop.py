@@ -28,9 +28,11 @@ from agent.values import (
     ReasoningPart,
     ToolCall,
     ToolResult,
+    ToolResultPayload,
     ToolSpec,
     ToolStatus,
     ToolUsePart,
+    ToolUsePayload,
     Usage,
 )
 
@@ -362,7 +364,8 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
                 tool_use["provider_data"] = ev["provider_data"]
             call.order.append(("tool_use", len(call.tool_uses), len(call.text)))
             call.tool_uses.append(tool_use)
-            yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
+            shown: ToolUsePayload = {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]}
+            yield ("tool_use", shown)
         case "done":
             call.stop_reason = ev.get("stop_reason") or "end_turn"
             call.finished = True
@@ -548,7 +551,13 @@ def _run_tools(
         repair_orphans(run)
         raise
     for r in results:
-        yield ("tool_result", {"id": r["tool_use_id"], "name": r["name"], "status": r["status"], "result": r["result"]})
+        payload: ToolResultPayload = {
+            "id": r["tool_use_id"],
+            "name": r["name"],
+            "status": r["status"],
+            "result": r["result"],
+        }
+        yield ("tool_result", payload)
     if effects:
         yield ("effects", effects)
 
