@@ -25,7 +25,7 @@ from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.tools import ToolOutcome, confirm_name, description_of, run_tool, version_of
 from agent.transcript import persist_tool_results
-from agent.values import ConfirmPayload, LoopEvent
+from agent.values import ConfirmPayload, Effect, LoopEvent, ToolCall, ToolResult, ToolResultPayload
 
 logger = logcontext.get_logger("agent.approvals")
 
@@ -59,7 +59,7 @@ def needs_approval(name: str, session: Any = None, input: dict[str, Any] | None 
     return as_name is None or as_name in confirm  # a hook that fails lets a person decide
 
 
-def create(run: Run, message: Message, tool_uses: list[dict[str, Any]]) -> list[Approval]:
+def create(run: Run, message: Message, tool_uses: list[ToolCall]) -> list[Approval]:
     session = run.session
     # Flagged first: a crash between the two leaves a flag with nothing open, which costs one query later.
     Session.objects.filter(pk=session.pk).update(awaiting_people=True)
@@ -68,7 +68,7 @@ def create(run: Run, message: Message, tool_uses: list[dict[str, Any]]) -> list[
     return [_record(run, message, tu, expires) for tu in tool_uses]
 
 
-def _record(run: Run, message: Message, tool_use: dict[str, Any], expires: Any) -> Approval:
+def _record(run: Run, message: Message, tool_use: ToolCall, expires: Any) -> Approval:
     name, input = tool_use["name"], tool_use.get("input") or {}
     said = description_of(run.session, name, input)
     try:
@@ -167,8 +167,8 @@ def settle(run: Run) -> list[LoopEvent]:
             message__session=session, type="tool_result", tool_use_id__in=[a.tool_use_id for a in pending]
         ).values_list("tool_use_id", flat=True)
     )
-    results: list[dict[str, Any]] = []
-    effects: list[dict[str, Any]] = []
+    results: list[ToolResult] = []
+    effects: list[Effect] = []
     events: list[LoopEvent] = []
     for approval in pending:
         if approval.tool_use_id in answered:
@@ -185,12 +185,13 @@ def settle(run: Run) -> list[LoopEvent]:
                 "effects": outcome.effects,
             }
         )
-        events.append(
-            (
-                "tool_result",
-                {"id": approval.tool_use_id, "name": approval.tool_name, "status": status, "result": result},
-            )
-        )
+        shown: ToolResultPayload = {
+            "id": approval.tool_use_id,
+            "name": approval.tool_name,
+            "status": status,
+            "result": result,
+        }
+        events.append(("tool_result", shown))
     if results:
         persist_tool_results(run, results)
     now = timezone.now()
@@ -209,11 +210,11 @@ def _answer(session: Session, approval: Approval) -> ToolOutcome:
     answers the model with an error result saying so."""
     if approval.status != Approval.APPROVED:
         return ToolOutcome({"error": REJECTED if approval.status == Approval.REJECTED else NOT_APPROVED}, "error", [])
-    tool_use = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
+    tool_use: ToolCall = {"id": approval.tool_use_id, "name": approval.tool_name, "input": approval.tool_input}
     return _run_approved(session, approval, tool_use)
 
 
-def _run_approved(session: Session, approval: Approval, tool_use: dict[str, Any]) -> ToolOutcome:
+def _run_approved(session: Session, approval: Approval, tool_use: ToolCall) -> ToolOutcome:
     """Run an approved call, unless what it acts on changed since the person was asked (then an
     error result, nothing applied). The check and the run share one transaction, so a tool's
     `version` may lock what it reads until the call has run."""

@@ -8,12 +8,11 @@ ones run; 0 turns a limit off.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 
 from agent.state import Run
 from agent.tools import writes
+from agent.values import ToolCall
 
 TOO_MANY_CALLS = (
     "Not run: one answer may make at most {limit} tool calls and this was call {n}. "
@@ -25,7 +24,7 @@ TOO_MANY_CHANGES = (
 )
 
 
-def refusals(run: Run, tool_uses: list[dict[str, Any]]) -> dict[str, str]:
+def refusals(run: Run, tool_uses: list[ToolCall]) -> dict[str, str]:
     """The calls of one model answer that must not run, by tool_use id, with the error the model reads.
 
     Calls that do run and can change something are counted in `run.mutations` (a call waiting for a

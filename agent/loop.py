@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from agent import approvals, budget, context, limits, logcontext, signals, sql
 from agent.backends import get_backend, model_for
@@ -16,7 +16,25 @@ from agent.models import Message, Session, Spend, Turn
 from agent.state import Run
 from agent.tools import catalog_for, is_available, run_tool
 from agent.transcript import persist_assistant, persist_tool_results, release_connection, repair_orphans
-from agent.values import DonePayload, ErrorPayload, LoopEvent, ModelEvent, Phase, ReasoningEvent, ToolSpec, Usage
+from agent.values import (
+    AnswerPart,
+    DonePayload,
+    Effect,
+    ErrorPayload,
+    LoopEvent,
+    ModelEvent,
+    Phase,
+    ReasoningEvent,
+    ReasoningPart,
+    ToolCall,
+    ToolResult,
+    ToolResultPayload,
+    ToolSpec,
+    ToolStatus,
+    ToolUsePart,
+    ToolUsePayload,
+    Usage,
+)
 
 logger = logcontext.get_logger("agent.loop")
 
@@ -52,16 +70,24 @@ def provider_sentence(exc: BackendError, *, summarised: bool) -> str:
     return CALM["provider_error"] if exc.retryable else LASTING["refused"]
 
 
+class _Reasoning(TypedDict):
+    """One reasoning block as a model call streams it (`_add_reasoning`)."""
+
+    text: str
+    signature: str
+    provider_data: NotRequired[dict[str, Any]]
+
+
 class _Call:
     """What one model call streamed, gathered while it is relayed."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.reasoning: list[dict[str, Any]] = []
-        self.tool_uses: list[dict[str, Any]] = []
+        self.reasoning: list[_Reasoning] = []
+        self.tool_uses: list[ToolCall] = []
         # Where each reasoning block and tool call began among the text tokens, in the order they came:
         # (kind, index in its list, tokens of text before it). The answer keeps that order.
-        self.order: list[tuple[str, int, int]] = []
+        self.order: list[tuple[Literal["reasoning", "tool_use"], int, int]] = []
         self.usage = zero_usage()
         self.finished = False  # the model's `done` came, with the provider's own count of the tokens
         self.stop_reason = "end_turn"
@@ -267,7 +293,7 @@ def _call_index(session: Session) -> int:
     return sql.model_calls(session)
 
 
-def _needs_person(session: Session, tool_use: dict[str, Any]) -> bool:
+def _needs_person(session: Session, tool_use: ToolCall) -> bool:
     """Calls of a confirm-listed tool that could run wait for a person; the rest answer at once."""
     return (
         approvals.needs_approval(tool_use["name"], session, tool_use.get("input"))
@@ -321,15 +347,6 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
             close()
 
 
-_TOOL_USE_KEYS: tuple[Literal["id", "name", "input", "input_error", "provider_data"], ...] = (
-    "id",
-    "name",
-    "input",
-    "input_error",
-    "provider_data",
-)
-
-
 def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
     """A model event other than text: gathered into `call`, forwarded when people see it. A kind
     outside the four of docs/engine.md, "Backends" (an adapter's mistake) is ignored, never shown."""
@@ -340,11 +357,15 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use: dict[str, Any] = {k: ev[k] for k in _TOOL_USE_KEYS if k in ev}
-            tool_use["id"] = str(tool_use["id"])
+            tool_use: ToolCall = {"id": str(ev["id"]), "name": ev["name"], "input": ev["input"]}
+            if "input_error" in ev:
+                tool_use["input_error"] = ev["input_error"]
+            if "provider_data" in ev:
+                tool_use["provider_data"] = ev["provider_data"]
             call.order.append(("tool_use", len(call.tool_uses), len(call.text)))
             call.tool_uses.append(tool_use)
-            yield ("tool_use", {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]})
+            shown: ToolUsePayload = {"id": tool_use["id"], "name": tool_use["name"], "input": tool_use["input"]}
+            yield ("tool_use", shown)
         case "done":
             call.stop_reason = ev.get("stop_reason") or "end_turn"
             call.finished = True
@@ -406,11 +427,11 @@ def _add_reasoning(call: _Call, ev: ReasoningEvent) -> bool:
     return True
 
 
-def answer_parts(call: _Call) -> list[dict[str, Any]]:
+def answer_parts(call: _Call) -> list[AnswerPart]:
     """The call's answer as neutral parts in the order the model wrote them: reasoning, text and tool
     calls may alternate (a note between two tool calls), and the providers that sign reasoning want
     each block back where it was. Tool calls the loop dropped (a failed or stopped call) are left out."""
-    parts: list[dict[str, Any]] = []
+    parts: list[AnswerPart] = []
     start = 0
     for kind, index, at in call.order:
         if kind == "tool_use" and index >= len(call.tool_uses):
@@ -419,22 +440,37 @@ def answer_parts(call: _Call) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": "".join(call.text[start:at])})
             start = at
         if kind == "reasoning":
-            block = call.reasoning[index]
-            parts.append({"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")})
+            parts.append(_reasoning_part(call.reasoning[index]))
         else:
-            block = call.tool_uses[index]
-            parts.append(
-                {"type": "tool_use", "id": block["id"], "name": block["name"], "input": block.get("input") or {}}
-            )
-        parts[-1].update(_state(block))
+            parts.append(_tool_use_part(call.tool_uses[index]))
     if len(call.text) > start:
         parts.append({"type": "text", "text": "".join(call.text[start:])})
     return [part for part in parts if part["type"] != "text" or part["text"]]
 
 
-def _state(event: dict[str, Any]) -> dict[str, Any]:
-    data = event.get("provider_data")
-    return {"provider_data": data} if isinstance(data, dict) and data else {}
+def _reasoning_part(block: _Reasoning) -> ReasoningPart:
+    part: ReasoningPart = {"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")}
+    if state := _state(block):
+        part["provider_data"] = state
+    return part
+
+
+def _tool_use_part(tool_use: ToolCall) -> ToolUsePart:
+    part: ToolUsePart = {
+        "type": "tool_use",
+        "id": tool_use["id"],
+        "name": tool_use["name"],
+        "input": tool_use.get("input") or {},
+    }
+    if state := _state(tool_use):
+        part["provider_data"] = state
+    return part
+
+
+def _state(block: _Reasoning | ToolCall) -> dict[str, Any] | None:
+    """The provider state a block carries, if any (kept with its part: `transcript._part_row`)."""
+    data = block.get("provider_data")
+    return data if isinstance(data, dict) and data else None
 
 
 def _persist(
@@ -483,16 +519,19 @@ def _record_alone(row: Spend) -> None:
 
 
 def _run_tools(
-    run: Run, tool_uses: list[dict[str, Any]], should_stop: Callable[[], bool], refused: dict[str, str] | None = None
+    run: Run, tool_uses: list[ToolCall], should_stop: Callable[[], bool], refused: dict[str, str] | None = None
 ) -> Iterator[Event]:
     """Run each call (every tool_use gets exactly one result), persist them together, then emit effects.
 
     A call in `refused` (past a limit) is answered with its error and never run.
     """
     session = run.session
-    results, effects = [], []
+    results: list[ToolResult] = []
+    effects: list[Effect] = []
     for tu in tool_uses:
-        ran: list[dict[str, Any]] = []
+        result: dict[str, Any]
+        status: ToolStatus
+        ran: list[Effect] = []
         if refused and tu["id"] in refused:
             result, status = {"error": refused[tu["id"]]}, "error"
         elif should_stop():
@@ -512,7 +551,13 @@ def _run_tools(
         repair_orphans(run)
         raise
     for r in results:
-        yield ("tool_result", {"id": r["tool_use_id"], "name": r["name"], "status": r["status"], "result": r["result"]})
+        payload: ToolResultPayload = {
+            "id": r["tool_use_id"],
+            "name": r["name"],
+            "status": r["status"],
+            "result": r["result"],
+        }
+        yield ("tool_result", payload)
     if effects:
         yield ("effects", effects)
 

@@ -19,15 +19,16 @@ from django.db import transaction
 from agent import logcontext
 from agent.models import Part, Session
 from agent.uploads import Upload
+from agent.values import MediaRefPart
 
 logger = logcontext.get_logger("agent.media")
 
 MEDIA_TYPES = ("image", "document")
 
 
-def store(session: Session, uploads: list[Upload]) -> list[dict[str, Any]]:
+def store(session: Session, uploads: list[Upload]) -> list[MediaRefPart]:
     """Save each checked upload; returns the message parts that name them. All or none."""
-    parts: list[dict[str, Any]] = []
+    parts: list[MediaRefPart] = []
     try:
         for upload in uploads:
             key = default_storage.save(

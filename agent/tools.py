@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 from django.core.serializers.json import DjangoJSONEncoder
@@ -16,7 +16,7 @@ from django.db import transaction
 
 from agent import logcontext
 from agent.runtime import gevent_patched
-from agent.values import ToolSpec
+from agent.values import Effect, ToolCall, ToolSpec, ToolStatus
 
 logger = logcontext.get_logger("agent.tools")
 
@@ -229,15 +229,15 @@ def as_object(value: Any) -> dict[str, Any]:
 @dataclass
 class ToolOutcome:
     result: dict[str, Any]
-    status: Literal["ok", "error"]
-    effects: list[dict[str, Any]]
+    status: ToolStatus
+    effects: list[Effect]
 
 
 def _error(message: str) -> ToolOutcome:
     return ToolOutcome({"error": message}, "error", [])
 
 
-def run_tool(session: Any, tool_use: dict[str, Any], *, purpose: str | None = None) -> ToolOutcome:
+def run_tool(session: Any, tool_use: ToolCall, *, purpose: str | None = None) -> ToolOutcome:
     """Run one tool call; every failure becomes an error result the model can read."""
     # (whose call it is goes on its log lines, also when it runs outside a turn: an approval's)
     with _scratch_scope(), logcontext.bind(session_id=getattr(session, "pk", None)):
@@ -249,7 +249,7 @@ def not_available(name: str) -> str:
     return f"The tool {name!r} is not available to you here. Ask the user to grant it."
 
 
-def _run_tool(session: Any, tool_use: dict[str, Any], purpose: str | None) -> ToolOutcome:
+def _run_tool(session: Any, tool_use: ToolCall, purpose: str | None) -> ToolOutcome:
     name = tool_use.get("name", "")
     tool = REGISTRY.get(name)
     purpose = purpose or getattr(session, "purpose", "chat")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +14,18 @@ from agent import sql
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.models import Approval, Message, Part, Session, Spend
 from agent.state import Run
-from agent.values import DocumentPart, ImagePart, NeutralMessage, ReasoningPart, Role, Usage
+from agent.values import (
+    AnswerPart,
+    DocumentPart,
+    ImagePart,
+    NeutralMessage,
+    ReasoningPart,
+    Role,
+    StoredPart,
+    ToolResult,
+    ToolUsePart,
+    Usage,
+)
 from agent.values import Part as NeutralPart
 
 Origin = tuple[str, str]  # (backend name, model id) of a model call
@@ -128,7 +139,7 @@ def next_position(session: Session) -> int:
 
 
 def add_message(
-    run: Run, role: Role, parts: list[dict[str, Any]], *, also: Iterable[Spend] = (), **fields: Any
+    run: Run, role: Role, parts: Sequence[StoredPart], *, also: Iterable[Spend] = (), **fields: Any
 ) -> Message:
     """Append one message with its parts, and the unsaved ledger rows `also` (of the model call it
     answers), all or none, in one short transaction.
@@ -158,32 +169,40 @@ def add_message(
     return message
 
 
-def _part_row(message: Message, position: int, p: dict[str, Any]) -> Part:
-    kind = p["type"]
-    row = Part(message=message, position=position, type=kind)
-    if kind in ("text", "reasoning"):
-        row.text = p.get("text", "")
-        row.signature = p.get("signature") or ""
-    elif kind == "tool_use":
-        row.tool_use_id, row.tool_name, row.tool_input = str(p["id"]), p["name"], p.get("input") or {}
-    elif kind == "tool_result":
-        row.tool_use_id, row.tool_name = str(p["tool_use_id"]), p.get("name", "")
-        row.tool_result, row.tool_status = p["result"], p.get("status", "ok")
-        row.effects = list(p.get("effects") or [])
-    else:
-        row.media_type, row.media_ref, row.text = p.get("media_type", ""), p.get("media_ref", ""), p.get("name", "")
-        row.media_meta = p.get("meta") or None
-    if kind in ("reasoning", "tool_use") and isinstance(p.get("provider_data"), dict):
-        row.provider_data = p["provider_data"]
+def _part_row(message: Message, position: int, p: StoredPart) -> Part:
+    row = Part(message=message, position=position, type=p["type"])
+    match p["type"]:
+        case "text":
+            row.text = p.get("text", "")
+        case "reasoning":
+            row.text = p.get("text", "")
+            row.signature = p.get("signature") or ""
+            _keep_state(row, p)
+        case "tool_use":
+            row.tool_use_id, row.tool_name, row.tool_input = str(p["id"]), p["name"], p.get("input") or {}
+            _keep_state(row, p)
+        case "tool_result":
+            row.tool_use_id, row.tool_name = str(p["tool_use_id"]), p.get("name", "")
+            row.tool_result, row.tool_status = p["result"], p.get("status", "ok")
+            row.effects = list(p.get("effects") or [])
+        case _:  # an attachment ("image", "document")
+            row.media_type, row.media_ref, row.text = p.get("media_type", ""), p.get("media_ref", ""), p.get("name", "")
+            row.media_meta = p.get("meta") or None
     if row.provider_data is not None or row.signature:  # which backend and model the state goes back to
         row.provider_backend, row.provider_model = message.backend, message.model_id
     return row
 
 
+def _keep_state(row: Part, p: ReasoningPart | ToolUsePart) -> None:
+    """Provider state comes only with reasoning and tool calls (`part_for_model` sends it back)."""
+    if isinstance(data := p.get("provider_data"), dict):
+        row.provider_data = data
+
+
 def persist_assistant(
     run: Run,
     *,
-    parts: list[dict[str, Any]],
+    parts: list[AnswerPart],
     usage: Usage,
     stop_reason: str,
     backend: str,
@@ -211,7 +230,7 @@ def persist_assistant(
     )
 
 
-def persist_tool_results(run: Run, results: list[dict[str, Any]]) -> Message:
+def persist_tool_results(run: Run, results: list[ToolResult]) -> Message:
     """One tool-role message holding every result of one model call, in call order."""
     return add_message(run, Message.TOOL, [{"type": "tool_result", **r} for r in results])
 

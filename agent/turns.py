@@ -31,7 +31,7 @@ from agent.models import Message, Session, Turn
 from agent.runtime import gevent_patched
 from agent.state import TurnRun
 from agent.transcript import add_message, release_connection, repair_orphans
-from agent.values import TERMINAL, LoopEvent, Phase
+from agent.values import TERMINAL, LoopEvent, MediaRefPart, Phase
 
 logger = logcontext.get_logger("agent.turns")
 
@@ -69,7 +69,7 @@ def claim(session: Session, *, resuming: bool = False) -> TurnRun:
     return run
 
 
-def begin(session: Session, text: str, attachments: Sequence[dict[str, Any]] = ()) -> tuple[TurnRun, Message]:
+def begin(session: Session, text: str, attachments: Sequence[MediaRefPart] = ()) -> tuple[TurnRun, Message]:
     """Claim the session and add the user's message (its text, then its stored attachments' parts);
     calls still awaiting a person are answered first.
 

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 
@@ -80,7 +80,7 @@ class Upload:
     """One checked attachment, ready to store: the bytes to keep and what the model is told."""
 
     name: str
-    kind: str  # "image" | "document"
+    kind: Literal["image", "document"]
     media_type: str
     extension: str
     data: bytes

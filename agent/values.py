@@ -34,12 +34,15 @@ class ToolUsePart(TypedDict):
     provider_data: NotRequired[dict[str, Any]]
 
 
+ToolStatus = Literal["ok", "error"]
+
+
 class ToolResultPart(TypedDict):
     type: Literal["tool_result"]
     tool_use_id: str
     name: NotRequired[str]
     result: dict[str, Any]
-    status: Literal["ok", "error"]
+    status: ToolStatus
 
 
 class ImagePart(TypedDict):
@@ -128,6 +131,52 @@ class DoneEvent(TypedDict):
 ModelEvent = TextEvent | ReasoningEvent | ToolUseEvent | DoneEvent
 
 
+# --- what the engine writes (the stored transcript's input) ------------------------------------
+
+
+class ToolCall(TypedDict):
+    """One tool call as the loop carries it, from the model's event (`ToolUseEvent` without its
+    `kind`, the id always a str) through the limits, the approvals and the runner to its result."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    input_error: NotRequired[str]
+    provider_data: NotRequired[dict[str, Any]]
+
+
+Effect = dict[str, Any]  # what a tool changed, for the pages showing it (a domain's own shape)
+
+
+class ToolResult(TypedDict):
+    """One call's result as the runner and the approvals write it (`transcript.persist_tool_results`)."""
+
+    tool_use_id: str
+    name: str
+    result: dict[str, Any]
+    status: ToolStatus
+    effects: NotRequired[list[Effect]]  # stored with the part, never sent to a model
+
+
+class StoredToolResultPart(ToolResult):
+    type: Literal["tool_result"]
+
+
+class MediaRefPart(TypedDict):
+    """An attachment as a user message stores it (`media.store`): its object's key in the default
+    storage, not its bytes (`transcript.neutral_part` reads them back)."""
+
+    type: Literal["image", "document"]
+    media_type: str
+    media_ref: str
+    name: str
+    meta: NotRequired[dict[str, int]]  # `uploads.Upload.meta`: size; width and height, or pages
+
+
+AnswerPart = TextPart | ReasoningPart | ToolUsePart  # what a model call's answer holds (`loop.answer_parts`)
+StoredPart = AnswerPart | StoredToolResultPart | MediaRefPart  # what `transcript.add_message` takes
+
+
 # --- what `run_agent` yields: (name, payload) ---------------------------------------------------
 
 
@@ -144,7 +193,7 @@ class ToolUsePayload(TypedDict):
 class ToolResultPayload(TypedDict):
     id: str
     name: str
-    status: Literal["ok", "error"]
+    status: ToolStatus
     result: dict[str, Any]
 
 
