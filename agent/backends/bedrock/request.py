@@ -44,6 +44,7 @@ from agent.backends.reasoning import (
     claude_thinking,
 )
 from agent.exceptions import BackendError
+from agent.values import NeutralMessage, ToolSpec
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
 TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
@@ -82,8 +83,8 @@ def validate_tool_name(name: str) -> str:
 def build_request(
     *,
     system: str,
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    messages: Sequence[NeutralMessage],
+    tools: Sequence[ToolSpec],
     model: str,
     inference: dict[str, Any] | None = None,
     reasoning: Reasoning | None = None,
