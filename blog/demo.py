@@ -21,7 +21,7 @@ from agent.backends.base import Backend, call_context
 from agent.backends.fake import summary_events
 from agent.budget import estimate_tokens
 from agent.tools import not_available
-from agent.values import ModelEvent
+from agent.values import ModelEvent, NeutralMessage, ToolSpec
 from blog.access import SCOPE_WORDS
 from blog.operations import OPERATIONS
 
@@ -149,7 +149,7 @@ def requests(text: str) -> list[str]:
     return found
 
 
-def last_post_title(messages: list[dict[str, Any]]) -> str | None:
+def last_post_title(messages: list[NeutralMessage]) -> str | None:
     """The title of the post a tool last drafted, changed or read in these messages (not one it deleted)."""
     for message in reversed(messages):
         for part in reversed(message["parts"]):
@@ -159,7 +159,7 @@ def last_post_title(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def named_post(messages: list[dict[str, Any]], last_user: dict[str, Any], title: str, step: int = 0) -> str | None:
+def named_post(messages: list[NeutralMessage], last_user: NeutralMessage, title: str, step: int = 0) -> str | None:
     """The title a request names: as typed, or for "it"/"this post" the chat's last post before the
     request (for a later request of several, "draft X and publish it", also what the earlier ones did)."""
     if not PRONOUN.match(title):
@@ -170,7 +170,7 @@ def named_post(messages: list[dict[str, Any]], last_user: dict[str, Any], title:
     return last_post_title(messages[:before])
 
 
-def progress(messages: list[dict[str, Any]], asked: list[str]) -> tuple[int, bool]:
+def progress(messages: list[NeutralMessage], asked: list[str]) -> tuple[int, bool]:
     """Which of the requests the turn is on, read from the tool results since the person spoke (each
     request ends with its kind's tool: a publish first finds its post), and whether the latest result
     just finished one."""
@@ -185,7 +185,7 @@ def progress(messages: list[dict[str, Any]], asked: list[str]) -> tuple[int, boo
     return step, finished
 
 
-def _text_of(message: dict[str, Any]) -> str:
+def _text_of(message: NeutralMessage) -> str:
     """The person's own words (not the lines that introduce their attachments)."""
     return "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text" and not is_note(p))
 
@@ -202,12 +202,12 @@ KINDS = {
 KINDS |= {"application/pdf": "a PDF document", "text/plain": "a text file", "text/markdown": "a Markdown file"}
 
 
-def attachments_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+def attachments_of(message: NeutralMessage) -> list[dict[str, Any]]:
     """The attachments of a user message, read from the lines that introduce them to the model
     (`agent.attachments.describe`): id, name, media type, size, and dimensions or pages."""
     found = []
     for part in message["parts"]:
-        m = NOTE.match(part.get("text", "")) if is_note(part) else None
+        m = NOTE.match(part["text"]) if part["type"] == "text" and is_note(part) else None
         if m is None:
             continue
         facts = m["facts"].removesuffix(" (not shown: this model takes no images)").split(", ")
@@ -248,7 +248,15 @@ class DemoBackend(Backend):
     uses_call_index = True  # its tool-call ids name the call's place in the session
     default_model = "demo"
 
-    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[ModelEvent]:
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[NeutralMessage],
+        tools: list[ToolSpec],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> Iterator[ModelEvent]:
         offered = {t["name"] for t in tools}
         ctx = call_context.get()
         if ctx is not None and ctx.purpose == "summary":
@@ -285,7 +293,7 @@ class DemoBackend(Backend):
         return f"demo_{ctx.session_id[:8]}_{ctx.call_index}_{i}" if ctx else f"demo_{i}"
 
     def _answer(
-        self, messages: list[dict[str, Any]], offered: set[str], system: str = ""
+        self, messages: list[NeutralMessage], offered: set[str], system: str = ""
     ) -> tuple[str, list[tuple[str, dict]]]:
         users = [m for m in messages if m["role"] == "user" and _text_of(m)]
         if not users:
@@ -297,7 +305,13 @@ class DemoBackend(Backend):
         return (acknowledge(items) + text if items else text), calls
 
     def _reply(
-        self, messages, last_user, offered, system: str = "", text: str | None = None, step: int = 0
+        self,
+        messages: list[NeutralMessage],
+        last_user: NeutralMessage,
+        offered: set[str],
+        system: str = "",
+        text: str | None = None,
+        step: int = 0,
     ) -> tuple[str, list[tuple[str, dict]]]:
         """The answer to one request: `text` (by default the person's whole message), the `step`-th of
         what they asked at once."""
@@ -333,7 +347,7 @@ class DemoBackend(Backend):
             return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
         return f"Looking for “{title}”.", [("list_posts", {"query": title})]
 
-    def _photo_post(self, messages: list[dict[str, Any]], text: str) -> tuple[str, list[tuple[str, dict]]]:
+    def _photo_post(self, messages: list[NeutralMessage], text: str) -> tuple[str, list[tuple[str, dict]]]:
         """A draft with the chat's latest image as its cover, titled as asked or after the photo."""
         images = [
             a
@@ -352,7 +366,7 @@ class DemoBackend(Backend):
         args = {"title": title, "body": body, "cover_attachment_id": photo["id"]}
         return f"Drafting “{title}” with your photo as its cover.", [("create_post", args)]
 
-    def _confirmed(self, messages: list[dict[str, Any]], offered: set[str]) -> tuple[str, list[tuple[str, dict]]]:
+    def _confirmed(self, messages: list[NeutralMessage], offered: set[str]) -> tuple[str, list[tuple[str, dict]]]:
         for m in reversed(messages[:-1]):
             if m["role"] == "assistant":
                 found = CONFIRM_DELETE.search(_text_of(m))
@@ -361,10 +375,14 @@ class DemoBackend(Backend):
                 break
         return "Yes to what? " + HELP, []
 
-    def _after_tool(self, messages, last_user, offered, system: str = "") -> tuple[str, list[tuple[str, dict]]]:
-        result_part = messages[-1]["parts"][-1]
-        result, name = result_part.get("result") or {}, result_part.get("name", "")
-        if result_part.get("status") == "error":
+    def _after_tool(
+        self, messages: list[NeutralMessage], last_user: NeutralMessage, offered: set[str], system: str = ""
+    ) -> tuple[str, list[tuple[str, dict]]]:
+        last = messages[-1]["parts"][-1]  # (a tool message carries only results)
+        result_part = last if last["type"] == "tool_result" else None
+        result: dict[str, Any] = (result_part["result"] if result_part is not None else None) or {}
+        name = result_part.get("name", "") if result_part is not None else ""
+        if result_part is not None and result_part["status"] == "error":
             error = result.get("error", "the tool failed")
             if error in (approvals.REJECTED, approvals.NOT_APPROVED):  # (words for the model, not for people)
                 return "All right, I left it as it was.", []

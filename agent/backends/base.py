@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Never, NoReturn
 
 from agent.exceptions import BackendError
 from agent.values import ModelEvent, NeutralMessage, ToolSpec, Usage, UsageKey
@@ -24,6 +24,7 @@ __all__ = [
     "interruptible",
     "parse_tool_input",
     "setting",
+    "unknown_part",
     "zero_usage",
 ]
 
@@ -52,6 +53,14 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(parsed, dict):
         return {}, f"The tool input must be a JSON object, not {type(parsed).__name__}"
     return parsed, None
+
+
+def unknown_part(part: Never, message: str) -> NoReturn:
+    """The last case of an adapter's `match part["type"]`, where `assert_never` would be: mypy
+    reports every part kind the match leaves out (`part` is not `Never` then). At run time a part
+    of no known kind (from a caller the type checker does not see) is refused with `message`, a
+    BackendError raised before any request is sent, as for any part an adapter cannot take."""
+    raise BackendError(message, retryable=False)
 
 
 class Interrupt:

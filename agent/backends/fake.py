@@ -13,7 +13,7 @@ from typing import Any, cast
 from agent.backends.base import Backend, call_context, current_interrupt, zero_usage
 from agent.conf import settings
 from agent.exceptions import BackendError
-from agent.values import ModelEvent, TextEvent
+from agent.values import ModelEvent, NeutralMessage, TextEvent, ToolSpec
 
 REQUESTS_KEPT = 200
 #: A scripted pause at least this long (a silent model) ends at a Stop; shorter ones, the pace of a
@@ -50,7 +50,15 @@ class FakeBackend(Backend):
             return [f"AGENT_FAKE_SCRIPT names {path!r}, which is not a readable file."]
         return []
 
-    def stream(self, *, system, messages, tools, model, inference=None) -> Iterator[ModelEvent]:
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[NeutralMessage],
+        tools: list[ToolSpec],
+        model: str,
+        inference: dict[str, Any] | None = None,
+    ) -> Iterator[ModelEvent]:
         self.requests.append(
             {"system": system, "messages": messages, "tools": tools, "model": model, "inference": inference or {}}
         )
@@ -117,9 +125,11 @@ def _load_script(path: str) -> dict[str, Any]:
     return script
 
 
-def summary_events(messages: Sequence[Mapping[str, Any]]) -> list[ModelEvent]:
-    """A deterministic stand-in for a model-written summary: how much it condensed, and the first line."""
-    text = messages[-1]["parts"][0]["text"] if messages else ""
+def summary_events(messages: Sequence[NeutralMessage]) -> list[ModelEvent]:
+    """A deterministic stand-in for a model-written summary: how much it condensed, and the first line.
+    The request to condense is one user message of one text part (`context.summarize`)."""
+    part = messages[-1]["parts"][0] if messages else None
+    text = part["text"] if part is not None and part["type"] == "text" else ""
     lines = [line for line in text.splitlines()[1:] if line.strip()]
     first = lines[0][:120] if lines else ""
     return [

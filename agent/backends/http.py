@@ -15,7 +15,7 @@ import math
 import re
 import time
 from abc import ABCMeta, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -233,8 +233,8 @@ class HttpBackend(Backend, metaclass=ABCMeta):
         self,
         *,
         system: str,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        messages: Sequence[NeutralMessage],
+        tools: Sequence[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

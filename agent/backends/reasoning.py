@@ -12,9 +12,11 @@ thinking as it takes: from 5 on they think unless told otherwise, and some canno
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from agent.values import NeutralMessage
 
 LEVELS = ("low", "medium", "high")
 # A level as a budget, and a budget as a level (the upper bound of each level's budgets).
@@ -111,15 +113,15 @@ def claude_thinking_off(model: str) -> dict[str, str] | None:
 
 
 def claude_off_request(
-    model: str, messages: Sequence[Mapping[str, Any]]
-) -> tuple[dict[str, str] | None, Sequence[Mapping[str, Any]]]:
+    model: str, messages: Sequence[NeutralMessage]
+) -> tuple[dict[str, str] | None, Sequence[NeutralMessage]]:
     """With `AGENT_REASONING` off: the model's `thinking` (`claude_thinking_off`) and the messages to
     send with it. A request that says `"disabled"` sends no reasoning back: a model that binds its
     thinking to the conversation may refuse the blocks a request without thinking cannot vouch for."""
     thinking = claude_thinking_off(model)
     if thinking is not None and thinking["type"] == "disabled":
         messages = [
-            {**message, "parts": [part for part in message.get("parts") or [] if part.get("type") != "reasoning"]}
+            {**message, "parts": [part for part in message["parts"] if part["type"] != "reasoning"]}
             for message in messages
         ]
     return thinking, messages

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -16,6 +16,7 @@ from agent.backends.http import HttpBackend
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.watchdog import Watchdog
 from agent.exceptions import BackendError
+from agent.values import NeutralMessage, ToolSpec
 
 API_VERSION = "2023-06-01"
 
@@ -52,8 +53,8 @@ class AnthropicBackend(HttpBackend):
         self,
         *,
         system: str,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        messages: Sequence[NeutralMessage],
+        tools: Sequence[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

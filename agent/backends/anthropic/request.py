@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent.backends.base import unknown_part
 from agent.backends.reasoning import (
     ADAPTIVE_THINKING,
     Reasoning,
@@ -41,6 +42,7 @@ from agent.backends.reasoning import (
     claude_thinking,
 )
 from agent.exceptions import BackendError
+from agent.values import DocumentPart, ImagePart, NeutralMessage, Part, ReasoningPart, Role, ToolResultPart, ToolSpec
 
 PLACEHOLDER_TEXT = "…"
 # What lets a model that binds its thinking to the conversation drop a block whose prefix changed
@@ -55,8 +57,8 @@ _TOOL_ID_RE = re.compile(r"[a-zA-Z0-9_-]{1,200}")
 def build_body(
     *,
     system: str,
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    messages: Sequence[NeutralMessage],
+    tools: Sequence[ToolSpec],
     model: str,
     max_tokens: int,
     inference: dict[str, Any] | None = None,
@@ -134,18 +136,18 @@ def _mark_cache(body: dict[str, Any]) -> None:
             last["cache_control"] = dict(CACHE_CONTROL)
 
 
-def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    spec = {"name": tool["name"], "input_schema": tool.get("input_schema") or {"type": "object", "properties": {}}}
-    if tool.get("description"):
+def _tool(tool: ToolSpec) -> dict[str, Any]:
+    spec = {"name": tool["name"], "input_schema": tool["input_schema"] or {"type": "object", "properties": {}}}
+    if tool["description"]:
         spec["description"] = tool["description"]
     return spec
 
 
-def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[NeutralMessage]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for message in messages:
-        role = _role(message.get("role"))
-        blocks = [b for part in message.get("parts") or [] if (b := _block(part)) is not None]
+        role = _role(message["role"])
+        blocks = [b for part in message["parts"] if (b := _block(part)) is not None]
         if role == "assistant":
             blocks = _without_trailing_thinking(blocks)
         if not blocks:
@@ -154,9 +156,9 @@ def wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
             merged[-1]["content"].extend(blocks)
         else:
             merged.append({"role": role, "content": blocks})
-    for message in merged:
-        if message["role"] == "user":
-            message["content"].sort(key=lambda block: block["type"] != "tool_result")
+    for wire_message in merged:
+        if wire_message["role"] == "user":
+            wire_message["content"].sort(key=lambda block: block["type"] != "tool_result")
     if merged and merged[0]["role"] == "assistant":
         merged.insert(0, {"role": "user", "content": [{"type": "text", "text": PLACEHOLDER_TEXT}]})
     return merged
@@ -172,7 +174,7 @@ def _without_trailing_thinking(blocks: list[dict[str, Any]]) -> list[dict[str, A
     return blocks[:end]
 
 
-def _role(role: Any) -> str:
+def _role(role: Role) -> str:
     match role:
         case "user" | "tool":
             return "user"
@@ -182,20 +184,19 @@ def _role(role: Any) -> str:
             raise BackendError(f"The Anthropic API cannot take a message with role {role!r}.", retryable=False)
 
 
-def _block(part: dict[str, Any]) -> dict[str, Any] | None:
-    match part.get("type"):
+def _block(part: Part) -> dict[str, Any] | None:
+    match part["type"]:
         case "text":
-            text = part.get("text") or ""
+            text = part["text"]
             return {"type": "text", "text": text} if text.strip() else None
         case "reasoning":
             return _reasoning(part)
         case "tool_use":
-            tool_input = part.get("input")
             return {
                 "type": "tool_use",
-                "id": tool_use_id(part.get("id")),
-                "name": part.get("name") or "",
-                "input": tool_input if isinstance(tool_input, dict) else {},
+                "id": tool_use_id(part["id"]),
+                "name": part["name"],
+                "input": part["input"],
             }
         case "tool_result":
             return _tool_result(part)
@@ -203,58 +204,56 @@ def _block(part: dict[str, Any]) -> dict[str, Any] | None:
             return _image(part)
         case "document":
             return _document(part)
-        case other:
-            raise BackendError(f"The Anthropic API cannot take a message part of type {other!r}.", retryable=False)
+        case _:
+            unknown_part(part, f"The Anthropic API cannot take a message part of type {part['type']!r}.")
 
 
-def _reasoning(part: dict[str, Any]) -> dict[str, Any] | None:
+def _reasoning(part: ReasoningPart) -> dict[str, Any] | None:
     redacted = (part.get("provider_data") or {}).get("redacted")
     if isinstance(redacted, str) and redacted:
         return {"type": "redacted_thinking", "data": redacted}
     if part.get("signature"):
-        return {"type": "thinking", "thinking": part.get("text") or "", "signature": part["signature"]}
+        return {"type": "thinking", "thinking": part["text"], "signature": part["signature"]}
     return None
 
 
-def _tool_result(part: dict[str, Any]) -> dict[str, Any]:
-    result = part.get("result")
+def _tool_result(part: ToolResultPart) -> dict[str, Any]:
+    result = part["result"]
     if isinstance(result, list):
         result = {"items": result}
-    is_error = part.get("status") == "error"
+    is_error = part["status"] == "error"
     if is_error and not result:
         result = {"error": "The tool call failed."}
     block: dict[str, Any] = {
         "type": "tool_result",
-        "tool_use_id": tool_use_id(part.get("tool_use_id")),
-        "content": json.dumps(result if result is not None else {}, ensure_ascii=False, default=str),
+        "tool_use_id": tool_use_id(part["tool_use_id"]),
+        "content": json.dumps(result, ensure_ascii=False, default=str),
     }
     if is_error:
         block["is_error"] = True
     return block
 
 
-def _b64(data: Any) -> str:
-    return data if isinstance(data, str) else base64.b64encode(bytes(data or b"")).decode("ascii")
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
-def _image(part: dict[str, Any]) -> dict[str, Any]:
-    media_type = str(part.get("media_type") or "").lower()
+def _image(part: ImagePart) -> dict[str, Any]:
+    media_type = part["media_type"].lower()
     if media_type == "image/jpg":
         media_type = "image/jpeg"
     if media_type not in IMAGE_TYPES:
         raise BackendError(f"The Anthropic API cannot take images of type {media_type!r}.", retryable=False)
-    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": _b64(part.get("data"))}}
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": _b64(part["data"])}}
 
 
-def _document(part: dict[str, Any]) -> dict[str, Any]:
-    media_type = str(part.get("media_type") or "").lower().split(";")[0].strip()
-    name = str(part.get("name") or "document")
+def _document(part: DocumentPart) -> dict[str, Any]:
+    media_type = part["media_type"].lower().split(";")[0].strip()
+    name = part["name"] or "document"
     if media_type == "application/pdf":
-        source = {"type": "base64", "media_type": media_type, "data": _b64(part.get("data"))}
+        source = {"type": "base64", "media_type": media_type, "data": _b64(part["data"])}
     elif media_type in ("text/plain", "text/markdown", "text/csv", "text/html"):
-        data = part.get("data") or b""
-        text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
-        source = {"type": "text", "media_type": "text/plain", "data": text}
+        source = {"type": "text", "media_type": "text/plain", "data": part["data"].decode("utf-8", "replace")}
     else:  # the model is told what was attached rather than the request failing
         return {"type": "text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
     return {"type": "document", "source": source, "title": name[:200]}

@@ -34,9 +34,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from agent.backends.base import unknown_part
 from agent.backends.reasoning import (
     ADAPTIVE_THINKING,
     Reasoning,
@@ -44,6 +45,7 @@ from agent.backends.reasoning import (
     claude_thinking,
 )
 from agent.exceptions import BackendError
+from agent.values import DocumentPart, ImagePart, NeutralMessage, Part, ReasoningPart, Role, ToolResultPart, ToolSpec
 
 TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
 TOOL_NAME_RE = re.compile(TOOL_NAME_PATTERN)
@@ -82,8 +84,8 @@ def validate_tool_name(name: str) -> str:
 def build_request(
     *,
     system: str,
-    messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    messages: Sequence[NeutralMessage],
+    tools: Sequence[ToolSpec],
     model: str,
     inference: dict[str, Any] | None = None,
     reasoning: Reasoning | None = None,
@@ -168,15 +170,14 @@ def _thinking(
             return None
 
 
-def wire_messages(messages: Sequence[Mapping[str, Any]], *, result_status: bool = True) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[NeutralMessage], *, result_status: bool = True) -> list[dict[str, Any]]:
     """Neutral messages → Bedrock messages: alternating roles, no empty blocks, results first;
     `result_status`: whether tool results carry `status` (`takes_result_status`)."""
     names = _DocumentNames()
     merged: list[dict[str, Any]] = []
     for message in messages:
-        role = _wire_role(message.get("role"))
-        parts = message.get("parts") or []
-        blocks = [b for part in parts if (b := _part_block(part, names, result_status)) is not None]
+        role = _wire_role(message["role"])
+        blocks = [b for part in message["parts"] if (b := _part_block(part, names, result_status)) is not None]
         if role == "assistant":  # (Claude refuses an assistant message that ends with thinking: a stopped answer)
             while blocks and "reasoningContent" in blocks[-1]:
                 blocks.pop()
@@ -186,15 +187,15 @@ def wire_messages(messages: Sequence[Mapping[str, Any]], *, result_status: bool 
             merged[-1]["content"].extend(blocks)
         else:
             merged.append({"role": role, "content": blocks})
-    for message in merged:
-        if message["role"] == "user":
-            message["content"].sort(key=lambda block: "toolResult" not in block)
+    for wire_message in merged:
+        if wire_message["role"] == "user":
+            wire_message["content"].sort(key=lambda block: "toolResult" not in block)
     if merged and merged[0]["role"] == "assistant":
         merged.insert(0, {"role": "user", "content": [{"text": PLACEHOLDER_TEXT}]})
     return merged
 
 
-def _wire_role(role: Any) -> str:
+def _wire_role(role: Role) -> str:
     match role:
         case "user" | "tool":
             return "user"
@@ -204,22 +205,17 @@ def _wire_role(role: Any) -> str:
             raise BackendError(f"Bedrock cannot send a message with role {role!r}.", retryable=False)
 
 
-def _part_block(part: dict[str, Any], names: _DocumentNames, with_status: bool = True) -> dict[str, Any] | None:
+def _part_block(part: Part, names: _DocumentNames, with_status: bool = True) -> dict[str, Any] | None:
     """One neutral part → one Bedrock content block (None: nothing to send)."""
-    match part.get("type"):
+    match part["type"]:
         case "text":
-            text = part.get("text") or ""
+            text = part["text"]
             return {"text": text} if text.strip() else None
         case "reasoning":
             return _reasoning_block(part)
         case "tool_use":
-            tool_input = part.get("input")
             return {
-                "toolUse": {
-                    "toolUseId": wire_tool_use_id(part.get("id")),
-                    "name": part.get("name") or "",
-                    "input": tool_input if isinstance(tool_input, dict) else {},
-                }
+                "toolUse": {"toolUseId": wire_tool_use_id(part["id"]), "name": part["name"], "input": part["input"]}
             }
         case "tool_result":
             return _tool_result_block(part, with_status)
@@ -227,18 +223,18 @@ def _part_block(part: dict[str, Any], names: _DocumentNames, with_status: bool =
             return _image_block(part)
         case "document":
             return _document_block(part, names)
-        case other:
-            raise BackendError(f"Bedrock cannot send a message part of type {other!r}.", retryable=False)
+        case _:
+            unknown_part(part, f"Bedrock cannot send a message part of type {part['type']!r}.")
 
 
-def _reasoning_block(part: dict[str, Any]) -> dict[str, Any] | None:
+def _reasoning_block(part: ReasoningPart) -> dict[str, Any] | None:
     redacted = (part.get("provider_data") or {}).get("redacted")
     if isinstance(redacted, str) and redacted:
         return {"reasoningContent": {"redactedContent": base64.b64decode(redacted)}}
     signature = part.get("signature")
     if not signature:
         return None
-    return {"reasoningContent": {"reasoningText": {"text": part.get("text") or "", "signature": signature}}}
+    return {"reasoningContent": {"reasoningText": {"text": part["text"], "signature": signature}}}
 
 
 def takes_result_status(model: str) -> bool:
@@ -247,39 +243,37 @@ def takes_result_status(model: str) -> bool:
     return "anthropic." in model or model.startswith("anthropic") or ".claude" in model
 
 
-def _tool_result_block(part: dict[str, Any], with_status: bool = True) -> dict[str, Any]:
-    is_error = part.get("status") == "error"
-    result = part.get("result")
+def _tool_result_block(part: ToolResultPart, with_status: bool = True) -> dict[str, Any]:
+    is_error = part["status"] == "error"
+    result = part["result"]
     if isinstance(result, list):
         result = {"items": result}
     elif result is not None and not isinstance(result, dict):
         result = {"value": result}
     if is_error and not result:
         result = {"error": "The tool call failed."}
-    block = {"toolUseId": wire_tool_use_id(part.get("tool_use_id")), "content": [{"json": result or {}}]}
+    block: dict[str, Any] = {"toolUseId": wire_tool_use_id(part["tool_use_id"]), "content": [{"json": result or {}}]}
     if with_status:
         block["status"] = "error" if is_error else "success"
     return {"toolResult": block}
 
 
-def _image_block(part: dict[str, Any]) -> dict[str, Any]:
-    media_type = str(part.get("media_type") or "").lower()
+def _image_block(part: ImagePart) -> dict[str, Any]:
+    media_type = part["media_type"].lower()
     image_format = IMAGE_FORMATS.get(media_type)
     if image_format is None:
         raise BackendError(f"Bedrock cannot take images of type {media_type!r}.", retryable=False)
-    return {"image": {"format": image_format, "source": {"bytes": part.get("data") or b""}}}
+    return {"image": {"format": image_format, "source": {"bytes": part["data"]}}}
 
 
-def _document_block(part: dict[str, Any], names: _DocumentNames) -> dict[str, Any]:
-    name = str(part.get("name") or "")
-    media_type = str(part.get("media_type") or "").lower().split(";")[0].strip()
+def _document_block(part: DocumentPart, names: _DocumentNames) -> dict[str, Any]:
+    name = part["name"]
+    media_type = part["media_type"].lower().split(";")[0].strip()
     extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     doc_format = DOCUMENT_FORMATS.get(media_type) or (extension if extension in _DOCUMENT_EXTENSIONS else None)
     if doc_format is None:
         raise BackendError(f"Bedrock cannot take documents of type {media_type!r}.", retryable=False)
-    return {
-        "document": {"format": doc_format, "name": names.unique(name), "source": {"bytes": part.get("data") or b""}}
-    }
+    return {"document": {"format": doc_format, "name": names.unique(name), "source": {"bytes": part["data"]}}}
 
 
 class _DocumentNames:
@@ -326,7 +320,7 @@ def _inference_config(inference: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _tool_config(tools: Sequence[Mapping[str, Any]], wire: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _tool_config(tools: Sequence[ToolSpec], wire: list[dict[str, Any]]) -> dict[str, Any] | None:
     specs = [_tool_spec(tool) for tool in tools]
     offered = {tool["name"] for tool in tools}
     used, has_tool_blocks = _history_tools(wire)
@@ -337,12 +331,12 @@ def _tool_config(tools: Sequence[Mapping[str, Any]], wire: list[dict[str, Any]])
     return {"tools": specs} if specs else None
 
 
-def _tool_spec(tool: Mapping[str, Any]) -> dict[str, Any]:
+def _tool_spec(tool: ToolSpec) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "name": tool["name"],
-        "inputSchema": {"json": tool.get("input_schema") or {"type": "object"}},
+        "inputSchema": {"json": tool["input_schema"] or {"type": "object"}},
     }
-    if tool.get("description"):
+    if tool["description"]:
         spec["description"] = tool["description"]
     return {"toolSpec": spec}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +22,7 @@ from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.sse import SSEEvent
 from agent.backends.watchdog import Watchdog
 from agent.exceptions import BackendError
+from agent.values import NeutralMessage, ToolSpec
 
 REASONING_MODEL_PREFIXES = ("o1", "o3", "o4", "gpt-5", "gpt-6")
 # GPT-5.4 and later reason by default and take function tools in Chat Completions only with
@@ -98,8 +99,8 @@ class OpenAIBackend(HttpBackend):
         self,
         *,
         system: str,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        messages: Sequence[NeutralMessage],
+        tools: Sequence[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

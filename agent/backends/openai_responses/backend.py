@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agent.backends.base import Event
@@ -11,6 +11,7 @@ from agent.backends.openai_responses.translate import response_events, translate
 from agent.backends.openai_responses.wire import to_function_tools, to_input_items
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.sse import SSEEvent
+from agent.values import NeutralMessage, ToolSpec
 
 
 class OpenAIResponsesBackend(OpenAIBackend):
@@ -26,8 +27,8 @@ class OpenAIResponsesBackend(OpenAIBackend):
         self,
         *,
         system: str,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        messages: Sequence[NeutralMessage],
+        tools: Sequence[ToolSpec],
         model: str,
         inference: dict[str, Any] | None = None,
     ) -> dict[str, Any]:

@@ -10,40 +10,44 @@ this backend received (`provider_data["item"]`, with its `encrypted_content`); r
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from agent.backends.base import unknown_part
 from agent.backends.openai.wire import b64
 from agent.exceptions import BackendError
+from agent.values import DocumentPart, NeutralMessage, Part, ReasoningPart, ToolSpec
 
 #: The keys of a reasoning item that go back to the API (as it sent them).
 REASONING_ITEM_KEYS = ("type", "id", "summary", "encrypted_content")
 
 
-def _document(part: dict[str, Any]) -> dict[str, Any]:
+def _document(part: DocumentPart) -> dict[str, Any]:
     """A PDF as an `input_file` (OpenAI reads its text and page images); any other document, which
     this engine does not send as a file, as a note naming it, so the model knows one was attached."""
-    name, media_type = part.get("name") or "document", part.get("media_type") or "unknown type"
+    name, media_type = part["name"] or "document", part["media_type"] or "unknown type"
     if media_type == "application/pdf":
         return {
             "type": "input_file",
             "filename": name,
-            "file_data": f"data:application/pdf;base64,{b64(part.get('data', b''))}",
+            "file_data": f"data:application/pdf;base64,{b64(part['data'])}",
         }
     return {"type": "input_text", "text": f"[Attached document {name!r} ({media_type}) cannot be read here.]"}
 
 
-def _user_part(part: dict[str, Any]) -> dict[str, Any]:
-    match part.get("type"):
+def _user_part(part: Part) -> dict[str, Any]:
+    match part["type"]:
         case "text":
-            return {"type": "input_text", "text": part.get("text", "")}
+            return {"type": "input_text", "text": part["text"]}
         case "image":
-            url = f"data:{part.get('media_type', 'image/png')};base64,{b64(part.get('data', b''))}"
+            url = f"data:{part['media_type']};base64,{b64(part['data'])}"
             return {"type": "input_image", "image_url": url}
         case "document":
             return _document(part)
-        case other:
-            raise BackendError(f"A user message cannot carry a {other!r} part.", retryable=False)
+        case "reasoning" | "tool_use" | "tool_result":
+            raise BackendError(f"A user message cannot carry a {part['type']!r} part.", retryable=False)
+        case _:
+            unknown_part(part, f"A user message cannot carry a {part['type']!r} part.")
 
 
 def _assistant_text(texts: list[str], phase: str | None) -> list[dict[str, Any]]:
@@ -57,7 +61,7 @@ def _assistant_text(texts: list[str], phase: str | None) -> list[dict[str, Any]]
     return [item]
 
 
-def reasoning_item(part: dict[str, Any]) -> dict[str, Any] | None:
+def reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
     """The reasoning item a reasoning part carries back, or None when it has none."""
     item = (part.get("provider_data") or {}).get("item")
     if not isinstance(item, dict) or item.get("type") != "reasoning":
@@ -65,38 +69,39 @@ def reasoning_item(part: dict[str, Any]) -> dict[str, Any] | None:
     return {key: item[key] for key in REASONING_ITEM_KEYS if key in item}
 
 
-def _assistant_items(parts: list[dict[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
+def _assistant_items(parts: list[Part], *, phases: bool = False) -> list[dict[str, Any]]:
     """One assistant message as items, in the order of its parts: each run of text one `output_text`
     message, each reasoning part its item, each tool call a `function_call`. With `phases`, a text
     message is labelled as the model labelled it: `commentary` when a tool call follows it within
     the answer (a preamble), else `final_answer`."""
     items: list[dict[str, Any]] = []
     texts: list[str] = []
-    last_call = max((at for at, part in enumerate(parts) if part.get("type") == "tool_use"), default=-1)
+    last_call = max((at for at, part in enumerate(parts) if part["type"] == "tool_use"), default=-1)
 
     def phase(end: int) -> str | None:  # of the text that ends before part `end`
         return ("commentary" if end <= last_call else "final_answer") if phases else None
 
     for at, part in enumerate(parts):
-        kind = part.get("type")
-        if texts and kind not in ("text", "image", "document"):
+        if texts and part["type"] not in ("text", "image", "document"):
             items.extend(_assistant_text(texts, phase(at)))
             texts = []
-        match kind:
+        match part["type"]:
             case "text":
-                texts.append(part.get("text", ""))
+                texts.append(part["text"])
             case "image" | "document":
-                texts.append(f"[{kind} omitted]")  # assistant content is text-only
+                texts.append(f"[{part['type']} omitted]")  # assistant content is text-only
             case "reasoning":
                 if (item := reasoning_item(part)) is not None:
                     items.append(item)
             case "tool_use":
-                arguments = json.dumps(part.get("input") or {}, ensure_ascii=False)
+                arguments = json.dumps(part["input"] or {}, ensure_ascii=False)
                 items.append(
                     {"type": "function_call", "call_id": part["id"], "name": part["name"], "arguments": arguments}
                 )
-            case other:
-                raise BackendError(f"An assistant message cannot carry a {other!r} part.", retryable=False)
+            case "tool_result":
+                raise BackendError(f"An assistant message cannot carry a {part['type']!r} part.", retryable=False)
+            case _:
+                unknown_part(part, f"An assistant message cannot carry a {part['type']!r} part.")
     items += _assistant_text(texts, phase(len(parts)))
     # A reasoning item goes back only with the item it led to: the API refuses one "provided without
     # its required following item". An answer stopped, failed or cut short after its reasoning (its
@@ -106,25 +111,27 @@ def _assistant_items(parts: list[dict[str, Any]], *, phases: bool = False) -> li
     return items
 
 
-def _tool_items(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _tool_items(parts: list[Part]) -> list[dict[str, Any]]:
     items = []
     for part in parts:
-        match part.get("type"):
+        match part["type"]:
             case "tool_result":
-                output = json.dumps(part.get("result", {}), ensure_ascii=False, default=str)
+                output = json.dumps(part["result"], ensure_ascii=False, default=str)
                 items.append({"type": "function_call_output", "call_id": part["tool_use_id"], "output": output})
-            case other:
-                raise BackendError(f"A tool message cannot carry a {other!r} part.", retryable=False)
+            case "text" | "reasoning" | "tool_use" | "image" | "document":
+                raise BackendError(f"A tool message cannot carry a {part['type']!r} part.", retryable=False)
+            case _:
+                unknown_part(part, f"A tool message cannot carry a {part['type']!r} part.")
     return items
 
 
-def to_input_items(messages: Sequence[Mapping[str, Any]], *, phases: bool = False) -> list[dict[str, Any]]:
+def to_input_items(messages: Sequence[NeutralMessage], *, phases: bool = False) -> list[dict[str, Any]]:
     """Neutral history -> the request's `input` (the system prompt goes in `instructions`);
     `phases`: label the assistant's messages with their `phase` (`openai.backend.labels_phases`)."""
     items: list[dict[str, Any]] = []
     for message in messages:
-        parts = message.get("parts") or []
-        match message.get("role"):
+        parts = message["parts"]
+        match message["role"]:
             case "user":
                 items.append({"role": "user", "content": [_user_part(part) for part in parts]})
             case "assistant":
@@ -136,15 +143,15 @@ def to_input_items(messages: Sequence[Mapping[str, Any]], *, phases: bool = Fals
     return items
 
 
-def to_function_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def to_function_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     """Tool specs as Responses function tools: flat (not nested under `function`), not strict (the
     engine's schemas are not all written for strict mode)."""
     return [
         {
             "type": "function",
             "name": tool["name"],
-            "description": tool.get("description", ""),
-            "parameters": tool.get("input_schema") or {"type": "object", "properties": {}},
+            "description": tool["description"],
+            "parameters": tool["input_schema"] or {"type": "object", "properties": {}},
             "strict": False,
         }
         for tool in tools

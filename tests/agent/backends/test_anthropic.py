@@ -445,3 +445,12 @@ def test_check_refuses_a_base_url_that_already_names_the_endpoint(make_backend):
         "https://api.anthropic.com."
     ]
     assert make_backend(base_url="https://gateway.example/v1").check() == []
+
+
+@pytest.mark.parametrize("role", ["user", "assistant", "tool"])
+def test_unknown_part_type_is_refused_before_any_request(server, backend, role):
+    messages = [*([] if role == "user" else USER), {"role": role, "parts": [{"type": "hologram", "data": b""}]}]
+    with pytest.raises(BackendError) as info:
+        run(backend, messages=messages)
+    assert info.value.args == ("The Anthropic API cannot take a message part of type 'hologram'.",)
+    assert info.value.retryable is False and server.requests == []

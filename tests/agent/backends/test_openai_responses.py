@@ -272,6 +272,17 @@ def test_a_function_call_split_over_deltas_then_the_history_goes_back(server, ba
     ]
 
 
+@pytest.mark.parametrize(
+    ("role", "said"), [("user", "A user message"), ("assistant", "An assistant message"), ("tool", "A tool message")]
+)
+def test_unknown_part_type_is_refused_before_any_request(server, backend, role, said):
+    messages = [*([] if role == "user" else USER), {"role": role, "parts": [{"type": "hologram", "data": b""}]}]
+    with pytest.raises(BackendError) as info:
+        run(backend, messages=messages)
+    assert info.value.args == (f"{said} cannot carry a 'hologram' part.",)
+    assert info.value.retryable is False and server.requests == []
+
+
 def usage_neutral(input: int, output: int, cached: int = 0) -> dict[str, int]:
     return {"input_tokens": input, "output_tokens": output, "cache_read_tokens": cached, "cache_write_tokens": 0}
 
