@@ -7,6 +7,20 @@
 
   function form() { return document.getElementById("chat-form"); }
 
+  // The tab's session storage, which a browser set to block sites' data refuses (reading it throws): what
+  // it would keep (a hardware keyboard seen, words typed, that New chat was pressed) is then not kept, and
+  // nothing else changes. `store(key, null)` forgets.
+  function stored(key) {
+    try { return window.sessionStorage.getItem(key); } catch (err) { return null; }
+  }
+
+  function store(key, value) {
+    try {
+      if (value === null) window.sessionStorage.removeItem(key);
+      else window.sessionStorage.setItem(key, value);
+    } catch (err) { /* not kept */ }
+  }
+
   function setRunning(running) {
     var f = form();
     if (!f) return;
@@ -67,16 +81,12 @@
   var KEYBOARD_SEEN = "chat:hardware-keyboard";
   var SENDS_HINT = "Message the assistant…  (Enter sends, Shift+Enter for a new line)";
   var LINE_HINT = "Message the assistant…";
-  var hardwareKeyboard = remembered();
-
-  function remembered() {
-    try { return window.sessionStorage.getItem(KEYBOARD_SEEN) === "1"; } catch (err) { return false; }
-  }
+  var hardwareKeyboard = stored(KEYBOARD_SEEN) === "1";
 
   function keyboardSeen(seen) {
     if (seen === hardwareKeyboard) return;
     hardwareKeyboard = seen;
-    try { window.sessionStorage.setItem(KEYBOARD_SEEN, seen ? "1" : ""); } catch (err) { /* storage off: this page only */ }
+    store(KEYBOARD_SEEN, seen ? "1" : null);
     showHint();
   }
 
@@ -593,14 +603,14 @@
   // "New chat" loads a new page, where focus would start at the top: the person who pressed it lands
   // in the new chat's input instead (only then; a page reached any other way starts at the top).
   document.addEventListener("submit", function (e) {
-    if (e.target.hasAttribute("data-new-chat")) sessionStorage.setItem("chat:new", "1");
+    if (e.target.hasAttribute("data-new-chat")) store("chat:new", "1");
   });
 
   // Refused (over the message rate), it loads nothing: the log shows why, and the person is put in the
   // chat's input, as after a refused message.
   document.addEventListener("htmx:afterRequest", function (e) {
     if (!e.detail.elt.hasAttribute("data-new-chat") || e.detail.xhr.getResponseHeader("HX-Redirect")) return;
-    sessionStorage.removeItem("chat:new");
+    store("chat:new", null);
     var f = form();
     if (f && !f.dataset.running) f.querySelector("textarea").focus();
   });
@@ -629,8 +639,8 @@
   });
 
   function focusNewChat(f) {
-    if (!sessionStorage.getItem("chat:new")) return;
-    sessionStorage.removeItem("chat:new");
+    if (!stored("chat:new")) return;
+    store("chat:new", null);
     if (/[?&]chat=/.test(location.search) && !f.dataset.running) f.querySelector("textarea").focus();
   }
 
@@ -651,7 +661,7 @@
 
   window.addEventListener("pagehide", function () {
     var f = form(), text = f && f.querySelector("textarea");
-    if (text && text.value.trim()) sessionStorage.setItem(draftKey(), text.value);
+    if (text && text.value.trim()) store(draftKey(), text.value);
   });
 
   // Back (or forward) to the page from the browser's memory, it is as it was left, its streams closed:
@@ -662,8 +672,8 @@
   });
 
   function restoreDraft(f) {
-    var kept = sessionStorage.getItem(draftKey()), text = f.querySelector("textarea");
-    sessionStorage.removeItem(draftKey());
+    var kept = stored(draftKey()), text = f.querySelector("textarea");
+    store(draftKey(), null);
     if (kept && !text.value) text.value = kept;
   }
 

@@ -5,6 +5,10 @@
 (function () {
   "use strict";
 
+  var GONE = "This post can no longer be edited here (it was deleted, or your access changed).";
+  var TOO_LONG_TO_COMPARE = "This post changed meanwhile, and the body here is too long to compare with it. " +
+    "Shorten it and Save: the saved version is then shown beside your words, and nothing is lost.";
+
   function fields(form) {
     return { title: form.elements.title.value, body: form.elements.body.value };
   }
@@ -84,18 +88,22 @@
       if (shown) offer(shown, saved);
     }
 
+    function say(text) {
+      box.innerHTML = "";
+      var notice = document.createElement("p");
+      notice.className = "notice";
+      notice.textContent = text;
+      box.appendChild(notice);
+    }
+
     function incoming() {
       var request = new XMLHttpRequest();
       request.open("POST", form.dataset.incomingUrl);
       request.onload = function () {
-        if (request.status !== 200) {
-          box.innerHTML = "";
-          var gone = document.createElement("p");
-          gone.className = "notice";
-          gone.textContent = "This post can no longer be edited here (it was deleted, or your access changed).";
-          box.appendChild(gone);
-          return;
-        }
+        // 413: the form's body is over the limit, nothing to compare. The form stays at the version it had,
+        // so a Save, once it is shorter, is refused and shows the saved version beside the words.
+        if (request.status === 413) { say(TOO_LONG_TO_COMPARE); return; }
+        if (request.status !== 200) { say(GONE); return; }  // (204: deleted meanwhile; 404: no longer a member)
         var holder = document.createElement("div");
         holder.innerHTML = request.responseText;
         var version = JSON.parse(holder.querySelector("#incoming-saved").textContent);

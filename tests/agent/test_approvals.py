@@ -440,6 +440,8 @@ def test_html_flavour_shows_what_will_change_escaped(api, chat, script, guarded)
     url = api.send(chat, "edit").json()["stream_url"]
     body = b"".join(api.client.get(url + "?flavour=html").streaming_content).decode()
     assert "Change thing 2" in body
+    # Named as a group: a <pre> is a generic element, which ARIA does not let aria-label name.
+    assert '<pre class="approval-diff" role="group" aria-label="What will change">' in body
     assert '<span class="diff-del">- old</span>' in body
     assert '<span class="diff-add">+ &lt;b&gt;new&lt;/b&gt;</span>' in body
     assert "<b>new</b>" not in body

@@ -15,6 +15,7 @@ from blog import services
 from blog.grants import Actor
 from blog.models import Post, PostRevision, Seat
 from tests.blog.conftest import ALL, browser, make_post
+from tests.blog.test_views import tags_of
 
 pytestmark = pytest.mark.django_db
 
@@ -59,6 +60,13 @@ def test_a_save_from_a_version_changed_elsewhere_is_refused_and_keeps_the_words(
     assert '<span class="diff-line added"><span class="sign">+</span>Editor&#x27;s words.</span>' in card
     assert '<span class="diff-line removed"><span class="sign">−</span>My words.</span>' in card
     assert f'name="version" value="{services.post_version(post)}"' in html  # the form is at the saved one now
+    # The card's heading is under the page's, and the diff's (Title, Body) under the card's.
+    assert [tag for tag, _ in tags_of(html[html.index("<main>") :]) if tag in ("h1", "h2", "h3")][:4] == [
+        "h1",
+        "h2",
+        "h3",
+        "h3",
+    ]
 
     # A second Save, made knowing, keeps the person's words.
     again = mine.post(

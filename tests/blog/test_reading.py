@@ -273,6 +273,28 @@ def test_a_diff_shows_hostile_text_as_text(team):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(3)&gt;" in html
 
 
+def heading_levels(html: str) -> list[int]:
+    """The levels of a page's headings, in document order."""
+    return [int(tag[1]) for tag, _ in tags_of(html) if tag in ("h1", "h2", "h3", "h4", "h5", "h6")]
+
+
+def never_skips_a_level(levels: list[int]) -> bool:
+    """Each heading at most one level below the one before it (h1 → h3 leaves a reader's outline a hole)."""
+    return all(b <= a + 1 for a, b in zip(levels, levels[1:], strict=False))
+
+
+def test_a_comparison_s_headings_go_down_one_level_at_a_time(team):
+    browser(team.owner).post("/blogs/notes/posts/new/", {"title": "V1", "body": "alpha"})
+    post = Post.objects.get()
+    edit(team, post, "V2", "beta")
+    first, last = PostRevision.objects.order_by("created_at", "pk")
+    compare = f"/blogs/notes/posts/{post.pk}/history/compare/"
+    for query in (f"change={last.pk}", f"from={first.pk}&to={last.pk}"):
+        html = browser(team.owner).get(f"{compare}?{query}").content.decode()
+        levels = heading_levels(html[html.index("<main>") :])
+        assert levels == [1, 2, 2] and never_skips_a_level(levels), (query, levels)
+
+
 @pytest.mark.parametrize(
     "query",
     ["change=abc", "change=²", "from=1", "", "change=999999", "change=" + "9" * 5000],

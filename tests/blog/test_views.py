@@ -101,6 +101,18 @@ def test_blog_page_shows_posts_and_panel(team):
     assert len(navs) == 2 and all('aria-label="' in nav for nav in navs), navs
 
 
+def test_the_page_of_all_posts_links_each_title_where_the_blog_page_does(team):
+    draft = make_post(team.blog, "A draft")
+    make_post(team.blog, "Live post", published=True)
+    for member in (team.owner, team.viewer):
+        client = browser(member)
+        listed = post_links(client.get("/blogs/notes/").content.decode())
+        html = client.get("/blogs/notes/posts/all/").content.decode()
+        everything = {m[2]: m[1] for m in re.finditer(r'<li><a dir="auto" href="([^"]*)">([^<]*)</a>', html)}
+        assert everything == listed and len(listed) == 2, member
+    assert listed["A draft"] == f"/blogs/notes/posts/{draft.pk}/history/"  # (the viewer's)
+
+
 def test_viewer_page_has_no_assistant_and_no_actions(team):
     draft = make_post(team.blog, "A draft")
     html = browser(team.viewer).get("/blogs/notes/").content.decode()

@@ -357,3 +357,42 @@ def test_the_attach_control_shows_a_focus_ring_from_the_keyboard(demo_server, pa
     assert color == "rgb(47, 91, 234)"  # the accent: 5.5:1 against the white panel (WCAG 2.2 asks 3:1)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.locator("#chat-form").screenshot(path=str(SCREENSHOTS / "attach-focus-ring.png"))
+
+
+# Contrast -----------------------------------------------------------------------------------------------------
+
+# A control's border colour, and the background around it (the first ancestor that paints one).
+EDGES = """
+el => {
+  let around = el.parentElement;
+  while (around && getComputedStyle(around).backgroundColor === "rgba(0, 0, 0, 0)") around = around.parentElement;
+  return [getComputedStyle(el).borderTopColor, around ? getComputedStyle(around).backgroundColor : "rgb(255, 255, 255)"];
+}
+"""
+
+
+def _luminance(rgb: str) -> float:
+    def channel(value: str) -> float:
+        c = int(value) / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(v) for v in re.findall(r"\d+", rgb)[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_a_text_fields_edge_stands_out_from_what_is_around_it(demo_server, page):
+    """A text box is told apart by its border alone: 3:1 against the card or page around it (WCAG 2.2
+    1.4.11, non-text contrast). The panel's hairline grey (1.2:1) left the boxes all but invisible."""
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    edges = [page.get_by_label("Title").evaluate(EDGES), page.get_by_label("Body (markdown)").evaluate(EDGES)]
+    open_blog(page, base)
+    edges.append(chat_input(page).evaluate(EDGES))
+    for border, around in edges:
+        assert _contrast(border, around) >= 3, (border, around, round(_contrast(border, around), 2))

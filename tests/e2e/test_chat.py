@@ -169,6 +169,39 @@ def test_reload_mid_turn_follows_the_reply_to_its_end(demo_server, page):
     expect(replies(page).last).to_contain_text("Paragraph 40:")
 
 
+# A browser set to block sites' data: reading `sessionStorage` throws (a SecurityError), as Chromium's does.
+BLOCK_STORAGE = """
+Object.defineProperty(window, "sessionStorage", {
+  configurable: true,
+  get() { throw new DOMException("Access is denied for this document.", "SecurityError"); },
+});
+"""
+
+
+def test_a_browser_that_blocks_storage_still_gets_the_whole_chat(demo_server, page):
+    """What the panel keeps in session storage (the words typed, that New chat was pressed) is not kept
+    when the browser refuses it; everything else works as ever: New chat, sending, a page reloaded while
+    an answer runs rests its form. (An error there stopped the page's start, which rests the form.)"""
+    base = demo_server.url
+    login(page, base, "alice")
+    page.add_init_script(BLOCK_STORAGE)
+    new_chat(page, base)
+    assert page.evaluate("() => { try { return !!window.sessionStorage; } catch (e) { return e.name; } }") == (
+        "SecurityError"
+    )
+
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    page.reload()
+
+    expect(chat_input(page)).to_be_disabled()  # the turn is still running: the form rests
+    expect(page.locator("#chat-stop")).to_be_visible()
+    page.locator("#chat-stop").click()
+    wait_turn_finished(page)
+    expect(chat_input(page)).to_be_enabled()
+    assert page.js_errors == []
+
+
 def test_budget_limit_shows_one_calm_line(server_factory, page):
     server = server_factory(
         "budget", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", AGENT_BUDGET_TOKENS_PER_MINUTE="1"

@@ -8,10 +8,15 @@ import re
 
 from playwright.sync_api import expect
 
+from blog.services import MAX_BODY_CHARS
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item, send, wait_turn_finished
 
 DOWN = re.compile(r"/events/")
+TOO_LONG_TO_COMPARE = (
+    "This post changed meanwhile, and the body here is too long to compare with it. "
+    "Shorten it and Save: the saved version is then shown beside your words, and nothing is lost."
+)
 
 
 def new_draft(page, base: str, title: str, body: str) -> str:
@@ -157,6 +162,41 @@ def test_a_change_by_another_member_heard_live_is_named_and_a_save_after_it_is_n
     alice.locator("#post-form").get_by_role("button", name="Save").click()
     alice.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
     expect(post_item(alice, "Named change check, renamed")).to_be_visible()
+
+
+def test_a_change_heard_while_the_body_is_too_long_to_compare_says_so_not_that_the_post_is_gone(
+    server_factory, browser, context
+):
+    """The editor's look at its post answers 413 when the form's body is over the limit (nothing to compare):
+    that is said as it is, and the words stay. It said the post could no longer be edited here."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    context.add_init_script(MARK_BLOG_LIVE)
+    alice = context.new_page()
+    login(alice, base, "alice")
+    edit_url = new_draft(alice, base, "Too long to compare check", "The first words.")
+    expect_blog_live(alice)
+    long_body = "x" * (MAX_BODY_CHARS + 1)
+    alice.get_by_label("Body (markdown)").fill(long_body)
+    expect(alice.locator("#preview")).to_contain_text("This post is too long")
+
+    bob_context = browser.new_context()
+    try:
+        bob = bob_context.new_page()
+        login(bob, base, "bob")
+        bob.goto(edit_url)
+        bob.get_by_label("Title").fill("Too long to compare check, renamed")
+        bob.locator("#post-form").get_by_role("button", name="Save").click()
+        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    finally:
+        bob_context.close()
+
+    expect(alice.locator("#incoming")).to_have_text(TOO_LONG_TO_COMPARE)
+    assert alice.get_by_label("Body (markdown)").input_value() == long_body
+
+    alice.get_by_label("Body (markdown)").fill("Shorter words.")  # and as it says: a Save shows both
+    alice.locator("#post-form").get_by_role("button", name="Save").click()
+    expect(alice.get_by_role("heading", name="This post changed while you were editing")).to_be_visible()
+    expect(alice.get_by_label("Body (markdown)")).to_have_value("Shorter words.")
 
 
 def test_the_assistant_deleting_the_open_post_is_said_quietly_and_a_save_gives_the_words_back(demo_server, page):

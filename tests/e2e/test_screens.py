@@ -73,9 +73,16 @@ def test_a_viewer_made_an_editor_may_be_allowed_the_assistant_in_the_same_save(s
     expect(page.get_by_label("Role of carol")).to_have_value("editor")
     expect(page.get_by_role("checkbox", name="carol may use the assistant")).to_be_checked()
 
+    hint = page.locator("tr").filter(has=page.locator("th", has_text="carol")).get_by_text("(viewers can't)")
+    expect(hint).to_have_count(0)  # saved as an editor: no hint drawn
+
     page.get_by_label("Role of carol").select_option("viewer")  # and back: the box follows, unticked
     expect(box).to_be_disabled()
     expect(box).not_to_be_checked()
+    expect(hint).to_be_visible()  # and says why, as it does for a saved viewer
+    page.get_by_label("Role of carol").select_option("author")
+    expect(hint).to_be_hidden()
+    page.get_by_label("Role of carol").select_option("viewer")
     page.get_by_role("button", name="Save carol").click()
     expect(page.get_by_label("Role of carol")).to_have_value("viewer")
 
