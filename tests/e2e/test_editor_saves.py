@@ -30,6 +30,20 @@ def new_draft(page, base: str, title: str, body: str) -> str:
     return page.url
 
 
+def save_as_bob(browser, base: str, edit_url: str, field: str, value: str) -> None:
+    """Another member, in a browser of his own, changes one field of the post and saves it."""
+    context = browser.new_context()
+    try:
+        bob = context.new_page()
+        login(bob, base, "bob")
+        bob.goto(edit_url)
+        bob.get_by_label(field).fill(value)
+        bob.locator("#post-form").get_by_role("button", name="Save").click()
+        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    finally:
+        context.close()
+
+
 def saved_body(page, edit_url: str) -> str:
     page.goto(edit_url)
     return page.get_by_label("Body (markdown)").input_value()
@@ -145,16 +159,7 @@ def test_a_change_by_another_member_heard_live_is_named_and_a_save_after_it_is_n
     edit_url = new_draft(alice, base, "Named change check", "The first words.")
     expect_blog_live(alice)
 
-    bob_context = browser.new_context()
-    try:
-        bob = bob_context.new_page()
-        login(bob, base, "bob")
-        bob.goto(edit_url)
-        bob.get_by_label("Body (markdown)").fill("Bob's words.")
-        bob.locator("#post-form").get_by_role("button", name="Save").click()
-        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
-    finally:
-        bob_context.close()
+    save_as_bob(browser, base, edit_url, "Body (markdown)", "Bob's words.")
 
     expect(alice.get_by_label("Body (markdown)")).to_have_value("Bob's words.")
     expect(alice.locator(".incoming-note")).to_have_text("bob changed this post; the editor shows the saved version.")
@@ -179,16 +184,7 @@ def test_a_change_heard_while_the_body_is_too_long_to_compare_says_so_not_that_t
     alice.get_by_label("Body (markdown)").fill(long_body)
     expect(alice.locator("#preview")).to_contain_text("This post is too long")
 
-    bob_context = browser.new_context()
-    try:
-        bob = bob_context.new_page()
-        login(bob, base, "bob")
-        bob.goto(edit_url)
-        bob.get_by_label("Title").fill("Too long to compare check, renamed")
-        bob.locator("#post-form").get_by_role("button", name="Save").click()
-        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
-    finally:
-        bob_context.close()
+    save_as_bob(browser, base, edit_url, "Title", "Too long to compare check, renamed")
 
     expect(alice.locator("#incoming")).to_have_text(TOO_LONG_TO_COMPARE)
     assert alice.get_by_label("Body (markdown)").input_value() == long_body
