@@ -30,6 +30,18 @@ def new_draft(page, base: str, title: str, body: str) -> str:
     return page.url
 
 
+def alice_editing_a_new_draft(server_factory, context, title: str):
+    """alice's editor open on a new draft of hers, its page hearing the blog's changes live:
+    (the server's URL, her page, the editor's URL)."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    context.add_init_script(MARK_BLOG_LIVE)
+    alice = context.new_page()
+    login(alice, base, "alice")
+    edit_url = new_draft(alice, base, title, "The first words.")
+    expect_blog_live(alice)
+    return base, alice, edit_url
+
+
 def save_as_bob(browser, base: str, edit_url: str, field: str, value: str) -> None:
     """Another member, in a browser of his own, changes one field of the post and saves it."""
     context = browser.new_context()
@@ -152,12 +164,7 @@ def test_a_change_by_another_member_heard_live_is_named_and_a_save_after_it_is_n
 ):
     """Nothing typed: bob's save appears in alice's open editor, the note naming bob (it said "The
     assistant" whoever made it); her Save then saves (the form's version moved on with the words)."""
-    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
-    context.add_init_script(MARK_BLOG_LIVE)
-    alice = context.new_page()
-    login(alice, base, "alice")
-    edit_url = new_draft(alice, base, "Named change check", "The first words.")
-    expect_blog_live(alice)
+    base, alice, edit_url = alice_editing_a_new_draft(server_factory, context, "Named change check")
 
     save_as_bob(browser, base, edit_url, "Body (markdown)", "Bob's words.")
 
@@ -174,12 +181,7 @@ def test_a_change_heard_while_the_body_is_too_long_to_compare_says_so_not_that_t
 ):
     """The editor's look at its post answers 413 when the form's body is over the limit (nothing to compare):
     that is said as it is, and the words stay. It said the post could no longer be edited here."""
-    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
-    context.add_init_script(MARK_BLOG_LIVE)
-    alice = context.new_page()
-    login(alice, base, "alice")
-    edit_url = new_draft(alice, base, "Too long to compare check", "The first words.")
-    expect_blog_live(alice)
+    base, alice, edit_url = alice_editing_a_new_draft(server_factory, context, "Too long to compare check")
     long_body = "x" * (MAX_BODY_CHARS + 1)
     alice.get_by_label("Body (markdown)").fill(long_body)
     expect(alice.locator("#preview")).to_contain_text("This post is too long")
