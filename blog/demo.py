@@ -378,11 +378,12 @@ class DemoBackend(Backend):
     def _after_tool(
         self, messages: list[NeutralMessage], last_user: NeutralMessage, offered: set[str], system: str = ""
     ) -> tuple[str, list[tuple[str, dict]]]:
-        last = messages[-1]["parts"][-1]  # (a tool message carries only results)
-        result_part = last if last["type"] == "tool_result" else None
-        result: dict[str, Any] = (result_part["result"] if result_part is not None else None) or {}
-        name = result_part.get("name", "") if result_part is not None else ""
-        if result_part is not None and result_part["status"] == "error":
+        result: dict[str, Any] = {}
+        name, failed = "", False
+        last = messages[-1]["parts"][-1]
+        if last["type"] == "tool_result":  # (always: a tool message carries only results)
+            result, name, failed = last["result"] or {}, last.get("name", ""), last["status"] == "error"
+        if failed:
             error = result.get("error", "the tool failed")
             if error in (approvals.REJECTED, approvals.NOT_APPROVED):  # (words for the model, not for people)
                 return "All right, I left it as it was.", []
