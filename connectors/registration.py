@@ -23,6 +23,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_application_model
 
+from config.middleware import counted_address
+
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
@@ -90,14 +92,15 @@ def seconds_limited(request: HttpRequest) -> int:
     """Seconds until the request's address may register again (0: now), counting this attempt.
 
     Registration needs no account, so without a limit anyone could fill the database with clients.
-    Counted per address and clock hour in Django's cache: shared by every worker when the cache is
-    (Redis, Memcached), else each worker counts its own.
+    Counted per address (an IPv6 client per /64: `config.middleware.counted_address`) and clock hour
+    in Django's cache: shared by every worker when the cache is (Redis, Memcached), else each worker
+    counts its own.
     """
     limit = settings.DCR_REGISTRATIONS_PER_HOUR
     if not limit:
         return 0
     now = time.time()
-    key = f"connectors:registrations:{request.META.get('REMOTE_ADDR', '')}:{int(now // 3600)}"
+    key = f"connectors:registrations:{counted_address(request.META.get('REMOTE_ADDR', ''))}:{int(now // 3600)}"
     cache.add(key, 0, 3600)
     try:
         count = cache.incr(key)

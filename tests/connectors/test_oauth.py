@@ -137,6 +137,22 @@ def test_registration_is_limited_per_address(settings):
     assert get_application_model().objects.filter(name="Spam").count() == 3
 
 
+def test_registration_counts_an_ipv6_client_by_its_64_block_not_each_address(settings):
+    # Every IPv6 host is handed a /64 (2**64 addresses): counted per address, one host could register
+    # without end by taking a fresh address for each request.
+    settings.DCR_REGISTRATIONS_PER_HOUR = 2
+    metadata = json.dumps({"client_name": "Spam", "redirect_uris": [REDIRECT]})
+
+    def register_from(address: str) -> int:
+        return Client(REMOTE_ADDR=address).post("/oauth/register/", metadata, "application/json").status_code
+
+    assert register_from("2001:db8:1:2::1") == 201
+    assert register_from("2001:db8:1:2:ffff::9") == 201
+    assert register_from("2001:db8:1:2:abcd:ef01:2345:6789") == 429  # the same /64
+    assert register_from("2001:db8:1:3::1") == 201  # the next /64: someone else
+    assert get_application_model().objects.filter(name="Spam").count() == 3
+
+
 def test_the_consent_page_offers_only_the_role_and_names_the_client(team):
     client_id = register(name="Cursor <b>")
     browser = Client()
