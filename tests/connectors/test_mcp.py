@@ -161,6 +161,17 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(team):
             400,
             -32600,
         ),
+        # Python's parser takes NaN and Infinity, which JSON has not: the audit row (a JSON column) could not
+        # be written (was: 200 -32603 "Internal error", a traceback, and no McpCall, so uncounted by the limit)
+        *[
+            (
+                b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_post", "arguments": '
+                b'{"post_id": ' + constant + b"}}}",
+                400,
+                -32700,
+            )
+            for constant in (b"NaN", b"Infinity", b"-Infinity")
+        ],
     ],
 )
 def test_malformed_json_rpc_gets_a_clear_error_never_a_traceback(team, raw, status, code):
