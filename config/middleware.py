@@ -72,9 +72,10 @@ HOST_PREFIX_V6 = 64
 
 
 def counted_address(address: str) -> str:
-    """What a limit per client address counts under: an IPv4 address as it is, an IPv6 one as its
-    /64 (`2001:db8:1:2::/64`). One IPv6 host holds a whole /64 and may take a fresh address for each
-    request, so counted per address it would never meet a limit. Anything unreadable as it is."""
+    """What a limit per client address counts under: an IPv4 address as it is, an IPv6 one as the
+    first address of its /64 (`2001:db8:1:2::`, itself an address, so it fits an address column). One
+    IPv6 host holds a whole /64 and may take a fresh address for each request, so counted per address
+    it would never meet a limit. Anything unreadable as it is."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -83,7 +84,7 @@ def counted_address(address: str) -> str:
         return str(ip)
     if ip.ipv4_mapped is not None:
         return str(ip.ipv4_mapped)
-    return str(ipaddress.ip_network(f"{ip}/{HOST_PREFIX_V6}", strict=False))
+    return str(ipaddress.ip_network(f"{ip}/{HOST_PREFIX_V6}", strict=False).network_address)
 
 
 HEALTH_PATH = "/healthz"

@@ -51,8 +51,8 @@ def test_an_unreadable_entry_is_one_clear_sentence(settings):
     [
         ("203.0.113.9", "203.0.113.9"),
         ("::ffff:203.0.113.9", "203.0.113.9"),  # an IPv4 client on a dual-stack socket is that client
-        ("2001:db8:1:2:abcd:ef01:2345:6789", "2001:db8:1:2::/64"),
-        ("2001:DB8:1:2::1", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:abcd:ef01:2345:6789", "2001:db8:1:2::"),
+        ("2001:DB8:1:2::1", "2001:db8:1:2::"),
         ("not an address", "not an address"),
     ],
 )
