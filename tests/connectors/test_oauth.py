@@ -66,6 +66,14 @@ def test_a_call_without_a_token_is_told_where_to_authorise():
         "/relative/cb",
         "https://example.com/a b",
         "",
+        # A host that is no host name: the consent page puts the redirect origin into its CSP header
+        # (`form-action`), where `,` starts a second policy and `;` another directive.
+        "https://evil.example,x;sandbox/cb",
+        "https://evil.example;script-src/cb",
+        "https://evil.example'/cb",
+        "https://exa%2fmple.com/cb",
+        "https://-evil.example/cb",
+        "https://[fe80::1%a,b;sandbox]/cb",  # an IPv6 zone id may hold anything
     ],
 )
 def test_registration_refuses_bad_redirect_uris(uri):
@@ -74,6 +82,24 @@ def test_registration_refuses_bad_redirect_uris(uri):
     )
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://claude.ai/api/mcp/auth_callback",
+        "https://xn--bcher-kva.example:8443/cb?from=mcp",
+        "http://127.0.0.1:5999/callback",
+        "http://[::1]:33418/callback",
+        "http://localhost/cb",
+    ],
+)
+def test_registration_admits_https_and_loopback_redirect_uris(uri):
+    response = Client().post(
+        "/oauth/register/", data=json.dumps({"redirect_uris": [uri]}), content_type="application/json"
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["redirect_uris"] == [uri]
 
 
 @pytest.mark.parametrize(
