@@ -2,8 +2,8 @@
 
 Every form that checks a person's password counts here: the site's sign-in, the admin's, and the
 current password of both password change forms (a session someone else got hold of must not be an
-unlimited oracle for the password). Counted per username and address: a stranger guessing at
-someone's username locks out only their own address, not the person. Failures from every address
+unlimited oracle for the password). Counted per username and address (an IPv6 host per /64): a
+stranger guessing at someone's username locks out only their own address, not the person. Failures from every address
 together meet a limit `FROM_ANYWHERE` times higher, so guessing spread over many addresses is slowed
 as well. Behind a proxy the address is the client's, as the proxy names it
 (`config.middleware.ClientAddressMiddleware`).
@@ -26,6 +26,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from accounts.models import FailedLogin
+from config.middleware import counted_address
 
 WINDOW = timedelta(minutes=15)
 #: How many times LOGIN_FAILURES_PER_15_MINUTES a username may fail from all addresses together.
@@ -53,7 +54,9 @@ def counted_username(typed: str) -> str:
 
 
 def address(request) -> str | None:
-    return request.META.get("REMOTE_ADDR") or None
+    """The client's address as failures are counted under it: an IPv6 host by its /64, every address
+    of which it may take (`config.middleware.counted_address`)."""
+    return counted_address(request.META.get("REMOTE_ADDR") or "") or None
 
 
 def begin(username: str, ip: str | None) -> Attempt:

@@ -67,6 +67,26 @@ def client_address(remote: str, forwarded_for: str, any_proxy: bool, proxies: li
     return client
 
 
+#: The IPv6 prefix one host is handed (RFC 6177, RFC 7421): its every address is that host.
+HOST_PREFIX_V6 = 64
+
+
+def counted_address(address: str) -> str:
+    """What a limit per client address counts under: an IPv4 address as it is, an IPv6 one as the
+    first address of its /64 (`2001:db8:1:2::`, itself an address, so it fits an address column). One
+    IPv6 host holds a whole /64 and may take a fresh address for each request, so counted per address
+    it would never meet a limit. Anything unreadable as it is."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip)
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/{HOST_PREFIX_V6}", strict=False).network_address)
+
+
 HEALTH_PATH = "/healthz"
 # While migrations are pending, how long a probe answers from the last look (seconds).
 MIGRATIONS_RECHECK = 5.0

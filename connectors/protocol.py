@@ -43,7 +43,7 @@ class RpcError(Exception):
 def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | None:
     """The message in `body`: a request, a notification, or None for a client's response to us."""
     try:
-        raw = json.loads(body)
+        raw = json.loads(body, parse_constant=not_json)
     except (ValueError, UnicodeDecodeError, RecursionError):  # (Python's parser recurses once per level)
         raise RpcError(types.PARSE_ERROR, "Parse error: the body is not valid JSON.", status=400) from None
     if nested_deeper_than(raw, MAX_DEPTH):
@@ -64,6 +64,12 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
     if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
         return message
     return None  # (a response or an error: `model` is one of the four)
+
+
+def not_json(constant: str) -> Any:
+    """Refuse NaN, Infinity and -Infinity, which Python's parser takes and JSON has not (nor the
+    database's JSON column the call's audit is written to)."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def nested_deeper_than(value: Any, limit: int) -> bool:

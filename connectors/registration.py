@@ -9,8 +9,10 @@ host (RFC 8252 §7.3), and nothing else.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,9 +25,13 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_application_model
 
+from config.middleware import counted_address
+
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+#: A DNS host name as a URI carries it (ASCII, an internationalised one in its `xn--` form), lower-cased.
+HOST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*")
 MAX_BODY_BYTES = 16_384
 MAX_REDIRECT_URIS = 5
 MAX_URI_LENGTH = 2000
@@ -34,6 +40,15 @@ GRANT_TYPES = ["authorization_code", "refresh_token"]
 
 class InvalidMetadata(Exception):
     """Client metadata this server will not register; the message is safe to return."""
+
+
+def is_ip_address(host: str) -> bool:
+    """Whether `host` is an IPv4 or IPv6 address (without an IPv6 zone id, which may hold anything)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return "%" not in host
 
 
 def redirect_uri_problem(uri: Any) -> str | None:
@@ -53,6 +68,9 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return "a redirect URI may not carry user information"
     if not parts.hostname:
         return f"{uri!r} is not an absolute URI with a host"
+    if not (HOST_NAME.fullmatch(parts.hostname) or is_ip_address(parts.hostname)):
+        # (its origin goes into the consent page's CSP header, where `,` and `;` would be syntax)
+        return f"{parts.hostname!r} is not a host name (letters, digits, hyphens and dots) or an IP address"
     if parts.scheme == "https":
         return None
     if parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS:
@@ -90,14 +108,15 @@ def seconds_limited(request: HttpRequest) -> int:
     """Seconds until the request's address may register again (0: now), counting this attempt.
 
     Registration needs no account, so without a limit anyone could fill the database with clients.
-    Counted per address and clock hour in Django's cache: shared by every worker when the cache is
-    (Redis, Memcached), else each worker counts its own.
+    Counted per address (an IPv6 client per /64: `config.middleware.counted_address`) and clock hour
+    in Django's cache: shared by every worker when the cache is (Redis, Memcached), else each worker
+    counts its own.
     """
     limit = settings.DCR_REGISTRATIONS_PER_HOUR
     if not limit:
         return 0
     now = time.time()
-    key = f"connectors:registrations:{request.META.get('REMOTE_ADDR', '')}:{int(now // 3600)}"
+    key = f"connectors:registrations:{counted_address(request.META.get('REMOTE_ADDR', ''))}:{int(now // 3600)}"
     cache.add(key, 0, 3600)
     try:
         count = cache.incr(key)

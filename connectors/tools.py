@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
+from typing import Any
 
 import mcp_types as types
 from django.conf import settings
@@ -27,6 +28,10 @@ from connectors.protocol import RpcError
 log = logging.getLogger(__name__)
 
 RATE_LIMITED = -32000  # JSON-RPC's implementation-defined band
+#: A call's arguments are audited whole up to this many characters of JSON; past it (a long post body,
+#: or junk), each argument's start: a read-only client may send MCP_MAX_REQUEST_BYTES a call.
+AUDIT_INPUT_CHARS = 4_000
+AUDIT_ARGUMENTS, AUDIT_NAME_CHARS, AUDIT_VALUE_CHARS = 20, 64, 300
 STATUS_OF_CODE = {"denied": McpCall.DENIED, "invalid": McpCall.INVALID}
 
 
@@ -66,7 +71,7 @@ def call_tool(caller: Caller, params: types.CallToolRequestParams) -> types.Call
         client_id=caller.client_id,
         client_name=caller.client_name,
         tool=params.name,
-        input=arguments,
+        input=audited(arguments),
         status=status,
         message=message[:300],
     )
@@ -75,6 +80,23 @@ def call_tool(caller: Caller, params: types.CallToolRequestParams) -> types.Call
         structured_content=result,
         is_error=status != McpCall.OK,
     )
+
+
+def audited(arguments: dict[str, Any]) -> dict[str, Any]:
+    """What the audit keeps of a call's arguments: all of them when short; else the first
+    AUDIT_ARGUMENTS, each name and value cut to its start, and under "…" how long they were."""
+    text = json.dumps(arguments, ensure_ascii=False)
+    if len(text) <= AUDIT_INPUT_CHARS:
+        return arguments
+    kept: dict[str, Any] = {}
+    for name, value in list(arguments.items())[:AUDIT_ARGUMENTS]:
+        if isinstance(value, dict | list) and len(dumped := json.dumps(value, ensure_ascii=False)) > AUDIT_VALUE_CHARS:
+            value = dumped[:AUDIT_VALUE_CHARS] + "…"
+        elif isinstance(value, str) and len(value) > AUDIT_VALUE_CHARS:
+            value = value[:AUDIT_VALUE_CHARS] + "…"
+        kept[name[:AUDIT_NAME_CHARS]] = value
+    kept["…"] = f"cut from {len(text):,} characters"
+    return kept
 
 
 def check_rate(caller: Caller) -> None:

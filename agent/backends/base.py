@@ -36,6 +36,15 @@ USAGE_KEYS: tuple[UsageKey, ...] = ("input_tokens", "output_tokens", "cache_read
 Event = ModelEvent
 
 
+class NotJsonValue(ValueError):
+    """NaN, Infinity or -Infinity: Python's parser takes them, JSON has them not, and neither has the
+    database's JSON column the call is stored in."""
+
+
+def _not_json(constant: str) -> Any:
+    raise NotJsonValue(f"{constant} is not a JSON value")
+
+
 def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
     """A tool call's streamed input JSON (the joined fragments) → (input, error); an empty text is `{}`.
 
@@ -45,9 +54,11 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
         return {}, None
     try:
-        parsed = json.loads(raw)
+        parsed = json.loads(raw, parse_constant=_not_json)
     except json.JSONDecodeError as exc:
         return {}, f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})"
+    except NotJsonValue as exc:
+        return {}, f"The tool input is not valid JSON ({exc})"
     except (ValueError, RecursionError) as exc:
         return {}, f"The tool input could not be parsed ({type(exc).__name__})"
     if not isinstance(parsed, dict):

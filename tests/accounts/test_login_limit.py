@@ -63,6 +63,18 @@ def test_guessing_spread_over_many_addresses_locks_the_username(django_user_mode
     assert refused.status_code == 429 and "Try again in 15 minutes." in refused.content.decode()
 
 
+def test_an_ipv6_host_taking_a_fresh_address_for_each_guess_is_still_one_address(django_user_model, settings):
+    """Every IPv6 host holds a /64 of its own: counted per address, one host got a fresh counter per
+    guess, so it met only the limit for all addresses together, which locks the person out too."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    for n in range(3):
+        attempt(Client(REMOTE_ADDR=f"2001:db8:1:2::{n + 1:x}"), "alice", "wrong")
+    assert attempt(Client(REMOTE_ADDR="2001:db8:1:2:ffff::9"), "alice", "right-pass-123").status_code == 429
+    assert attempt(Client(REMOTE_ADDR="2001:db8:1:3::1"), "alice", "right-pass-123").status_code == 302
+    assert set(FailedLogin.objects.values_list("ip", flat=True)) == {"2001:db8:1:2::"}
+
+
 def test_a_limit_of_zero_turns_it_off(django_user_model, settings):
     settings.LOGIN_FAILURES_PER_15_MINUTES = 0
     django_user_model.objects.create_user("alice", password="right-pass-123")

@@ -8,7 +8,7 @@ import pytest
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
-from config.middleware import client_address, trusted_networks
+from config.middleware import client_address, counted_address, trusted_networks
 
 PROXY = [ipaddress.ip_network("10.0.0.0/24"), ipaddress.ip_network("fd00::/64")]
 
@@ -44,3 +44,17 @@ def test_an_unreadable_entry_is_one_clear_sentence(settings):
     settings.FORWARDED_ALLOW_IPS = ["10.0.0.0/33"]
     errors = [e for e in checks.run_checks() if e.id == "config.E002"]
     assert len(errors) == 1 and "'10.0.0.0/33'" in errors[0].msg
+
+
+@pytest.mark.parametrize(
+    ("address", "counted"),
+    [
+        ("203.0.113.9", "203.0.113.9"),
+        ("::ffff:203.0.113.9", "203.0.113.9"),  # an IPv4 client on a dual-stack socket is that client
+        ("2001:db8:1:2:abcd:ef01:2345:6789", "2001:db8:1:2::"),
+        ("2001:DB8:1:2::1", "2001:db8:1:2::"),
+        ("not an address", "not an address"),
+    ],
+)
+def test_a_limit_per_address_counts_an_ipv6_host_by_its_64(address, counted):
+    assert counted_address(address) == counted

@@ -63,6 +63,27 @@ def test_calls_go_through_the_one_write_path_and_are_audited(team):
     assert Consent.objects.get(pk=consent.pk).last_used_at is not None
 
 
+def test_the_audit_keeps_a_bounded_record_of_a_calls_input(team):
+    # A viewer's read-only client may send 256 KB of arguments a call, refused or not, 60 calls a
+    # minute: kept whole, one client alone would add 22 GB a day to the audit, which nothing deletes.
+    conn = connect(team.viewer, team.blog.slug, ["posts:read"])
+    junk = {"post_id": 1, "x" * 1000: "y" * 200_000, "tags": ["a", "b"], **{f"k{i}": i for i in range(500)}}
+    result = conn.call("get_post", junk)["result"]
+    assert result["isError"] is True  # (unknown arguments: refused by the schema)
+    call = McpCall.objects.get(tool="get_post")
+    assert call.status == "invalid"
+    kept = json.dumps(call.input, ensure_ascii=False)
+    assert len(kept) < 8_000
+    # What a person auditing needs is still there: which post, what kind of junk, how much of it.
+    assert (call.input["post_id"], call.input["tags"]) == (1, ["a", "b"])
+    assert call.input["x" * 64] == "y" * 300 + "…"
+    assert call.input["…"] == f"cut from {len(json.dumps(junk)):,} characters"
+    assert len(call.input) == 21  # the first 20 arguments, and the note
+    # A call of ordinary size is kept as it was sent.
+    conn.call("list_posts", {"search": "light"})
+    assert McpCall.objects.get(tool="list_posts").input == {"search": "light"}
+
+
 def test_a_call_beyond_the_grant_is_refused_clearly(team):
     conn = connect(team.editor, team.blog.slug, ["posts:read", "posts:write"])
     assert conn.tool_names() == ["create_post", "get_post", "list_posts", "update_post"]
@@ -140,6 +161,17 @@ def test_bad_arguments_are_tool_errors_the_model_can_read(team):
             400,
             -32600,
         ),
+        # Python's parser takes NaN and Infinity, which JSON has not: the audit row (a JSON column) could not
+        # be written (was: 200 -32603 "Internal error", a traceback, and no McpCall, so uncounted by the limit)
+        *[
+            (
+                b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_post", "arguments": '
+                b'{"post_id": ' + constant + b"}}}",
+                400,
+                -32700,
+            )
+            for constant in (b"NaN", b"Infinity", b"-Infinity")
+        ],
     ],
 )
 def test_malformed_json_rpc_gets_a_clear_error_never_a_traceback(team, raw, status, code):

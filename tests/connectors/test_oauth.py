@@ -66,6 +66,14 @@ def test_a_call_without_a_token_is_told_where_to_authorise():
         "/relative/cb",
         "https://example.com/a b",
         "",
+        # A host that is no host name: the consent page puts the redirect origin into its CSP header
+        # (`form-action`), where `,` starts a second policy and `;` another directive.
+        "https://evil.example,x;sandbox/cb",
+        "https://evil.example;script-src/cb",
+        "https://evil.example'/cb",
+        "https://exa%2fmple.com/cb",
+        "https://-evil.example/cb",
+        "https://[fe80::1%a,b;sandbox]/cb",  # an IPv6 zone id may hold anything
     ],
 )
 def test_registration_refuses_bad_redirect_uris(uri):
@@ -74,6 +82,24 @@ def test_registration_refuses_bad_redirect_uris(uri):
     )
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://claude.ai/api/mcp/auth_callback",
+        "https://xn--bcher-kva.example:8443/cb?from=mcp",
+        "http://127.0.0.1:5999/callback",
+        "http://[::1]:33418/callback",
+        "http://localhost/cb",
+    ],
+)
+def test_registration_admits_https_and_loopback_redirect_uris(uri):
+    response = Client().post(
+        "/oauth/register/", data=json.dumps({"redirect_uris": [uri]}), content_type="application/json"
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["redirect_uris"] == [uri]
 
 
 @pytest.mark.parametrize(
@@ -134,6 +160,22 @@ def test_registration_is_limited_per_address(settings):
     assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 3600
     assert refused.json()["error"] == "temporarily_unavailable"
     assert Client(REMOTE_ADDR="198.51.100.7").post("/oauth/register/", metadata, "application/json").status_code == 201
+    assert get_application_model().objects.filter(name="Spam").count() == 3
+
+
+def test_registration_counts_an_ipv6_client_by_its_64_block_not_each_address(settings):
+    # Every IPv6 host is handed a /64 (2**64 addresses): counted per address, one host could register
+    # without end by taking a fresh address for each request.
+    settings.DCR_REGISTRATIONS_PER_HOUR = 2
+    metadata = json.dumps({"client_name": "Spam", "redirect_uris": [REDIRECT]})
+
+    def register_from(address: str) -> int:
+        return Client(REMOTE_ADDR=address).post("/oauth/register/", metadata, "application/json").status_code
+
+    assert register_from("2001:db8:1:2::1") == 201
+    assert register_from("2001:db8:1:2:ffff::9") == 201
+    assert register_from("2001:db8:1:2:abcd:ef01:2345:6789") == 429  # the same /64
+    assert register_from("2001:db8:1:3::1") == 201  # the next /64: someone else
     assert get_application_model().objects.filter(name="Spam").count() == 3
 
 

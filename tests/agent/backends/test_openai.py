@@ -414,6 +414,10 @@ def test_error_after_finish_keeps_the_finished_answer(server, backend):
         ("", {}, None),
         ("[1, 2]", {}, "must be a JSON object"),
         ('"text"', {}, "must be a JSON object"),
+        # Python's parser takes them, JSON has them not, and the call's part (a JSON column) could not be
+        # stored: the turn ended "Something went wrong on our side" (a post's text can ask a model for them)
+        ('{"city": NaN}', {}, "not valid JSON (NaN is not a JSON value)"),
+        ('{"days": -Infinity}', {}, "not valid JSON (-Infinity is not a JSON value)"),
     ],
 )
 def test_tool_arguments_that_do_not_parse(server, backend, arguments, expected_input, error_part):
