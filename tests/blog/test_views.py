@@ -122,6 +122,29 @@ def test_viewer_page_has_no_assistant_and_no_actions(team):
     assert Session.objects.count() == 0
 
 
+def test_a_member_without_the_assistant_is_told_why_where_the_panel_would_be(team):
+    """A viewer's page, and the page of an editor the owner has not allowed the assistant, say in the
+    panel's place why it is not there and who can change that, instead of leaving its column blank."""
+    viewer = browser(team.viewer).get("/blogs/notes/").content.decode()
+    note = re.search(r'<aside class="assistant-off"[^>]*>(.*?)</aside>', viewer, re.S)
+    assert note, "no note in the panel's place"
+    text = " ".join(re.sub(r"<[^>]+>", " ", note.group(1)).split())
+    assert text == (
+        "You're a viewer of Notes: you can read its posts and their history, but not change them, "
+        "and viewers don't use the assistant. The blog's owner can change your role."
+    )
+    Seat.objects.filter(pk=team.seat("editor").pk).update(may_use_assistant=False)
+    editor = browser(team.editor).get("/blogs/notes/").content.decode()
+    note = re.search(r'<aside class="assistant-off"[^>]*>(.*?)</aside>', editor, re.S)
+    assert note and 'id="chat-form"' not in editor
+    text = " ".join(re.sub(r"<[^>]+>", " ", note.group(1)).split())
+    assert (
+        text == "The assistant is off for you on Notes. The blog's owner can turn it on for you on the Members screen."
+    )
+    owner = browser(team.owner).get("/blogs/notes/").content.decode()
+    assert 'class="assistant-off"' not in owner and 'id="chat-form"' in owner
+
+
 def test_post_list_fragment(team):
     draft = make_post(team.blog, "A draft")
     live = make_post(team.blog, "Live post", published=True)
