@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -322,3 +323,19 @@ def test_a_failed_sign_in_is_named_by_its_username_and_address_in_the_admin(admi
     assert (str(failure), str(nowhere)) == ("dave from 203.0.113.9", "erin from an unknown address")
     page = admin_client.get(f"/admin/accounts/failedlogin/{failure.pk}/change/").content.decode()
     assert "dave from 203.0.113.9" in page
+
+
+def test_the_sites_password_page_labels_its_fields_as_the_sign_in_page_does(django_user_model):
+    """The labels "Current password", "New password", "New password again", without Django's colons; the
+    admin's own page keeps Django's words."""
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("alice", password="right-pass-123"))
+    page = client.get("/accounts/password_change/").content.decode()
+    labels = re.findall(r'<label for="id_(\w+)">([^<]*)</label>', page)
+    assert labels == [
+        ("old_password", "Current password"),
+        ("new_password1", "New password"),
+        ("new_password2", "New password again"),
+    ]
+    client.force_login(django_user_model.objects.create_superuser("root", password="root-pass-123"))
+    assert "Old password:" in client.get("/admin/password_change/").content.decode()
