@@ -20,6 +20,11 @@ class SitePasswordChangeForm(PasswordChangeForm):
     """Django's form in the site's words: labels as the sign-in page has them, without colons (the
     admin's own page keeps Django's form)."""
 
+    error_messages = {
+        **PasswordChangeForm.error_messages,
+        "password_incorrect": "That isn't your current password. Try again.",
+    }
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.label_suffix = ""

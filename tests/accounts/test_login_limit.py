@@ -231,7 +231,7 @@ def test_guessing_the_current_password_on_the_change_form_meets_the_same_limit(d
     for guess in ("guess-1", "guess-2", "guess-3"):
         response = change_password(thief, guess)
         assert response.status_code == 200
-        assert "Your old password was entered incorrectly" in response.content.decode()
+        assert "That isn&#x27;t your current password. Try again." in response.content.decode()
     assert set(FailedLogin.objects.values_list("username", "ip")) == {("alice", "203.0.113.9")}
 
     response = change_password(thief, "right-pass-123")
@@ -339,3 +339,10 @@ def test_the_sites_password_page_labels_its_fields_as_the_sign_in_page_does(djan
     ]
     client.force_login(django_user_model.objects.create_superuser("root", password="root-pass-123"))
     assert "Old password:" in client.get("/admin/password_change/").content.decode()
+
+
+def test_a_wrong_current_password_is_said_in_the_pages_words(django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("alice", password="right-pass-123"))
+    page = change_password(client, "guess-1").content.decode()
+    assert "That isn&#x27;t your current password. Try again." in page and "old password" not in page
