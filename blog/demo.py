@@ -429,7 +429,8 @@ class DemoBackend(Backend):
             "delete_post": "deleted",
             "update_post": "updated",
         }
-        cover = " with your photo as its cover" if result.get("cover") else ""
+        # (a result says whether the post has a cover; only the draft made from a photo set it)
+        cover = " with your photo as its cover" if name == "create_post" and result.get("cover") else ""
         return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}."
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
