@@ -1294,7 +1294,7 @@ def test_the_assistant_panels_grant_line_is_read_again_as_it_stands(team):
     line = client.get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"})
     assert line.status_code == 200
     assert '<div id="grant-line"' in line.content.decode()
-    assert "Can do nothing yet · " in line.content.decode()
+    assert "Can do nothing until you allow it · " in line.content.decode()
     # Asked by the page unprompted: signed out, or not one who may summon it, the page stays as it is.
     assert Client().get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"}).status_code == 204
     assert browser(team.viewer).get("/blogs/notes/chats/grant/").status_code == 204
