@@ -336,7 +336,7 @@ class DemoBackend(Backend):
                 return "Which post? Open it in the editor and ask me there.", []
             return f"Renaming it to “{title}”.", [("update_post", {"post_id": int(open_post["id"]), "title": title})]
         if kind == "draft":
-            body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
+            body = "A first draft, written by the demo assistant. Edit me!"  # (the post's page heads it with its title)
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
         named = named_post(messages, last_user, title, step)
         if named is None:
@@ -362,7 +362,7 @@ class DemoBackend(Backend):
         titled = re.search(rf"\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){CLOSE}\s*$", " ".join(text.split()), re.I)
         title = titled["t"].strip() if titled else title_from(photo["name"])
         size = f" ({photo['width']}×{photo['height']})" if "width" in photo else ""
-        body = f"# {title}\n\nA first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"
+        body = f"A first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"
         args = {"title": title, "body": body, "cover_attachment_id": photo["id"]}
         return f"Drafting “{title}” with your photo as its cover.", [("create_post", args)]
 

@@ -175,6 +175,17 @@ def test_each_request_of_several_is_answered_in_the_turns_text(settings):
     assert [e["name"] for e in second if e["kind"] == "tool_use"] == ["list_posts"]
 
 
+def test_a_drafts_body_does_not_repeat_its_title_as_a_heading(settings):
+    """The post page shows the title as its heading: a body starting "# Morning light" showed it twice."""
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": "create_post", "description": "", "input_schema": {}}]
+    user = {"role": "user", "parts": [{"type": "text", "text": "draft a post titled Morning light"}]}
+    events = list(DemoBackend().stream(system="", messages=[user], tools=tools, model="demo"))
+    (call,) = [e for e in events if e["kind"] == "tool_use"]
+    assert call["input"]["title"] == "Morning light"
+    assert call["input"]["body"] == "A first draft, written by the demo assistant. Edit me!"
+
+
 def test_renaming_a_post_that_has_a_cover_does_not_claim_to_have_set_it(settings):
     """A tool's result says whether the post has a cover (`"cover": true`); only the draft made from a
     photo set it. Renaming such a post answered "Done: I updated “Blue square” with your photo as its
