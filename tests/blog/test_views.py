@@ -479,6 +479,27 @@ def test_history_lists_revisions_with_actors(team):
     assert ">Restore version 2</button>" not in html
 
 
+def test_history_names_who_acted_once(team):
+    """ "by the assistant for owner" said it already: no "assistant" badge after it. A connected client's
+    change keeps its "connected client" badge, which its name alone does not say."""
+    post = make_post(team.blog, "A draft")
+    mine = set_consent(team.owner, team.blog, ALL)
+    theirs = Consent.objects.create(user=team.owner, blog=team.blog, client="c1", client_name="Claude", scopes=ALL)
+    for consent in (mine, theirs):
+        PostRevision.objects.create(
+            post=post, blog=team.blog, action="update", user=team.owner, via_assistant=True, consent=consent
+        )
+    html = browser(team.owner).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    rows = [
+        " ".join(re.sub(r"<[^>]+>", " ", row).split())
+        for row in re.findall(r'<li class="revision">(.*?)</li>', html, re.S)
+    ]
+    assert [row.split(" · ")[1] for row in rows] == [
+        "update by Claude for owner connected client",
+        "update by the assistant for owner",
+    ]
+
+
 def test_a_long_history_is_listed_a_page_at_a_time_and_every_version_stays_reachable(team):
     """Hundreds of revisions: the history page lists 50, the latest first, numbered as before, with
     links to the older pages; the compare form still names every version."""
