@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.views import LoginView, PasswordChangeView
 
 from accounts import throttle
@@ -13,6 +14,22 @@ def unchecked_form(form, error: str | None = None, field: str | None = None):
         form.cleaned_data = {}  # an unbound form's errors start empty: adding one validates nothing
         form.add_error(field, error)
     return form
+
+
+class SitePasswordChangeForm(PasswordChangeForm):
+    """Django's form in the site's words: labels as the sign-in page has them, without colons (the
+    admin's own page keeps Django's form)."""
+
+    error_messages = {
+        **PasswordChangeForm.error_messages,
+        "password_incorrect": "That isn't your current password. Try again.",
+    }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.label_suffix = ""
+        self.fields["old_password"].label = "Current password"
+        self.fields["new_password2"].label = "New password again"
 
 
 class ThrottledLoginView(LoginView):

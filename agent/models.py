@@ -245,6 +245,7 @@ class ContextSummary(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "context summaries"
         indexes = [models.Index(fields=["session", "-up_to_position"], name="agent_summary_latest_idx")]
 
     def __str__(self) -> str:

@@ -336,7 +336,7 @@ class DemoBackend(Backend):
                 return "Which post? Open it in the editor and ask me there.", []
             return f"Renaming it to “{title}”.", [("update_post", {"post_id": int(open_post["id"]), "title": title})]
         if kind == "draft":
-            body = f"# {title}\n\nA first draft, written by the demo assistant. Edit me!"
+            body = "A first draft, written by the demo assistant. Edit me!"  # (the post's page heads it with its title)
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
         named = named_post(messages, last_user, title, step)
         if named is None:
@@ -362,7 +362,7 @@ class DemoBackend(Backend):
         titled = re.search(rf"\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){CLOSE}\s*$", " ".join(text.split()), re.I)
         title = titled["t"].strip() if titled else title_from(photo["name"])
         size = f" ({photo['width']}×{photo['height']})" if "width" in photo else ""
-        body = f"# {title}\n\nA first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"
+        body = f"A first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"
         args = {"title": title, "body": body, "cover_attachment_id": photo["id"]}
         return f"Drafting “{title}” with your photo as its cover.", [("create_post", args)]
 
@@ -429,7 +429,8 @@ class DemoBackend(Backend):
             "delete_post": "deleted",
             "update_post": "updated",
         }
-        cover = " with your photo as its cover" if result.get("cover") else ""
+        # (a result says whether the post has a cover; only the draft made from a photo set it)
+        cover = " with your photo as its cover" if name == "create_post" and result.get("cover") else ""
         return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}."
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:

@@ -6,9 +6,8 @@ import logging
 import uuid
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, HttpResponseServerError
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseServerError
 from django.template import loader
-from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.defaults import bad_request as django_bad_request
 
 from agent.api import TOO_LARGE, error
@@ -24,7 +23,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
             "The request's security token is missing or stale. In a browser, reload the page; a script sends the "
             "csrftoken cookie's value in an X-CSRFToken header, and over HTTPS a Referer of this site.",
         )
-    return django_csrf_failure(request, reason=reason)
+    # A page's form: the site's page, with the way on (Django's own says "CSRF verification failed").
+    return HttpResponseForbidden(loader.render_to_string("403_csrf.html", request=request))
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.sitemaps.views import sitemap
 from django.urls import include, path
 
-from accounts.views import ThrottledLoginView, ThrottledPasswordChangeView
+from accounts.views import SitePasswordChangeForm, ThrottledLoginView, ThrottledPasswordChangeView
 from blog.reading import SITEMAPS
 
 # django.contrib.auth.urls without its password reset pages: no mail is set up to send a reset
@@ -16,7 +16,9 @@ accounts = [
     # The site's own pages (the admin's password change keeps Django's `registration/` templates).
     path(
         "password_change/",
-        ThrottledPasswordChangeView.as_view(template_name="accounts/password_change_form.html"),
+        ThrottledPasswordChangeView.as_view(
+            template_name="accounts/password_change_form.html", form_class=SitePasswordChangeForm
+        ),
         name="password_change",
     ),
     path(

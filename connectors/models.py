@@ -24,6 +24,7 @@ class McpCall(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name, verbose_name_plural = "MCP call", "MCP calls"
         ordering = ["-created_at", "-pk"]
         indexes = [
             # the rate limit (per client and user) counts the last minute's rows

@@ -625,6 +625,7 @@
   };
   function failed(e, why) {
     var log = document.getElementById("chat-log");
+    if (listAction(e)) { listFailed(listAction(e), why); return; }
     if (!log || !e.target.closest("#assistant")) return;
     var note = document.createElement("p");
     note.className = "chat-error notice";
@@ -632,6 +633,27 @@
     log.appendChild(note);
     scrollLog();
   }
+  // A request of the blog page's list (Publish, Unpublish) that failed changed nothing and said nothing:
+  // it says so above the list, one notice said anew each time, gone with the next click. (The list's own
+  // redraws are not a person's click: a failed one is the live stream's to tell, in #live-status.)
+  function listAction(e) {
+    var list = e.target.closest && e.target.closest("#post-list");
+    return list && list !== e.target ? list : null;
+  }
+  function listFailed(list, why) {
+    var note = document.getElementById("post-list-error");
+    if (note) note.remove();  // (a new node: an alert is announced as it appears)
+    note = document.createElement("p");
+    note.id = "post-list-error";
+    note.className = "notice";
+    note.setAttribute("role", "alert");
+    note.textContent = FAILED[why];
+    list.parentNode.insertBefore(note, list);
+  }
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var note = document.getElementById("post-list-error");
+    if (note && listAction(e)) note.remove();
+  });
   document.addEventListener("htmx:sendError", function (e) { failed(e, "network"); });
   document.addEventListener("htmx:responseError", function (e) {
     var status = e.detail.xhr.status;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -242,7 +243,7 @@ def test_guessing_the_current_password_on_the_change_form_meets_the_same_limit(d
     for guess in ("guess-1", "guess-2", "guess-3"):
         response = change_password(thief, guess)
         assert response.status_code == 200
-        assert "Your old password was entered incorrectly" in response.content.decode()
+        assert "That isn&#x27;t your current password. Try again." in response.content.decode()
     assert set(FailedLogin.objects.values_list("username", "ip")) == {("alice", "203.0.113.9")}
 
     response = change_password(thief, "right-pass-123")
@@ -334,3 +335,26 @@ def test_a_failed_sign_in_is_named_by_its_username_and_address_in_the_admin(admi
     assert (str(failure), str(nowhere)) == ("dave from 203.0.113.9", "erin from an unknown address")
     page = admin_client.get(f"/admin/accounts/failedlogin/{failure.pk}/change/").content.decode()
     assert "dave from 203.0.113.9" in page
+
+
+def test_the_sites_password_page_labels_its_fields_as_the_sign_in_page_does(django_user_model):
+    """The labels "Current password", "New password", "New password again", without Django's colons; the
+    admin's own page keeps Django's words."""
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("alice", password="right-pass-123"))
+    page = client.get("/accounts/password_change/").content.decode()
+    labels = re.findall(r'<label for="id_(\w+)">([^<]*)</label>', page)
+    assert labels == [
+        ("old_password", "Current password"),
+        ("new_password1", "New password"),
+        ("new_password2", "New password again"),
+    ]
+    client.force_login(django_user_model.objects.create_superuser("root", password="root-pass-123"))
+    assert "Old password:" in client.get("/admin/password_change/").content.decode()
+
+
+def test_a_wrong_current_password_is_said_in_the_pages_words(django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("alice", password="right-pass-123"))
+    page = change_password(client, "guess-1").content.decode()
+    assert "That isn&#x27;t your current password. Try again." in page and "old password" not in page

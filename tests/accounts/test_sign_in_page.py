@@ -69,3 +69,10 @@ def test_a_first_sign_in_page_marks_nothing_invalid():
     )
     assert "aria-invalid" not in username and "aria-invalid" not in password
     assert "aria-describedby" not in username and "aria-describedby" not in password
+
+
+def test_the_sign_in_page_says_what_to_do_about_a_forgotten_password():
+    """No reset by mail (no mail is set up): the page says who resets one, rather than leaving a
+    person who forgot theirs with nowhere to go."""
+    page = Client().get("/accounts/login/").content.decode()
+    assert "Forgot your password? Ask the site's administrator to reset it." in page

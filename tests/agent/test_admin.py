@@ -437,3 +437,10 @@ def test_a_long_chat_is_audited_a_page_at_a_time(auditor, user):
     assert messages_shown(body) == list(range(100))
     later = re.search(r'<a href="([^"#]+)#messages-group">Later</a>', body).group(1)
     assert messages_shown(auditor.get(url + later.replace("&amp;", "&")).content.decode()) == list(range(100, 200))
+
+
+def test_the_admin_names_context_summaries_in_good_english(auditor):
+    """Not Django's "Context summarys", made from the class name with an s."""
+    index = auditor.get("/admin/").content.decode()
+    assert ">Context summaries</a>" in index and "summarys" not in index
+    assert "0 context summaries" in auditor.get("/admin/agent/contextsummary/").content.decode()

@@ -82,6 +82,7 @@ def test_make_a_post_from_this_photo_drafts_it_with_a_copied_cover(
     assert response.status_code == 200
     post = Post.objects.get(blog=team.blog)
     assert (post.title, post.status, post.cover_type) == ("Sunset at sea", "draft", "image/jpeg")
+    assert not post.body.startswith("#")  # (the page's heading is the title: not said twice)
     assert post.cover_ref.startswith(f"covers/{team.blog.pk}/")
     chat = Session.objects.get(user=team.owner)
     attachment = Part.objects.get(type="image")

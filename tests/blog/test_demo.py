@@ -175,6 +175,39 @@ def test_each_request_of_several_is_answered_in_the_turns_text(settings):
     assert [e["name"] for e in second if e["kind"] == "tool_use"] == ["list_posts"]
 
 
+def test_a_drafts_body_does_not_repeat_its_title_as_a_heading(settings):
+    """The post page shows the title as its heading: a body starting "# Morning light" showed it twice."""
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": "create_post", "description": "", "input_schema": {}}]
+    user = {"role": "user", "parts": [{"type": "text", "text": "draft a post titled Morning light"}]}
+    events = list(DemoBackend().stream(system="", messages=[user], tools=tools, model="demo"))
+    (call,) = [e for e in events if e["kind"] == "tool_use"]
+    assert call["input"]["title"] == "Morning light"
+    assert call["input"]["body"] == "A first draft, written by the demo assistant. Edit me!"
+
+
+def test_renaming_a_post_that_has_a_cover_does_not_claim_to_have_set_it(settings):
+    """A tool's result says whether the post has a cover (`"cover": true`); only the draft made from a
+    photo set it. Renaming such a post answered "Done: I updated “Blue square” with your photo as its
+    cover." in a chat that had no photo."""
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": "update_post", "description": "", "input_schema": {}}]
+    user = {"role": "user", "parts": [{"type": "text", "text": "rename this post to Blue square"}]}
+    done = {"id": 4, "title": "Blue square", "status": "draft", "cover": True}
+    messages = [
+        user,
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": "c1", "name": "update_post", "input": {}}]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_use_id": "c1", "name": "update_post", "status": "ok", "result": done}
+            ],
+        },
+    ]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+    assert "".join(e.get("text", "") for e in events) == "Done: I updated “Blue square”."
+
+
 def test_publish_it_with_nothing_drafted_asks_which_post(settings):
     settings.AGENT_DEMO_DELAY_MS = 0
     tools = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "publish_post")]

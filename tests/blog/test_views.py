@@ -122,6 +122,29 @@ def test_viewer_page_has_no_assistant_and_no_actions(team):
     assert Session.objects.count() == 0
 
 
+def test_a_member_without_the_assistant_is_told_why_where_the_panel_would_be(team):
+    """A viewer's page, and the page of an editor the owner has not allowed the assistant, say in the
+    panel's place why it is not there and who can change that, instead of leaving its column blank."""
+    viewer = browser(team.viewer).get("/blogs/notes/").content.decode()
+    note = re.search(r'<aside class="assistant-off"[^>]*>(.*?)</aside>', viewer, re.S)
+    assert note, "no note in the panel's place"
+    text = " ".join(re.sub(r"<[^>]+>", " ", note.group(1)).split())
+    assert text == (
+        "You're a viewer of Notes: you can read its posts and their history, but not change them, "
+        "and viewers don't use the assistant. The blog's owner can change your role."
+    )
+    Seat.objects.filter(pk=team.seat("editor").pk).update(may_use_assistant=False)
+    editor = browser(team.editor).get("/blogs/notes/").content.decode()
+    note = re.search(r'<aside class="assistant-off"[^>]*>(.*?)</aside>', editor, re.S)
+    assert note and 'id="chat-form"' not in editor
+    text = " ".join(re.sub(r"<[^>]+>", " ", note.group(1)).split())
+    assert (
+        text == "The assistant is off for you on Notes. The blog's owner can turn it on for you on the Members screen."
+    )
+    owner = browser(team.owner).get("/blogs/notes/").content.decode()
+    assert 'class="assistant-off"' not in owner and 'id="chat-form"' in owner
+
+
 def test_post_list_fragment(team):
     draft = make_post(team.blog, "A draft")
     live = make_post(team.blog, "Live post", published=True)
@@ -454,6 +477,27 @@ def test_history_lists_revisions_with_actors(team):
     # Each row restores the version before its change (the newest undoes the last change), so says which.
     assert ">Restore version 1</button>" in html and ">Restore the version before it</button>" in html
     assert ">Restore version 2</button>" not in html
+
+
+def test_history_names_who_acted_once(team):
+    """ "by the assistant for owner" said it already: no "assistant" badge after it. A connected client's
+    change keeps its "connected client" badge, which its name alone does not say."""
+    post = make_post(team.blog, "A draft")
+    mine = set_consent(team.owner, team.blog, ALL)
+    theirs = Consent.objects.create(user=team.owner, blog=team.blog, client="c1", client_name="Claude", scopes=ALL)
+    for consent in (mine, theirs):
+        PostRevision.objects.create(
+            post=post, blog=team.blog, action="update", user=team.owner, via_assistant=True, consent=consent
+        )
+    html = browser(team.owner).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    rows = [
+        " ".join(re.sub(r"<[^>]+>", " ", row).split())
+        for row in re.findall(r'<li class="revision">(.*?)</li>', html, re.S)
+    ]
+    assert [row.split(" · ")[1] for row in rows] == [
+        "update by Claude for owner connected client",
+        "update by the assistant for owner",
+    ]
 
 
 def test_a_long_history_is_listed_a_page_at_a_time_and_every_version_stays_reachable(team):
@@ -1271,7 +1315,7 @@ def test_the_assistant_panels_grant_line_is_read_again_as_it_stands(team):
     line = client.get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"})
     assert line.status_code == 200
     assert '<div id="grant-line"' in line.content.decode()
-    assert "Can do nothing yet · " in line.content.decode()
+    assert "Can do nothing until you allow it · " in line.content.decode()
     # Asked by the page unprompted: signed out, or not one who may summon it, the page stays as it is.
     assert Client().get("/blogs/notes/chats/grant/", headers={"HX-Request": "true"}).status_code == 204
     assert browser(team.viewer).get("/blogs/notes/chats/grant/").status_code == 204

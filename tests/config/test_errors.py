@@ -96,3 +96,21 @@ def test_a_failed_csrf_check_on_the_api_tells_a_script_what_to_send(api, secure)
     )
     assert response.status_code == 403 and response["Content-Type"] == "application/json"
     assert response.json() == {"error": {"code": "csrf_failed", "message": CSRF_FAILED}}
+
+
+def test_a_stale_form_on_a_page_says_what_happened_and_the_way_on():
+    """A form sent with an outdated security token (signed in again in another tab since the page was
+    opened, say) got Django's bare "Forbidden (403) CSRF verification failed. Request aborted." page;
+    the site's page says what to do and leads on (`templates/403_csrf.html`)."""
+    from django.test import Client
+
+    response = Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "a", "password": "b"})
+    page = response.content.decode()
+    assert response.status_code == 403
+    assert "<h1>That form was out of date</h1>" in page
+    assert (
+        "This page was opened before your session last changed (you signed in or out, here or in another tab), "
+        "so what you sent was not saved. Go back, reload the page, and send it again."
+    ) in page
+    assert 'class="brand"' in page and '<a href="/">Go to the front page</a>' in page
+    assert "CSRF verification failed" not in page and "Request aborted" not in page

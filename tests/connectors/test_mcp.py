@@ -248,6 +248,13 @@ def test_admins_read_the_audit_in_django_admin(team, admin_client):
     assert admin_client.post(f"/admin/connectors/mcpcall/{call.pk}/delete/").status_code == 403
 
 
+def test_the_admin_names_the_audit_mcp_calls(admin_client):
+    """The admin's index and list say "MCP calls", not Django's "Mcp calls" made from the class name."""
+    index = admin_client.get("/admin/").content.decode()
+    assert ">MCP calls</a>" in index and "Mcp calls" not in index
+    assert "Select MCP call to view" in admin_client.get("/admin/connectors/mcpcall/").content.decode()
+
+
 def test_leaving_the_blog_ends_the_clients_grant_and_tokens(team):
     from oauth2_provider.models import get_access_token_model
 

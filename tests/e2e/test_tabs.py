@@ -147,7 +147,7 @@ def test_revoked_in_another_tab_while_a_publish_waits_the_approval_is_refused_in
         "I'm not allowed to publish posts on this blog for you. "
         "The Clients screen shows what I may do, and lets you change it."
     )
-    expect(page.locator("#grant-line")).to_have_text("Can do nothing yet · change")
+    expect(page.locator("#grant-line")).to_have_text("Can do nothing until you allow it · change")
     expect(post_item(page, "Held back")).to_contain_text("Draft")
 
     for box in other.locator("#assistant-grant input[type=checkbox]").all():  # granted again in B...
