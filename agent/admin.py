@@ -16,7 +16,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import capfirst
 
-from agent.display import shortened
+from agent.display import chat_label, shortened, with_first_words
 from agent.media_views import attachment_url
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
 from agent.transcript import is_redacted
@@ -224,9 +224,13 @@ class ApprovalInline(ReadOnlyMixin, PagedInline):
         return super().get_queryset(request).select_related("decided_by").order_by("created_at")
 
 
+#: How much of a chat's title or first message names it in the list of chats and on its page.
+BEGINS_CHARS = 48
+
+
 @admin.register(Session)
 class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "user", "purpose", "status", "created_at", "updated_at"]
+    list_display = ["id", "begins", "user", "purpose", "status", "created_at", "updated_at"]
     ordering = ["-updated_at"]  # the latest activity first (ids are UUIDs: no order of their own)
     list_filter = ["purpose", "status", "created_at"]
     search_fields = ["id", "user__username", "messages__parts__text"]
@@ -236,6 +240,7 @@ class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
         "purpose",
         "status",
         "title",
+        "begins",
         "system_prompt",
         "created_at",
         "updated_at",
@@ -248,6 +253,15 @@ class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
     @property
     def media(self):
         return super().media + TRANSCRIPT_MEDIA
+
+    def get_queryset(self, request):
+        # (what the person first said, read with the chats: an auditor knows them apart by more than an id)
+        return with_first_words(super().get_queryset(request), BEGINS_CHARS)
+
+    @admin.display(description="Begins")
+    def begins(self, obj: Session) -> str:
+        """The chat's title, else its person's first words, as their own list of chats names it."""
+        return chat_label(obj, BEGINS_CHARS)
 
     def get_search_results(self, request, queryset, search_term):
         qs, dup = super().get_search_results(request, queryset, search_term)

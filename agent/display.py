@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models.functions import Substr
 from django.urls import reverse
 from django.utils import timezone
 
@@ -15,7 +17,7 @@ from agent import logcontext
 from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
 from agent.markdown import render_markdown
-from agent.models import Approval, Message, Session, Turn
+from agent.models import Approval, Message, Part, Session, Turn
 from agent.tools import REGISTRY, Shown
 from agent.transcript import is_redacted
 
@@ -93,6 +95,25 @@ def shortened(text: str, limit: int) -> str:
             break
         end = cluster.end()
     return text[:end].rstrip() + "…"
+
+
+def with_first_words(sessions: QuerySet[Session], chars: int) -> QuerySet[Session]:
+    """`sessions` each with `first_words`: the start of its person's first message (a few words more than
+    `chars`, or None when nothing was said), read in the same query as the chats."""
+    first_text = (
+        Part.objects.filter(message__session=OuterRef("pk"), message__role=Message.USER, type="text")
+        .exclude(text="")
+        .order_by("message__position", "position")
+        .values("text")[:1]
+    )
+    return sessions.annotate(first_words=Substr(Subquery(first_text), 1, chars * 2))
+
+
+def chat_label(session: Session, chars: int) -> str:
+    """What names a chat for people: its title, else its first words (`with_first_words`), in at most
+    `chars` characters on one line; "" when it has neither."""
+    words = " ".join((session.title or getattr(session, "first_words", None) or "").split())
+    return shortened(words, chars)
 
 
 def meter_display(meter: dict[str, float], threshold: float = 0.8) -> dict[str, int] | None:

@@ -444,3 +444,29 @@ def test_the_admin_names_context_summaries_in_good_english(auditor):
     index = auditor.get("/admin/").content.decode()
     assert ">Context summaries</a>" in index and "summarys" not in index
     assert "0 context summaries" in auditor.get("/admin/agent/contextsummary/").content.decode()
+
+
+def test_a_chat_is_known_by_its_first_words_in_the_list_and_on_its_page(auditor, user):
+    """An auditor tells chats apart by what their person first said (as the person's own list of chats
+    does), not by a UUID and an empty title; a chat with a title shows its title."""
+    said = Session.objects.create(user=user, purpose="chat")
+    run = Run(said)
+    add_message(run, "user", [{"type": "text", "text": "  Draft a post\nabout <b>herons</b> at dawn " + "x" * 80}])
+    add_message(run, "assistant", [{"type": "text", "text": "Drafted."}])
+    Session.objects.create(user=user, purpose="chat", title="Spring notes")
+    silent = Session.objects.create(user=user, purpose="chat")
+
+    with CaptureQueriesContext(connection) as one:
+        body = auditor.get("/admin/agent/session/").content.decode()
+    assert "Draft a post about &lt;b&gt;herons&lt;/b&gt; at dawn" in body
+    assert "x" * 60 not in body  # (cut, as the person's list cuts it)
+    assert "Spring notes" in body
+    assert "Drafted." not in body  # (the person's words, never the assistant's)
+
+    add_message(Run(silent), "user", [{"type": "text", "text": "hello"}])
+    with CaptureQueriesContext(connection) as again:
+        auditor.get("/admin/agent/session/")
+    assert len(again) == len(one)  # (read with the list, not a query a row)
+
+    page = auditor.get(f"/admin/agent/session/{said.pk}/change/").content.decode()
+    assert "Begins:" in page and "Draft a post about &lt;b&gt;herons&lt;/b&gt; at dawn" in page
