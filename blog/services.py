@@ -138,8 +138,14 @@ def save_at_free_slug(post: Post, fields: list[str] | None = None) -> None:
 MAX_BODY_CHARS = 100_000
 
 
+def as_typed(text: str) -> str:
+    """`text` with each line break as one LF, as a person sees it and the assistant writes it: a
+    browser's form sends CR LF (and an old Mac's text a lone CR), which would count twice at the limit."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def clean_body(body: str) -> str:
-    body = body or ""
+    body = as_typed(body or "")
     if len(body) > MAX_BODY_CHARS:
         raise OperationError(f"A post's body can be at most {MAX_BODY_CHARS:,} characters.")
     return body

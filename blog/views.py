@@ -240,7 +240,7 @@ def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     post = Post.objects.filter(blog=blog, pk=pk).first()
     if post is None:
         return HttpResponse(status=204)
-    mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
+    mine = {"title": request.POST.get("title", ""), "body": services.as_typed(request.POST.get("body", ""))}
     if len(mine["body"]) > services.MAX_BODY_CHARS:  # (it could not be saved; nothing to compare)
         return HttpResponse(status=413)
     context = {"blog": blog, "post": post, **incoming_context(request, post, mine)}
@@ -262,7 +262,7 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
-    body = request.POST.get("body", "")
+    body = services.as_typed(request.POST.get("body", ""))
     if len(body) > services.MAX_BODY_CHARS:
         return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
     return render(request, "blog/_preview.html", {"body_html": render_markdown(body)})

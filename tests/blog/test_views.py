@@ -328,6 +328,28 @@ def test_edit_post(team):
     )
 
 
+def test_a_body_is_kept_with_the_line_breaks_a_person_sees_and_counted_so(team):
+    """A browser's form sends each line break as CR LF; a body is stored with LF, as the assistant
+    writes it, and its length is counted as the person sees it: a body at the limit is not refused
+    for its line breaks, in the editor nor in its preview."""
+    from blog.services import MAX_BODY_CHARS
+
+    post = make_post(team.blog, "A draft", "Old body")
+    client = browser(team.editor)
+    lines = "line\n" * (MAX_BODY_CHARS // 5)  # (exactly the limit, as typed)
+    assert len(lines) == MAX_BODY_CHARS
+    sent = lines.replace("\n", "\r\n")
+    response = client.post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "A draft", "body": sent})
+    assert response.status_code == 302
+    post.refresh_from_db()
+    assert post.body == lines
+    assert "\r" not in PostRevision.objects.get().after["body"]
+    preview = client.post("/blogs/notes/posts/preview/", {"body": sent}).content.decode()
+    assert "too long" not in preview and "<p>line" in preview
+    client.post("/blogs/notes/posts/new/", {"title": "Old Mac", "body": "one\rtwo"})
+    assert Post.objects.get(title="Old Mac").body == "one\ntwo"
+
+
 def test_an_author_cannot_change_a_published_post(team):
     """Live content is a publish-level act: without posts:publish the edit of a published post is refused."""
     live = make_post(team.blog, "Live post", "Live body", published=True)
