@@ -277,3 +277,24 @@ def test_an_admins_bulk_delete_of_posts_is_all_or_nothing(
     assert PostRevision.objects.filter(action="delete").count() == 2
     assert LogEntry.objects.filter(action_flag=DELETION).count() == 2
     assert len(announced) == 2  # (one announcement a post, once the action's transaction commits)
+
+
+def test_a_deleted_blog_takes_its_members_chats_and_their_files_with_it(
+    team, other_team, auditor, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Its chats' links went with it, the chats stayed: listed nowhere, unreachable from any blog, their
+    files kept, until `chat_cleanup` took them months later."""
+    from agent import media
+    from agent.models import Message, Part, Session
+
+    gone: list[str] = []
+    monkeypatch.setattr(media, "delete", lambda keys: gone.extend(keys) or len(gone))
+    chats = [blog_chat(team.editor, team.blog), blog_chat(team.author, team.blog)]
+    message = Message.objects.create(session=chats[0], role="user", position=0)
+    Part.objects.create(message=message, position=0, type="image", media_ref=f"agent/{chats[0].pk}/a.png")
+    kept = blog_chat(other_team.editor, other_team.blog)
+    unlinked = Session.objects.create(user=team.editor)  # (a chat of no blog: the engine's own)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert set(Session.objects.values_list("pk", flat=True)) == {kept.pk, unlinked.pk}
+    assert gone == [f"agent/{chats[0].pk}/a.png"]
