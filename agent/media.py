@@ -9,7 +9,9 @@ part only to the people allowed to read its chat.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.core.files.base import ContentFile
@@ -24,6 +26,10 @@ from agent.values import MediaRefPart
 logger = logcontext.get_logger("agent.media")
 
 MEDIA_TYPES = ("image", "document")
+
+#: The sessions being deleted together (`deleting`), whose files are already in hand: their own
+#: `pre_delete` reads none again. A context variable: one thread's or task's deletion, no other's.
+_in_hand: ContextVar[frozenset[Any]] = ContextVar("agent_media_in_hand", default=frozenset())
 
 
 def store(session: Session, uploads: list[Upload]) -> list[MediaRefPart]:
@@ -72,9 +78,27 @@ def keys_of_sessions(session_ids: Iterable[Any]) -> list[str]:
     )
 
 
+@contextmanager
+def deleting(session_ids: Iterable[Any]) -> Iterator[list[str]]:
+    """Around a deletion of these sessions together (a batch of `chat_cleanup`), in its transaction:
+    their files' keys are read in one query (yielded), not one a session by each one's `pre_delete`,
+    and the files go once the deletion is committed. A deletion that raises deletes no file."""
+    ids = list(session_ids)
+    keys = keys_of_sessions(ids)
+    token = _in_hand.set(_in_hand.get() | frozenset(ids))
+    try:
+        yield keys
+    finally:
+        _in_hand.reset(token)
+    if keys:
+        transaction.on_commit(lambda: delete(keys))
+
+
 def session_deleted(sender: Any, instance: Session, **kwargs: Any) -> None:
     """`pre_delete` of a Session (connected in `AgentConfig.ready`): however a chat goes (the admin, its
     person's account deleted, `chat_cleanup`), its attachment files go once the deletion is committed."""
+    if instance.pk in _in_hand.get():
+        return  # (read already with the rest of its batch: `deleting`)
     keys = keys_of_sessions([instance.pk])
     if keys:
         transaction.on_commit(lambda: delete(keys))

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db import router, transaction
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
@@ -64,9 +65,16 @@ class PostAdmin(admin.ModelAdmin):
     def delete_model(self, request, obj):
         services.post_delete(post=obj, actor=Actor(request.user, frozenset()))
 
+    def log_deletions(self, request, queryset):
+        pass  # (written with the deletions, in their transaction: `delete_queryset`)
+
     def delete_queryset(self, request, queryset):
-        for post in queryset:
-            self.delete_model(request, post)
+        # All or none, the admin's log of them too: each deletion's cover and announcement to the blog's
+        # pages wait for this one commit (`services.post_delete`'s on_commit).
+        with transaction.atomic(using=router.db_for_write(self.model)):
+            super().log_deletions(request, queryset)
+            for post in queryset:
+                self.delete_model(request, post)
 
 
 @admin.register(PostRevision)

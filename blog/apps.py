@@ -6,14 +6,15 @@ class BlogConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, post_save
+        from django.db.models.signals import post_delete, post_save, pre_delete
 
-        from blog.chat import register_tools
+        from blog.chat import drop_chats_with_blog, register_tools
         from blog.grants import drop_grants_with_seat
         from blog.live import seat_changed
-        from blog.models import Seat
+        from blog.models import Blog, Seat
 
         register_tools()
+        pre_delete.connect(drop_chats_with_blog, sender=Blog, dispatch_uid="blog.drop_chats_with_blog")
         post_delete.connect(drop_grants_with_seat, sender=Seat, dispatch_uid="blog.drop_grants_with_seat")
         post_save.connect(seat_changed, sender=Seat, dispatch_uid="blog.seat_changed.save")
         post_delete.connect(seat_changed, sender=Seat, dispatch_uid="blog.seat_changed.delete")

@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
 
+from agent import media
 from agent.models import Session
 from agent.policy import Access, SessionPolicy
 from agent.tools import Description, as_object, call_scratch, register
@@ -107,6 +108,16 @@ def start_session(user: Any, blog: Blog, post: Post | None = None) -> Session:
     session = Session.objects.create(user=user, purpose="chat", system_prompt=prompt)
     ChatLink.objects.create(session=session, blog=blog, post=post)
     return session
+
+
+def drop_chats_with_blog(sender: Any, instance: Blog, **kwargs: Any) -> None:
+    """`pre_delete` of a Blog (connected in `BlogConfig.ready`), in its deletion's transaction: its
+    members' chats on it go with it, their files once that commits. Only their links went before: the
+    chats stayed, on no blog and in no list, until `chat_cleanup` took them."""
+    ids = list(Session.objects.filter(blog_link__blog=instance).values_list("pk", flat=True))
+    if ids:
+        with media.deleting(ids):  # (their files' keys in one query, not one a chat)
+            Session.objects.filter(pk__in=ids).delete()
 
 
 def tool_available(session: Session, name: str) -> bool:

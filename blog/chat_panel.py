@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -48,6 +48,16 @@ def blog_sessions(user: Any, blog: Blog, post: Post | int | None = None):
     return Session.objects.filter(user=user, blog_link__blog=blog, blog_link__post=post).order_by("-updated_at")
 
 
+def listed(sessions: QuerySet[Session], shown: str = "") -> QuerySet[Session]:
+    """Of these chats (`blog_sessions`), those a list names: each one something was said in; the latest,
+    even with nothing said yet (the one the panel resumes, just started by New chat, perhaps in another
+    tab); and the one a page shows (`shown`, its id). A chat opened and left with nothing said, then
+    another started, is listed nowhere: not one more "Untitled chat". One query still: an EXISTS, and
+    the latest's id a subquery."""
+    kept = Exists(Message.objects.filter(session=OuterRef("pk"))) | Q(pk=Subquery(sessions.values("pk")[:1]))
+    return sessions.filter(kept | Q(pk=shown) if is_uuid(shown) else kept)
+
+
 def labelled(sessions) -> list[Session]:
     """The chats, each with `label`: its title, else the start of its first message (read in the same
     query, at most a few words more than shown), so a person knows them apart by more than a date."""
@@ -71,7 +81,7 @@ def panel_context(
     if not grants.may_summon(seat):
         return {"assistant": False}
     own = blog_sessions(request.user, blog, post)
-    sessions = labelled(own[: PANEL_CHATS + 1])
+    sessions = labelled(listed(own, chat_id or "")[: PANEL_CHATS + 1])
     more_chats = len(sessions) > PANEL_CHATS
     sessions = sessions[:PANEL_CHATS]
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
@@ -112,7 +122,7 @@ def chats(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRespons
     a time: the panel lists only the latest, and every older one stays a link away."""
     blog = _summoner_blog(request, slug)
     post = _panel_post(blog, pk)
-    page = Paginator(blog_sessions(request.user, blog, post), CHATS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(listed(blog_sessions(request.user, blog, post)), CHATS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "blog": blog,
         "panel_post": post,
@@ -226,8 +236,8 @@ def chat_list(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRes
     if panel is None:
         return HttpResponse(status=204)
     blog, post = panel
-    sessions = labelled(blog_sessions(request.user, blog, post)[: PANEL_CHATS + 1])
     chat_id = request.GET.get("chat", "")
+    sessions = labelled(listed(blog_sessions(request.user, blog, post), chat_id)[: PANEL_CHATS + 1])
     context = {
         "chat_sessions": sessions[:PANEL_CHATS],
         "all_chats_url": _panel_url("chats", blog, post) if len(sessions) > PANEL_CHATS else "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 from datetime import timedelta
@@ -32,6 +33,41 @@ def test_chat_cleanup_prunes_old_sessions_in_batches_and_keeps_recent(user, caps
     assert Spend.objects.count() == 1
     assert not RateEvent.objects.exists()
     assert "Deleted 5 sessions" in capsys.readouterr().out
+
+
+def test_chat_cleanup_takes_the_same_queries_for_two_chats_as_for_six(
+    user, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Its deletion read each chat's attachment keys again, one query a chat (the Session's `pre_delete`,
+    `agent.media.session_deleted`): a cron run over a year of chats made as many queries as chats. The
+    keys of a batch are read once, and every file still goes once the deletion commits."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agent import media
+    from agent.models import Part
+
+    gone: list[str] = []
+    monkeypatch.setattr(media, "delete", lambda keys: gone.extend(keys) or len(gone))
+
+    def run(count: int) -> tuple[int, list[str]]:
+        keys = []
+        for i in range(count):
+            chat = Session.objects.create(user=user)
+            message = Message.objects.create(session=chat, role="user", position=0)
+            Part.objects.create(message=message, position=0, type="text", text="hi")
+            keys.append(f"agent/{chat.pk}/{i}.png")
+            Part.objects.create(message=message, position=1, type="image", media_ref=keys[-1])
+        Session.objects.update(updated_at=timezone.now() - timedelta(days=40))
+        gone.clear()
+        with django_capture_on_commit_callbacks(execute=True), CaptureQueriesContext(connection) as queries:
+            call_command("chat_cleanup", "--older-than", "30", stdout=io.StringIO())
+        assert not Session.objects.exists()
+        return len(queries), sorted(gone) == sorted(keys)
+
+    (few, all_went), (many, all_went_too) = run(2), run(6)
+    assert many == few
+    assert all_went and all_went_too
 
 
 def test_chat_cleanup_never_deletes_a_session_with_a_running_turn_but_one_whose_turn_died(user):

@@ -79,6 +79,16 @@ def blog_chat(user: Any, blog: Blog) -> Session:
     return start_session(user, blog)
 
 
+def said_chat(user: Any, blog: Blog, post: Post | None = None, text: str = "hello") -> Session:
+    """A chat with its first message (one with nothing said is listed only while it is the one shown)."""
+    from agent.state import Run
+    from agent.transcript import add_message
+
+    session = start_session(user, blog, post)
+    add_message(Run(session), "user", [{"type": "text", "text": text}])
+    return session
+
+
 @pytest.fixture
 def chat_for():
     return blog_chat

@@ -240,3 +240,61 @@ def test_a_seat_edited_in_the_admin_stays_what_its_role_allows(team, auditor):
     # The owner's own seat, and a former owner's kept seat, are saved as they are.
     owner = team.seat("owner")
     assert change(owner, role="owner", may_use_assistant="on").status_code == 302
+
+
+def test_an_admins_bulk_delete_of_posts_is_all_or_nothing(
+    team, auditor, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The action deleted each post in its own transaction: the second failing left the first deleted
+    (its revision written, its pages told) and the rest not, half an action done."""
+    from django.contrib.admin.models import DELETION, LogEntry
+
+    from blog import services
+
+    first, second = make_post(team.blog, "First"), make_post(team.blog, "Second")
+    real, calls = services.post_delete, []
+
+    def failing_second(**kwargs):
+        calls.append(kwargs["post"].pk)
+        if len(calls) == 2:
+            raise RuntimeError("the database went away")
+        return real(**kwargs)
+
+    monkeypatch.setattr(services, "post_delete", failing_second)
+    selected = {"action": "delete_selected", "_selected_action": [first.pk, second.pk], "post": "yes"}
+    with django_capture_on_commit_callbacks() as announced, pytest.raises(RuntimeError):
+        auditor.post("/admin/blog/post/", selected)
+    assert len(calls) == 2
+    assert Post.objects.filter(pk__in=[first.pk, second.pk]).count() == 2
+    assert not PostRevision.objects.filter(action="delete").exists()
+    assert not LogEntry.objects.exists()  # (nor the admin's log saying they were)
+    assert announced == []  # (nothing told to the blog's pages of a deletion rolled back)
+
+    monkeypatch.setattr(services, "post_delete", real)
+    with django_capture_on_commit_callbacks() as announced:
+        assert auditor.post("/admin/blog/post/", selected).status_code == 302
+    assert not Post.objects.exists()
+    assert PostRevision.objects.filter(action="delete").count() == 2
+    assert LogEntry.objects.filter(action_flag=DELETION).count() == 2
+    assert len(announced) == 2  # (one announcement a post, once the action's transaction commits)
+
+
+def test_a_deleted_blog_takes_its_members_chats_and_their_files_with_it(
+    team, other_team, auditor, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Its chats' links went with it, the chats stayed: listed nowhere, unreachable from any blog, their
+    files kept, until `chat_cleanup` took them months later."""
+    from agent import media
+    from agent.models import Message, Part, Session
+
+    gone: list[str] = []
+    monkeypatch.setattr(media, "delete", lambda keys: gone.extend(keys) or len(gone))
+    chats = [blog_chat(team.editor, team.blog), blog_chat(team.author, team.blog)]
+    message = Message.objects.create(session=chats[0], role="user", position=0)
+    Part.objects.create(message=message, position=0, type="image", media_ref=f"agent/{chats[0].pk}/a.png")
+    kept = blog_chat(other_team.editor, other_team.blog)
+    unlinked = Session.objects.create(user=team.editor)  # (a chat of no blog: the engine's own)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert set(Session.objects.values_list("pk", flat=True)) == {kept.pk, unlinked.pk}
+    assert gone == [f"agent/{chats[0].pk}/a.png"]

@@ -12,6 +12,8 @@ import pytest
 
 from agent import intake
 from agent.models import Approval, Session, Turn
+from agent.state import Run
+from agent.transcript import add_message
 from blog import live, services
 from blog.chat import start_session
 from blog.grants import Actor
@@ -425,6 +427,7 @@ def test_the_panels_list_names_the_persons_chats_there_the_one_shown_marked(team
     with_words = blog_chat(team.owner, team.blog)
     with_words.title = "Started in <b>B</b>"
     with_words.save()
+    add_message(Run(with_words), "user", [{"type": "text", "text": "hello"}])  # (an empty one is not listed)
     about_post = start_session(team.owner, team.blog, post)
     blog_chat(team.editor, team.blog)  # (another member's: never listed)
     answer = browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/list?chat={shown.pk}")

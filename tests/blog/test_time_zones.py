@@ -9,7 +9,7 @@ from django.test import Client
 
 from agent.models import Session
 from blog.models import Consent, Post, PostRevision
-from tests.blog.conftest import ALL, blog_chat, browser, make_post, set_consent
+from tests.blog.conftest import ALL, browser, make_post, said_chat, set_consent
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +49,7 @@ def test_post_compare_in_tokyo(team):
 
 
 def test_earlier_chats_in_tokyo(team):
-    sessions = [blog_chat(team.editor, team.blog) for _ in range(2)]
+    sessions = [said_chat(team.editor, team.blog) for _ in range(2)]
     Session.objects.filter(pk=sessions[0].pk).update(created_at=EVENING_UTC)
     html = in_zone(browser(team.editor), "Asia/Tokyo").get("/blogs/notes/").content.decode()
     assert '<time class="meta" datetime="2026-12-04T05:30:00+09:00">Dec 4, 05:30</time>' in html

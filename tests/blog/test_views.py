@@ -16,7 +16,7 @@ from agent.transcript import add_message
 from blog import grants
 from blog.chat import start_session, tool_available
 from blog.models import Consent, Post, PostRevision, Seat
-from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, set_consent
+from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, said_chat, set_consent
 
 pytestmark = pytest.mark.django_db
 
@@ -707,7 +707,7 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
     )
     hostile = chat("<script>alert(1)</script> & more", "Sure.", "a second message")
     only_files = chat("", attach=True)
-    empty = blog_chat(team.editor, team.blog)
+    blog_chat(team.editor, team.blog)  # (nothing said, and not the latest: not listed)
     titled = chat("whatever was said")
     Session.objects.filter(pk=titled.pk).update(title="Named chat")
     waving = chat("Say hello to everyone who came to the picnics 👋🏽 and then some more")  # 👋🏽: the 47th and 48th
@@ -716,8 +716,7 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
     assert labels == {
         str(long.pk): "Draft a post about the morning light over the r…",
         str(hostile.pk): "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more",
-        str(only_files.pk): "Untitled chat",
-        str(empty.pk): "Untitled chat",
+        str(only_files.pk): "Untitled chat",  # (something said, but no words: nothing names it)
         str(titled.pk): "Named chat",
         str(waving.pk): "Say hello to everyone who came to the picnics…",  # not 👋 without its skin tone
     }
@@ -726,6 +725,37 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
     assert when[str(long.pk)] == date_format(created, "M j, H:i") + " UTC"  # (no zone from the browser yet)
     assert f'<a href="?chat={hostile.pk}" aria-current="true">' in html
     assert "<script>alert(1)" not in html
+
+
+def test_a_chat_with_nothing_said_is_listed_only_while_it_is_shown_or_the_latest(team):
+    """A chat opened by "New chat" and left with nothing said stayed in every list, one more "Untitled
+    chat" a person could not tell from the others. It is listed while it is the one shown, or the latest
+    (the one the panel resumes; perhaps just started in another tab), and nowhere once another is."""
+
+    def chat(said: bool) -> Session:
+        session = blog_chat(team.editor, team.blog)
+        if said:
+            add_message(Run(session), "user", [{"type": "text", "text": f"said in {session.pk}"}])
+        return session
+
+    said, left, said_too, fresh = chat(True), chat(False), chat(True), chat(False)  # (fresh: the latest)
+    client = browser(team.editor)
+
+    def listed(url: str) -> set[str]:
+        return set(re.findall(r'href="[^"]*\?chat=([0-9a-f-]+)"', client.get(url).content.decode()))
+
+    kept = {str(said.pk), str(said_too.pk), str(fresh.pk)}
+    for url in (
+        f"/blogs/notes/?chat={said.pk}",
+        "/blogs/notes/",  # (fresh shown)
+        f"/blogs/notes/chats/list?chat={said_too.pk}",
+        "/blogs/notes/chats/",
+    ):
+        assert listed(url) == kept, url
+    assert listed(f"/blogs/notes/?chat={left.pk}") == kept | {str(left.pk)}  # (taken up again by its link)
+    assert f'hx-post="/chat/{left.pk}/send"' in client.get(f"/blogs/notes/?chat={left.pk}").content.decode()
+    later = chat(True)
+    assert listed(f"/blogs/notes/?chat={said.pk}") == kept - {str(fresh.pk)} | {str(later.pk)}
 
 
 def test_new_chat_counts_under_the_message_rate_limit(team, settings):
@@ -1355,7 +1385,7 @@ def test_the_pages_with_the_chat_and_the_post_list_are_never_kept_by_the_browser
 def test_every_older_chat_is_reachable_and_opens_by_its_link(team, other_team):
     """A year of chats: the panel lists the latest 20, links to a page of all of them, and `?chat=` of
     any of the person's own chats opens that chat (never another person's, nor another blog's)."""
-    chats = [blog_chat(team.editor, team.blog) for _ in range(23)]
+    chats = [said_chat(team.editor, team.blog) for _ in range(23)]
     for i, chat in enumerate(chats):  # the first made is the oldest
         Session.objects.filter(pk=chat.pk).update(updated_at=timezone.now() - timezone.timedelta(hours=100 - i))
     oldest = chats[0]
@@ -1378,7 +1408,7 @@ def test_every_older_chat_is_reachable_and_opens_by_its_link(team, other_team):
 
 def test_older_chats_about_a_post_open_beside_its_editor(team):
     post = make_post(team.blog, "Long-lived")
-    chats = [start_session(team.editor, team.blog, post) for _ in range(22)]
+    chats = [said_chat(team.editor, team.blog, post) for _ in range(22)]
     blog_chat(team.editor, team.blog)  # (a chat on the blog page is not one about the post)
     for i, chat in enumerate(chats):
         Session.objects.filter(pk=chat.pk).update(updated_at=timezone.now() - timezone.timedelta(hours=100 - i))

@@ -43,11 +43,12 @@ class Command(BaseCommand):
                 ids = list(old.select_for_update().values_list("pk", flat=True)[:batch_size])
                 if not ids:
                     break
-                files += len(media.keys_of_sessions(ids))
-                # Their files go once this commits (`agent.media.session_deleted`, as however a chat
-                # goes): the rows first, so a failure between leaves an unlisted file, never a
-                # transcript pointing at nothing.
-                Session.objects.filter(pk__in=ids).delete()
+                # Their files are read in one query for the batch and go once this commits
+                # (`agent.media.deleting`): the rows first, so a failure between leaves an unlisted
+                # file, never a transcript pointing at nothing.
+                with media.deleting(ids) as keys:
+                    Session.objects.filter(pk__in=ids).delete()
+                files += len(keys)
             deleted += len(ids)
         expired = approvals.expire_stale()
         now = timezone.now()
