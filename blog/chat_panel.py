@@ -15,7 +15,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -27,7 +26,7 @@ from accounts.http import HtmxHttpRequest
 from agent import budget, display, intake
 from agent.api import message_text
 from agent.chat_views import conversation, notice
-from agent.models import Message, Part, Session
+from agent.models import Message, Session
 from agent.policy import Access
 from agent.templatetags.agent_waits import wait
 from agent.views import stream_url
@@ -60,17 +59,10 @@ def listed(sessions: QuerySet[Session], shown: str = "") -> QuerySet[Session]:
 
 def labelled(sessions) -> list[Session]:
     """The chats, each with `label`: its title, else the start of its first message (read in the same
-    query, at most a few words more than shown), so a person knows them apart by more than a date."""
-    first_text = (
-        Part.objects.filter(message__session=OuterRef("pk"), message__role=Message.USER, type="text")
-        .exclude(text="")
-        .order_by("message__position", "position")
-        .values("text")[:1]
-    )
-    found = list(sessions.annotate(first_words=Substr(Subquery(first_text), 1, LABEL_CHARS * 2)))
+    query), so a person knows them apart by more than a date."""
+    found: list[Any] = list(display.with_first_words(sessions, LABEL_CHARS))  # (each given its `label`)
     for session in found:
-        words = " ".join((session.title or session.first_words or "").split())
-        session.label = display.shortened(words, LABEL_CHARS)
+        session.label = display.chat_label(session, LABEL_CHARS)
     return found
 
 
