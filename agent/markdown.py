@@ -50,8 +50,17 @@ ALLOWED_ATTRIBUTES = {
 }
 
 
-def render_markdown(text: str) -> SafeString:
-    html = _md.render(text or "")
+def render_markdown(text: str, *, top_heading: int = 1) -> SafeString:
+    """`text` as sanitised HTML. With `top_heading` (2: under a page's own h1, such as a post's title),
+    headings above that level are moved down, the rest with them so their outline stays (`#`, `##`
+    become h2, h3), none below h6; a text whose headings start at that level or under keeps them."""
+    tokens = _md.parse(text or "")
+    headings = [token for token in tokens if token.type in ("heading_open", "heading_close")]
+    shift = top_heading - min((int(token.tag[1]) for token in headings), default=top_heading)
+    if shift > 0:
+        for token in headings:
+            token.tag = f"h{min(int(token.tag[1]) + shift, 6)}"
+    html = _md.renderer.render(tokens, _md.options, {})
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,

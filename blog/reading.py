@@ -57,10 +57,10 @@ def body_html(post: Post) -> SafeString:
     Visitors are anonymous and many, and a long body takes a second to render; the cache is keyed by
     the text's digest, so an edited post is rendered afresh and nothing needs invalidating.
     """
-    key = "blog:body-html:" + hashlib.sha256(post.body.encode("utf-8", "replace")).hexdigest()
+    key = "blog:body-html:2:" + hashlib.sha256(post.body.encode("utf-8", "replace")).hexdigest()
     rendered = cache.get(key)
     if rendered is None:
-        rendered = str(render_markdown(post.body))
+        rendered = str(render_markdown(post.body, top_heading=2))  # (under the page's h1, its title)
         cache.set(key, rendered, RENDERED_SECONDS)
     return mark_safe(rendered)  # noqa: S308 - render_markdown's sanitised output, as it was stored
 

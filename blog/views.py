@@ -265,7 +265,7 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     body = services.as_typed(request.POST.get("body", ""))
     if len(body) > services.MAX_BODY_CHARS:
         return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
-    return render(request, "blog/_preview.html", {"body_html": render_markdown(body)})
+    return render(request, "blog/_preview.html", {"body_html": render_markdown(body, top_heading=2)})
 
 
 def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:

@@ -107,7 +107,9 @@ def test_a_published_body_is_rendered_once_per_text_not_once_per_visit(team, mon
     from blog import reading
 
     rendered = []
-    monkeypatch.setattr(reading, "render_markdown", lambda text: rendered.append(text) or render_markdown(text))
+    monkeypatch.setattr(
+        reading, "render_markdown", lambda text, **how: rendered.append(text) or render_markdown(text, **how)
+    )
     post = make_post(team.blog, "Cached", "First *words*", published=True)
     for _ in range(3):
         assert "First <em>words</em>" in browser().get(f"/read/notes/{post.slug}/").content.decode()
@@ -354,3 +356,26 @@ def test_comparing_the_assistants_changes_reads_no_more_than_comparing_a_persons
         return len(ctx.captured_queries)
 
     assert compare_queries(assistant) == compare_queries(owner)
+
+
+@pytest.mark.parametrize(
+    ("body", "headings"),
+    [
+        ("# Welcome\n\nWords.\n\n## Part one\n\n###### Deep", ["h2", "h3", "h6"]),  # (moved down one)
+        ("## Already\n\n### Under it", ["h2", "h3"]),  # (already under the title: as written)
+        ("### Only\n\nWords.", ["h3"]),
+    ],
+)
+def test_a_posts_own_headings_stay_under_its_title(team, body, headings):
+    """The post's title is the page's one h1: a body's `# Heading` is shown one level under it (and
+    its other headings with it, keeping their outline), on the public page and in the editor's
+    preview alike; a body whose headings are already under the title keeps them as written."""
+    post = make_post(team.blog, "Titled", body, published=True)
+    for html in (
+        browser().get(f"/read/notes/{post.slug}/").content.decode(),
+        browser(team.owner).post("/blogs/notes/posts/preview/", {"body": body}).content.decode(),
+    ):
+        shown = [tag for tag, _ in tags_of(html) if tag in ("h1", "h2", "h3", "h4", "h5", "h6")]
+        body_headings = shown[1:] if shown[:1] == ["h1"] else shown
+        assert body_headings == headings
+        assert shown.count("h1") <= 1
