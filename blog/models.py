@@ -110,6 +110,7 @@ class PostRevision(models.Model):
     # Not fields: what the history page shows of each revision it lists (`blog.views.post_history` sets them).
     version: int
     restore_label: str
+    restorable: bool
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -326,6 +326,8 @@ def post_history(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         revision.restore_label = (
             f"Restore version {revision.version - 1}" if revision.version > 1 else "Restore the version before it"
         )
+        # (a publish or unpublish changed no words: the next change's row offers the same ones)
+        revision.restorable = bool(revision.before) and revision.action not in ("create", "publish", "unpublish")
     # The compare form names every version, read without their texts (which may be long).
     picks = list(history.values_list("pk", "action", "created_at"))
     versions = [

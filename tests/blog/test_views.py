@@ -496,9 +496,15 @@ def test_history_lists_revisions_with_actors(team):
     assert "<strong>publish</strong> by the assistant for owner" in html
     assert "Restore version" not in html  # viewers can't revert
     html = client.get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
-    # Each row restores the version before its change (the newest undoes the last change), so says which.
-    assert ">Restore version 1</button>" in html and ">Restore the version before it</button>" in html
-    assert ">Restore version 2</button>" not in html
+    # Each row restores the version before its change (the newest undoes the last change), so says which;
+    # a publish changed no words: nothing of it to restore (the row after it offers the same words).
+    assert ">Restore the version before it</button>" in html
+    assert ">Restore version 1</button>" not in html and ">Restore version 2</button>" not in html
+    assert "Restoring brings back a version's title and text; whether the post is published stays" in html
+    assert (
+        "Restoring brings back"
+        not in browser(team.viewer).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()
+    )
 
 
 def test_history_names_who_acted_once(team):
@@ -1239,7 +1245,7 @@ def test_anonymous_reader_sees_published_posts_only(team):
     response = client.get("/read/notes/out-now/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert "<h1>Hello</h1>" in html and "<em>words</em>" in html
+    assert "<h2>Hello</h2>" in html and "<em>words</em>" in html
     assert client.get("/read/notes/secret-draft/").status_code == 404
     assert client.get("/read/nope/").status_code == 404
 
