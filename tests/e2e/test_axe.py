@@ -78,8 +78,12 @@ def test_axe_runs_and_sees_under_the_sites_content_security_policy(server, page)
     response = page.goto(f"{server.url}/accounts/login/")
     assert "script-src 'self'" in response.headers["content-security-policy"]
     page.evaluate("() => document.querySelector('main').append(document.createElement('img'))")
-    found = {v["id"]: v["impact"] for v in AXE.run(page).response["violations"]}
+    violations = AXE.run(page).response["violations"]
+    found = {v["id"]: v["impact"] for v in violations}
     assert found.get("image-alt") == "critical", found
+    said = report(violations)  # what a failing audit tells the developer: the rule, how bad, where, what to do
+    assert "- image-alt (critical): Images must have alternative text" in said, said
+    assert "    at img" in said and "Fix any of the following" in said, said
 
 
 @WIDTHS
@@ -142,6 +146,7 @@ def test_alices_pages(server, page, context_options):
     audit(page, "blog-approval-card")
     card.get_by_role("button", name="Reject").click()
     expect(card).to_have_text("Rejected.")
+    audit(page, "blog-approval-decided")
 
     new_chat(page, base)  # (a second chat: the panel lists the earlier ones)
     page.locator("#assistant .history summary").click()
