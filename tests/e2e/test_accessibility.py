@@ -359,6 +359,23 @@ def test_the_attach_control_shows_a_focus_ring_from_the_keyboard(demo_server, pa
     page.locator("#chat-form").screenshot(path=str(SCREENSHOTS / "attach-focus-ring.png"))
 
 
+def test_the_chat_log_is_one_tab_stop_that_a_keyboard_scrolls_and_shows_a_ring(demo_server, page):
+    """The log scrolls; once a card is decided it may hold nothing else to focus, and a keyboard could not
+    scroll it (axe: scrollable-region-focusable, tests/e2e/test_axe.py). It is a tab stop of its own, named."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "hello")
+    chat_input(page).focus()
+    page.keyboard.press("Shift+Tab")
+    log = page.get_by_role("log", name="Conversation")
+    expect(log).to_be_focused()
+    style, width = log.evaluate("el => [getComputedStyle(el).outlineStyle, getComputedStyle(el).outlineWidth]")
+    assert style == "solid" and float(width.removesuffix("px")) >= 2, (style, width)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#assistant").screenshot(path=str(SCREENSHOTS / "chat-log-focus-ring.png"))
+
+
 # Contrast -----------------------------------------------------------------------------------------------------
 
 # A control's border colour, and the background around it (the first ancestor that paints one).

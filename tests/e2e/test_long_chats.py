@@ -95,3 +95,43 @@ def test_a_new_chat_is_named_in_the_list_by_its_first_message_without_a_reload(p
     expect(current).to_have_text(named)
     page.reload()
     expect(page.locator("details.history [aria-current] .chat-label")).to_have_text(named)
+
+
+RING = """el => {
+  const style = getComputedStyle(el);
+  return {focused: el === document.activeElement, style: style.outlineStyle, width: parseFloat(style.outlineWidth)};
+}"""
+
+
+def test_earlier_turns_brought_by_the_keyboard_show_a_focus_ring(page, server):
+    """Focus moves to the turns "Earlier messages" brought (chat.js); from the keyboard they show where it is,
+    as every other control does (WCAG 2.4.7), not an outline taken away."""
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
+    page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    expect(user_messages(page)).to_have_count(20)
+    page.get_by_role("button", name="Earlier messages").focus()
+    page.keyboard.press("Enter")
+    expect(user_messages(page)).to_have_count(40)
+    turns = page.locator("#chat-log .earlier-turns")
+    expect(turns).to_be_focused()
+    ring = turns.evaluate(RING)
+    assert ring["focused"] and ring["style"] != "none" and ring["width"] >= 2, ring
+
+
+def test_the_chat_shown_is_marked_in_the_list_by_more_than_a_tint(page, server):
+    """The list of earlier chats marks the one shown (aria-current) by a bar at its edge and a heavier name,
+    not by a faint background alone, which a person who cannot tell the colours apart misses (WCAG 1.4.1)."""
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()
+    expect(page.locator("details.history ul")).to_be_visible()
+    look = """a => {
+      const own = getComputedStyle(a), label = getComputedStyle(a.querySelector(".chat-label"));
+      return {bar: parseFloat(own.borderLeftWidth), weight: Number(label.fontWeight)};
+    }"""
+    current = page.locator("details.history a[aria-current]").evaluate(look)
+    other = page.locator("details.history li a:not(.all-chats, [aria-current])").first.evaluate(look)
+    assert current["bar"] >= 3 and other["bar"] == 0, (current, other)
+    assert current["weight"] >= 600 and other["weight"] <= 400, (current, other)
