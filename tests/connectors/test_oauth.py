@@ -297,15 +297,42 @@ def test_revoked_and_expired_tokens_are_refused(team):
     assert conn.mcp(INIT).status_code == 401
 
 
-def test_a_token_for_another_resource_or_none_is_refused(team):
+@pytest.mark.parametrize(
+    "also_live",
+    ["nothing else", "another client here", "this client on another blog", "this client for another member"],
+)
+def test_a_token_is_refused_once_its_own_grant_is_revoked_whatever_else_is_granted(team, other_team, also_live):
+    """/mcp reads the grant on every request: this client's, on the token's blog. Revoked there (here
+    straight in the database, the tokens left as they were), the token is refused, however many other
+    grants the person has given."""
+    conn = connect(team.owner, team.blog.slug, ALL)
+    if also_live == "another client here":
+        connect(team.owner, team.blog.slug, ALL)
+    elif also_live == "this client on another blog":
+        Consent.objects.create(user=team.owner, blog=other_team.blog, client=conn.client_id, scopes=["posts:read"])
+    elif also_live == "this client for another member":
+        connect(team.editor, team.blog.slug, ALL, client_id=conn.client_id)
+    mine = Consent.objects.filter(user=team.owner, blog=team.blog, client=conn.client_id)
+    mine.update(revoked_at=timezone.now(), scopes=[])
+    refused = conn.mcp(INIT)
+    assert refused.status_code == 401
+    assert refused.json()["error_description"] == "This connection was revoked; connect again."
+
+
+def test_a_token_for_another_resource_or_none_is_refused(team, other_team):
     conn = connect(team.owner, team.blog.slug, ALL)
     tokens = get_access_token_model().objects
     tokens.update(resource=["http://testserver/other"])
     assert conn.mcp(INIT).status_code == 401
     tokens.update(resource=[])  # an unrestricted token is no token for /mcp
     assert conn.mcp(INIT).status_code == 401
+    tokens.update(resource=[RESOURCE, "http://testserver/other"])  # nor one for /mcp and somewhere else
+    assert conn.mcp(INIT).status_code == 401
     tokens.update(resource=[RESOURCE])
     assert conn.mcp(INIT).status_code == 200
+    scope = tokens.get().scope
+    tokens.update(scope=f"{scope} blog:{other_team.blog.pk}")  # bound to two blogs is bound to none
+    assert conn.mcp(INIT).status_code == 401
 
 
 def test_tokens_travel_only_in_the_header(team):
