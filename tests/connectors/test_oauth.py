@@ -213,6 +213,8 @@ def test_an_unregistered_redirect_uri_is_never_redirected_to(team):
         ({"resource": None}, "invalid_target"),
         ({"resource": "http://testserver/elsewhere"}, "invalid_target"),
         ({"response_type": "token"}, "unauthorized_client"),
+        ({"scope": "posts:read admin:everything"}, "invalid_scope"),
+        ({"scope": "posts:read blog:1x"}, "invalid_scope"),
     ],
 )
 def test_bad_authorization_requests_go_back_with_an_error(team, change, error):
@@ -284,6 +286,15 @@ def test_a_deactivated_account_s_connections_stop_working(team):
     team.owner.save(update_fields=["is_active"])
     assert conn.mcp(INIT).status_code == 200
     assert Client().post("/oauth/token/", refresh).status_code == 200
+
+
+def test_a_code_made_before_the_account_was_deactivated_gets_no_token(team):
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    team.owner.is_active = False
+    team.owner.save(update_fields=["is_active"])
+    response = exchange(client_id, params["code"], verifier)
+    assert response.status_code == 400 and "access_token" not in response.json()
 
 
 def test_revoked_and_expired_tokens_are_refused(team):
