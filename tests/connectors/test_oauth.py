@@ -178,6 +178,27 @@ def test_deny_returns_access_denied(team):
     assert not Consent.objects.filter(client=client_id).exists()
 
 
+@pytest.mark.parametrize("decision", [None, "", "Approve", "yes"])
+def test_anything_but_an_approval_is_a_denial(team, decision):
+    client_id = register()
+    browser = Client()
+    browser.force_login(team.owner)
+    url = "/oauth/authorize/?" + urlencode(authorize_query(client_id, pkce()[1]))
+    form = {"blog": team.blog.slug, "allow": ["posts:read"], "decision": decision}
+    params = redirect_params(browser.post(url, {k: v for k, v in form.items() if v is not None}))
+    assert params["error"] == "access_denied" and "code" not in params
+    assert not Consent.objects.filter(client=client_id).exists()
+
+
+def test_the_consent_page_ticks_only_what_the_client_asked_for(team):
+    browser = Client()
+    browser.force_login(team.owner)
+    query = authorize_query(register(), pkce()[1], scope="posts:read")
+    html = browser.get("/oauth/authorize/?" + urlencode(query)).content.decode()
+    assert 'value="posts:read" checked' in html
+    assert not any(f'value="{scope}" checked' in html for scope in ["posts:write", "posts:publish", "posts:delete"])
+
+
 def test_a_tampered_form_cannot_grant_beyond_the_role_or_another_blog(team, other_team):
     client_id = register()
     browser = Client()
@@ -190,6 +211,7 @@ def test_a_tampered_form_cannot_grant_beyond_the_role_or_another_blog(team, othe
         browser.post(url, {"blog": other_team.blog.slug, "allow": ["posts:read"], "decision": "approve"}).status_code
         == 400
     )
+    assert browser.post(url, {"blog": team.blog.slug, "decision": "approve"}).status_code == 400  # nothing allowed
     assert not Consent.objects.filter(client=client_id).exists()
 
 
