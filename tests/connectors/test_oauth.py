@@ -294,6 +294,14 @@ def test_refresh_rotates_and_a_replayed_refresh_token_ends_the_family(team):
     assert conn.mcp(INIT, token=new["access_token"]).status_code == 401
 
 
+def test_an_authorization_request_for_this_resource_and_another_goes_back_with_an_error(team):
+    browser = Client()
+    browser.force_login(team.owner)
+    query = authorize_query(register(), pkce()[1], resource=[RESOURCE, "http://testserver/elsewhere"])
+    response = browser.get("/oauth/authorize/?" + urlencode(query, doseq=True))
+    assert redirect_params(response)["error"] == "invalid_target"
+
+
 def test_a_deactivated_account_s_connections_stop_working(team):
     """Deactivating a person ends their web sessions; their clients' tokens stop with them."""
     conn = connect(team.owner, team.blog.slug, ALL)
