@@ -53,6 +53,18 @@ def test_a_stranger_s_failures_lock_out_their_address_not_the_person(django_user
     assert attempt(alice, "alice", "right-pass-123").status_code == 302
 
 
+def test_a_locked_address_waits_for_its_own_oldest_failure_not_someone_elses(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    attempt(Client(REMOTE_ADDR="198.51.100.7"), "alice", "wrong")  # alice mistyping, long ago
+    FailedLogin.objects.update(created_at=timezone.now() - timedelta(minutes=14))
+    stranger = Client(REMOTE_ADDR="203.0.113.9")
+    for _ in range(3):
+        attempt(stranger, "alice", "wrong")
+    refused = attempt(stranger, "alice", "right-pass-123")
+    assert refused.status_code == 429 and "Try again in 15 minutes." in refused.content.decode()
+
+
 def test_guessing_spread_over_many_addresses_locks_the_username(django_user_model, settings):
     settings.LOGIN_FAILURES_PER_15_MINUTES = 2  # 20 failures from all addresses together
     django_user_model.objects.create_user("alice", password="right-pass-123")
@@ -108,6 +120,34 @@ def test_failures_older_than_the_window_are_forgotten(django_user_model, setting
     attempt(Client(), "alice", "wrong")
     assert not FailedLogin.objects.filter(pk=old.pk).exists()
     assert list(FailedLogin.objects.values_list("username", flat=True)) == ["alice"]
+
+
+def test_failures_inside_the_window_still_count_however_old(django_user_model, settings):
+    """Failures 14 minutes old are still inside the 15-minute window: writing a new one must not forget them."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    client = Client()
+    for _ in range(3):
+        attempt(client, "alice", "wrong")
+    FailedLogin.objects.update(created_at=timezone.now() - timedelta(minutes=14))
+    refused = attempt(client, "alice", "right-pass-123")
+    assert refused.status_code == 429 and "Try again in 1 minute." in refused.content.decode()
+    assert FailedLogin.objects.count() == 3
+
+
+def test_with_the_limit_off_failures_are_still_recorded_for_the_admin(django_user_model, settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 0
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    assert attempt(Client(REMOTE_ADDR="203.0.113.9"), "Alice", "wrong").status_code == 200
+    assert attempt(Client(), "alice", "right-pass-123").status_code == 302
+    assert list(FailedLogin.objects.values_list("username", "ip")) == [("alice", "203.0.113.9")]
+
+
+def test_a_blank_username_is_no_guess_at_anyones_password(settings):
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    assert attempt(Client(), "", "wrong").status_code == 200
+    assert attempt(Client(), "   ", "wrong").status_code == 200
+    assert not FailedLogin.objects.exists()
 
 
 def admin_attempt(client, username, password):

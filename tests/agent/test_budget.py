@@ -411,3 +411,54 @@ def test_cache_tokens_are_priced_even_when_a_price_leaves_them_out(settings):
     assert budget.cost_of("plain", usage) == Decimal("4.5")  # read at input price, write at 1.25 × input
     claude = "us.anthropic.claude-sonnet-4-20250514-v1:0"
     assert budget.cost_of(claude, usage) == Decimal("4.05")  # its own cache prices: 0.30 + 3.75
+
+
+CAP_SETTING = {
+    "minute": "AGENT_BUDGET_TOKENS_PER_MINUTE",
+    "hour": "AGENT_BUDGET_TOKENS_PER_HOUR",
+    "month": "AGENT_BUDGET_USD_PER_MONTH",
+    "global": "AGENT_BUDGET_GLOBAL_USD_PER_MONTH",
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "bucket,limit,input_estimate,max_tokens",
+    [
+        ("minute", 1000, 400, 600),  # 1,000 tokens
+        ("hour", 1000, 400, 600),
+        ("month", 1.0, 1_000_000, 0),  # $1.00 at the fake model's $1 per million input tokens
+        ("global", 1.0, 1_000_000, 0),
+    ],
+)
+def test_a_call_may_fill_a_bucket_to_its_limit_and_the_next_one_finds_it_full(
+    user, settings, bucket, limit, input_estimate, max_tokens
+):
+    """Each cap on its own (the others off): a worst case of exactly the limit is admitted, one more is not."""
+    no_caps(settings)
+    setattr(settings, CAP_SETTING[bucket], limit)
+    budget.reserve(user, "fake", input_estimate=input_estimate, max_tokens=max_tokens)
+    with pytest.raises(BudgetExceeded) as refused:
+        budget.reserve(user, "fake", input_estimate=1, max_tokens=1)
+    assert refused.value.bucket == bucket
+
+
+@pytest.mark.django_db
+def test_an_empty_bucket_admits_one_call_however_large_its_worst_case(user, settings):
+    no_caps(settings)
+    settings.AGENT_BUDGET_TOKENS_PER_MINUTE = 1000
+    reservation = budget.reserve(user, "fake", input_estimate=500, max_tokens=4096)  # worst case 4,596 tokens
+    assert Spend.objects.get(pk=reservation.spend_id).tokens == 1000  # a whole bucket reserved, never more
+    with pytest.raises(BudgetExceeded):
+        budget.reserve(user, "fake", input_estimate=1, max_tokens=1)
+
+
+@pytest.mark.django_db
+def test_the_global_cap_counts_the_first_day_of_the_thirty(user, other_user, settings):
+    """The window is whole days and never shorter than 30 × 24 h: spending 30 days ago still counts."""
+    no_caps(settings)
+    settings.AGENT_BUDGET_GLOBAL_USD_PER_MONTH = 10
+    spend(other_user, timedelta(days=30), usd="10")
+    with pytest.raises(BudgetExceeded) as refused:
+        budget.reserve(user, "fake", input_estimate=1, max_tokens=1)
+    assert refused.value.bucket == "global"

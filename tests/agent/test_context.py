@@ -154,3 +154,23 @@ def test_a_stop_cuts_a_summary_the_model_is_slow_to_write(chat, settings):
     assert_transcript_valid(chat)
     # Cut, it is billed all the same: counted at its prompt, as a stopped chat call is.
     assert Spend.objects.filter(user=chat.user, tokens__gt=0, settled=True).count() == 1
+
+
+def test_a_full_budget_refuses_the_summary_call_too(api, chat, script, settings, user):
+    """The summary is a model call like any other: with the minute's bucket full the turn ends with
+    budget_exceeded before the model is asked anything, summary included."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.AGENT_CONTEXT_MAX_TOKENS = 700
+    settings.AGENT_CONTEXT_KEEP_MESSAGES = 6
+    history(chat, 10)
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(seconds=30), tokens=20000, settled=True)
+    script([[{"kind": "text", "text": "never"}, DONE]])
+    backend = get_backend()
+    asked = len(backend.requests)
+    events = api.turn(chat, "and now?")
+    assert events[-1][0] == "error" and events[-1][1]["code"] == "budget_exceeded"
+    assert len(backend.requests) == asked  # no summary was asked for
+    assert not ContextSummary.objects.exists()

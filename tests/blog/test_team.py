@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from agent import events
-from blog import live
+from blog import grants, live
 from blog.models import Consent, Seat
-from blog.team import consent_grant, consent_revoke, seat_remove
+from blog.team import consent_grant, consent_revoke, seat_add, seat_remove, seat_update
 from tests.blog.conftest import ALL, READ, WRITE, set_consent
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +29,22 @@ def test_seat_remove_drops_the_members_grants_and_wakes_the_blogs_pages(team, dj
     assert not Seat.objects.filter(blog=team.blog, user=team.editor).exists()
     assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
     assert Consent.objects.filter(pk=kept.pk).exists()
+
+
+def test_leaving_one_blog_keeps_the_members_grants_on_another(team, other_team):
+    """The grants go with the seat they were given from, and only with that one."""
+    seat_update(
+        seat=seat_add(blog=other_team.blog, user=team.editor, role=Seat.EDITOR),
+        role=Seat.EDITOR,
+        may_use_assistant=True,
+    )
+    set_consent(team.editor, team.blog, ALL)
+    elsewhere = set_consent(team.editor, other_team.blog, [READ, WRITE])
+    client = Consent.objects.create(user=team.editor, blog=other_team.blog, client="some-app", scopes=[READ])
+    seat_remove(seat=team.seat("editor"))
+    assert not Consent.objects.filter(user=team.editor, blog=team.blog).exists()
+    assert set(Consent.objects.filter(user=team.editor).values_list("pk", flat=True)) == {elsewhere.pk, client.pk}
+    assert grants.assistant(team.editor, other_team.blog).scopes == {READ, WRITE}
 
 
 def test_a_grant_revoked_and_given_again_is_the_same_consent(team):

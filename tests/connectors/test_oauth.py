@@ -220,6 +220,27 @@ def test_deny_returns_access_denied(team):
     assert not Consent.objects.filter(client=client_id).exists()
 
 
+@pytest.mark.parametrize("decision", [None, "", "Approve", "yes"])
+def test_anything_but_an_approval_is_a_denial(team, decision):
+    client_id = register()
+    browser = Client()
+    browser.force_login(team.owner)
+    url = "/oauth/authorize/?" + urlencode(authorize_query(client_id, pkce()[1]))
+    form = {"blog": team.blog.slug, "allow": ["posts:read"], "decision": decision}
+    params = redirect_params(browser.post(url, {k: v for k, v in form.items() if v is not None}))
+    assert params["error"] == "access_denied" and "code" not in params
+    assert not Consent.objects.filter(client=client_id).exists()
+
+
+def test_the_consent_page_ticks_only_what_the_client_asked_for(team):
+    browser = Client()
+    browser.force_login(team.owner)
+    query = authorize_query(register(), pkce()[1], scope="posts:read")
+    html = browser.get("/oauth/authorize/?" + urlencode(query)).content.decode()
+    assert 'value="posts:read" checked' in html
+    assert not any(f'value="{scope}" checked' in html for scope in ["posts:write", "posts:publish", "posts:delete"])
+
+
 def test_a_tampered_form_cannot_grant_beyond_the_role_or_another_blog(team, other_team):
     client_id = register()
     browser = Client()
@@ -232,6 +253,7 @@ def test_a_tampered_form_cannot_grant_beyond_the_role_or_another_blog(team, othe
         browser.post(url, {"blog": other_team.blog.slug, "allow": ["posts:read"], "decision": "approve"}).status_code
         == 400
     )
+    assert browser.post(url, {"blog": team.blog.slug, "decision": "approve"}).status_code == 400  # nothing allowed
     assert not Consent.objects.filter(client=client_id).exists()
 
 
@@ -255,6 +277,8 @@ def test_an_unregistered_redirect_uri_is_never_redirected_to(team):
         ({"resource": None}, "invalid_target"),
         ({"resource": "http://testserver/elsewhere"}, "invalid_target"),
         ({"response_type": "token"}, "unauthorized_client"),
+        ({"scope": "posts:read admin:everything"}, "invalid_scope"),
+        ({"scope": "posts:read blog:1x"}, "invalid_scope"),
     ],
 )
 def test_bad_authorization_requests_go_back_with_an_error(team, change, error):
@@ -312,6 +336,14 @@ def test_refresh_rotates_and_a_replayed_refresh_token_ends_the_family(team):
     assert conn.mcp(INIT, token=new["access_token"]).status_code == 401
 
 
+def test_an_authorization_request_for_this_resource_and_another_goes_back_with_an_error(team):
+    browser = Client()
+    browser.force_login(team.owner)
+    query = authorize_query(register(), pkce()[1], resource=[RESOURCE, "http://testserver/elsewhere"])
+    response = browser.get("/oauth/authorize/?" + urlencode(query, doseq=True))
+    assert redirect_params(response)["error"] == "invalid_target"
+
+
 def test_a_deactivated_account_s_connections_stop_working(team):
     """Deactivating a person ends their web sessions; their clients' tokens stop with them."""
     conn = connect(team.owner, team.blog.slug, ALL)
@@ -328,6 +360,15 @@ def test_a_deactivated_account_s_connections_stop_working(team):
     assert Client().post("/oauth/token/", refresh).status_code == 200
 
 
+def test_a_code_made_before_the_account_was_deactivated_gets_no_token(team):
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    team.owner.is_active = False
+    team.owner.save(update_fields=["is_active"])
+    response = exchange(client_id, params["code"], verifier)
+    assert response.status_code == 400 and "access_token" not in response.json()
+
+
 def test_revoked_and_expired_tokens_are_refused(team):
     conn = connect(team.owner, team.blog.slug, ALL)
     assert conn.mcp(INIT).status_code == 200
@@ -339,15 +380,42 @@ def test_revoked_and_expired_tokens_are_refused(team):
     assert conn.mcp(INIT).status_code == 401
 
 
-def test_a_token_for_another_resource_or_none_is_refused(team):
+@pytest.mark.parametrize(
+    "also_live",
+    ["nothing else", "another client here", "this client on another blog", "this client for another member"],
+)
+def test_a_token_is_refused_once_its_own_grant_is_revoked_whatever_else_is_granted(team, other_team, also_live):
+    """/mcp reads the grant on every request: this client's, on the token's blog. Revoked there (here
+    straight in the database, the tokens left as they were), the token is refused, however many other
+    grants the person has given."""
+    conn = connect(team.owner, team.blog.slug, ALL)
+    if also_live == "another client here":
+        connect(team.owner, team.blog.slug, ALL)
+    elif also_live == "this client on another blog":
+        Consent.objects.create(user=team.owner, blog=other_team.blog, client=conn.client_id, scopes=["posts:read"])
+    elif also_live == "this client for another member":
+        connect(team.editor, team.blog.slug, ALL, client_id=conn.client_id)
+    mine = Consent.objects.filter(user=team.owner, blog=team.blog, client=conn.client_id)
+    mine.update(revoked_at=timezone.now(), scopes=[])
+    refused = conn.mcp(INIT)
+    assert refused.status_code == 401
+    assert refused.json()["error_description"] == "This connection was revoked; connect again."
+
+
+def test_a_token_for_another_resource_or_none_is_refused(team, other_team):
     conn = connect(team.owner, team.blog.slug, ALL)
     tokens = get_access_token_model().objects
     tokens.update(resource=["http://testserver/other"])
     assert conn.mcp(INIT).status_code == 401
     tokens.update(resource=[])  # an unrestricted token is no token for /mcp
     assert conn.mcp(INIT).status_code == 401
+    tokens.update(resource=[RESOURCE, "http://testserver/other"])  # nor one for /mcp and somewhere else
+    assert conn.mcp(INIT).status_code == 401
     tokens.update(resource=[RESOURCE])
     assert conn.mcp(INIT).status_code == 200
+    scope = tokens.get().scope
+    tokens.update(scope=f"{scope} blog:{other_team.blog.pk}")  # bound to two blogs is bound to none
+    assert conn.mcp(INIT).status_code == 401
 
 
 def test_tokens_travel_only_in_the_header(team):
