@@ -143,7 +143,7 @@ def test_a_stop_cuts_a_summary_the_model_is_slow_to_write(chat, settings):
             stopped.set()
             run.interrupt.fire()
 
-        threading.Timer(0.3, stop).start()
+        server.once_asked(stop)  # (while the summary's call waits on the model)
         events = list(run_agent(chat, run=run, should_stop=stopped.is_set))
     finally:
         server.stop()

@@ -35,6 +35,7 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -159,6 +160,7 @@ class ScriptedOpenAIServer:
         self._last: Reply | None = None
         self.repeat_last = repeat_last
         self.requests: list[RecordedRequest] = []
+        self.asked = threading.Event()  # set once a request has come in (`requests` holds it)
         self.stopping = threading.Event()
         self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
@@ -182,6 +184,17 @@ class ScriptedOpenAIServer:
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
+        self.asked.set()
+
+    def once_asked(self, action: Callable[[], object], timeout: float = 60.0) -> None:
+        """Run `action` in a thread of its own once a request has come in (a Stop pressed while the
+        model is asked, however slow the machine is to ask it); after `timeout` seconds, run it anyway."""
+
+        def wait_then_act() -> None:
+            self.asked.wait(timeout)
+            action()
+
+        threading.Thread(target=wait_then_act, name="openai-server-once-asked", daemon=True).start()
 
     def next_reply(self) -> Reply:
         with self._lock:

@@ -59,7 +59,7 @@ def test_a_stop_cuts_a_read_waiting_on_a_silent_model(server, make_backend, inte
 
 def test_a_stop_before_the_answer_began_is_not_retried(server, make_backend, sleeps, interrupt):
     server.script(Reply(body=sse(chunk("late")), pause_before={0: SILENCE}))
-    threading.Timer(0.2, interrupt.fire).start()
+    server.once_asked(interrupt.fire)  # (before the answer began)
     with pytest.raises(BackendError):
         list(make_backend(retries=3, first_event_timeout=60).stream(system="", messages=USER, tools=[], model="m1"))
     assert len(server.requests) == 1 and sleeps == []
