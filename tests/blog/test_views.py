@@ -350,6 +350,15 @@ def test_a_body_is_kept_with_the_line_breaks_a_person_sees_and_counted_so(team):
     assert Post.objects.get(title="Old Mac").body == "one\ntwo"
 
 
+def test_the_editor_links_to_its_posts_history(team):
+    """From the editor the post's earlier versions are one link away (they were reached only from the
+    blog page's list); a new post has none yet."""
+    post = make_post(team.blog, "A draft", "Old body")
+    html = browser(team.editor).get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert ("a", {"href": f"/blogs/notes/posts/{post.pk}/history/"}) in tags_of(html)
+    assert "/history/" not in browser(team.editor).get("/blogs/notes/posts/new/").content.decode()
+
+
 def test_an_author_cannot_change_a_published_post(team):
     """Live content is a publish-level act: without posts:publish the edit of a published post is refused."""
     live = make_post(team.blog, "Live post", "Live body", published=True)
