@@ -60,6 +60,13 @@
   }
 
   document.addEventListener("htmx:sseBeforeMessage", function () { following = atEnd(); });
+  // A swap elsewhere on the page (the grant line read again, the post list) changes nothing in the log:
+  // whether it follows is where the person is now, not where they were at the page's load or the last
+  // event. (A swap of the log itself, or of the panel around it, keeps what the request began with.)
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var log = document.getElementById("chat-log"), target = e.detail.target;
+    if (log && target && !target.contains(log) && !log.contains(target)) following = atEnd();
+  });
 
   function scrollLog(force) {
     var log = document.getElementById("chat-log");

@@ -303,7 +303,7 @@ def test_editor_without_consent_is_told_no(demo_server, page):
     base = demo_server.url
     login(page, base, "bob")
     new_chat(page, base)
-    expect(page.locator("#assistant .grant")).to_contain_text("nothing yet")
+    expect(page.locator("#assistant .grant")).to_contain_text("nothing until you allow it")
 
     reply = ask(page, "draft a post titled Nope")
     expect(reply).to_contain_text("I'm not allowed to draft posts on this blog for you.")

@@ -17,6 +17,7 @@ from tests.e2e.ui import (
     open_blog,
     send,
     user_messages,
+    wait_settled,
     wait_turn_finished,
 )
 from tests.servers import manage
@@ -65,6 +66,24 @@ def test_earlier_messages_come_in_above_keeping_the_readers_place(page, server):
     expect(user_messages(page)).to_have_count(41)
     expect(user_messages(page).last).to_have_text("list my posts")
     expect(page.locator("#chat-log article.msg.assistant").last).to_contain_text("list_posts")
+
+
+def test_a_request_elsewhere_on_the_page_leaves_the_reader_where_they_are(page, server):
+    """Scrolled up to read, the person stays there when something else on the page is fetched (the grant
+    line read again as the tab is shown again): the log followed its end as it was at the page's load, or
+    at the last event of a stream, and jumped there. Where they are is read before each swap."""
+    page.route("**/events/**", lambda route: route.abort())  # (no stream event comes to read it either)
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
+    page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    expect(user_messages(page)).to_have_count(20)
+    log = chat_log(page)
+    log.evaluate("log => { log.scrollTop = 0; }")
+    with page.expect_response(re.compile(r"/chats/grant/")):
+        page.evaluate("() => htmx.trigger(document.body, 'chat:shown')")
+    wait_settled(page)
+    assert log.evaluate("log => log.scrollTop") == 0
 
 
 def test_a_chat_older_than_the_panel_lists_opens_from_all_chats(page, server):
