@@ -53,11 +53,13 @@ def json_body(request: HttpRequest) -> dict[str, Any] | None:
     """The request's JSON object, or None when the body is not one.
 
     Python's parser recurses once per nesting level: `[` a thousand times raises RecursionError
-    before it is found not to be JSON, so that is a body we cannot read too, not a server error.
+    before it is found not to be JSON, so that is a body we cannot read too, not a server error; so
+    is a number of more than 4,300 digits, which it refuses to convert (a ValueError, as
+    `JSONDecodeError` and `UnicodeDecodeError` are).
     """
     try:
         body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None
 
