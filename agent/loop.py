@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
@@ -357,7 +358,7 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use: ToolCall = {"id": str(ev["id"]), "name": ev["name"], "input": ev["input"]}
+            tool_use: ToolCall = {"id": _kept_id(str(ev["id"])), "name": _kept_name(ev["name"]), "input": ev["input"]}
             if "input_error" in ev:
                 tool_use["input_error"] = ev["input_error"]
             if "provider_data" in ev:
@@ -375,6 +376,19 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             yield ("token", {"text": ev["text"]})
         case _:
             logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
+
+
+def _kept_name(name: Any) -> Any:
+    """A tool name as long as the transcript keeps one (a tool's name has at most 64 characters): a
+    longer one, which a model may write (a post's text can ask it to), is cut and ends in "…", so it
+    never names a tool that exists and its call is answered "unknown tool"."""
+    return name[:63] + "…" if isinstance(name, str) and len(name) > 64 else name
+
+
+def _kept_id(value: str) -> str:
+    """A tool call's id as long as the transcript keeps one (200 characters); a longer one gets a stable
+    id of its own (the call and its result are written with it)."""
+    return value if len(value) <= 200 else "toolu_" + hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 def _joined(half: str, text: Any) -> tuple[str, str]:
