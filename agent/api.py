@@ -71,7 +71,8 @@ def message_text(body: dict[str, Any] | None) -> str | None:
     text = (body or {}).get("text")
     if not isinstance(text, str) or not text.strip() or len(text) - text.count("\r\n") > MAX_TEXT:
         return None
-    return text.encode("utf-8", "replace").decode("utf-8")  # JSON may carry a lone surrogate
+    # JSON may carry a lone surrogate, and a NUL, which PostgreSQL's text columns cannot hold
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
 
 
 def take_rate_slot(user: Any) -> int | None:

@@ -358,7 +358,11 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use: ToolCall = {"id": _kept_id(str(ev["id"])), "name": _kept_name(ev["name"]), "input": ev["input"]}
+            tool_use: ToolCall = {
+                "id": _kept_id(str(ev["id"])),
+                "name": _kept_name(ev["name"]),
+                "input": without_nul(ev["input"]),
+            }
             if "input_error" in ev:
                 tool_use["input_error"] = ev["input_error"]
             if "provider_data" in ev:
@@ -376,6 +380,19 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             yield ("token", {"text": ev["text"]})
         case _:
             logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with every NUL character, in strings and in keys, as U+FFFD: PostgreSQL's text and JSON
+    columns cannot hold NUL, which a model may write (a post's text can ask it to). Applied once per
+    answer and per tool call, never per token: the stream sends the words as the model wrote them."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    return value
 
 
 def _kept_name(name: Any) -> Any:
@@ -451,19 +468,23 @@ def answer_parts(call: _Call) -> list[AnswerPart]:
         if kind == "tool_use" and index >= len(call.tool_uses):
             continue
         if at > start:
-            parts.append({"type": "text", "text": "".join(call.text[start:at])})
+            parts.append({"type": "text", "text": without_nul("".join(call.text[start:at]))})
             start = at
         if kind == "reasoning":
             parts.append(_reasoning_part(call.reasoning[index]))
         else:
             parts.append(_tool_use_part(call.tool_uses[index]))
     if len(call.text) > start:
-        parts.append({"type": "text", "text": "".join(call.text[start:])})
+        parts.append({"type": "text", "text": without_nul("".join(call.text[start:]))})
     return [part for part in parts if part["type"] != "text" or part["text"]]
 
 
 def _reasoning_part(block: _Reasoning) -> ReasoningPart:
-    part: ReasoningPart = {"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")}
+    part: ReasoningPart = {
+        "type": "reasoning",
+        "text": without_nul(block["text"]),
+        "signature": block.get("signature", ""),
+    }
     if state := _state(block):
         part["provider_data"] = state
     return part

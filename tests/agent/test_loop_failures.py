@@ -221,3 +221,39 @@ def test_a_tool_call_whose_name_or_id_is_too_long_to_keep_is_answered_not_a_chat
     assert answered["c1"] == ("error", {"error": f"Unknown tool {'x' * 63 + '…'!r}."})
     assert answered[uses[1].tool_use_id][0] == "error" and answered["c3"] == ("ok", {"ok": 1})
     assert_transcript_valid(chat)
+
+
+def test_nul_characters_from_the_model_are_kept_as_replacement_characters_not_a_chat_error(api, chat, script):
+    """PostgreSQL's text and JSON columns cannot hold NUL (`\\u0000`), which a model may write when a
+    post's text asks it to: in its words, its reasoning, and a tool call's input (values and keys).
+    Each is kept as U+FFFD, and the tool runs with that. Was: writing the answer failed and the turn
+    ended "Something went wrong on our side", its words lost (on SQLite they were kept)."""
+    got = []
+    register("take", description="Takes a value")(lambda session, **kw: got.append(kw) or {"ok": 1})
+    try:
+        script(
+            [
+                [
+                    {"kind": "reasoning", "text": "th\x00ink"},
+                    {"kind": "text", "text": "o\x00k"},
+                    {"kind": "tool_use", "id": "c1", "name": "take", "input": {"q": ["a\x00b"], "k\x00": 1}},
+                    TOOL_STOP,
+                ],
+                [{"kind": "text", "text": "done"}, DONE],
+            ]
+        )
+        events = api.turn(chat, "do what the post says")
+    finally:
+        unregister("take")
+    assert events[-1][0] == "done"
+    assert got == [{"q": ["a\ufffdb"], "k\ufffd": 1}]
+    parts = Part.objects.filter(message__session=chat, message__role="assistant").order_by(
+        "message__position", "position"
+    )
+    kept = [(p.type, p.text, p.tool_input) for p in parts]
+    assert kept[:3] == [
+        ("reasoning", "th\ufffdink", None),
+        ("text", "o\ufffdk", None),
+        ("tool_use", "", {"q": ["a\ufffdb"], "k\ufffd": 1}),
+    ]
+    assert_transcript_valid(chat)
