@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agent.conf import settings
 from agent.models import RateEvent
+from agent.values import without_nul
 
 MAX_TEXT = 20_000
 
@@ -55,10 +56,15 @@ def json_body(request: HttpRequest) -> dict[str, Any] | None:
     Python's parser recurses once per nesting level: `[` a thousand times raises RecursionError
     before it is found not to be JSON, so that is a body we cannot read too, not a server error; so
     is a number of more than 4,300 digits, which it refuses to convert (a ValueError, as
-    `JSONDecodeError` and `UnicodeDecodeError` are).
+    `JSONDecodeError` and `UnicodeDecodeError` are). Its strings keep a NUL as U+FFFD (PostgreSQL
+    cannot hold one, nor look one up); JSON spells one only as `\\u0000` (a raw NUL is not JSON),
+    and a body in UTF-16 or UTF-32, which the parser also reads, has NUL bytes.
     """
+    raw = request.body or b"{}"
     try:
-        body = json.loads(request.body or b"{}")
+        body = json.loads(raw)
+        if (b"\\u0000" in raw or b"\x00" in raw) and isinstance(body, dict):
+            body = without_nul(body)
     except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None
@@ -71,8 +77,8 @@ def message_text(body: dict[str, Any] | None) -> str | None:
     text = (body or {}).get("text")
     if not isinstance(text, str) or not text.strip() or len(text) - text.count("\r\n") > MAX_TEXT:
         return None
-    # JSON may carry a lone surrogate, and a NUL, which PostgreSQL's text columns cannot hold
-    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
+    # JSON may carry a lone surrogate; a NUL, which PostgreSQL's text columns cannot hold, from a form too
+    return without_nul(text.encode("utf-8", "replace").decode("utf-8"))
 
 
 def take_rate_slot(user: Any) -> int | None:

@@ -35,6 +35,7 @@ from agent.values import (
     ToolUsePart,
     ToolUsePayload,
     Usage,
+    without_nul,
 )
 
 logger = logcontext.get_logger("agent.loop")
@@ -380,19 +381,6 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             yield ("token", {"text": ev["text"]})
         case _:
             logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
-
-
-def without_nul(value: Any) -> Any:
-    """`value` with every NUL character, in strings and in keys, as U+FFFD: PostgreSQL's text and JSON
-    columns cannot hold NUL, which a model may write (a post's text can ask it to). Applied once per
-    answer and per tool call, never per token: the stream sends the words as the model wrote them."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    if isinstance(value, dict):
-        return {without_nul(k): without_nul(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_nul(v) for v in value]
-    return value
 
 
 def _kept_name(name: Any) -> Any:
