@@ -360,8 +360,8 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
             tool_use: ToolCall = {
-                "id": _kept_id(str(ev["id"])),
-                "name": _kept_name(ev["name"]),
+                "id": _kept_id(without_nul(str(ev["id"]))),
+                "name": _kept_name(without_nul(ev["name"])),
                 "input": without_nul(ev["input"]),
             }
             if "input_error" in ev:

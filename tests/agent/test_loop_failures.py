@@ -225,7 +225,8 @@ def test_a_tool_call_whose_name_or_id_is_too_long_to_keep_is_answered_not_a_chat
 
 def test_nul_characters_from_the_model_are_kept_as_replacement_characters_not_a_chat_error(api, chat, script):
     """PostgreSQL's text and JSON columns cannot hold NUL (`\\u0000`), which a model may write when a
-    post's text asks it to: in its words, its reasoning, and a tool call's input (values and keys).
+    post's text asks it to: in its words, its reasoning, a tool call's input (values and keys), its
+    name and its id.
     Each is kept as U+FFFD, and the tool runs with that. Was: writing the answer failed and the turn
     ended "Something went wrong on our side", its words lost (on SQLite they were kept)."""
     got = []
@@ -237,6 +238,7 @@ def test_nul_characters_from_the_model_are_kept_as_replacement_characters_not_a_
                     {"kind": "reasoning", "text": "th\x00ink"},
                     {"kind": "text", "text": "o\x00k"},
                     {"kind": "tool_use", "id": "c1", "name": "take", "input": {"q": ["a\x00b"], "k\x00": 1}},
+                    {"kind": "tool_use", "id": "c\x002", "name": "ta\x00ke", "input": {}},
                     TOOL_STOP,
                 ],
                 [{"kind": "text", "text": "done"}, DONE],
@@ -251,9 +253,12 @@ def test_nul_characters_from_the_model_are_kept_as_replacement_characters_not_a_
         "message__position", "position"
     )
     kept = [(p.type, p.text, p.tool_input) for p in parts]
-    assert kept[:3] == [
+    assert kept[:4] == [
         ("reasoning", "th\ufffdink", None),
         ("text", "o\ufffdk", None),
         ("tool_use", "", {"q": ["a\ufffdb"], "k\ufffd": 1}),
+        ("tool_use", "", {}),
     ]
+    assert [p.tool_name for p in parts if p.type == "tool_use"] == ["take", "ta\ufffdke"]
+    assert results(chat)["c\ufffd2"] == ("error", {"error": "Unknown tool 'ta\ufffdke'."})
     assert_transcript_valid(chat)
