@@ -97,3 +97,12 @@ def take_rate_slot(user: Any) -> int | None:
         return None
     RateEvent.objects.filter(pk=event.pk).delete()
     return max(1, math.ceil((recent[0].created_at + timedelta(minutes=1) - now).total_seconds()))
+
+
+def give_back_rate_slot(user: Any) -> None:
+    """Undo `take_rate_slot` for a message refused after it was taken (its files): the user's latest slot."""
+    if not settings.AGENT_MESSAGES_PER_MINUTE:
+        return  # (no slot was taken)
+    latest = RateEvent.objects.filter(user=user).order_by("-created_at", "-pk").values_list("pk", flat=True).first()
+    if latest is not None:
+        RateEvent.objects.filter(pk=latest).delete()
