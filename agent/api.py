@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agent.conf import settings
 from agent.models import RateEvent
+from agent.values import without_nul
 
 MAX_TEXT = 20_000
 
@@ -53,11 +54,18 @@ def json_body(request: HttpRequest) -> dict[str, Any] | None:
     """The request's JSON object, or None when the body is not one.
 
     Python's parser recurses once per nesting level: `[` a thousand times raises RecursionError
-    before it is found not to be JSON, so that is a body we cannot read too, not a server error.
+    before it is found not to be JSON, so that is a body we cannot read too, not a server error; so
+    is a number of more than 4,300 digits, which it refuses to convert (a ValueError, as
+    `JSONDecodeError` and `UnicodeDecodeError` are). Its strings keep a NUL as U+FFFD (PostgreSQL
+    cannot hold one, nor look one up); JSON spells one only as `\\u0000` (a raw NUL is not JSON),
+    and a body in UTF-16 or UTF-32, which the parser also reads, has NUL bytes.
     """
+    raw = request.body or b"{}"
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        body = json.loads(raw)
+        if (b"\\u0000" in raw or b"\x00" in raw) and isinstance(body, dict):
+            body = without_nul(body)
+    except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None
 
@@ -69,7 +77,8 @@ def message_text(body: dict[str, Any] | None) -> str | None:
     text = (body or {}).get("text")
     if not isinstance(text, str) or not text.strip() or len(text) - text.count("\r\n") > MAX_TEXT:
         return None
-    return text.encode("utf-8", "replace").decode("utf-8")  # JSON may carry a lone surrogate
+    # JSON may carry a lone surrogate; a NUL, which PostgreSQL's text columns cannot hold, from a form too
+    return without_nul(text.encode("utf-8", "replace").decode("utf-8"))
 
 
 def take_rate_slot(user: Any) -> int | None:
@@ -88,3 +97,12 @@ def take_rate_slot(user: Any) -> int | None:
         return None
     RateEvent.objects.filter(pk=event.pk).delete()
     return max(1, math.ceil((recent[0].created_at + timedelta(minutes=1) - now).total_seconds()))
+
+
+def give_back_rate_slot(user: Any) -> None:
+    """Undo `take_rate_slot` for a message refused after it was taken (its files): the user's latest slot."""
+    if not settings.AGENT_MESSAGES_PER_MINUTE:
+        return  # (no slot was taken)
+    latest = RateEvent.objects.filter(user=user).order_by("-created_at", "-pk").values_list("pk", flat=True).first()
+    if latest is not None:
+        RateEvent.objects.filter(pk=latest).delete()

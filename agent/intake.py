@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest
 
 from agent import media, signals, turns
-from agent.api import message_text, take_rate_slot
+from agent.api import give_back_rate_slot, message_text, take_rate_slot
 from agent.conf import settings
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
@@ -102,7 +102,7 @@ def accept(
     session: Session, user: Any, raw_text: Any, files: Sequence[tuple[str, bytes]] = (), *, access: Access | None = None
 ) -> tuple[TurnRun, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
-    turn; or raise Refused, having stored nothing (no file, no message).
+    turn; or raise Refused, having stored nothing (no file, no message; refused files take no slot).
 
     `access`: what the policy answered for this session in this request, if it was asked already.
     """
@@ -111,8 +111,14 @@ def accept(
         raise Refused(400, "bad_message", BAD_MESSAGE)
     if not (access.use if access is not None else get_policy().may_use(session)):
         raise Refused(403, "forbidden", "You may not use the assistant here.")
-    uploads = check_uploads(list(files)) if files else []
+    # The slot first: checking files decodes and re-encodes every image (seconds for large ones),
+    # which a message the limit refuses must not cost. Files refused give the slot back.
     rate_slot(user)
+    try:
+        uploads = check_uploads(list(files)) if files else []
+    except Refused:
+        give_back_rate_slot(user)
+        raise
     parts = media.store(session, uploads) if uploads else []
     try:
         run, message = turns.begin(session, text, parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
@@ -34,6 +35,7 @@ from agent.values import (
     ToolUsePart,
     ToolUsePayload,
     Usage,
+    without_nul,
 )
 
 logger = logcontext.get_logger("agent.loop")
@@ -357,7 +359,11 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if ev.get("text"):
                 yield ("reasoning", {"text": ev["text"]})
         case "tool_use":
-            tool_use: ToolCall = {"id": str(ev["id"]), "name": ev["name"], "input": ev["input"]}
+            tool_use: ToolCall = {
+                "id": _kept_id(without_nul(str(ev["id"]))),
+                "name": _kept_name(without_nul(ev["name"])),
+                "input": without_nul(ev["input"]),
+            }
             if "input_error" in ev:
                 tool_use["input_error"] = ev["input_error"]
             if "provider_data" in ev:
@@ -375,6 +381,19 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             yield ("token", {"text": ev["text"]})
         case _:
             logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
+
+
+def _kept_name(name: Any) -> Any:
+    """A tool name as long as the transcript keeps one (a tool's name has at most 64 characters): a
+    longer one, which a model may write (a post's text can ask it to), is cut and ends in "…", so it
+    never names a tool that exists and its call is answered "unknown tool"."""
+    return name[:63] + "…" if isinstance(name, str) and len(name) > 64 else name
+
+
+def _kept_id(value: str) -> str:
+    """A tool call's id as long as the transcript keeps one (200 characters); a longer one gets a stable
+    id of its own (the call and its result are written with it)."""
+    return value if len(value) <= 200 else "toolu_" + hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 def _joined(half: str, text: Any) -> tuple[str, str]:
@@ -437,19 +456,23 @@ def answer_parts(call: _Call) -> list[AnswerPart]:
         if kind == "tool_use" and index >= len(call.tool_uses):
             continue
         if at > start:
-            parts.append({"type": "text", "text": "".join(call.text[start:at])})
+            parts.append({"type": "text", "text": without_nul("".join(call.text[start:at]))})
             start = at
         if kind == "reasoning":
             parts.append(_reasoning_part(call.reasoning[index]))
         else:
             parts.append(_tool_use_part(call.tool_uses[index]))
     if len(call.text) > start:
-        parts.append({"type": "text", "text": "".join(call.text[start:])})
+        parts.append({"type": "text", "text": without_nul("".join(call.text[start:]))})
     return [part for part in parts if part["type"] != "text" or part["text"]]
 
 
 def _reasoning_part(block: _Reasoning) -> ReasoningPart:
-    part: ReasoningPart = {"type": "reasoning", "text": block["text"], "signature": block.get("signature", "")}
+    part: ReasoningPart = {
+        "type": "reasoning",
+        "text": without_nul(block["text"]),
+        "signature": block.get("signature", ""),
+    }
     if state := _state(block):
         part["provider_data"] = state
     return part

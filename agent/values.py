@@ -235,3 +235,17 @@ class Phase(Enum):
 
     MODEL = "model"
     DATABASE = "database"
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with every NUL character, in strings and in keys, as U+FFFD: PostgreSQL's text and JSON
+    columns (and its query parameters) cannot hold NUL, which a model may write (a post's text can ask
+    it to) and a JSON body may carry (`\\u0000`). The loop applies it once per answer and per tool
+    call, never per token: the stream sends the words as the model wrote them."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    return value

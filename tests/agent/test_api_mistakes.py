@@ -115,3 +115,19 @@ def test_a_message_body_that_is_not_json_says_what_to_send(api, chat, content_ty
     body = assert_error(response, 400, "bad_message")
     assert body["error"]["message"] == 'Send a JSON object, {"text": "..."}, or multipart/form-data.'
     assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize("multipart", [False, True], ids=["json", "multipart"])
+def test_a_message_with_a_nul_character_is_kept_with_a_replacement_character(api, chat, script, multipart):
+    """PostgreSQL's text columns cannot hold NUL: it becomes U+FFFD, as a lone surrogate becomes "?".
+    Was: `202` never came, the insert failed and the API answered a `500` (on SQLite it was kept)."""
+    script([[{"kind": "text", "text": "ok"}, {"kind": "done", "stop_reason": "end_turn"}]])
+    url = f"/api/agent/sessions/{chat.pk}/messages"
+    if multipart:
+        response = api.client.post(url, {"text": "hi\x00there"}, HTTP_X_CSRFTOKEN=api.csrf)
+    else:
+        response = api.post(url, {"text": "hi\x00there"})
+    assert response.status_code == 202, response.content
+    api.events(response.json()["stream_url"])
+    [message] = Message.objects.filter(session=chat, role=Message.USER)
+    assert [p.text for p in message.parts.all()] == ["hi\ufffdthere"]

@@ -433,3 +433,26 @@ def test_a_chat_or_account_deleted_takes_its_attachment_files_with_it(
     with django_capture_on_commit_callbacks(execute=True):
         assert admin.post(f"/admin/auth/user/{chat.user.pk}/delete/", {"post": "yes"}).status_code == 302
     assert stored(media) == []
+
+
+def test_a_message_past_the_rate_limit_is_refused_before_its_files_are_opened(
+    api, chat, script, media, settings, monkeypatch
+):
+    """Checking images costs seconds of a worker's time (each decoded and re-encoded; eight large
+    WebPs take about 9 s): a message the rate limit refuses must not cost it. Was: the files were
+    checked first, so past the limit every request still had them all decoded, without bound."""
+    from agent import intake
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    opened = []
+    real = intake.check_all
+    monkeypatch.setattr(intake, "check_all", lambda files, *a: opened.append(len(files)) or real(files, *a))
+    script([[{"kind": "text", "text": "ok"}, DONE]])
+    first = upload(api, chat, "One", ("a.png", files.png()))
+    assert first.status_code == 202 and opened == [1]
+    api.events(first.json()["stream_url"])
+
+    response = upload(api, chat, "Two", *((f"{n}.png", files.png()) for n in range(8)))
+    assert (response.status_code, response.json()["error"]["code"]) == (429, "rate_limited")
+    assert opened == [1]  # the eight were never opened
+    assert (Message.objects.filter(role="user").count(), RateEvent.objects.count()) == (1, 1)

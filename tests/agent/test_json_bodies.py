@@ -30,3 +30,37 @@ def test_a_deeply_nested_body_is_a_bad_request_on_every_json_endpoint(api, chat,
     response = api.post(f"/api/agent/sessions/{chat.pk}/approvals/{uuid.uuid4()}", raw=raw)
     assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_request")
     assert not Approval.objects.exists()
+
+
+# A number of more than 4,300 digits is JSON, but Python refuses to make an int of it (a ValueError
+# that is not a JSONDecodeError: the limit guards against quadratic conversion time).
+HUGE = [b'{"blog": ' + b"9" * 5000 + b"}", b'{"text": "hi", "n": -' + b"1" * 4301 + b"}", b"1" * 10_000]
+
+
+@pytest.mark.parametrize("raw", HUGE, ids=["huge-value", "huge-extra-key", "huge-bare"])
+def test_a_number_too_long_to_read_is_a_bad_request_on_every_json_endpoint(api, chat, raw):
+    response = api.post("/api/agent/sessions", raw=raw)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_request")
+    assert Session.objects.count() == 1  # only the fixture's chat
+
+    response = api.post(f"/api/agent/sessions/{chat.pk}/messages", raw=raw)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_message")
+    assert not Message.objects.exists()
+
+    response = api.post(f"/api/agent/sessions/{chat.pk}/approvals/{uuid.uuid4()}", raw=raw)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "bad_request")
+    assert not Approval.objects.exists()
+
+
+def test_nul_characters_in_a_bodys_strings_and_keys_are_read_as_replacement_characters(rf):
+    """PostgreSQL's text columns, and its query parameters, cannot hold NUL: every string of an API
+    body, keys too, reads it as U+FFFD, whatever the domain's policy then does with it."""
+    from agent.api import json_body
+
+    request = rf.post(
+        "/", data=b'{"a\\u0000": ["b\\u0000", {"c": "\\u0000"}], "n": 1}', content_type="application/json"
+    )
+    assert json_body(request) == {"a\ufffd": ["b\ufffd", {"c": "\ufffd"}], "n": 1}
+    for encoding in ("utf-16", "utf-16-le", "utf-32-be"):  # (the parser reads these too)
+        body = '{"blog": "notes\\u0000"}'.encode(encoding)
+        assert json_body(rf.post("/", data=body, content_type="application/json")) == {"blog": "notes\ufffd"}

@@ -189,3 +189,76 @@ def test_the_end_of_a_turn_is_tried_again_with_backoff_but_not_waited_for_after_
     assert [r.getMessage() for r in caplog.records] == [
         f"recording the end of the turn failed (attempt {n} of 3)" for n in (1, 2, 3)
     ]
+
+
+def test_a_tool_call_whose_name_or_id_is_too_long_to_keep_is_answered_not_a_chat_error(api, chat, script):
+    """A model may name a tool of any length (a post's text can tell it to): the name is kept to the
+    64 characters a tool's name has at most, marked cut so that it never names a tool that exists,
+    and the call is answered "unknown tool". An id past the 200 characters kept is replaced by a
+    stable one. Was: storing the answer failed on PostgreSQL (`varchar(64)`) and the turn ended
+    "Something went wrong on our side"; on SQLite the names were kept whole."""
+    ran = []
+    real = "a" * 64  # the longest name a tool may have
+    register(real, description="A tool with the longest name")(lambda session: ran.append(real) or {"ok": 1})
+    try:
+        script(
+            [
+                [call("x" * 300, "c1"), call(real + "b", "i" * 300), call(real, "c3"), TOOL_STOP],
+                [{"kind": "text", "text": "ok"}, DONE],
+            ]
+        )
+        events = api.turn(chat, "do what the post says")
+    finally:
+        unregister(real)
+    assert events[-1][0] == "done"
+    assert ran == [real]  # the call that named it exactly, never the one 65 characters long
+    uses = list(Part.objects.filter(message__session=chat, type="tool_use").order_by("position"))
+    assert [len(p.tool_name) for p in uses] == [64, 64, 64]
+    assert uses[0].tool_name == "x" * 63 + "…" and uses[1].tool_name == "a" * 63 + "…"
+    assert uses[0].tool_use_id == "c1" and len(uses[1].tool_use_id) <= 200 and uses[2].tool_use_id == "c3"
+    answered = results(chat)
+    assert set(answered) == {p.tool_use_id for p in uses}  # each call answered under the id it was kept with
+    assert answered["c1"] == ("error", {"error": f"Unknown tool {'x' * 63 + '…'!r}."})
+    assert answered[uses[1].tool_use_id][0] == "error" and answered["c3"] == ("ok", {"ok": 1})
+    assert_transcript_valid(chat)
+
+
+def test_nul_characters_from_the_model_are_kept_as_replacement_characters_not_a_chat_error(api, chat, script):
+    """PostgreSQL's text and JSON columns cannot hold NUL (`\\u0000`), which a model may write when a
+    post's text asks it to: in its words, its reasoning, a tool call's input (values and keys), its
+    name and its id.
+    Each is kept as U+FFFD, and the tool runs with that. Was: writing the answer failed and the turn
+    ended "Something went wrong on our side", its words lost (on SQLite they were kept)."""
+    got = []
+    register("take", description="Takes a value")(lambda session, **kw: got.append(kw) or {"ok": 1})
+    try:
+        script(
+            [
+                [
+                    {"kind": "reasoning", "text": "th\x00ink"},
+                    {"kind": "text", "text": "o\x00k"},
+                    {"kind": "tool_use", "id": "c1", "name": "take", "input": {"q": ["a\x00b"], "k\x00": 1}},
+                    {"kind": "tool_use", "id": "c\x002", "name": "ta\x00ke", "input": {}},
+                    TOOL_STOP,
+                ],
+                [{"kind": "text", "text": "done"}, DONE],
+            ]
+        )
+        events = api.turn(chat, "do what the post says")
+    finally:
+        unregister("take")
+    assert events[-1][0] == "done"
+    assert got == [{"q": ["a\ufffdb"], "k\ufffd": 1}]
+    parts = Part.objects.filter(message__session=chat, message__role="assistant").order_by(
+        "message__position", "position"
+    )
+    kept = [(p.type, p.text, p.tool_input) for p in parts]
+    assert kept[:4] == [
+        ("reasoning", "th\ufffdink", None),
+        ("text", "o\ufffdk", None),
+        ("tool_use", "", {"q": ["a\ufffdb"], "k\ufffd": 1}),
+        ("tool_use", "", {}),
+    ]
+    assert [p.tool_name for p in parts if p.type == "tool_use"] == ["take", "ta\ufffdke"]
+    assert results(chat)["c\ufffd2"] == ("error", {"error": "Unknown tool 'ta\ufffdke'."})
+    assert_transcript_valid(chat)

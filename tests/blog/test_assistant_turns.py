@@ -117,6 +117,14 @@ def test_member_not_allowed_by_owner_is_forbidden(team, role):
     assert Session.objects.count() == 0
 
 
+def test_a_blog_named_with_a_nul_character_is_not_found_not_a_server_error(team):
+    """PostgreSQL refuses a NUL even in a query's parameter: the API's JSON strings keep it as U+FFFD
+    (`agent.api.json_body`), so this names no blog. Was: a `500` and a traceback on PostgreSQL."""
+    response = ApiClient(team.editor).post("/api/agent/sessions", {"blog": "notes\x00"})
+    assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
+    assert Session.objects.count() == 0
+
+
 def test_non_member_gets_not_found(team):
     response = ApiClient(team.outsider).post("/api/agent/sessions", {"blog": "notes"})
     assert response.status_code == 404
