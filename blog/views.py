@@ -252,7 +252,7 @@ def _same(mine: dict[str, str], post: Post) -> bool:
 
 
 def _lines(text: str) -> list[str]:
-    """A body as its lines (a browser's form sends CRLF; the saved body may have LF)."""
+    """A body as its lines (one saved before `services.as_typed` may still have CR LF)."""
     return text.splitlines()
 
 

@@ -16,6 +16,8 @@ import mcp_types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel, ValidationError
 
+from agent.backends.base import not_json
+
 #: Revisions this server speaks (stateless Streamable HTTP, tools only); 2024-11-05 used the old SSE transport.
 PROTOCOL_VERSIONS = tuple(v for v in HANDSHAKE_PROTOCOL_VERSIONS if v >= "2025-03-26")
 SERVER_NAME = "field-desk"
@@ -43,6 +45,7 @@ class RpcError(Exception):
 def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | None:
     """The message in `body`: a request, a notification, or None for a client's response to us."""
     try:
+        # (NaN and Infinity refused: JSON has them not, nor the database's JSON column of the call's audit)
         raw = json.loads(body, parse_constant=not_json)
     except (ValueError, UnicodeDecodeError, RecursionError):  # (Python's parser recurses once per level)
         raise RpcError(types.PARSE_ERROR, "Parse error: the body is not valid JSON.", status=400) from None
@@ -64,12 +67,6 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
     if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
         return message
     return None  # (a response or an error: `model` is one of the four)
-
-
-def not_json(constant: str) -> Any:
-    """Refuse NaN, Infinity and -Infinity, which Python's parser takes and JSON has not (nor the
-    database's JSON column the call's audit is written to)."""
-    raise ValueError(f"{constant} is not JSON")
 
 
 def nested_deeper_than(value: Any, limit: int) -> bool:

@@ -41,7 +41,8 @@ class NotJsonValue(ValueError):
     database's JSON column the call is stored in."""
 
 
-def _not_json(constant: str) -> Any:
+def not_json(constant: str) -> Any:
+    """`json.loads(..., parse_constant=not_json)`: refuse NaN, Infinity and -Infinity (NotJsonValue)."""
     raise NotJsonValue(f"{constant} is not a JSON value")
 
 
@@ -54,7 +55,7 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
     if not raw.strip():
         return {}, None
     try:
-        parsed = json.loads(raw, parse_constant=_not_json)
+        parsed = json.loads(raw, parse_constant=not_json)
     except json.JSONDecodeError as exc:
         return {}, f"The tool input is not valid JSON ({exc.msg} at position {exc.pos})"
     except NotJsonValue as exc:
