@@ -128,6 +128,7 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
             error = exc.public_message
         else:
             messages.success(request, f"Draft “{post.title}” created.")
+            warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
     return render(request, "blog/post_form.html", {"blog": blog, "post": None, "error": error, "data": request.POST})
 
@@ -166,6 +167,7 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             error = exc.public_message
         else:
             messages.success(request, f"Saved “{post.title}”.")
+            warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
     context = {
         "blog": blog,
@@ -175,10 +177,20 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "conflict": incoming is not None,
         "drawn": drawn,
         "version": services.post_version(post),
+        # (each with whether this person may open it in the editor; else its history is the link)
+        "namesakes": [(other, grants.may_change(actor, other)) for other in services.namesakes(post)],
         "data": request.POST or {"title": post.title, "body": post.body},
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
     return render(request, "blog/post_form.html", context)
+
+
+def warn_of_namesakes(request: HttpRequest, post: Post) -> None:
+    """A saved post whose title another post of the blog has too: saved, and the person is told (a
+    warning, not a refusal: each post has its own address)."""
+    warning = services.namesakes_warning(post)
+    if warning:
+        messages.warning(request, warning)
 
 
 def uneditable(request: HttpRequest, blog: Blog, post: Post | None, mine: dict[str, str]) -> HttpResponse:
