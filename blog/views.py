@@ -16,8 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
-from agent.markdown import render_markdown
-from blog import covers, diffs, grants, live, reading, services
+from blog import covers, diffs, grants, live, previews, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -271,13 +270,17 @@ def _lines(text: str) -> list[str]:
 @require_POST
 @login_required
 def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
-    """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page."""
+    """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page,
+    from the same cache; a person whose previews spent their share of rendering this minute gets 429."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     body = services.as_typed(request.POST.get("body", ""))
     if len(body) > services.MAX_BODY_CHARS:
         return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
-    return render(request, "blog/_preview.html", {"body_html": render_markdown(body, top_heading=2)})
+    html, wait = previews.render(request.user, body)
+    if html is None:  # this person's previews spent their rendering for now (blog/previews.py)
+        return render(request, "blog/_preview.html", {"paused": True, "retry_after": wait}, status=429)
+    return render(request, "blog/_preview.html", {"body_html": html})
 
 
 def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
