@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +24,7 @@ from agent.budget import estimate_tokens
 from agent.tools import not_available
 from agent.values import ModelEvent, NeutralMessage, ToolSpec
 from blog.access import SCOPE_WORDS
+from blog.models import Post
 from blog.operations import OPERATIONS
 
 HELP = (
@@ -431,14 +433,46 @@ class DemoBackend(Backend):
         }
         # (a result says whether the post has a cover; only the draft made from a photo set it)
         cover = " with your photo as its cover" if name == "create_post" and result.get("cover") else ""
-        return f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}."
+        done = f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}."
+        others = result.get("shares_title_with") or []
+        if others:  # (blog.operations: titles may repeat, and the result says so)
+            ids = ", ".join(str(o.get("id")) for o in others)
+            done += (
+                f" Note: {'another post has' if len(others) == 1 else 'other posts have'} this title too (id {ids}); "
+                "a different title would tell them apart."
+            )
+        return done
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
-        match = next((p for p in items if p["title"].lower() == title.lower()), None)
-        match = match or (items[0] if len(items) == 1 else None)
-        if match is None:
+        """Act on the listed post titled `title` (or the one post the search found). Titles may repeat:
+        of several, the one the request fits (a draft to publish, a published post to unpublish), else
+        the one edited most recently, whatever the list's order; the answer says which and why."""
+        exact = [p for p in items if p["title"].casefold() == title.casefold()]
+        if not exact and len(items) == 1:
+            exact = items
+        if not exact:
             return f"I couldn't find a post titled “{title}”.", []
         tool = NEEDS[kind]
         if tool not in offered:
             return not_allowed(tool), []
-        return "", [(tool, {"post_id": match["id"]})]
+        fits = {"publish": Post.DRAFT, "unpublish": Post.PUBLISHED}.get(kind)
+        candidates = [p for p in exact if p.get("status") == fits] or exact
+        candidates.sort(key=lambda p: (_edited(p), p["id"]), reverse=True)
+        match, said = candidates[0], ""
+        if len(exact) > 1:
+            doing = {"publish": "publishing", "unpublish": "unpublishing", "delete": "deleting"}[kind]
+            which = "the one edited most recently" if len(candidates) > 1 else STATE_WORDS.get(match["status"], "it")
+            said = f"{len(exact)} posts are titled “{match['title']}”: I'm {doing} {which} (id {match['id']})."
+        return said, [(tool, {"post_id": match["id"]})]
+
+
+#: A post named by its state, among posts of one title.
+STATE_WORDS = {Post.DRAFT: "the draft", Post.PUBLISHED: "the published one"}
+
+
+def _edited(summary: dict[str, Any]) -> datetime:
+    """When a listed post was last changed (its summary's `updated_at`); the oldest time when not given."""
+    try:
+        return datetime.fromisoformat(summary["updated_at"])
+    except (KeyError, TypeError, ValueError):
+        return datetime.min.replace(tzinfo=UTC)

@@ -68,7 +68,7 @@ def _create(actor: Actor, blog: Blog, title: str, body: str = "", cover_attachme
     services.clean_title(title)  # a bad title is refused before any cover is copied
     cover = covers.copy_attachment(actor, blog, cover_attachment_id) if cover_attachment_id else None
     post = services.post_create(blog=blog, actor=actor, title=title, body=body, cover=cover)
-    return services.post_summary(post), [{"type": "post.created", "id": post.pk}]
+    return _with_namesakes(post), [{"type": "post.created", "id": post.pk}]
 
 
 def _update(
@@ -85,7 +85,25 @@ def _update(
     services.check_may_change(post, actor)  # refused before any cover is copied
     cover = covers.copy_attachment(actor, blog, cover_attachment_id) if cover_attachment_id else None
     post = services.post_update(post=post, actor=actor, title=title, body=body, cover=cover)
-    return services.post_summary(post), [{"type": "post.updated", "id": post.pk}]
+    return _with_namesakes(post, title is not None), [{"type": "post.updated", "id": post.pk}]
+
+
+def _with_namesakes(post: Post, titled: bool = True) -> dict[str, Any]:
+    """A written post's summary; when it was given a title another post of the blog has too, those posts
+    and a note, so the model names posts by id and says which one it means (titles may repeat)."""
+    summary = services.post_summary(post)
+    others = services.namesakes(post) if titled else []
+    if others:
+        summary["shares_title_with"] = [
+            {"id": o.pk, "title": o.title, "status": o.status, "updated_at": o.updated_at.isoformat()} for o in others
+        ]
+        ids = ", ".join(str(o.pk) for o in others)
+        which = f"Another post on this blog (id {ids})" if len(others) == 1 else f"Other posts on this blog (ids {ids})"
+        summary["note"] = (
+            f"{which} already {'has' if len(others) == 1 else 'have'} this title. Titles may repeat; "
+            "name posts by id, and tell the user which one you mean."
+        )
+    return summary
 
 
 def _publish(actor: Actor, blog: Blog, post_id: int):

@@ -57,11 +57,28 @@ def body_html(post: Post) -> SafeString:
     Visitors are anonymous and many, and a long body takes a second to render; the cache is keyed by
     the text's digest, so an edited post is rendered afresh and nothing needs invalidating.
     """
-    key = "blog:body-html:2:" + hashlib.sha256(post.body.encode("utf-8", "replace")).hexdigest()
+    return rendered_body_html(post.body)
+
+
+def _body_key(body: str) -> str:
+    return "blog:body-html:2:" + hashlib.sha256(body.encode("utf-8", "replace")).hexdigest()
+
+
+def cached_body_html(body: str) -> SafeString | None:
+    """A body's rendering if the cache has it (the editor's preview asks this before it spends a render)."""
+    rendered = cache.get(_body_key(body))
+    return None if rendered is None else mark_safe(rendered)  # noqa: S308 - render_markdown's, as stored
+
+
+def rendered_body_html(body: str, seconds: int = RENDERED_SECONDS) -> SafeString:
+    """A post body as its page shows it (under the page's h1, its title), from the cache or rendered
+    and kept there: the public page and the editor's preview share it, so a preview is what the page
+    will show, and a text previewed is not rendered again."""
+    key = _body_key(body)
     rendered = cache.get(key)
     if rendered is None:
-        rendered = str(render_markdown(post.body, top_heading=2))  # (under the page's h1, its title)
-        cache.set(key, rendered, RENDERED_SECONDS)
+        rendered = str(render_markdown(body, top_heading=2))  # (under the page's h1, its title)
+        cache.set(key, rendered, seconds)
     return mark_safe(rendered)  # noqa: S308 - render_markdown's sanitised output, as it was stored
 
 

@@ -318,6 +318,37 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     return post
 
 
+#: At most this many other posts of one title are named (to the person, to the model).
+NAMESAKES_SHOWN = 10
+
+
+def namesakes(post: Post) -> list[Post]:
+    """The blog's other posts with this post's title, letter case aside, the most recently changed first.
+
+    Titles may repeat (each post has its own address: `unique_slug`), but a second post of one title is
+    told to whoever made it, and to the model, which finds posts by title. ASCII titles are matched by
+    the database; others here, on the titles alone (SQLite folds the case of ASCII letters only)."""
+    others = Post.objects.filter(blog=post.blog_id).exclude(pk=post.pk)
+    if post.title.isascii():
+        return list(others.filter(title__iexact=post.title)[:NAMESAKES_SHOWN])
+    folded = post.title.casefold()
+    found = [pk for pk, title in others.values_list("pk", "title").iterator() if title.casefold() == folded]
+    return list(others.filter(pk__in=found[:NAMESAKES_SHOWN]))
+
+
+def namesakes_warning(post: Post) -> str:
+    """What the person who saved `post` is told when its title is another post's too (else "")."""
+    others = namesakes(post)
+    if not others:
+        return ""
+    states = ", ".join(o.get_status_display().lower() for o in others)
+    what = "Another post" if len(others) == 1 else f"{len(others)} other posts"
+    return (
+        f"{what} in this blog {'is' if len(others) == 1 else 'are'} already titled “{others[0].title}” ({states}). "
+        f"{'Both' if len(others) == 1 else 'All'} are kept, each at its own address; a different title tells them apart for readers and the assistant."
+    )
+
+
 def post_summary(post: Post) -> dict[str, Any]:
     summary = {
         "id": post.pk,

@@ -16,8 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
-from agent.markdown import render_markdown
-from blog import covers, diffs, grants, live, reading, services
+from blog import covers, diffs, grants, live, previews, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -128,6 +127,7 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
             error = exc.public_message
         else:
             messages.success(request, f"Draft “{post.title}” created.")
+            warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
     return render(request, "blog/post_form.html", {"blog": blog, "post": None, "error": error, "data": request.POST})
 
@@ -166,6 +166,7 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             error = exc.public_message
         else:
             messages.success(request, f"Saved “{post.title}”.")
+            warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
     context = {
         "blog": blog,
@@ -175,10 +176,20 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "conflict": incoming is not None,
         "drawn": drawn,
         "version": services.post_version(post),
+        # (each with whether this person may open it in the editor; else its history is the link)
+        "namesakes": [(other, grants.may_change(actor, other)) for other in services.namesakes(post)],
         "data": request.POST or {"title": post.title, "body": post.body},
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
     return render(request, "blog/post_form.html", context)
+
+
+def warn_of_namesakes(request: HttpRequest, post: Post) -> None:
+    """A saved post whose title another post of the blog has too: saved, and the person is told (a
+    warning, not a refusal: each post has its own address)."""
+    warning = services.namesakes_warning(post)
+    if warning:
+        messages.warning(request, warning)
 
 
 def uneditable(request: HttpRequest, blog: Blog, post: Post | None, mine: dict[str, str]) -> HttpResponse:
@@ -259,13 +270,17 @@ def _lines(text: str) -> list[str]:
 @require_POST
 @login_required
 def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
-    """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page."""
+    """The editor's live preview: the body rendered by the same markdown and sanitiser as the public page,
+    from the same cache; a person whose previews spent their share of rendering this minute gets 429."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
     body = services.as_typed(request.POST.get("body", ""))
     if len(body) > services.MAX_BODY_CHARS:
         return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
-    return render(request, "blog/_preview.html", {"body_html": render_markdown(body, top_heading=2)})
+    html, wait = previews.render(request.user, body)
+    if html is None:  # this person's previews spent their rendering for now (blog/previews.py)
+        return render(request, "blog/_preview.html", {"paused": True, "retry_after": wait}, status=429)
+    return render(request, "blog/_preview.html", {"body_html": html})
 
 
 def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:

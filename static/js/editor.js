@@ -19,6 +19,16 @@
     return a.title === b.title && lines(a.body) === lines(b.body);
   }
 
+  // A preview refused because this person's previews spent their share of rendering for now (429,
+  // blog/previews.py) says so in the preview and its status, rather than leaving an old preview standing.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id === "preview" && event.detail.xhr && event.detail.xhr.status === 429) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   // The preview is not a live region (it would read the whole post at every pause in typing): what the
   // writer must hear, that the body is too long to save, goes to its status, and only when that changes.
   document.addEventListener("htmx:afterSwap", function (event) {

@@ -246,3 +246,82 @@ def test_the_demo_model_renames_the_open_post(team):
 
 
 TOOLS = [{"name": "update_post", "description": "", "input_schema": {"type": "object"}}]
+
+
+# The preview's cost, bounded (blog/previews.py) -------------------------------------------------------------------
+
+
+def count_renders(monkeypatch) -> list[str]:
+    from blog import reading
+
+    rendered: list[str] = []
+    real = reading.render_markdown
+    monkeypatch.setattr(reading, "render_markdown", lambda text, **how: rendered.append(text) or real(text, **how))
+    return rendered
+
+
+def test_a_normal_post_previews_exactly_as_its_public_page_renders_it(team):
+    from agent.markdown import render_markdown
+
+    body = "# Title\n\nSome *words*, a [link](https://example.com/).\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quoted\n"
+    html = browser(team.author).post(URL, {"body": body}).content.decode()
+    assert html == f'<div class="md">{render_markdown(body, top_heading=2)}</div>\n'
+
+
+def test_a_long_text_previewed_again_is_not_rendered_again_and_a_published_bodys_render_is_shared(team, monkeypatch):
+    long = "Some **bold**. " * 1_000  # (15,000 characters: a render worth keeping)
+    rendered = count_renders(monkeypatch)
+    client = browser(team.author)
+    first = client.post(URL, {"body": long}).content
+    assert client.post(URL, {"body": long}).content == first  # (the editor's load, a take, an undo)
+    assert rendered == [long]
+    post = make_post(team.blog, "Live", "A *published* body.", published=True)
+    assert browser().get(f"/read/notes/{post.slug}/").status_code == 200
+    assert client.post(URL, {"body": "A *published* body."}).status_code == 200
+    assert rendered == [long, "A *published* body."]  # the page's render served the preview
+    # A short text costs a few milliseconds: rendered each time, not kept (the cache is the pages' too).
+    client.post(URL, {"body": "Short."})
+    client.post(URL, {"body": "Short."})
+    assert rendered == [long, "A *published* body.", "Short.", "Short."]
+
+
+def test_a_persons_previews_pause_once_their_rendering_this_minute_is_spent(team, monkeypatch):
+    """Each render here is made to cost 4 s of CPU (no timing: the clock is the test's): the fourth
+    distinct text in the minute is refused with 429 and a sentence for the preview's status, and
+    renders nothing; a text already rendered still comes from the cache; another person is unaffected."""
+    from blog import previews
+
+    ticks = iter(range(0, 10_000, 4))
+    monkeypatch.setattr(previews, "cpu_clock", lambda: next(ticks))
+    monkeypatch.setattr(previews, "PREVIEW_CPU_MS_PER_MINUTE", 10_000)
+    monkeypatch.setattr(previews.time, "time", lambda: 600.0)  # (the start of one minute throughout)
+    rendered = count_renders(monkeypatch)
+    client = browser(team.author)
+    text = [f"Text {n} " + "x" * 10_000 for n in range(4)]
+    assert [client.post(URL, {"body": text[n]}).status_code for n in range(3)] == [200, 200, 200]
+    refused = client.post(URL, {"body": text[3]})
+    assert refused.status_code == 429 and len(rendered) == 3
+    assert ("p", {"class": "hint", "data-preview-status": None}) in tags_of(refused.content.decode())
+    assert "The preview is paused" in refused.content.decode() and "within 60 seconds" in refused.content.decode()
+    assert client.post(URL, {"body": text[1]}).status_code == 200  # rendered before: from the cache
+    assert browser(team.editor).post(URL, {"body": text[3]}).status_code == 200  # another person's own share
+    assert len(rendered) == 4
+
+
+def test_requests_sent_at_once_are_charged_before_they_render(team, monkeypatch):
+    """A burst cannot all pass the check before any is counted: each is charged its estimate (by its
+    length) first. A long body's estimate alone spends the share here: the next one is refused."""
+    from blog import previews
+
+    monkeypatch.setattr(previews, "PREVIEW_CPU_MS_PER_MINUTE", 1_000)
+    monkeypatch.setattr(previews.time, "time", lambda: 600.0)
+    key = previews.bucket(team.author.pk, 600.0)
+    seen = []
+    real = previews.reading.rendered_body_html
+    monkeypatch.setattr(
+        previews.reading,
+        "rendered_body_html",
+        lambda body, *how: seen.append(previews.cache.get(key)) or real(body, *how),
+    )
+    assert browser(team.author).post(URL, {"body": "x" * 60_000}).status_code == 200
+    assert seen == [1_200]  # (60,000 characters × 0.02 ms, charged while it rendered)

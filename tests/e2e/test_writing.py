@@ -166,3 +166,23 @@ def test_a_change_made_in_another_tab_reaches_the_open_editor(demo_server, conte
     card.get_by_role("button", name="Use the saved version").click()
     expect(editor.get_by_label("Title")).to_have_value("Two tabs check, renamed")
     expect(editor.get_by_label("Body (markdown)")).to_have_value("")
+
+
+def test_a_paused_preview_says_so_in_the_preview_and_its_status(demo_server, page):
+    """The server's 429 for a person whose previews spent their share of rendering (blog/previews.py;
+    answered here by the test, not timed) is shown, not dropped as an error with the old preview left."""
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    body = page.get_by_label("Body (markdown)")
+    body.fill("Some **bold** words.")
+    expect(page.locator("#preview strong")).to_have_text("bold")
+    paused = (
+        '<p class="hint" data-preview-status>The preview is paused: your recent previews took a lot of work to '
+        "render. It resumes within 30 seconds of your next change; your words are safe and Save works as usual.</p>"
+    )
+    page.route("**/posts/preview/", lambda route: route.fulfill(status=429, body=paused, content_type="text/html"))
+    body.fill("Some more **bold** words.")
+    expect(page.locator("#preview")).to_contain_text("The preview is paused")
+    expect(page.locator("#preview strong")).to_have_count(0)
+    expect(page.locator("#preview-status")).to_contain_text("The preview is paused")

@@ -1,0 +1,153 @@
+"""Two posts of one blog with the same title: allowed (each has its own address), but never silent.
+
+The person saving is told, the assistant's tool result says so (with the other post's id), and the
+demo model, which finds posts by title, picks one by a rule it says."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from blog import grants
+from blog.access import ROLE_SCOPES
+from blog.demo import DemoBackend
+from blog.models import Post
+from blog.operations import perform_json
+from tests.blog.conftest import browser, make_post
+
+pytestmark = pytest.mark.django_db
+
+
+def flash(response) -> list[tuple[str, str]]:
+    return [(m.level_tag, m.message) for m in response.context["messages"]] if response.context else []
+
+
+def test_saving_a_new_post_with_a_title_already_used_warns_and_still_saves(team):
+    make_post(team.blog, "Morning light", published=True)
+    client = browser(team.author)
+    response = client.post("/blogs/notes/posts/new/", {"title": "morning light", "body": "x"}, follow=True)
+    assert Post.objects.filter(blog=team.blog).count() == 2  # saved: a warning, not a refusal
+    assert ("morning-light-2") in Post.objects.values_list("slug", flat=True)
+    warnings = [text for level, text in flash(response) if level == "warning"]
+    assert warnings == [
+        "Another post in this blog is already titled “Morning light” (published). "
+        "Both are kept, each at its own address; a different title tells them apart for readers and the assistant."
+    ]
+    # A title used nowhere else says nothing of the kind.
+    response = client.post("/blogs/notes/posts/new/", {"title": "Evening", "body": "x"}, follow=True)
+    assert not [text for level, text in flash(response) if level == "warning"]
+
+
+def test_the_editor_of_a_post_whose_title_is_shared_says_so_and_a_rename_to_a_used_title_warns(team):
+    first = make_post(team.blog, "Morning light")
+    second = make_post(team.blog, "Evening")
+    client = browser(team.owner)
+    assert "already titled" not in client.get(f"/blogs/notes/posts/{second.pk}/edit/").content.decode()
+    version = second.updated_at.isoformat()
+    response = client.post(
+        f"/blogs/notes/posts/{second.pk}/edit/",
+        {"title": "Morning light", "body": "x", "version": version},
+        follow=True,
+    )
+    assert [level for level, _ in flash(response)] == ["success", "warning"]
+    html = client.get(f"/blogs/notes/posts/{second.pk}/edit/").content.decode()
+    assert 'id="title-shared"' in html and "Another post in this blog is also titled “Morning light”" in html
+    assert f'href="/blogs/notes/posts/{first.pk}/edit/"' in html  # the other one, a click away
+
+
+def actor(team):
+    return grants.Actor(team.owner, ROLE_SCOPES["owner"])
+
+
+def test_the_assistants_create_and_update_results_say_the_title_is_shared(team):
+    other = make_post(team.blog, "Morning light", published=True)
+    result, _ = perform_json("create_post", actor(team), team.blog, {"title": "Morning Light"})
+    assert result["shares_title_with"] == [
+        {"id": other.pk, "title": "Morning light", "status": "published", "updated_at": other.updated_at.isoformat()}
+    ]
+    assert result["note"] == (
+        f"Another post on this blog (id {other.pk}) already has this title. Titles may repeat; "
+        "name posts by id, and tell the user which one you mean."
+    )
+    fresh, _ = perform_json("create_post", actor(team), team.blog, {"title": "Something new"})
+    assert "shares_title_with" not in fresh and "note" not in fresh
+    renamed, _ = perform_json("update_post", actor(team), team.blog, {"post_id": fresh["id"], "title": "Morning light"})
+    assert [p["id"] for p in renamed["shares_title_with"]] == [result["id"], other.pk]  # most recently changed first
+
+
+# The demo model ------------------------------------------------------------------------------------------------
+
+TOOLS = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "publish_post", "unpublish_post")]
+
+
+def act(settings, request: str, items: list[dict]) -> tuple[str, list]:
+    settings.AGENT_DEMO_DELAY_MS = 0
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "text": request}]},
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": "c1", "name": "list_posts", "input": {}}]},
+        {
+            "role": "tool",
+            "parts": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c1",
+                    "name": "list_posts",
+                    "status": "ok",
+                    "result": {"items": items},
+                }
+            ],
+        },
+    ]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=TOOLS, model="demo"))
+    text = "".join(e.get("text", "") for e in events)
+    return text, [(e["name"], e["input"]) for e in events if e["kind"] == "tool_use"]
+
+
+def summary(pk: int, status: str, minutes_ago: int, title: str = "Morning light") -> dict:
+    at = (timezone.now() - timedelta(minutes=minutes_ago)).isoformat()
+    return {"id": pk, "title": title, "status": status, "updated_at": at}
+
+
+def test_the_demo_publishes_the_most_recently_edited_of_two_drafts_of_one_title_and_says_so(settings):
+    # Listed oldest first: the choice is by when each was edited, not by the list's order.
+    items = [summary(3, "draft", 60), summary(9, "draft", 5), summary(4, "draft", 30, "Morning light at sea")]
+    text, calls = act(settings, "publish Morning light", items)
+    assert calls == [("publish_post", {"post_id": 9})]
+    assert text == "2 posts are titled “Morning light”: I'm publishing the one edited most recently (id 9)."
+
+
+def test_the_demo_acts_on_the_one_post_of_a_shared_title_the_request_fits(settings):
+    items = [summary(9, "published", 5), summary(3, "draft", 60)]
+    text, calls = act(settings, "publish Morning light", items)
+    assert calls == [("publish_post", {"post_id": 3})]
+    assert text == "2 posts are titled “Morning light”: I'm publishing the draft (id 3)."
+    text, calls = act(settings, "unpublish Morning light", items)
+    assert calls == [("unpublish_post", {"post_id": 9})]
+
+
+def test_the_demo_with_one_post_of_the_title_says_nothing_more(settings):
+    text, calls = act(settings, "publish Morning light", [summary(3, "draft", 60)])
+    assert (text, calls) == ("", [("publish_post", {"post_id": 3})])
+
+
+def test_the_demo_passes_on_that_a_title_it_drafted_is_shared(settings):
+    settings.AGENT_DEMO_DELAY_MS = 0
+    result = {"id": 12, "title": "Morning light", "status": "draft", "shares_title_with": [{"id": 3}]}
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "text": "draft a post titled Morning light"}]},
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": "c1", "name": "create_post", "input": {}}]},
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_result", "tool_use_id": "c1", "name": "create_post", "status": "ok", "result": result}
+            ],
+        },
+    ]
+    tools = [{"name": "create_post", "description": "", "input_schema": {}}]
+    events = list(DemoBackend().stream(system="", messages=messages, tools=tools, model="demo"))
+    assert "".join(e.get("text", "") for e in events) == (
+        "Done: I drafted “Morning light”. Note: another post has this title too (id 3); "
+        "a different title would tell them apart."
+    )
