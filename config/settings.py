@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -230,12 +231,24 @@ def media_storage(environ: Mapping[str, str]) -> dict:
         raise ImproperlyConfigured(f"AGENT_MEDIA_STORAGE must be filesystem or s3, got {kind!r}.")
     if not environ.get("AGENT_MEDIA_S3_BUCKET"):
         raise ImproperlyConfigured("AGENT_MEDIA_STORAGE=s3 needs AGENT_MEDIA_S3_BUCKET.")
+    # boto3 refuses both only when the storage's client is made: the endpoint at the first upload (a
+    # person's request), the addressing style in `manage.py check` with a traceback. Said here instead.
+    endpoint = environ.get("AGENT_MEDIA_S3_ENDPOINT_URL", "").strip() or None
+    if endpoint is not None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:  # (not echoed: it may carry a key)
+            raise ImproperlyConfigured(
+                "AGENT_MEDIA_S3_ENDPOINT_URL must be an http:// or https:// URL with a host, such as https://s3.example.com."
+            )
+    style = environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE", "").strip().lower() or None
+    if style not in (None, "auto", "virtual", "path"):
+        raise ImproperlyConfigured(f"AGENT_MEDIA_S3_ADDRESSING_STYLE must be auto, virtual or path, got {style!r}.")
     options = {
         "bucket_name": environ["AGENT_MEDIA_S3_BUCKET"],
-        "endpoint_url": environ.get("AGENT_MEDIA_S3_ENDPOINT_URL") or None,
+        "endpoint_url": endpoint,
         "region_name": environ.get("AGENT_MEDIA_S3_REGION") or None,
         "location": environ.get("AGENT_MEDIA_S3_PREFIX", "").strip("/"),
-        "addressing_style": environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE") or None,
+        "addressing_style": style,
         "default_acl": None,  # private objects: every read goes through the app's checks
         "file_overwrite": False,
     }
