@@ -30,6 +30,13 @@ def agent_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
         errors.append(
             checks.Error("AGENT_MAX_TOKENS must be at least 1 (the longest answer of one model call).", id="agent.E011")
         )
+    if settings.AGENT_APPROVAL_TTL_SECONDS < 1:  # each approval would expire as it is asked: none could be given
+        errors.append(
+            checks.Error(
+                "AGENT_APPROVAL_TTL_SECONDS must be at least 1 (how long a call waits for a person's approval).",
+                id="agent.E013",
+            )
+        )
     if settings.AGENT_TURN_EXECUTOR not in ("auto", "thread", "inline"):
         errors.append(checks.Error("AGENT_TURN_EXECUTOR must be auto, thread or inline.", id="agent.E004"))
     poll, lease = settings.AGENT_STOP_POLL_SECONDS, settings.AGENT_TURN_LEASE_SECONDS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.conf import settings
 from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.core import checks
@@ -16,6 +18,17 @@ def static_files_collected(app_configs=None, **kwargs):
         return []
     if staticfiles_storage.exists(staticfiles_storage.manifest_name):
         return []
+    root = Path(settings.STATIC_ROOT) if settings.STATIC_ROOT else None
+    if root is not None and root.is_dir() and any(root.iterdir()):  # copied, but by a collectstatic with DEBUG on
+        return [
+            checks.Error(
+                f"Static files were collected without their manifest ({staticfiles_storage.manifest_name}), as "
+                "`collectstatic` does with DEBUG on, so with DEBUG off every page would answer 500: run `python "
+                "manage.py collectstatic --noinput` again with DEBUG off (it needs a SECRET_KEY to load the "
+                "settings; it signs nothing with it).",
+                id="config.E001",
+            )
+        ]
     return [
         checks.Error(
             "Static files are not collected, so with DEBUG off every page would answer 500: run "

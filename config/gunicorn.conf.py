@@ -14,7 +14,7 @@ import warnings  # noqa: E402
 
 import gevent  # noqa: E402
 
-from config.serve import count_from_env  # noqa: E402
+from config.serve import bind_from_env, count_from_env  # noqa: E402
 
 # Each greenlet would otherwise keep the stack it was spawned from (for gevent's debugging
 # tree): thousands of frames for the collector to walk, at a thousand open streams.
@@ -26,7 +26,7 @@ gevent.config.track_greenlet_tree = False
 # garbage die by reference count first; full collections become rare.
 GC_THRESHOLDS = (10_000, 20, 20)
 
-bind = os.environ.get("BIND") or (f"0.0.0.0:{os.environ['PORT']}" if os.environ.get("PORT") else "127.0.0.1:8000")
+bind = bind_from_env(os.environ)
 worker_class = "gevent"
 # (Run as `python -m config.serve`, which reads WEB_CONCURRENCY before gunicorn does; read again here for
 # a plain `gunicorn -c`, where 0 would start a master that serves nothing.)

@@ -29,8 +29,27 @@ def count_from_env(environ: Mapping[str, str], name: str, default: int, *, what:
     return int(raw)
 
 
+def bind_from_env(environ: Mapping[str, str]) -> str:
+    """The address gunicorn binds: `BIND`, else `0.0.0.0:$PORT` when `PORT` is set (a PaaS), else
+    127.0.0.1:8000. A port past 65535 stops the process in one sentence (gunicorn took it, then failed to
+    bind with a traceback); other malformed addresses are gunicorn's own one-line errors."""
+    bind = environ.get("BIND", "").strip()
+    if bind:
+        port = re.fullmatch(r"(?!unix:|fd://).*:([0-9]+)", bind)
+        if port and int(port.group(1)) > 65535:
+            raise SystemExit(f"BIND's port must be 0 to 65535; got {bind!r}.")
+        return bind
+    port_text = environ.get("PORT", "").strip()
+    if not port_text:
+        return "127.0.0.1:8000"
+    if not re.fullmatch(r"[0-9]+", port_text) or int(port_text) > 65535:
+        raise SystemExit(f"PORT must be a port number, 0 to 65535; got {port_text!r}.")
+    return f"0.0.0.0:{port_text}"
+
+
 def main(argv: list[str]) -> None:
     environ = dict(os.environ)
+    bind_from_env(environ)
     count_from_env(environ, "WEB_CONCURRENCY", 1, what="worker processes")
     if not environ.get("WEB_CONCURRENCY", "").strip():
         environ.pop("WEB_CONCURRENCY", None)  # (set but blank means the default, which gunicorn's int() refuses)

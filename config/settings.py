@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -28,7 +29,8 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}.")
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, no_zero: str = "") -> int:
+    """A whole number, 0 (off) or more; given `no_zero` (what 0 would do), 1 or more."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -38,6 +40,8 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}.") from None
     if value < 0:  # every count, size and limit here is 0 (off) or more
         raise ImproperlyConfigured(f"{name} must be 0 or more, got {raw!r}.")
+    if value == 0 and no_zero:  # (those where 0 would not be "off" but a feature that cannot work)
+        raise ImproperlyConfigured(f"{name} must be 1 or more ({no_zero}), got {raw!r}.")
     return value
 
 
@@ -230,12 +234,24 @@ def media_storage(environ: Mapping[str, str]) -> dict:
         raise ImproperlyConfigured(f"AGENT_MEDIA_STORAGE must be filesystem or s3, got {kind!r}.")
     if not environ.get("AGENT_MEDIA_S3_BUCKET"):
         raise ImproperlyConfigured("AGENT_MEDIA_STORAGE=s3 needs AGENT_MEDIA_S3_BUCKET.")
+    # boto3 refuses both only when the storage's client is made: the endpoint at the first upload (a
+    # person's request), the addressing style in `manage.py check` with a traceback. Said here instead.
+    endpoint = environ.get("AGENT_MEDIA_S3_ENDPOINT_URL", "").strip() or None
+    if endpoint is not None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:  # (not echoed: it may carry a key)
+            raise ImproperlyConfigured(
+                "AGENT_MEDIA_S3_ENDPOINT_URL must be an http:// or https:// URL with a host, such as https://s3.example.com."
+            )
+    style = environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE", "").strip().lower() or None
+    if style not in (None, "auto", "virtual", "path"):
+        raise ImproperlyConfigured(f"AGENT_MEDIA_S3_ADDRESSING_STYLE must be auto, virtual or path, got {style!r}.")
     options = {
         "bucket_name": environ["AGENT_MEDIA_S3_BUCKET"],
-        "endpoint_url": environ.get("AGENT_MEDIA_S3_ENDPOINT_URL") or None,
+        "endpoint_url": endpoint,
         "region_name": environ.get("AGENT_MEDIA_S3_REGION") or None,
         "location": environ.get("AGENT_MEDIA_S3_PREFIX", "").strip("/"),
-        "addressing_style": environ.get("AGENT_MEDIA_S3_ADDRESSING_STYLE") or None,
+        "addressing_style": style,
         "default_acl": None,  # private objects: every read goes through the app's checks
         "file_overwrite": False,
     }
@@ -424,7 +440,9 @@ AGENT_CONTEXT_KEEP_MESSAGES = env_int("AGENT_CONTEXT_KEEP_MESSAGES", 20)
 
 # --- Connectors: /mcp (Model Context Protocol) and its OAuth 2.1 authorization server ----------
 MCP_CALLS_PER_MINUTE = env_int("MCP_CALLS_PER_MINUTE", 60)  # per connected client (OAuth client id); 0 = off
-MCP_MAX_REQUEST_BYTES = env_int("MCP_MAX_REQUEST_BYTES", 262_144)  # one JSON-RPC message; larger ones get 413
+MCP_MAX_REQUEST_BYTES = env_int(
+    "MCP_MAX_REQUEST_BYTES", 262_144, no_zero="every call to /mcp would answer 413"
+)  # one JSON-RPC message; larger ones get 413
 DCR_REGISTRATIONS_PER_HOUR = env_int("DCR_REGISTRATIONS_PER_HOUR", 20)  # per address on /oauth/register/; 0 = off
 OAUTH2_PROVIDER = {
     # The scopes a client may ask for are the blog operations' own (CONTRACT §6); what it gets is
@@ -439,8 +457,10 @@ OAUTH2_PROVIDER = {
     "OAUTH2_VALIDATOR_CLASS": "connectors.oauth.ConnectorValidator",
     "PKCE_REQUIRED": True,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
-    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int("MCP_ACCESS_TOKEN_SECONDS", 3600),
-    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("MCP_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600),
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env_int(
+        "MCP_ACCESS_TOKEN_SECONDS", 3600, no_zero="a connected client's token would be expired as it is issued"
+    ),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env_int("MCP_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600),  # 0 = never (DOT's)
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
     # Loopback http redirect URIs are what native MCP clients use (RFC 8252); the registration

@@ -211,6 +211,21 @@ def test_a_model_call_with_no_room_to_answer_is_refused_at_start_up(settings):
     assert agent_settings() == []
 
 
+def test_an_approval_that_expires_as_it_is_asked_is_refused_at_start_up(settings):
+    """(AGENT_APPROVAL_TTL_SECONDS=0 passed `check` and every start: each approval expired as it was
+    created, so no call of AGENT_CONFIRM_TOOLS could ever be approved.)"""
+    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
+    settings.OPENAI_API_KEY = settings.ANTHROPIC_API_KEY = ""
+    settings.AGENT_APPROVAL_TTL_SECONDS = 0
+    (error,) = agent_settings()
+    assert (error.id, error.msg) == (
+        "agent.E013",
+        "AGENT_APPROVAL_TTL_SECONDS must be at least 1 (how long a call waits for a person's approval).",
+    )
+    settings.AGENT_APPROVAL_TTL_SECONDS = 1
+    assert agent_settings() == []
+
+
 def test_an_event_stream_that_keeps_no_events_is_refused_at_start_up(settings):
     """(AGENT_EVENTS_MAX_LEN=0 passed: Redis was told to keep no entry of a turn's events, so a stream
     on another worker or host could miss what it had not read yet.)"""

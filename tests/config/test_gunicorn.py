@@ -128,7 +128,7 @@ def procfile_web(tmp_path, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             command,
             cwd=ROOT,
-            env={**server_env(**values), "BIND": f"127.0.0.1:{free_port()}"},
+            env={"BIND": f"127.0.0.1:{free_port()}", **server_env(**values)},
             capture_output=True,
             text=True,
             timeout=20,
@@ -145,6 +145,22 @@ def test_a_worker_count_that_is_no_count_stops_the_start_in_one_sentence(tmp_pat
     started = procfile_web(tmp_path, WEB_CONCURRENCY=value)
     assert started.returncode == 1
     assert started.stderr == f"WEB_CONCURRENCY must be a whole number of worker processes, 1 or more; got {value!r}.\n"
+
+
+@pytest.mark.parametrize(
+    ("env", "sentence"),
+    [
+        ({"BIND": "127.0.0.1:99999"}, "BIND's port must be 0 to 65535; got '127.0.0.1:99999'."),
+        ({"BIND": "", "PORT": "99999"}, "PORT must be a port number, 0 to 65535; got '99999'."),
+        ({"BIND": "", "PORT": "http"}, "PORT must be a port number, 0 to 65535; got 'http'."),
+    ],
+)
+def test_a_port_out_of_range_stops_the_start_in_one_sentence(tmp_path, env, sentence):
+    # (gunicorn took it, then failed to bind with a traceback of gevent's: `OverflowError: bind(): port must
+    # be 0-65535`.)
+    started = procfile_web(tmp_path, **env)
+    assert started.returncode == 1
+    assert started.stderr == sentence + "\n"
 
 
 def test_gunicorn_run_directly_with_its_configuration_refuses_no_workers_in_one_sentence(tmp_path):

@@ -80,3 +80,40 @@ def test_s3_needs_a_bucket_and_a_known_kind():
     with pytest.raises(ImproperlyConfigured, match="must be filesystem or s3, got 'ftp'"):
         media_storage({"AGENT_MEDIA_STORAGE": "ftp"})
     assert media_storage({})["BACKEND"] == "django.core.files.storage.FileSystemStorage"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "sentence"),
+    [
+        (
+            "AGENT_MEDIA_S3_ENDPOINT_URL",
+            "minio.internal:9000",
+            "AGENT_MEDIA_S3_ENDPOINT_URL must be an http:// or https:// URL with a host, such as https://s3.example.com.",
+        ),
+        (
+            "AGENT_MEDIA_S3_ENDPOINT_URL",
+            "https://",
+            "AGENT_MEDIA_S3_ENDPOINT_URL must be an http:// or https:// URL with",
+        ),
+        (
+            "AGENT_MEDIA_S3_ADDRESSING_STYLE",
+            "paths",
+            "AGENT_MEDIA_S3_ADDRESSING_STYLE must be auto, virtual or path, got 'paths'.",
+        ),
+    ],
+)
+def test_an_s3_endpoint_or_addressing_style_boto3_refuses_is_refused_at_start_up(name, value, sentence):
+    """(Unchecked, the endpoint failed the first upload, a person's request, with botocore's ValueError, and
+    the addressing style stopped `manage.py check` with botocore's traceback.)"""
+    with pytest.raises(ImproperlyConfigured) as refused:
+        media_storage({"AGENT_MEDIA_STORAGE": "s3", "AGENT_MEDIA_S3_BUCKET": "b", name: value})
+    assert str(refused.value).startswith(sentence)
+    assert "minio" not in str(refused.value)  # (a URL is not echoed: it may carry a key)
+
+
+def test_an_s3_endpoint_and_addressing_style_as_the_readme_gives_them_load():
+    env = {"AGENT_MEDIA_STORAGE": "s3", "AGENT_MEDIA_S3_BUCKET": "b"}
+    options = media_storage(
+        {**env, "AGENT_MEDIA_S3_ENDPOINT_URL": "http://127.0.0.1:9000", "AGENT_MEDIA_S3_ADDRESSING_STYLE": "Path"}
+    )["OPTIONS"]
+    assert (options["endpoint_url"], options["addressing_style"]) == ("http://127.0.0.1:9000", "path")

@@ -53,6 +53,20 @@ def test_a_negative_or_endless_number_is_refused_at_start_up(name, value, senten
     assert refusal(load_settings(**{name: value})) == f"django.core.exceptions.ImproperlyConfigured: {sentence}"
 
 
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("MCP_ACCESS_TOKEN_SECONDS", "a connected client's token would be expired as it is issued"),
+        ("MCP_MAX_REQUEST_BYTES", "every call to /mcp would answer 413"),
+    ],
+)
+def test_a_lifetime_or_size_where_0_is_no_off_is_refused_at_start_up(name, what):
+    # (0 passed `check` and every start, and broke every connected client: 0 is "off" only where the README
+    # says so. MCP_REFRESH_TOKEN_SECONDS=0 is django-oauth-toolkit's "never expires", and allowed.)
+    sentence = f"{name} must be 1 or more ({what}), got '0'."
+    assert refusal(load_settings(**{name: "0"})) == f"django.core.exceptions.ImproperlyConfigured: {sentence}"
+
+
 def test_a_switch_that_is_neither_on_nor_off_is_refused_at_start_up():
     # (SESSION_COOKIE_SECURE=ture read as off: a typo sent the session cookie over plain HTTP.)
     assert refusal(load_settings(DEBUG="0", SECRET_KEY="x" * 50, SESSION_COOKIE_SECURE="ture")) == (
