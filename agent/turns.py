@@ -220,16 +220,16 @@ def _drive(run: TurnRun, watched: bool = False) -> Iterator[LoopEvent | Phase]:
                 name, payload = step
                 channel.publish(name, payload)
                 if name in TERMINAL:
-                    terminal = (name, payload)
-                yield name, payload
+                    terminal = step
+                yield step
         except Exception:
             logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
             _with_retries(lambda: repair_orphans(run), "answering orphan tool calls")
         if terminal is None:
             terminal = calm_error("chat_error")
             channel.publish(*terminal)
-        terminal_id = channel.count() - 1  # (the terminal event is the turn's last)
-        _with_retries(lambda: _finish(run, *terminal, terminal_id), "recording the end of the turn")
+        ended, terminal_id = terminal, channel.count() - 1  # (the terminal event is the turn's last)
+        _with_retries(lambda: _finish(run, ended[0], ended[1], terminal_id), "recording the end of the turn")
     finally:
         channel.close()  # whatever happened, followers get their end
     if terminal[0] == "error" and terminal[1].get("code") == "chat_error":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from agent import hub
+from agent.backfill import Sent
 from agent.events.reader import Copy, Reader
 from agent.events.redis import RedisBus
 from agent.follow import follow_batches
@@ -139,3 +140,12 @@ def test_an_event_trimmed_off_the_bus_is_a_keep_alive_in_its_place():
         b'id: 2\nevent: token\ndata: {"text":"c"}\n\n'
         b'id: 3\nevent: done\ndata: {"message_id":null,"stop_reason":"end_turn","usage":{}}\n\n'
     )
+
+
+def test_an_event_of_a_kind_this_version_does_not_know_passes_as_before():
+    """A newer worker may publish a kind this one lacks (a rolling deploy): the JSON flavour sends it
+    as it came, the HTML flavour sends nothing for it, and what a client had is gathered without it."""
+    newer = (4, "newer", {"a": 1})
+    assert b"".join(_json_events(iter([[newer]]))) == b'id: 4\nevent: newer\ndata: {"a":1}\n\n'
+    assert b"".join(_html_events(iter([[newer]]), turn=None)) == b""
+    assert Sent.of([("token", {"text": "a"}), ("newer", {"a": 1}), ("token", {"text": "b"})]).units == [("token", "ab")]
