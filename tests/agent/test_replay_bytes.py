@@ -42,7 +42,7 @@ def a_turn_said(chat) -> Turn:
                 "name": "nope",
                 "status": "error",
                 "result": {"error": "Unknown tool"},
-                "effects": [{"type": "note.written", "id": 3}],
+                "effects": [{"id": 3, "type": "note.written"}],  # (keys in the order PostgreSQL's jsonb keeps)
             }
         ],
     )
@@ -55,7 +55,7 @@ FROM_THE_TRANSCRIPT = (
     b'event: token\ndata: {"text":"Looking\\nit up: \xc3\xa9"}\n\n'
     b'event: tool_use\ndata: {"id":"c1","name":"nope","input":{"q":"x\\ny"}}\n\n'
     b'event: tool_result\ndata: {"id":"c1","name":"nope","status":"error","result":{"error":"Unknown tool"}}\n\n'
-    b'event: effects\ndata: [{"type":"note.written","id":3}]\n\n'
+    b'event: effects\ndata: [{"id":3,"type":"note.written"}]\n\n'
     b'event: token\ndata: {"text":"Done."}\n\n'
     b'event: error\ndata: {"code":"chat_error","message":"Something went wrong on our side. Your message is saved; '
     b'please try again."}\n\n'
@@ -85,7 +85,7 @@ HTML_FROM_THE_TRANSCRIPT = (
     b'<span class="chip-status" id="chip-c1-status" data-status="running">running</span></span>\ndata: \n\n'
     b'event: tool_result\ndata: <span class="chip-status" id="chip-c1-status" hx-swap-oob="true" '
     b'data-status="error">failed</span>\ndata: \n\n'
-    b'event: effects\ndata: [{"type":"note.written","id":3}]\n\n'
+    b'event: effects\ndata: [{"id":3,"type":"note.written"}]\n\n'
     b"event: token\ndata: Done.\n\n"
 )
 
