@@ -19,6 +19,7 @@ from agent.values import Payload, StreamEvent, StreamName
 
 if TYPE_CHECKING:
     from agent.backends.base import Interrupt
+    from agent.events.base import TurnSink
     from agent.streams import Ticket
 
 LINGER_SECONDS = 30.0
@@ -51,7 +52,7 @@ class TurnChannel:
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
         self.lost = False  # a copy of a turn running elsewhere whose events stopped arriving (agent.events)
-        self.sink: Any = None  # where the running turn's events also go: the bus's `TurnSink`
+        self.sink: TurnSink | None = None  # where the running turn's events also go (the bus's)
         self.session: Any = None  # the chat session of a turn running here (a stream with a pass reads it)
         self.on_clock = False  # in `_clocked`: the process's clock looks at its waiters
         self.interrupt: Interrupt | None = None  # a turn running here: cuts its model's read at a Stop
