@@ -238,7 +238,8 @@ TERMINAL: tuple[EventName, ...] = ("done", "error", "confirm")
 
 # What a turn's channel (`agent.hub`) holds: its events, and in a bus's copy of it a heartbeat in the
 # place of each event trimmed off the bus. The channel keeps names and payloads as two parallel lists
-# (no tuple per token), so each list is typed loosely and a reader of both casts them back together.
+# (no tuple per token), so each list is typed loosely and a reader of both types them back together
+# (`TurnChannel.since` with a cast; `follow` reads the lists as `Any`, which costs nothing per token).
 StreamName = EventName | Literal["heartbeat"]
 StreamEvent = LoopEvent | tuple[Literal["heartbeat"], None]
 Payload = (
