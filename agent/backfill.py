@@ -22,15 +22,14 @@ stands alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-TEXTS = frozenset(("token", "reasoning"))
-TOOLS = frozenset(("tool_use", "tool_result"))
+from agent.values import EventName, LoopEvent, StreamEvent, TokenPayload, unknown_kind
 
 # (event name, value): the run's text for token and reasoning, the call's id for tool events, "" for effects
-Unit = tuple[str, str]
+Unit = tuple[EventName, str]
 
 
 @dataclass
@@ -42,48 +41,62 @@ class Sent:
     offset: int = 0  # how much of `units[at]`'s text earlier transcript parts matched
 
     @classmethod
-    def of(cls, names: Sequence[str], payloads: Sequence[Any]) -> Sent:
+    def of(cls, events: Iterable[StreamEvent]) -> Sent:
         """From the events the client had (heartbeats, and events trimmed off the bus, are skipped)."""
-        gathered: list[tuple[str, list[str]]] = []  # runs of text gathered before they are joined
-        for name, payload in zip(names, payloads, strict=True):
-            if name in TEXTS:
-                if not payload["text"]:
-                    continue
-                if gathered and gathered[-1][0] == name:
-                    gathered[-1][1].append(payload["text"])
-                else:
-                    gathered.append((name, [payload["text"]]))
-            elif name in TOOLS:
-                gathered.append((name, [payload["id"]]))
-            elif name == "effects":
-                gathered.append((name, []))
+        gathered: list[tuple[EventName, list[str]]] = []  # runs of text gathered before they are joined
+        for event in events:
+            match event[0]:
+                case "token" | "reasoning":
+                    if not event[1]["text"]:
+                        continue
+                    if gathered and gathered[-1][0] == event[0]:
+                        gathered[-1][1].append(event[1]["text"])
+                    else:
+                        gathered.append((event[0], [event[1]["text"]]))
+                case "tool_use" | "tool_result":
+                    gathered.append((event[0], [event[1]["id"]]))
+                case "effects":
+                    gathered.append((event[0], []))
+                case "error" | "done" | "confirm" | "heartbeat":
+                    pass
+                case _:
+                    unknown_kind(event)  # (skipped)
         return cls([(name, "".join(texts)) for name, texts in gathered])
 
-    def missing(self, events: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    def missing(self, events: Iterable[LoopEvent]) -> Iterator[LoopEvent]:
         """Of a persisted message's events, in order, those the client lacks (a text part's rest alone)."""
-        for name, payload in events:
-            event = self._match(name, payload)
-            if event is not None:
-                yield event
+        for event in events:
+            kept = self._match(event)
+            if kept is not None:
+                yield kept
 
-    def _match(self, name: str, payload: Any) -> tuple[str, Any] | None:
+    def _match(self, event: LoopEvent) -> LoopEvent | None:
         if self.at >= len(self.units):
-            return name, payload  # past all the client had
+            return event  # past all the client had
         kind, value = self.units[self.at]
-        if name in TEXTS:
-            return self._text(name, payload["text"], kind, value)
-        if name in TOOLS:
-            for later in range(self.at, len(self.units)):
-                if self.units[later] == (name, payload["id"]):
-                    self.at, self.offset = later + 1, 0  # (units before it: calls the transcript lacks)
+        match event[0]:
+            case "token" | "reasoning":
+                return self._text(event[0], event[1]["text"], kind, value)
+            case "tool_use" | "tool_result":
+                for later in range(self.at, len(self.units)):
+                    if self.units[later] == (event[0], event[1]["id"]):
+                        self.at, self.offset = later + 1, 0  # (units before it: calls the transcript lacks)
+                        return None
+                return event
+            case "effects":
+                if kind == "effects":
+                    self.at, self.offset = self.at + 1, 0
                     return None
-            return name, payload
-        if name == "effects" and kind == name:
-            self.at, self.offset = self.at + 1, 0
-            return None
-        return name, payload
+                return event
+            case "error" | "done" | "confirm":
+                return event
+            case _:
+                unknown_kind(event)
+                return event
 
-    def _text(self, name: str, text: str, kind: str, had: str) -> tuple[str, Any] | None:
+    def _text(
+        self, name: Literal["token", "reasoning"], text: str, kind: EventName, had: str
+    ) -> tuple[Literal["token", "reasoning"], TokenPayload] | None:
         if kind != name:
             return None  # text where the client had something else: it would read out of place
         if had.startswith(text, self.offset):  # had whole (one run may be several parts)
@@ -94,7 +107,8 @@ class Sent:
         begun = had[self.offset :]
         self.at, self.offset = self.at + 1, 0
         if self.at == len(self.units) and text.startswith(begun):  # the part the copy stopped in
-            return name, {"text": text[len(begun) :]}
+            rest: TokenPayload = {"text": text[len(begun) :]}
+            return name, rest
         # It does not continue what the client had (or the client had more after it): sending its
         # rest would glue text in the wrong place, so this part is left out.
         return None

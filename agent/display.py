@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,7 +335,7 @@ def _fill(
         item["error"], item["retry_after_seconds"] = "", None
 
 
-def retry_left(turn: Turn, payload: dict[str, Any]) -> int | None:
+def retry_left(turn: Turn, payload: Mapping[str, Any]) -> int | None:
     """What is left of an error's `retry_after_seconds`, counted from when its turn ended (None once over).
 
     The error keeps the wait as it was when the turn ended; a page shown later says what remains.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -21,13 +21,13 @@ from agent.backfill import Sent
 from agent.models import Message, Part, Turn
 from agent.streams import Ticket
 from agent.transcript import part_to_neutral, release_connection
-from agent.values import TERMINAL
+from agent.values import TERMINAL, LoopEvent, StreamItem, TokenPayload, ToolResultPayload, ToolUsePayload
 
-HEARTBEAT = ("heartbeat", None)
+Item = StreamItem  # (event id, name, payload): the payload's type follows the name
+
+HEARTBEAT: Item = (None, "heartbeat", None)
 HEARTBEAT_SECONDS = 15.0
 DB_POLL_SECONDS = 0.5
-
-Item = tuple[int | None, str, Any]  # (event id, name, payload)
 
 
 def replies(turn: Turn, after: int = -1) -> list[Message]:
@@ -125,9 +125,13 @@ def _from_channel(
             if ticket is not None and ticket.superseded:
                 return
             release = False
-            yield [(None, *HEARTBEAT)]
+            yield [HEARTBEAT]
             continue
-        names, payloads, end = channel.names, channel.payloads, channel.count()
+        # The channel's two lists hold each event's name and payload in step: read as `Any`, an event
+        # is typed as one `Item` again (no cast called per event: this is the per-token path).
+        names: list[Any] = channel.names
+        payloads: list[Any] = channel.payloads
+        end = channel.count()
         if end > seen:
             release = not _STREAMED.issuperset(names[seen:end])
             batch: list[Item] = [(i, names[i], payloads[i]) for i in range(seen, end)]
@@ -178,7 +182,7 @@ def _from_copy(
         return
     # The client has had every event of the copy, up to `seen` (its own and those before its
     # Last-Event-ID); events the reader adds from now on are not sent from the copy.
-    sent = Sent.of(copy.names[:seen], copy.payloads[:seen])
+    sent = Sent.of(copy.since(0, seen))
     yield from ([item] for item in _from_database(turn, heartbeat, ticket, sent))
 
 
@@ -195,7 +199,7 @@ def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
         waited += DB_POLL_SECONDS
         if waited >= heartbeat:
             waited = 0.0
-            yield (None, *HEARTBEAT)
+            yield HEARTBEAT
 
 
 def _from_database(
@@ -215,7 +219,8 @@ def _from_database(
         for message in replies(turn, last_position):
             last_position = message.position
             said = _message_events(list(message.parts.all()))
-            yield from ((None, name, payload) for name, payload in (said if sent is None else sent.missing(said)))
+            for name, payload in said if sent is None else sent.missing(said):
+                yield cast(Item, (None, name, payload))
         release_connection()
         if now is None:
             yield _end(None)
@@ -230,10 +235,10 @@ def _from_database(
         waited += DB_POLL_SECONDS
         if waited >= heartbeat:
             waited = 0.0
-            yield (None, *HEARTBEAT)
+            yield HEARTBEAT
 
 
-def _message_events(parts: list[Part]) -> Iterator[tuple[str, Any]]:
+def _message_events(parts: list[Part]) -> Iterator[LoopEvent]:
     """A persisted message (its parts) as the events its turn streamed; a tool message ends with its effects."""
     effects: list[dict[str, Any]] = []
     for part in parts:
@@ -241,29 +246,36 @@ def _message_events(parts: list[Part]) -> Iterator[tuple[str, Any]]:
         p = part_to_neutral(part) if part.type not in ("image", "document") else {"type": part.type}
         match p["type"]:
             case "text":
-                yield ("token", {"text": p["text"]})
+                text: TokenPayload = {"text": p["text"]}  # (annotated: mypy infers no TypedDict in a union of tuples)
+                yield ("token", text)
             case "reasoning":
                 if p["text"]:
-                    yield ("reasoning", {"text": p["text"]})
+                    text = {"text": p["text"]}
+                    yield ("reasoning", text)
             case "tool_use":
-                yield ("tool_use", {"id": p["id"], "name": p["name"], "input": p["input"]})
+                call: ToolUsePayload = {"id": p["id"], "name": p["name"], "input": p["input"]}
+                yield ("tool_use", call)
             case "tool_result":
-                yield (
-                    "tool_result",
-                    {"id": p["tool_use_id"], "name": p.get("name", ""), "status": p["status"], "result": p["result"]},
-                )
+                result: ToolResultPayload = {
+                    "id": p["tool_use_id"],
+                    "name": p.get("name", ""),
+                    "status": p["status"],
+                    "result": p["result"],
+                }
+                yield ("tool_result", result)
     if effects:
         yield ("effects", effects)
 
 
 def _end(turn: Turn | None) -> Item:
     """The turn's terminal event as an item, with the id it was first sent with when that is known."""
-    return (turn.last_event_id if turn is not None else None, *_terminal(turn))
+    return cast(Item, (turn.last_event_id if turn is not None else None, *_terminal(turn)))
 
 
-def _terminal(turn: Turn | None) -> tuple[str, Any]:
+def _terminal(turn: Turn | None) -> LoopEvent:
     if turn is not None and turn.terminal_event:
-        return turn.terminal_event, turn.terminal_payload
+        # (The row holds the terminal event the turn sent, as `turns._finish` wrote it.)
+        return cast(LoopEvent, (turn.terminal_event, turn.terminal_payload))
     from agent.loop import calm_error
 
     return calm_error("chat_error")

@@ -12,12 +12,14 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent.runtime import gevent_patched
+from agent.values import Payload, StreamEvent, StreamName
 
 if TYPE_CHECKING:
     from agent.backends.base import Interrupt
+    from agent.events.base import TurnSink
     from agent.streams import Ticket
 
 LINGER_SECONDS = 30.0
@@ -41,21 +43,22 @@ class TurnChannel:
         self.turn_id = turn_id
         # The events as two parallel lists, names and payloads: a (name, payload) tuple per event
         # would be one more object per token of every open stream for the garbage collector to walk.
-        self.names: list[str] = []
-        self.payloads: list[Any] = []
+        # (Typed each on its own: which payload goes with which name, `StreamEvent` says.)
+        self.names: list[StreamName] = []
+        self.payloads: list[Payload] = []
         self.closed = False
         self.stop = False
         self.delivered = False  # a follower has read it to its end
         self.watched = False  # the process watcher checks its Stop flag and renews its lease
         self.closed_at = 0.0
         self.lost = False  # a copy of a turn running elsewhere whose events stopped arriving (agent.events)
-        self.sink: Any = None  # where the running turn's events also go: the bus's `TurnSink`
+        self.sink: TurnSink | None = None  # where the running turn's events also go (the bus's)
         self.session: Any = None  # the chat session of a turn running here (a stream with a pass reads it)
         self.on_clock = False  # in `_clocked`: the process's clock looks at its waiters
         self.interrupt: Interrupt | None = None  # a turn running here: cuts its model's read at a Stop
         self._waiters: dict[threading.Event, float] = {}  # each waiting follower's Event and deadline
 
-    def publish(self, name: str, payload: Any) -> None:
+    def publish(self, name: StreamName, payload: Payload) -> None:
         if self.sink is not None:
             self.sink.publish(len(self.names), name, payload)
         self.payloads.append(payload)
@@ -72,10 +75,10 @@ class TurnChannel:
         """How many events it has (not `__len__`: an empty channel must stay truthy)."""
         return len(self.names)
 
-    def since(self, seen: int) -> list[tuple[str, Any]]:
-        """The (name, payload) of every event past the first `seen`."""
-        end = len(self.names)
-        return list(zip(self.names[seen:end], self.payloads[seen:end], strict=True))
+    def since(self, seen: int, end: int | None = None) -> list[StreamEvent]:
+        """The (name, payload) of every event past the first `seen` (and before `end`)."""
+        end = len(self.names) if end is None else min(end, len(self.names))
+        return cast("list[StreamEvent]", list(zip(self.names[seen:end], self.payloads[seen:end], strict=True)))
 
     def close(self) -> None:
         if self.sink is not None:

@@ -27,6 +27,7 @@ from agent.values import (
     Phase,
     ReasoningEvent,
     ReasoningPart,
+    TokenPayload,
     ToolCall,
     ToolResult,
     ToolResultPayload,
@@ -59,7 +60,7 @@ LASTING = {
 }
 
 
-def calm_error(code: str, *, message: str | None = None) -> Event:
+def calm_error(code: str, *, message: str | None = None) -> tuple[Literal["error"], ErrorPayload]:
     """The `error` event a turn ends with: `message`, else the calm sentence for `code`."""
     payload: ErrorPayload = {"code": code, "message": message or CALM[code]}
     return ("error", payload)
@@ -320,11 +321,13 @@ def _relay(events: Iterator[ModelEvent], call: _Call, should_stop: Callable[[], 
                     if half and not text:
                         continue  # the event was only a character's first half: nothing to show yet
                 call.text.append(text)
-                yield ("token", {"text": text})
+                token: TokenPayload = {"text": text}  # (annotated: mypy infers no TypedDict in a union of tuples)
+                yield ("token", token)
             else:
                 if half:  # a half the next text event did not complete
                     call.text.append("?")
-                    yield ("token", {"text": "?"})
+                    token = {"text": "?"}
+                    yield ("token", token)
                     half = ""
                 if raw["kind"] == "reasoning":  # once per token of reasoning, as text above
                     text = raw.get("text", "")
@@ -357,7 +360,8 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             if _add_reasoning(call, ev):
                 call.order.append(("reasoning", len(call.reasoning) - 1, len(call.text)))
             if ev.get("text"):
-                yield ("reasoning", {"text": ev["text"]})
+                thought: TokenPayload = {"text": ev["text"]}
+                yield ("reasoning", thought)
         case "tool_use":
             tool_use: ToolCall = {
                 "id": _kept_id(without_nul(str(ev["id"]))),
@@ -378,7 +382,8 @@ def _gather(call: _Call, ev: ModelEvent) -> Iterator[Event]:
             call.usage = {**zero_usage(), **(ev.get("usage") or {})}
         case "text":
             call.text.append(ev["text"])
-            yield ("token", {"text": ev["text"]})
+            token: TokenPayload = {"text": ev["text"]}
+            yield ("token", token)
         case _:
             logger.warning("ignoring a model event of unknown kind %r", ev.get("kind"))
 

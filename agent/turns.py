@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, assert_never
 from uuid import UUID
 
 from django.db import connection, connections
@@ -64,7 +64,7 @@ def claim(session: Session, *, resuming: bool = False) -> TurnRun:
     stale = Turn.objects.filter(session=session, status=Turn.RUNNING).exclude(pk=turn.pk)
     for dead in stale:
         logger.warning("reclaiming turn %s of session %s: its lease expired", dead.pk, session.pk)
-        _finish(TurnRun(session, dead), "error", dict(calm_error("chat_error")[1]))
+        _finish(TurnRun(session, dead), calm_error("chat_error"))
     repair_orphans(run)
     return run
 
@@ -90,7 +90,7 @@ def begin(session: Session, text: str, attachments: Sequence[MediaRefPart] = ())
 def _end_unstarted(run: TurnRun) -> None:
     """End a turn that failed before it could start (its lease back), whatever state the connection is in."""
     try:
-        _finish(run, "error", dict(calm_error("chat_error")[1]))
+        _finish(run, calm_error("chat_error"))
     except Exception:
         logger.exception("ending turn %s after a failed start failed; its lease runs out instead", run.turn.pk)
 
@@ -220,16 +220,16 @@ def _drive(run: TurnRun, watched: bool = False) -> Iterator[LoopEvent | Phase]:
                 name, payload = step
                 channel.publish(name, payload)
                 if name in TERMINAL:
-                    terminal = (name, payload)
-                yield name, payload
+                    terminal = step
+                yield step
         except Exception:
             logger.exception("turn %s of session %s failed", turn.pk, turn.session_id)
             _with_retries(lambda: repair_orphans(run), "answering orphan tool calls")
         if terminal is None:
             terminal = calm_error("chat_error")
             channel.publish(*terminal)
-        terminal_id = channel.count() - 1  # (the terminal event is the turn's last)
-        _with_retries(lambda: _finish(run, *terminal, terminal_id), "recording the end of the turn")
+        ended, terminal_id = terminal, channel.count() - 1  # (the terminal event is the turn's last)
+        _with_retries(lambda: _finish(run, ended, terminal_id), "recording the end of the turn")
     finally:
         channel.close()  # whatever happened, followers get their end
     if terminal[0] == "error" and terminal[1].get("code") == "chat_error":
@@ -253,18 +253,25 @@ def _with_retries(action: Callable[[], Any], what: str, attempts: int = 3) -> No
                 time.sleep(0.5 * (2**attempt))
 
 
-def _finish(run: TurnRun, name: str, payload: Any, event_id: int | None = None) -> None:
+def _finish(run: TurnRun, terminal: LoopEvent, event_id: int | None = None) -> None:
     """Record the turn's terminal event (and the SSE id it was sent with, when it was sent here) and
     give the session's lease back (if this turn holds it)."""
     turn = run.turn
-    if name == "done":
-        status = Turn.STOPPED if payload.get("stop_reason") == "stopped" else Turn.DONE
-    else:
-        status = {"error": Turn.ERROR, "confirm": Turn.PAUSED}.get(name, Turn.DONE)
+    match terminal[0]:
+        case "done":
+            status = Turn.STOPPED if terminal[1].get("stop_reason") == "stopped" else Turn.DONE
+        case "error":
+            status = Turn.ERROR
+        case "confirm":
+            status = Turn.PAUSED
+        case "token" | "reasoning" | "tool_use" | "tool_result" | "effects":
+            status = Turn.DONE  # (never: a turn ends with its terminal event)
+        case _:
+            assert_never(terminal)
     ended = {
         "status": status,
-        "terminal_event": name,
-        "terminal_payload": payload,
+        "terminal_event": terminal[0],
+        "terminal_payload": terminal[1],
         "last_event_id": event_id,
         "finished_at": timezone.now(),
     }

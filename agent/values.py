@@ -9,7 +9,7 @@ surfaces (`agent.sse`, the chat panel, the terminal) encode them.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, Never, NotRequired, TypedDict
 
 # --- the neutral transcript (what `stream()` receives) ---------------------------------------
 
@@ -222,8 +222,56 @@ class ConfirmPayload(TypedDict):
 
 
 EventName = Literal["token", "reasoning", "tool_use", "tool_result", "effects", "error", "done", "confirm"]
-LoopEvent = tuple[EventName, Any]  # the payload's type follows the name (the classes above)
+# One event: the payload's type follows the name. Dispatch on the name with `match event[0]` (or
+# `item[1]` for a `StreamItem`), which narrows the whole tuple, and end with `assert_never` on it: a
+# type checker then names any kind left out. (Unpacked first, name and payload no longer narrow together.)
+LoopEvent = (
+    tuple[Literal["token", "reasoning"], TokenPayload]
+    | tuple[Literal["tool_use"], ToolUsePayload]
+    | tuple[Literal["tool_result"], ToolResultPayload]
+    | tuple[Literal["effects"], list[Effect]]
+    | tuple[Literal["error"], ErrorPayload]
+    | tuple[Literal["done"], DonePayload]
+    | tuple[Literal["confirm"], ConfirmPayload]
+)
 TERMINAL: tuple[EventName, ...] = ("done", "error", "confirm")
+
+# What a turn's channel (`agent.hub`) holds: its events, and in a bus's copy of it a heartbeat in the
+# place of each event trimmed off the bus. The channel keeps names and payloads as two parallel lists
+# (no tuple per token), so each list is typed loosely and a reader of both types them back together
+# (`TurnChannel.since` with a cast; `follow` reads the lists as `Any`, which costs nothing per token).
+StreamName = EventName | Literal["heartbeat"]
+StreamEvent = LoopEvent | tuple[Literal["heartbeat"], None]
+Payload = (
+    TokenPayload
+    | ToolUsePayload
+    | ToolResultPayload
+    | list[Effect]
+    | ErrorPayload
+    | DonePayload
+    | ConfirmPayload
+    | None
+)
+
+
+def unknown_kind(event: Never) -> None:
+    """The last case of a `match` over an event's kinds: a type checker names any kind of ours left out
+    (as `assert_never` would); at run time it lets pass an event of a kind this version does not know,
+    which a newer worker may publish on the bus during a rolling deploy."""
+
+
+# What a follower yields (`agent.follow`) and a surface encodes (`agent.sse`): (SSE id, name, payload),
+# the id None for what was not numbered (a heartbeat, an event rebuilt from the transcript).
+StreamItem = (
+    tuple[int | None, Literal["token", "reasoning"], TokenPayload]
+    | tuple[int | None, Literal["tool_use"], ToolUsePayload]
+    | tuple[int | None, Literal["tool_result"], ToolResultPayload]
+    | tuple[int | None, Literal["effects"], list[Effect]]
+    | tuple[int | None, Literal["error"], ErrorPayload]
+    | tuple[int | None, Literal["done"], DonePayload]
+    | tuple[int | None, Literal["confirm"], ConfirmPayload]
+    | tuple[int | None, Literal["heartbeat"], None]
+)
 
 
 class Phase(Enum):

@@ -202,11 +202,9 @@ def _json_events(batches: Iterator[list[Item]]) -> Iterator[bytes]:
 
 
 def _html_events(batches: Iterator[list[Item]], turn: Turn) -> Iterator[bytes]:
-    def one(event_id: int | None, name: str, payload: Any) -> bytes:
-        return sse.HEARTBEAT_BYTES if name == "heartbeat" else sse.encode_html(name, payload, turn, event_id)
-
+    encode = sse.encode_html
     for batch in batches:
-        yield one(*batch[0]) if len(batch) == 1 else b"".join(one(*item) for item in batch)
+        yield encode(batch[0], turn) if len(batch) == 1 else b"".join(encode(item, turn) for item in batch)
 
 
 def event_stream(chunks: Iterator[bytes]) -> StreamingHttpResponse:

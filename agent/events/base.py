@@ -14,13 +14,13 @@ from collections import deque
 from typing import Any
 
 from agent import hub
-from agent.values import EventName
+from agent.values import Payload, StreamName
 
 
 class TurnSink:
     """Where a running turn's events go beyond its process. This one goes nowhere (one process)."""
 
-    def publish(self, index: int, name: EventName, payload: Any) -> None:
+    def publish(self, index: int, name: StreamName, payload: Payload) -> None:
         """Event `index` (0-based in the turn, its SSE id) was published."""
 
     def close(self) -> None:

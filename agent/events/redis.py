@@ -38,7 +38,7 @@ from agent.conf import settings
 from agent.events import reader
 from agent.events.base import EventBus, Subscription, TurnSink
 from agent.events.reader import CONTROL, spawn
-from agent.values import EventName
+from agent.values import Payload, StreamName
 
 logger = logcontext.get_logger("agent.events")
 
@@ -87,7 +87,7 @@ class RedisTurnSink(TurnSink):
         self.lost = False  # a write failed: later events are not sent (followers use the database)
         self.marked = False  # the `2-0` entry that says so was sent
 
-    def publish(self, index: int, name: EventName, payload: Any) -> None:
+    def publish(self, index: int, name: StreamName, payload: Payload) -> None:
         if not self.lost:
             self.bus.writer.put((self, f"1-{index}", name, payload))
 
@@ -95,17 +95,22 @@ class RedisTurnSink(TurnSink):
         self.bus.writer.put((self, None, None, None))
 
 
+QueuedEvent = tuple[
+    RedisTurnSink, str | None, StreamName | None, Payload
+]  # (sink, entry id, name, payload); the end: (sink, None, None, None)
+
+
 class Writer:
     """One per process: sends the queued events of every running turn, a pipeline per wake-up."""
 
     def __init__(self, bus: RedisBus) -> None:
         self.bus = bus
-        self.queue: deque[tuple[RedisTurnSink, str | None, str | None, Any]] = deque()
+        self.queue: deque[QueuedEvent] = deque()
         self.ready = threading.Event()
         self.started = False
         self.lock = threading.Lock()
 
-    def put(self, item: tuple[RedisTurnSink, str | None, str | None, Any]) -> None:
+    def put(self, item: QueuedEvent) -> None:
         self.queue.append(item)
         self.ready.set()
         if not self.started:
@@ -131,7 +136,7 @@ class Writer:
                     for sink, *_ in batch:
                         sink.lost = True
 
-    def flush(self, batch: list[tuple[RedisTurnSink, str | None, str | None, Any]]) -> None:
+    def flush(self, batch: list[QueuedEvent]) -> None:
         pipe = self.bus.client.pipeline(transaction=False)
         max_len = settings.AGENT_EVENTS_MAX_LEN
         events: list[RedisTurnSink | None] = []  # whose event each command of the pipeline adds, if any

@@ -106,13 +106,12 @@ def _drive(run, session, case, result: CaseResult) -> None:
         for step in turns.drive(run):
             if isinstance(step, Phase):  # (never: this run does not ask for the marks)
                 continue
-            name, payload = step
-            if name == "tool_use":
-                result.tools.append(payload["name"])
-            elif name == "confirm":
-                confirm = payload
-            elif name == "error":
-                result.problems.append(f"error: {payload['code']}")
+            if step[0] == "tool_use":
+                result.tools.append(step[1]["name"])
+            elif step[0] == "confirm":
+                confirm = step[1]
+            elif step[0] == "error":
+                result.problems.append(f"error: {step[1]['code']}")
         if confirm is None:
             return
         for item in confirm["approvals"]:

@@ -105,7 +105,7 @@ def test_reject_answers_the_model_with_an_error_result(api, chat, script, risky)
     assert_transcript_valid(chat)
     # People read it as turned down, not as a failure: live on the page, and in the turn drawn again.
     chip = '<span class="chip-status" id="chip-d1-status" hx-swap-oob="true" data-status="declined">not approved</span>'
-    assert chip in sse.encode_html(*resumed[0], turn=None).decode()
+    assert chip in sse.encode_html((None, *resumed[0]), turn=None).decode()
     messages = list(chat.messages.prefetch_related("parts").order_by("position"))
     assert display.turn_result_statuses(messages, chat.pk) == {"d1": "declined"}
 
@@ -199,7 +199,7 @@ def test_a_new_message_answers_a_waiting_call_and_its_stream_says_so_first(api, 
     assert [n for n, _ in events] == ["tool_result", "token", "done"]
     assert events[0][1] == {"id": "d1", "name": "danger", "status": "error", "result": {"error": NOT_APPROVED}}
     assert risky == []
-    html = sse.encode_html(*events[0], turn=None).decode()
+    html = sse.encode_html((None, *events[0]), turn=None).decode()
     assert 'data-status="declined">not approved</span>' in html
     assert '<div id="chip-d1-ask" hx-swap-oob="true"><p class="note">Not approved: the chat went on' in html
     assert_transcript_valid(chat)

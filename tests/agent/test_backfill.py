@@ -8,7 +8,7 @@ from agent.backfill import Sent
 
 
 def had(*events: tuple[str, Any]) -> Sent:
-    return Sent.of([name for name, _ in events], [payload for _, payload in events])
+    return Sent.of(events)
 
 
 def token(text: str) -> tuple[str, Any]:

@@ -122,7 +122,9 @@ def test_the_live_chip_names_the_post_too(team):
     post = make_post(team.blog, "Morning <light>")
     session = chat_with_calls(team.owner, team.blog, [])
     turn = Turn.objects.create(session=session)
-    data = sse.encode_html("tool_use", {"id": "c9", "name": "publish_post", "input": {"post_id": post.pk}}, turn)
+    data = sse.encode_html(
+        (None, "tool_use", {"id": "c9", "name": "publish_post", "input": {"post_id": post.pk}}), turn
+    )
     shown = "post: “Morning &lt;light&gt;”"
     assert f'<span class="chip-input" title="{shown}">{shown}</span>' in data.decode()
 

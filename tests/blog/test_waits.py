@@ -71,7 +71,7 @@ def test_a_wait_shown_later_is_what_is_left_of_it(team, ago, left):
         assert [int(s["data-retry-seconds"]) for s in spans] in ([left], [left - 1])
         assert f"(try again in {spans[0]['data-retry-seconds']} s)</span>" in html
     # The stream's final fragment (a stream opened again after the turn ended) says the same.
-    final = encode_html("error", turn.terminal_payload, turn).decode()
+    final = encode_html((None, "error", turn.terminal_payload), turn).decode()
     assert [int(s["data-retry-seconds"]) for s in retry_spans(final)] in (
         ([], []) if left is None else ([left], [left - 1])
     )
@@ -82,7 +82,7 @@ def test_an_error_in_the_chat_log_is_no_alert_of_its_own(team):
     set_consent(team.editor, team.blog, [READ])
     turn = _failed_turn(team, timedelta(0))
     page = browser(team.editor).get(f"/blogs/notes/?chat={turn.session_id}").content.decode()
-    final = encode_html("error", turn.terminal_payload, turn).decode()
+    final = encode_html((None, "error", turn.terminal_payload), turn).decode()
     for html in (page, final):
         assert ("p", {"class": "chat-error"}) in tags_of(html)
         assert 'role="alert"' not in html

@@ -20,6 +20,7 @@ from agent.exceptions import NothingToResume, TurnInProgress
 from agent.models import Session
 from agent.policy import get_policy
 from agent.templatetags.agent_waits import wait
+from agent.values import ApprovalPayload
 from blog.chat import BlogChatPolicy, blog_of
 
 STYLE = {"reasoning": "\033[2m", "tool": "\033[36m", "error": "\033[31m", "reset": "\033[0m"}
@@ -98,21 +99,20 @@ class Command(BaseCommand):
 
     def _follow(self, run) -> None:
         """Show the turn as it runs; then put the calls it left waiting to the person, and go on."""
-        waiting: list[dict] = []
+        waiting: list[ApprovalPayload] = []
         self.last_call = None  # the tool call shown last in this turn, whose result goes on its line
         self.stdout.write("assistant> ", ending="")
         for item in turns.drive(run, watched=True):  # (its lease kept while the model thinks)
             if isinstance(item, tuple):  # (a driver's phase marks are not events)
-                name, payload = item
-                if name == "confirm":
-                    waiting = payload["approvals"]
-                self.stdout.write(self._render(name, payload), ending="")
+                if item[0] == "confirm":
+                    waiting = item[1]["approvals"]
+                self.stdout.write(self._render(*item), ending="")
                 self.stdout.flush()
         self.stdout.write("\n")
         if waiting:
             self._decide(run.session, waiting)
 
-    def _decide(self, session: Session, waiting: list[dict]) -> None:
+    def _decide(self, session: Session, waiting: list[ApprovalPayload]) -> None:
         """Each waiting call approved or refused, as the chat panel's buttons do (`agent.views.resolve_approval`)."""
         if not get_policy().access(session).use:
             self.stderr.write("You may no longer use the assistant here.")
