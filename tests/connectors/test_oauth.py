@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -445,3 +446,24 @@ def test_a_code_not_yet_exchanged_when_the_grant_is_revoked_gets_no_token(team):
     again = connect(team.owner, team.blog.slug, ALL, client_id=client_id)  # connected again: works as new
     assert again.mcp(INIT).status_code == 200
     assert exchange(client_id, params["code"], verifier).status_code == 400  # the old code stays spent
+
+
+def test_no_code_or_token_reaches_the_log_even_with_the_root_logger_at_debug(team, caplog):
+    """`LOG_LEVEL=DEBUG` (an operator chasing a problem) set the root logger, and with it oauthlib's, to
+    DEBUG: its records carry the authorization code it made, the refresh token it checked and every
+    token it issued, whole, while the database keeps only their digests. Its and django-oauth-toolkit's
+    loggers now stay at INFO whatever the root logger's level; at INFO neither writes a credential."""
+    caplog.set_level(logging.DEBUG)  # the root logger, as LOG_LEVEL=DEBUG sets it
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    issued = exchange(client_id, params["code"], verifier).json()
+    data = {"grant_type": "refresh_token", "refresh_token": issued["refresh_token"], "client_id": client_id}
+    fresh = Client().post("/oauth/token/", data).json()
+    Client().post("/oauth/token/", data)  # the old refresh token again: a replay
+    Client().post("/oauth/revoke/", {"token": fresh["access_token"], "client_id": client_id})
+
+    secrets = [params["code"], verifier, *(issued[k] for k in ("access_token", "refresh_token"))]
+    secrets += [fresh["access_token"], fresh["refresh_token"]]
+    lines = [caplog.handler.format(record) for record in caplog.records]
+    assert lines  # (the flow did log: registration, at INFO)
+    assert not [line for line in lines if any(secret in line for secret in secrets)]
