@@ -88,6 +88,50 @@ def test_registration_refuses_bad_redirect_uris(uri):
 @pytest.mark.parametrize(
     "uri",
     [
+        # (JSON escapes: a NUL, a lone surrogate; PostgreSQL can hold neither, so each was a 500)
+        "http://127.0.0.1:5999/cb\\u0000",
+        "http://127.0.0.1:5999/c\\u0000b?x=1",
+        "https://app.example/cb\\ud800",
+        "https://app.example/cb\\u001b[2J",  # a terminal's escape
+        "https://app.example/cb\\u202e",  # a bidirectional override
+    ],
+)
+def test_registration_refuses_a_redirect_uri_with_control_characters(uri):
+    body = '{"redirect_uris": ["' + uri + '"]}'  # (written out: json.dumps would escape the backslashes)
+    response = Client().post("/oauth/register/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_client_metadata",
+        "error_description": "Invalid redirect URI: a redirect URI may not contain control characters.",
+    }
+    assert not get_application_model().objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("Desk\\u0000Bot", "DeskBot"),
+        ("Desk\\ud800Bot", "DeskBot"),
+        ("\\u001b[31mDesk\\u001b[0m Bot", "[31mDesk[0m Bot"),  # no escape sequence reaches the log line
+        ("Desk Bot\\u202e\\u0000", "Desk Bot"),
+        ("\\u0000\\u200b", "Unnamed client"),
+    ],
+)
+def test_a_clients_name_keeps_no_control_or_format_characters(name, kept, caplog):
+    """The name is shown on the consent page and the Clients screen, and logged: a NUL or a lone
+    surrogate (PostgreSQL holds neither) was a 500 for anyone, a terminal's escape reached the
+    operator's log line as it was, a right-to-left override turned the rest of the name around."""
+    body = '{"client_name": "' + name + '", "redirect_uris": ["' + REDIRECT + '"]}'
+    response = Client().post("/oauth/register/", data=body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert response.json()["client_name"] == kept
+    assert get_application_model().objects.get().name == kept
+    assert not [r for r in caplog.records if "\x1b" in r.getMessage()]
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
         "https://claude.ai/api/mcp/auth_callback",
         "https://xn--bcher-kva.example:8443/cb?from=mcp",
         "http://127.0.0.1:5999/callback",
