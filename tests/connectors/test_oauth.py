@@ -511,3 +511,63 @@ def test_no_code_or_token_reaches_the_log_even_with_the_root_logger_at_debug(tea
     lines = [caplog.handler.format(record) for record in caplog.records]
     assert lines  # (the flow did log: registration, at INFO)
     assert not [line for line in lines if any(secret in line for secret in secrets)]
+
+
+@pytest.mark.parametrize("field", ["client_id", "code_challenge", "nonce", "state", "blog"])
+def test_a_nul_in_an_authorization_request_is_refused_calmly(team, field):
+    """PostgreSQL cannot hold a NUL nor look one up: a client id with one was a 500 as the page opened,
+    a challenge or nonce with one a 500 when the person approved (the code's row could not be written)."""
+    client_id = register()
+    query = authorize_query(client_id, pkce()[1])
+    browser = Client()
+    browser.force_login(team.owner)
+    form = {"blog": team.blog.slug, "allow": ALL, "decision": "approve"}
+    if field == "blog":
+        form["blog"] += "\x00"
+    else:
+        query[field] = query.get(field, "n-1") + "\x00"
+    url = "/oauth/authorize/?" + urlencode(query)
+
+    opened = [] if field == "blog" else [browser.get(url)]  # (the blog is chosen in the form)
+    for response in [*opened, browser.post(url, form)]:
+        assert response.status_code == 400
+        assert "A parameter of this request holds a NUL character." in response.content.decode()
+    assert not Consent.objects.filter(client=client_id).exists()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "field"),
+    [
+        ("token", "code"),
+        ("token", "client_id"),
+        ("token", "code_verifier"),
+        ("refresh", "client_id"),
+        ("refresh", "refresh_token"),
+        ("revoke", "client_id"),
+        ("revoke", "token"),
+    ],
+)
+def test_a_nul_in_a_token_or_revocation_request_is_refused_calmly(team, endpoint, field):
+    """(A client id with a NUL was a 500 at the token endpoint, for a refresh, and at revocation.)"""
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    issued = exchange(client_id, params["code"], verifier).json()
+    if endpoint == "token":
+        params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+        url, data = "/oauth/token/", {"grant_type": "authorization_code", "code": params["code"]}
+        data.update(redirect_uri=REDIRECT, client_id=client_id, code_verifier=verifier, resource=RESOURCE)
+    elif endpoint == "refresh":
+        url = "/oauth/token/"
+        data = {"grant_type": "refresh_token", "refresh_token": issued["refresh_token"], "client_id": client_id}
+    else:
+        url, data = "/oauth/revoke/", {"token": issued["access_token"], "client_id": client_id}
+    data[field] += "\x00"
+
+    response = Client().post(url, data)
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "error_description": "A parameter of this request holds a NUL character.",
+    }
+    assert get_access_token_model().objects.filter(application__client_id=client_id).count() == 1
