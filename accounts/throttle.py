@@ -48,9 +48,10 @@ def counted_username(typed: str) -> str:
 
     Normalised as Django's `UsernameField` normalises it before authenticating (NFKC), so `ｄａｖｅ`
     and `𝐝ave`, which sign in as `dave`, count as `dave`; then case-folded, so case never opens a
-    fresh counter either.
+    fresh counter either. A NUL, which no username has (Django's form refuses it) and PostgreSQL
+    cannot hold, is counted as U+FFFD.
     """
-    return unicodedata.normalize("NFKC", typed or "").strip().casefold()[:150]
+    return unicodedata.normalize("NFKC", typed or "").strip().casefold()[:150].replace("\x00", "\ufffd")
 
 
 def address(request) -> str | None:

@@ -75,7 +75,8 @@ def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:
     """Add the named user; what was asked for and, when it failed, why (shown beside the field)."""
     username, role = request.POST.get("username", "").strip(), request.POST.get("role", Seat.AUTHOR)
     adding = {"username": username, "role": role, "error": ""}
-    user = get_user_model().objects.filter(username=username).first() if username else None
+    # (no username has a NUL, which PostgreSQL could not look up: a 500)
+    user = get_user_model().objects.filter(username=username).first() if username and "\x00" not in username else None
     if role not in dict(_GRANTABLE_ROLES):
         adding["error"] = "Choose editor, author or viewer."
     elif not username:

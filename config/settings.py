@@ -317,6 +317,10 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "botocore": {"level": "WARNING"},
         "pypdf": {"level": "ERROR"},  # a malformed upload's parse warnings are not ours to report
+        # At DEBUG these write the codes and tokens they handle, whole (the database keeps digests):
+        # LOG_LEVEL, but never below INFO.
+        "oauthlib": {"level": max(logging.INFO, logging.getLevelNamesMapping()[LOG_LEVEL])},
+        "oauth2_provider": {"level": max(logging.INFO, logging.getLevelNamesMapping()[LOG_LEVEL])},
     },
 }
 

@@ -8,8 +8,11 @@ call reads the client's Consent on that blog and the person's live seat (`blog.g
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import wraps
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.scopes import get_scopes_backend
@@ -77,3 +80,33 @@ class ConnectorValidator(OAuth2Validator):
         # The blog operations' scopes, plus the one `blog:<id>` binding the consent page adds.
         known = get_scopes_backend().get_all_scopes()
         return all(scope in known or BLOG_SCOPE.fullmatch(scope) for scope in scopes)
+
+
+HOLDS_NUL = "A parameter of this request holds a NUL character."
+
+
+def holds_nul(request: HttpRequest) -> bool:
+    """Whether a parameter of the request, in its query string or form body, holds a NUL."""
+    query = request.META.get("QUERY_STRING", "")
+    if "%00" in query or "\x00" in query:
+        return True
+    return request.method == "POST" and any(
+        "\x00" in k or any("\x00" in v for v in vs) for k, vs in request.POST.lists()
+    )
+
+
+def refuse_nul(view: Callable[..., HttpResponseBase], *, page: bool = False) -> Callable[..., HttpResponseBase]:
+    """`view`, answering a request whose parameters hold a NUL with `400 invalid_request` (a page for the
+    person's browser with `page`). PostgreSQL can neither hold a NUL nor look one up, and oauthlib and
+    django-oauth-toolkit look up and store what the request says as it is (its client id, code,
+    challenge, nonce): each was a 500. No parameter of OAuth has a NUL."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponseBase:
+        if not holds_nul(request):
+            return view(request, *args, **kwargs)
+        if page:
+            return render(request, "connectors/oauth_error.html", {"message": HOLDS_NUL}, status=400)
+        return JsonResponse({"error": "invalid_request", "error_description": HOLDS_NUL}, status=400)
+
+    return checked

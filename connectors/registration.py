@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import time
+import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -51,12 +52,21 @@ def is_ip_address(host: str) -> bool:
     return "%" not in host
 
 
+def unprintable(char: str) -> bool:
+    """Whether `char` is a control, format, surrogate, private-use or unassigned code point (Unicode's
+    "other" categories): a NUL or a lone surrogate (which PostgreSQL cannot hold), a terminal's escape,
+    a right-to-left override."""
+    return unicodedata.category(char).startswith("C")
+
+
 def redirect_uri_problem(uri: Any) -> str | None:
     """Why `uri` cannot be a redirect URI here, or None when it can."""
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH or uri != uri.strip():
         return "each redirect URI must be a non-empty string"
     if any(c.isspace() for c in uri):
         return "a redirect URI may not contain whitespace"
+    if any(unprintable(c) for c in uri):
+        return "a redirect URI may not contain control characters"
     try:
         parts = urlsplit(uri)
         parts.port  # noqa: B018 (raises ValueError on a bad port)
@@ -101,7 +111,9 @@ def clean_metadata(data: Any) -> dict[str, Any]:
     name = data.get("client_name") or "Unnamed client"
     if not isinstance(name, str):
         raise InvalidMetadata("client_name must be a string.")
-    return {"name": " ".join(name.split())[:200] or "Unnamed client", "redirect_uris": list(dict.fromkeys(uris))}
+    # (shown on the consent page and the Clients screen, and logged: only printable characters are kept)
+    name = " ".join("".join(c for c in name if c.isspace() or not unprintable(c)).split())[:200]
+    return {"name": name or "Unnamed client", "redirect_uris": list(dict.fromkeys(uris))}
 
 
 def seconds_limited(request: HttpRequest) -> int:

@@ -211,6 +211,24 @@ def test_unicode_variants_share_the_counter_on_the_admin_sign_in(django_user_mod
     assert "_auth_user_id" not in client.session
 
 
+@pytest.mark.parametrize("sign_in", [attempt, admin_attempt], ids=["site", "admin"])
+@pytest.mark.parametrize("typed", ["ali\x00ce", "alice\x00", "\x00"])
+def test_a_username_with_a_nul_character_is_a_failed_sign_in_not_a_server_error(
+    django_user_model, settings, sign_in, typed
+):
+    """The failure is written before the password is checked, under the username as typed: PostgreSQL
+    cannot hold a NUL, so every such attempt (no account needed) was a 500 and a traceback, and was
+    never counted. Now it is counted with the NUL read as U+FFFD (no username has one), and the
+    form refuses it as Django's does."""
+    settings.LOGIN_FAILURES_PER_15_MINUTES = 3
+    django_user_model.objects.create_superuser("alice", password="right-pass-123")
+    client = Client()
+
+    assert sign_in(client, typed, "right-pass-123").status_code == 200
+    assert "_auth_user_id" not in client.session
+    assert list(FailedLogin.objects.values_list("username", flat=True)) == [typed.replace("\x00", "\ufffd")]
+
+
 def test_behind_the_proxy_failures_count_per_client_address(django_user_model, settings):
     """Every request comes from the proxy; its `X-Forwarded-For` says whose it is."""
     settings.LOGIN_FAILURES_PER_15_MINUTES = 3

@@ -121,3 +121,36 @@ def test_a_wrong_password_is_checked_once_and_refused(alice, monkeypatch):
     assert checks == ["wrong"]
     checks.clear()
     assert sign_in() and checks == ["right-pass-123"]
+
+
+def test_signing_in_never_keeps_a_session_key_someone_else_chose(alice, settings):
+    """Guard (session fixation): a key planted in the browser before signing in (another site's
+    cookie injection, a shared computer) is not the key of the signed-in session, and no longer
+    stands for anything."""
+    planted = Client()
+    planted.get("/accounts/login/")
+    session = planted.session
+    session["seen"] = True
+    session.save()
+    key = session.session_key
+    victim = client_with(key, settings)
+
+    assert victim.post("/accounts/login/", {"username": "alice", "password": "right-pass-123"}).status_code == 302
+
+    assert victim.cookies[settings.SESSION_COOKIE_NAME].value != key
+    assert not StoredSession.objects.filter(pk=key).exists()
+    assert user_of(client_with(key, settings)) == SIGNED_OUT
+    assert user_of(victim) == SIGNED_IN
+
+
+def test_a_password_change_keeps_this_session_under_a_new_key_and_ends_the_others(alice):
+    """Guard: the person changing their password stays signed in (Django's update_session_auth_hash,
+    with a new key); every other session of theirs (a thief's) is signed out at its next request."""
+    mine, thiefs = sign_in(), sign_in()
+    before = mine.cookies["sessionid"].value
+    change = {"old_password": "right-pass-123", "new_password1": "Zz-new-pass-987", "new_password2": "Zz-new-pass-987"}
+
+    assert mine.post("/accounts/password_change/", change).status_code == 302
+
+    assert mine.cookies["sessionid"].value != before
+    assert (user_of(mine), user_of(thiefs)) == (SIGNED_IN, SIGNED_OUT)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
 from django.test import Client
 
@@ -76,3 +78,45 @@ def test_the_sign_in_page_says_what_to_do_about_a_forgotten_password():
     person who forgot theirs with nowhere to go."""
     page = Client().get("/accounts/login/").content.decode()
     assert "Forgot your password? Ask the site's administrator to reset it." in page
+
+
+OFF_SITE = [
+    "//evil.example",
+    "/\\evil.example",
+    "\\\\evil.example",
+    "https:evil.example",
+    "https:/evil.example",
+    "http://evil.example",
+    "///evil.example",
+    "/\t/evil.example",
+    " //evil.example",
+    "//testserver@evil.example",
+    "javascript:alert(1)",
+]
+
+
+@pytest.mark.parametrize("where", OFF_SITE)
+def test_signing_in_or_out_never_sends_the_person_off_the_site(django_user_model, where):
+    """Guard: `next=` in the sign-in page's address or form, and on signing out, is followed only to a
+    page of this site (Django's own check); anything else goes to the default page. (What only reads as
+    off-site once decoded, `%2F%2Fevil.example` or `/%5Cevil.example`, is a path here and stays one.)"""
+    django_user_model.objects.create_user("alice", password="right-pass-123")
+    signed_in = {"username": "alice", "password": "right-pass-123"}
+    client = Client()
+    in_address = client.post("/accounts/login/?" + urlencode({"next": where}), signed_in)
+    in_form = client.post("/accounts/login/", {**signed_in, "next": where})
+    page = client.get("/accounts/login/", {"next": where}).content.decode()
+    out = client.post("/accounts/logout/?" + urlencode({"next": where}))
+
+    assert (in_address["Location"], in_form["Location"], out["Location"]) == ("/", "/", "/accounts/login/")
+    assert 'name="next" value=""' in page
+
+
+def test_an_htmx_request_signed_out_goes_back_only_to_a_page_of_this_site():
+    """Guard: the sign-in redirect of a fragment (`SignInAsAPageMiddleware`) takes the page to return
+    to from `HX-Current-URL` only when it is this site's; another origin's is never named."""
+    fragment = {"HTTP_HX_REQUEST": "true"}
+    ours = Client().get("/blogs/notes/posts/", HTTP_HX_CURRENT_URL="http://testserver/blogs/notes/", **fragment)
+    theirs = Client().get("/blogs/notes/posts/", HTTP_HX_CURRENT_URL="http://evil.example/x", **fragment)
+    assert ours["HX-Redirect"] == "/accounts/login/?next=%2Fblogs%2Fnotes%2F"
+    assert theirs["HX-Redirect"] == "/accounts/login/?next=%2F"

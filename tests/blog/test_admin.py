@@ -298,3 +298,87 @@ def test_a_deleted_blog_takes_its_members_chats_and_their_files_with_it(
         assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/delete/", {"post": "yes"}).status_code == 302
     assert set(Session.objects.values_list("pk", flat=True)) == {kept.pk, unlinked.pk}
     assert gone == [f"agent/{chats[0].pk}/a.png"]
+
+
+MARKUP = "<script>alert(1)</script>"
+
+
+def test_markup_in_transcripts_tools_clients_and_titles_is_text_on_every_admin_page(team, auditor):
+    """Guard: what people, models and connected clients wrote (a chat's title and words, a tool's name,
+    input and result, an approval's description, a post's title, a client's name, an audit row) shown
+    on every list and change page of the admin, as an auditor opens them, is escaped text."""
+    from datetime import timedelta
+
+    from django.apps import apps
+    from django.contrib import admin
+    from django.utils import timezone
+    from oauth2_provider.models import get_application_model
+
+    from agent.models import Approval, Message, Part, Session
+    from connectors.models import McpCall
+
+    chat = Session.objects.create(user=team.owner, title=MARKUP)
+    said = Message.objects.create(
+        session=chat, role="assistant", position=0, model_id=MARKUP, stop_reason=MARKUP[:30], tools_offered=[MARKUP]
+    )
+    call = {"tool_name": MARKUP, "tool_use_id": MARKUP}
+    Part.objects.create(message=said, position=0, type="text", text=MARKUP)
+    Part.objects.create(message=said, position=1, type="tool_use", tool_input={MARKUP: MARKUP}, **call)
+    Part.objects.create(message=said, position=2, type="tool_result", tool_result={MARKUP: MARKUP}, **call)
+    Part.objects.create(message=said, position=3, type="image", text=MARKUP, media_type="image/png", media_ref="k")
+    expires = timezone.now() + timedelta(hours=1)
+    Approval.objects.create(session=chat, message=said, description=MARKUP, detail=MARKUP, expires_at=expires, **call)
+    post = make_post(team.blog, MARKUP, MARKUP, author=team.owner)
+    PostRevision.objects.create(post=post, blog=team.blog, action="create", user=team.owner, chat_session=chat)
+    Consent.objects.create(user=team.owner, blog=team.blog, client="c-1", client_name=MARKUP, scopes=[READ])
+    McpCall.objects.create(client_id=MARKUP, client_name=MARKUP, tool=MARKUP, input={MARKUP: 1}, status="ok")
+    get_application_model().objects.create(
+        name=MARKUP, client_type="public", authorization_grant_type="authorization-code", redirect_uris="https://a.b/c"
+    )
+
+    pages, shown = 0, 0
+    for model in (m for m in apps.get_models() if admin.site.is_registered(m)):
+        changelist = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"
+        for url in [changelist, *(f"{changelist}{pk}/change/" for pk in model.objects.values_list("pk", flat=True))]:
+            response = auditor.get(url)
+            assert response.status_code == 200, url
+            assert MARKUP not in response.content.decode(), url
+            pages += 1
+            shown += "&lt;script&gt;alert(1)&lt;/script&gt;" in response.content.decode()
+    assert pages > 40 and shown > 15  # (every list and each row's page; the text is there, as text)
+
+
+def test_a_staff_member_who_may_only_look_fires_no_action(team, django_user_model):
+    """Guard: actions are offered, and run, only with their permission: a staff member with every view
+    permission (an auditor) asks to delete chats, posts and seats and to revoke a grant, and nothing
+    changes; nor can they edit a seat or a person."""
+    from django.contrib.auth.models import Permission
+
+    from agent.models import Session
+
+    staff = django_user_model.objects.create_user("looker", password="looker-pass-123", is_staff=True)
+    staff.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    chat = Session.objects.create(user=team.owner)
+    post = make_post(team.blog, author=team.owner)
+    consent = set_consent(team.editor, team.blog, ALL)
+    seat = team.seat("viewer")
+    looker = browser(staff)
+
+    for url, action, pk in [
+        ("/admin/agent/session/", "delete_selected", chat.pk),
+        ("/admin/blog/post/", "delete_selected", post.pk),
+        ("/admin/blog/seat/", "delete_selected", seat.pk),
+        ("/admin/blog/consent/", "revoke", consent.pk),
+    ]:
+        assert looker.get(url).status_code == 200  # (they do see the list)
+        looker.post(url, {"action": action, "_selected_action": [pk], "post": "yes"})
+    edit = {"user": seat.user_id, "blog": team.blog.pk, "role": Seat.OWNER}
+    assert looker.post(f"/admin/blog/seat/{seat.pk}/change/", edit).status_code == 403
+    promote = {"username": "viewer", "is_staff": "on", "is_superuser": "on"}
+    assert looker.post(f"/admin/auth/user/{team.viewer.pk}/change/", promote).status_code == 403
+
+    assert Session.objects.filter(pk=chat.pk).exists() and Post.objects.filter(pk=post.pk).exists()
+    assert Seat.objects.get(pk=seat.pk).role == Seat.VIEWER
+    assert Consent.objects.get(pk=consent.pk).revoked_at is None
+    team.viewer.refresh_from_db()
+    assert not (team.viewer.is_staff or team.viewer.is_superuser)

@@ -302,6 +302,20 @@ def test_create_post_needs_a_title(team):
     assert Post.objects.count() == 0 and PostRevision.objects.count() == 0
 
 
+def test_a_nul_in_a_posts_title_or_body_is_kept_as_a_replacement_character(team):
+    """PostgreSQL's text columns cannot hold a NUL: a form that sent one (pasted in) was a 500, new or
+    edited. The one write path reads it as U+FFFD, as the chat's messages and the tools' input are."""
+    client = browser(team.owner)
+    response = client.post("/blogs/notes/posts/new/", {"title": "Odd\x00one", "body": "a\x00b"})
+    assert response.status_code == 302
+    post = Post.objects.get()
+    assert (post.title, post.body) == ("Odd\ufffdone", "a\ufffdb")
+    edit = client.post(f"/blogs/notes/posts/{post.pk}/edit/", {"title": "\x00Again", "body": "c\x00"})
+    assert edit.status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.body) == ("\ufffdAgain", "c\ufffd")
+
+
 def test_viewer_cannot_create(team):
     client = browser(team.viewer)
     assert client.get("/blogs/notes/posts/new/").status_code == 404
@@ -848,6 +862,7 @@ def test_owner_adds_a_member_by_username(team, django_user_model):
         {"action": "add", "username": "editor", "role": "viewer"},  # already a member
         {"action": "add", "username": "outsider", "role": "owner"},
         {"action": "add", "username": "outsider", "role": "superuser"},
+        {"action": "add", "username": "outsider\x00", "role": "author"},  # (was a 500 on PostgreSQL)
     ],
 )
 def test_bad_member_additions_change_nothing(team, data):

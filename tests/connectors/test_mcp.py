@@ -63,6 +63,38 @@ def test_calls_go_through_the_one_write_path_and_are_audited(team):
     assert Consent.objects.get(pk=consent.pk).last_used_at is not None
 
 
+@pytest.mark.parametrize(
+    ("spelled", "read"),
+    [
+        ("\\u0000", "\ufffd"),  # a NUL
+        ("\\ud800", "\ufffd"),  # a lone surrogate, as JSON may escape one
+        (b"\xed\xa0\x80".decode("latin-1"), "\ufffd"),  # one encoded in UTF-8, which Python's parser reads too
+    ],
+    ids=["nul", "escaped-surrogate", "encoded-surrogate"],
+)
+def test_a_nul_or_lone_surrogate_in_a_call_is_read_as_a_replacement_character(team, spelled, read):
+    """PostgreSQL can hold neither, nor look one up: a title, a search or an argument's name with one was
+    `-32603` "Internal error", a traceback, and no audit row (so the call went uncounted by the rate
+    limit). Read as U+FFFD, as the chat's API reads a NUL."""
+    conn = connect(team.owner, team.blog.slug, ALL)
+
+    def call(name: str, arguments: str) -> dict:
+        body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "%s", "arguments": %s}}'
+        response = conn.mcp(None, raw=(body % (name, arguments)).encode("latin-1"))
+        assert response.status_code == 200
+        return response.json()
+
+    made = call("create_post", '{"title": "Odd@ title", "body": "b@"}'.replace("@", spelled))
+    assert made["result"]["isError"] is False, made
+    post = Post.objects.get(blog=team.blog)
+    assert (post.title, post.body) == (f"Odd{read} title", f"b{read}")
+    found = call("list_posts", '{"query": "Odd@"}'.replace("@", spelled))["result"]["structuredContent"]
+    assert [p["id"] for p in found["items"]] == [post.pk]
+    unknown = call("get_post", '{"post_id": %d, "x@": 1}'.replace("@", spelled) % post.pk)
+    assert unknown["result"]["isError"] is True  # an argument the schema does not know, said to the client
+    assert McpCall.objects.count() == 3
+
+
 def test_the_audit_keeps_a_bounded_record_of_a_calls_input(team):
     # A viewer's read-only client may send 256 KB of arguments a call, refused or not, 60 calls a
     # minute: kept whole, one client alone would add 22 GB a day to the audit, which nothing deletes.

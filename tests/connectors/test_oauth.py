@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -82,6 +83,50 @@ def test_registration_refuses_bad_redirect_uris(uri):
     )
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        # (JSON escapes: a NUL, a lone surrogate; PostgreSQL can hold neither, so each was a 500)
+        "http://127.0.0.1:5999/cb\\u0000",
+        "http://127.0.0.1:5999/c\\u0000b?x=1",
+        "https://app.example/cb\\ud800",
+        "https://app.example/cb\\u001b[2J",  # a terminal's escape
+        "https://app.example/cb\\u202e",  # a bidirectional override
+    ],
+)
+def test_registration_refuses_a_redirect_uri_with_control_characters(uri):
+    body = '{"redirect_uris": ["' + uri + '"]}'  # (written out: json.dumps would escape the backslashes)
+    response = Client().post("/oauth/register/", data=body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_client_metadata",
+        "error_description": "Invalid redirect URI: a redirect URI may not contain control characters.",
+    }
+    assert not get_application_model().objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("Desk\\u0000Bot", "DeskBot"),
+        ("Desk\\ud800Bot", "DeskBot"),
+        ("\\u001b[31mDesk\\u001b[0m Bot", "[31mDesk[0m Bot"),  # no escape sequence reaches the log line
+        ("Desk Bot\\u202e\\u0000", "Desk Bot"),
+        ("\\u0000\\u200b", "Unnamed client"),
+    ],
+)
+def test_a_clients_name_keeps_no_control_or_format_characters(name, kept, caplog):
+    """The name is shown on the consent page and the Clients screen, and logged: a NUL or a lone
+    surrogate (PostgreSQL holds neither) was a 500 for anyone, a terminal's escape reached the
+    operator's log line as it was, a right-to-left override turned the rest of the name around."""
+    body = '{"client_name": "' + name + '", "redirect_uris": ["' + REDIRECT + '"]}'
+    response = Client().post("/oauth/register/", data=body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert response.json()["client_name"] == kept
+    assert get_application_model().objects.get().name == kept
+    assert not [r for r in caplog.records if "\x1b" in r.getMessage()]
 
 
 @pytest.mark.parametrize(
@@ -445,3 +490,84 @@ def test_a_code_not_yet_exchanged_when_the_grant_is_revoked_gets_no_token(team):
     again = connect(team.owner, team.blog.slug, ALL, client_id=client_id)  # connected again: works as new
     assert again.mcp(INIT).status_code == 200
     assert exchange(client_id, params["code"], verifier).status_code == 400  # the old code stays spent
+
+
+def test_no_code_or_token_reaches_the_log_even_with_the_root_logger_at_debug(team, caplog):
+    """`LOG_LEVEL=DEBUG` (an operator chasing a problem) set the root logger, and with it oauthlib's, to
+    DEBUG: its records carry the authorization code it made, the refresh token it checked and every
+    token it issued, whole, while the database keeps only their digests. Its and django-oauth-toolkit's
+    loggers now stay at INFO whatever the root logger's level; at INFO neither writes a credential."""
+    caplog.set_level(logging.DEBUG)  # the root logger, as LOG_LEVEL=DEBUG sets it
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    issued = exchange(client_id, params["code"], verifier).json()
+    data = {"grant_type": "refresh_token", "refresh_token": issued["refresh_token"], "client_id": client_id}
+    fresh = Client().post("/oauth/token/", data).json()
+    Client().post("/oauth/token/", data)  # the old refresh token again: a replay
+    Client().post("/oauth/revoke/", {"token": fresh["access_token"], "client_id": client_id})
+
+    secrets = [params["code"], verifier, *(issued[k] for k in ("access_token", "refresh_token"))]
+    secrets += [fresh["access_token"], fresh["refresh_token"]]
+    lines = [caplog.handler.format(record) for record in caplog.records]
+    assert lines  # (the flow did log: registration, at INFO)
+    assert not [line for line in lines if any(secret in line for secret in secrets)]
+
+
+@pytest.mark.parametrize("field", ["client_id", "code_challenge", "nonce", "state", "blog"])
+def test_a_nul_in_an_authorization_request_is_refused_calmly(team, field):
+    """PostgreSQL cannot hold a NUL nor look one up: a client id with one was a 500 as the page opened,
+    a challenge or nonce with one a 500 when the person approved (the code's row could not be written)."""
+    client_id = register()
+    query = authorize_query(client_id, pkce()[1])
+    browser = Client()
+    browser.force_login(team.owner)
+    form = {"blog": team.blog.slug, "allow": ALL, "decision": "approve"}
+    if field == "blog":
+        form["blog"] += "\x00"
+    else:
+        query[field] = query.get(field, "n-1") + "\x00"
+    url = "/oauth/authorize/?" + urlencode(query)
+
+    opened = [] if field == "blog" else [browser.get(url)]  # (the blog is chosen in the form)
+    for response in [*opened, browser.post(url, form)]:
+        assert response.status_code == 400
+        assert "A parameter of this request holds a NUL character." in response.content.decode()
+    assert not Consent.objects.filter(client=client_id).exists()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "field"),
+    [
+        ("token", "code"),
+        ("token", "client_id"),
+        ("token", "code_verifier"),
+        ("refresh", "client_id"),
+        ("refresh", "refresh_token"),
+        ("revoke", "client_id"),
+        ("revoke", "token"),
+    ],
+)
+def test_a_nul_in_a_token_or_revocation_request_is_refused_calmly(team, endpoint, field):
+    """(A client id with a NUL was a 500 at the token endpoint, for a refresh, and at revocation.)"""
+    client_id = register()
+    params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+    issued = exchange(client_id, params["code"], verifier).json()
+    if endpoint == "token":
+        params, verifier = approve(team.owner, client_id, team.blog.slug, ALL)
+        url, data = "/oauth/token/", {"grant_type": "authorization_code", "code": params["code"]}
+        data.update(redirect_uri=REDIRECT, client_id=client_id, code_verifier=verifier, resource=RESOURCE)
+    elif endpoint == "refresh":
+        url = "/oauth/token/"
+        data = {"grant_type": "refresh_token", "refresh_token": issued["refresh_token"], "client_id": client_id}
+    else:
+        url, data = "/oauth/revoke/", {"token": issued["access_token"], "client_id": client_id}
+    data[field] += "\x00"
+
+    response = Client().post(url, data)
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "error_description": "A parameter of this request holds a NUL character.",
+    }
+    assert get_access_token_model().objects.filter(application__client_id=client_id).count() == 1
