@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -15,9 +16,13 @@ from django.utils import timezone
 
 from agent.conf import settings
 from agent.models import RateEvent
-from agent.values import without_nul
+from agent.values import storable, without_nul
 
 MAX_TEXT = 20_000
+# What `storable` has to mend in a JSON body: a NUL or a UTF-16 half spelled as an escape; NUL bytes (a
+# body in UTF-16 or UTF-32, which the parser reads too, may hold either unescaped); a UTF-16 half encoded
+# as UTF-8 bytes, which the parser reads too (it decodes with "surrogatepass").
+UNSTORABLE_SPELLED = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\x00|\xed[\xa0-\xbf]")
 
 
 def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
@@ -56,15 +61,16 @@ def json_body(request: HttpRequest) -> dict[str, Any] | None:
     Python's parser recurses once per nesting level: `[` a thousand times raises RecursionError
     before it is found not to be JSON, so that is a body we cannot read too, not a server error; so
     is a number of more than 4,300 digits, which it refuses to convert (a ValueError, as
-    `JSONDecodeError` and `UnicodeDecodeError` are). Its strings keep a NUL as U+FFFD (PostgreSQL
-    cannot hold one, nor look one up); JSON spells one only as `\\u0000` (a raw NUL is not JSON),
-    and a body in UTF-16 or UTF-32, which the parser also reads, has NUL bytes.
+    `JSONDecodeError` and `UnicodeDecodeError` are). Its strings and keys keep a NUL as U+FFFD
+    (PostgreSQL cannot hold one, nor look one up) and half of a UTF-16 pair alone as U+FFFD too (no
+    UTF-8 text holds it: neither database can look it up): `agent.values.storable`, asked only of a body
+    that spells one (`UNSTORABLE_SPELLED`).
     """
     raw = request.body or b"{}"
     try:
         body = json.loads(raw)
-        if (b"\\u0000" in raw or b"\x00" in raw) and isinstance(body, dict):
-            body = without_nul(body)
+        if isinstance(body, dict) and UNSTORABLE_SPELLED.search(raw):
+            body = storable(body)
     except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None

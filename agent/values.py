@@ -8,6 +8,7 @@ surfaces (`agent.sse`, the chat panel, the terminal) encode them.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Any, Literal, Never, NotRequired, TypedDict
 
@@ -283,6 +284,24 @@ class Phase(Enum):
 
     MODEL = "model"
     DATABASE = "database"
+
+
+#: What neither database can hold nor look up: a NUL, and a surrogate (JSON may escape a lone one, and
+#: Python's parser reads one encoded in UTF-8 too; a pair is read as the one character it stands for).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """Parsed JSON with every NUL and lone surrogate, in strings and keys, as U+FFFD: what a request's
+    body says (the chat's API, `/mcp`), once. Not for a model's answer: the loop reads its text once
+    per event, keeping a pair split across two events whole (`agent.loop`)."""
+    if isinstance(value, str):
+        return UNSTORABLE.sub("\ufffd", value) if UNSTORABLE.search(value) else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    return value
 
 
 def without_nul(value: Any) -> Any:

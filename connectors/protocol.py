@@ -9,7 +9,6 @@ models dumped as the spec spells it. The methods a server must answer for tools 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import BaseModel, ValidationError
 
 from agent.backends.base import not_json
+from agent.values import storable
 
 #: Revisions this server speaks (stateless Streamable HTTP, tools only); 2024-11-05 used the old SSE transport.
 PROTOCOL_VERSIONS = tuple(v for v in HANDSHAKE_PROTOCOL_VERSIONS if v >= "2025-03-26")
@@ -69,24 +69,6 @@ def parse(body: bytes) -> types.JSONRPCRequest | types.JSONRPCNotification | Non
     if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification):
         return message
     return None  # (a response or an error: `model` is one of the four)
-
-
-#: What PostgreSQL can neither hold nor look up: a NUL, and a surrogate (JSON may escape a lone one, and
-#: Python's parser reads one encoded in UTF-8 too; a pair is read as the one character it stands for).
-UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(value: Any) -> Any:
-    """Parsed JSON with every NUL and lone surrogate, in strings and keys, as U+FFFD (as the chat's API
-    reads a NUL): a title, a search or an argument's name with one was a database error, `-32603`, and
-    no audit row. (Nested at most MAX_DEPTH deep: checked before.)"""
-    if isinstance(value, str):
-        return UNSTORABLE.sub("\ufffd", value) if UNSTORABLE.search(value) else value
-    if isinstance(value, dict):
-        return {storable(k): storable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [storable(v) for v in value]
-    return value
 
 
 def nested_deeper_than(value: Any, limit: int) -> bool:

@@ -54,3 +54,19 @@ def test_nul_characters_in_a_bodys_strings_and_keys_are_read_as_replacement_char
     for encoding in ("utf-16", "utf-16-le", "utf-32-be"):  # (the parser reads these too)
         body = '{"blog": "notes\\u0000"}'.encode(encoding)
         assert json_body(rf.post("/", data=body, content_type="application/json")) == {"blog": "notes\ufffd"}
+
+
+def test_lone_surrogates_in_a_bodys_strings_and_keys_are_read_as_replacement_characters(rf):
+    """JSON may spell half of a UTF-16 pair alone (`\\ud800`), which no UTF-8 text holds: neither
+    database can look it up or store it (Python refuses to encode it). Every string and key of an API
+    body reads one as U+FFFD, as `/mcp` does; a pair spelled as two escapes stays one character."""
+    from agent.api import json_body
+
+    raw = b'{"blog\\uD800": ["a\\udc00", {"c": "\\ud83d\\ude00"}], "n": "\\ud800\\u0000"}'
+    assert json_body(rf.post("/", data=raw, content_type="application/json")) == {
+        "blog\ufffd": ["a\ufffd", {"c": "\U0001f600"}],
+        "n": "\ufffd\ufffd",
+    }
+    for body in ('{"blog": "notes\\ud800"}'.encode("utf-16"), b'{"blog": "notes\xed\xa0\x80"}'):
+        # (a body in UTF-16; a half encoded as UTF-8 bytes, which the parser decodes with "surrogatepass")
+        assert json_body(rf.post("/", data=body, content_type="application/json")) == {"blog": "notes\ufffd"}

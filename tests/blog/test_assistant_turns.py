@@ -125,6 +125,14 @@ def test_a_blog_named_with_a_nul_character_is_not_found_not_a_server_error(team)
     assert Session.objects.count() == 0
 
 
+def test_a_blog_named_with_a_lone_surrogate_is_not_found_not_a_server_error(team):
+    """Half a UTF-16 pair (`\\ud800`) is valid JSON but no UTF-8 text: neither database can look it up.
+    The API's JSON strings read it as U+FFFD, so this names no blog. Was: a `500` on SQLite and PostgreSQL."""
+    response = ApiClient(team.editor).post("/api/agent/sessions", raw=b'{"blog": "notes\\ud800"}')
+    assert (response.status_code, response.json()["error"]["code"]) == (404, "not_found")
+    assert Session.objects.count() == 0
+
+
 def test_non_member_gets_not_found(team):
     response = ApiClient(team.outsider).post("/api/agent/sessions", {"blog": "notes"})
     assert response.status_code == 404
