@@ -262,7 +262,8 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     """The panel's first message when there is no chat yet: the chat is created with it.
 
     Answers like `chat:send`, plus the chat form again (out of band) pointing at the new chat. The
-    message takes the rate slot; a refused message leaves no chat behind.
+    message takes the rate slot before the chat is made (one past the limit makes none); a message
+    refused otherwise (its files) leaves no chat behind.
     """
     blog = _summoner_blog(request, slug)
     post = _panel_post(blog, pk)
@@ -273,10 +274,15 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
         return notice(request, intake.BAD_MESSAGE)
+    try:
+        intake.rate_slot(request.user)  # (before the chat is made: a message the limit refuses makes none)
+    except intake.Refused as exc:
+        return notice(request, exc.reason, exc.retry_after_seconds)
     session = start_session(request.user, blog, post)
     try:
         # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
-        run, message = intake.accept(session, request.user, text, files, access=Access(read=True, use=True))
+        access = Access(read=True, use=True)
+        run, message = intake.accept(session, request.user, text, files, access=access, slot_taken=True)
     except intake.Refused as exc:
         session.delete()
         return notice(request, exc.reason, exc.retry_after_seconds)

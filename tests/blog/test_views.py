@@ -6,7 +6,9 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
@@ -670,6 +672,19 @@ def test_a_rate_limited_first_message_creates_no_chat(team, settings, script):
     refused = client.post("/blogs/notes/chats/send", {"text": "two"}).content.decode()
     assert "too quickly" in refused and "sse-connect" not in refused
     assert Session.objects.count() == 1
+
+
+def test_a_first_message_past_the_rate_limit_never_creates_a_chat(team, settings, script):
+    """The limit is asked before the chat is made: a refused first message writes no chat to delete again."""
+    script([[{"kind": "text", "text": "ok"}, {"kind": "done", "stop_reason": "end_turn"}]])
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    client = browser(team.editor)
+    client.post("/blogs/notes/chats/send", {"text": "one"})
+    with CaptureQueriesContext(connection) as queries:
+        refused = client.post("/blogs/notes/chats/send", {"text": "two"}).content.decode()
+    assert "too quickly" in refused
+    table = Session._meta.db_table
+    assert [q["sql"] for q in queries if q["sql"].startswith(f'INSERT INTO "{table}"')] == []
 
 
 @pytest.mark.parametrize("role", ["viewer", "outsider"])
