@@ -30,6 +30,7 @@ from tests.e2e.ui import (
     user_messages,
     wait_turn_finished,
 )
+from tests.servers import manage
 
 
 def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_it_and_keeps_the_words(
@@ -422,6 +423,37 @@ def test_opening_the_list_of_earlier_chats_leaves_entries_still_true_in_place(se
     page.evaluate("Promise.all(window.listReads)")
     expect(page.locator("#assistant .history ul")).to_have_attribute("data-kept", "yes")
     expect(page.locator("#assistant .history li a", has_text="list my posts").first).to_be_visible()
+    assert page.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_the_list_of_earlier_chats_follows_chats_deleted_elsewhere_down_to_none(server_factory, page):
+    """Chats X and Y, Y shown with both listed; X deleted elsewhere (here by a script on the server):
+    opening the list reads it again, and with one chat left, the one shown, it goes, as a reload draws
+    it. Before, an answer without a list left the stale one in place, X's entry still there."""
+    server = server_factory("tabs-list-shrinks", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
+    page.context.add_init_script(WATCH_LIST_READS)
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+    ask(page, "list my posts")
+    first = page.url.split("chat=")[1]
+    page.locator("#assistant").get_by_role("button", name="New chat").click()
+    page.wait_for_url(lambda url: "chat=" in url and not url.endswith(first))
+    entries = page.locator("#assistant .history li a")
+    expect(entries).to_have_count(2)
+
+    manage(
+        server.env,
+        server.log,
+        "shell",
+        "-c",
+        f"from agent.models import Session; Session.objects.filter(pk='{first}').delete()",
+    )
+    page.locator("#assistant .history summary").click()
+    page.wait_for_function("window.listReads.length > 0")
+    page.evaluate("Promise.all(window.listReads)")
+    expect(page.locator("#assistant .history")).to_have_count(0)
+    page.reload()
+    expect(page.locator("#assistant .history")).to_have_count(0)
     assert page.js_errors == []  # type: ignore[attr-defined]
 
 
