@@ -342,11 +342,13 @@
   });
 
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
-  // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). (The form a
-  // first message's answer brings does not: those words were sent.)
+  // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). So does the
+  // form of a first message that met the chat another tab had just started, its answer still running
+  // (data-keep-typed, chat_panel._joined): those words wait to be sent. (The form any other first
+  // message's answer brings does not: those words were sent.)
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var old = e.detail.target, fresh = e.detail.fragment && e.detail.fragment.querySelector("#chat-form");
-    if (!takingUp || !old || old.id !== "chat-form" || !fresh) return;
+    if (!old || old.id !== "chat-form" || !fresh || !(takingUp || fresh.hasAttribute("data-keep-typed"))) return;
     var typed = old.querySelector("textarea").value, box = fresh.querySelector("textarea");
     if (typed && box && !box.value) box.value = typed;
     if (picked.has(old)) { picked.set(fresh, picked.get(old)); syncFiles(fresh); }

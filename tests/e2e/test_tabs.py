@@ -494,6 +494,67 @@ def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_li
     assert other.url == page.url
 
 
+def deaf_tab_showing_no_chat(page, url: str):
+    """Tab B of the page A (`page`) shows, drawn while it showed no chat, its live stream of the blog
+    down throughout: it never hears of the chat A starts, so its first message goes as if sent at the
+    same moment as A's."""
+    other = page.context.new_page()
+    other.js_errors = []  # type: ignore[attr-defined]
+    other.on("pageerror", lambda exc: other.js_errors.append(str(exc)))  # type: ignore[attr-defined]
+    other.route(re.compile(r"/blogs/[^/]+/events/"), lambda route: route.abort())
+    other.goto(url)
+    expect(other.locator("#chat-log .empty")).to_be_visible()
+    return other
+
+
+def test_first_messages_of_two_tabs_showing_no_chat_go_to_one_chat(server_factory, page):
+    """A and B show no chat, and B hears nothing of A (as when both send at once). On the blog page, A's
+    message is answered, then B's first message goes to A's chat: B shows A's exchange, then its own
+    message and answer, its form pointing at that chat. Beside a post's editor, B sends while A's answer
+    there runs: B follows that answer, its words waiting in the box, and sends them into that chat once it
+    ends. One chat in each panel. Before, each first message made a chat of its own."""
+    base = server_factory("tabs-first-race", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS).url
+    login(page, base, "alice")
+    open_blog(page, base)
+    other = deaf_tab_showing_no_chat(page, page.url)
+    ask(page, "list my posts")
+    chat_input(other).fill("draft a post titled From B")
+    chat_input(other).press("Enter")
+    expect(user_messages(other)).to_have_count(2)
+    wait_turn_finished(other)
+    expect(user_messages(other)).to_have_text(["list my posts", "draft a post titled From B"])
+    expect(replies(other).first).to_contain_text("Here are your posts")
+    expect(replies(other)).to_have_count(2)
+    chat = page.evaluate("document.getElementById('chat-form').getAttribute('hx-post')")
+    assert other.evaluate("document.getElementById('chat-form').getAttribute('hx-post')") == chat
+    expect(chat_input(other)).to_have_value("")
+    page.reload()
+    expect(user_messages(page)).to_have_text(["list my posts", "draft a post titled From B"])
+    expect(page.locator("#assistant .history")).to_have_count(0)  # one chat: no earlier ones to list
+
+    open_editor(page, base)
+    beside = deaf_tab_showing_no_chat(page, page.url)
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    box = chat_input(beside)
+    box.fill("list my posts")
+    box.press("Enter")
+    expect(chat_log(beside).locator(".notice")).to_contain_text("Your message is still in the box")
+    expect(user_messages(beside)).to_have_text(["write something long"])
+    expect(streaming_reply(beside).locator(".flow")).to_contain_text("Paragraph 4:")  # it follows the answer
+    expect(box).to_have_value("list my posts")
+    beside.locator("#chat-stop").click()
+    wait_turn_finished(beside)
+    box.press("Enter")
+    expect(user_messages(beside)).to_have_count(2)
+    wait_turn_finished(beside)
+    expect(replies(beside).last).to_contain_text("Here are your posts")
+    beside.reload()
+    expect(user_messages(beside)).to_have_text(["write something long", "list my posts"])
+    expect(beside.locator("#assistant .history")).to_have_count(0)
+    assert other.js_errors == [] and beside.js_errors == []  # type: ignore[attr-defined]
+
+
 def open_editor(tab, base: str) -> None:
     """The editor of the blog's first post, its chat panel beside it."""
     open_blog(tab, base)
