@@ -99,12 +99,20 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
 
 
 def accept(
-    session: Session, user: Any, raw_text: Any, files: Sequence[tuple[str, bytes]] = (), *, access: Access | None = None
+    session: Session,
+    user: Any,
+    raw_text: Any,
+    files: Sequence[tuple[str, bytes]] = (),
+    *,
+    access: Access | None = None,
+    slot_taken: bool = False,
 ) -> tuple[TurnRun, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
     turn; or raise Refused, having stored nothing (no file, no message; refused files take no slot).
 
     `access`: what the policy answered for this session in this request, if it was asked already.
+    `slot_taken`: the caller took the message's rate slot already (`rate_slot`), before work the limit
+    must spare (a chat made for the message); files refused still give it back.
     """
     text = message_text({"text": raw_text})
     if text is None:
@@ -113,7 +121,8 @@ def accept(
         raise Refused(403, "forbidden", "You may not use the assistant here.")
     # The slot first: checking files decodes and re-encodes every image (seconds for large ones),
     # which a message the limit refuses must not cost. Files refused give the slot back.
-    rate_slot(user)
+    if not slot_taken:
+        rate_slot(user)
     try:
         uploads = check_uploads(list(files)) if files else []
     except Refused:

@@ -14,13 +14,14 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, reswap
 
 from accounts.http import HtmxHttpRequest
 from agent import budget, display, intake
@@ -262,7 +263,14 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     """The panel's first message when there is no chat yet: the chat is created with it.
 
     Answers like `chat:send`, plus the chat form again (out of band) pointing at the new chat. The
-    message takes the rate slot; a refused message leaves no chat behind.
+    message takes the rate slot before the chat is made (one past the limit makes none); a message
+    refused otherwise (its files) leaves no chat behind.
+
+    The form says which chat the page was drawn with (`drawn`: the panel's latest, "" for none). Two
+    tabs showing no chat may send at once: under a lock on the person's seat, a chat of this panel
+    newer than that one (the other tab's, made a moment ago) takes the message instead, answered as a
+    send to it is (`_joined`), so the tabs share one chat. A form that does not say (a client of its
+    own) makes a chat each time, as before.
     """
     blog = _summoner_blog(request, slug)
     post = _panel_post(blog, pk)
@@ -273,13 +281,25 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
         return notice(request, intake.BAD_MESSAGE)
-    session = start_session(request.user, blog, post)
+    try:
+        intake.rate_slot(request.user)  # (before the chat is made: a message the limit refuses makes none)
+    except intake.Refused as exc:
+        return notice(request, exc.reason, exc.retry_after_seconds)
+    session, created = _chat_for_first_message(request.user, blog, post, request.POST.get("drawn"))
     try:
         # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
-        run, message = intake.accept(session, request.user, text, files, access=Access(read=True, use=True))
+        access = Access(read=True, use=True)
+        run, message = intake.accept(session, request.user, text, files, access=access, slot_taken=True)
     except intake.Refused as exc:
-        session.delete()
+        if exc.code == "turn_in_progress":  # (the other tab's first message went first)
+            if created:
+                live.chat_opened(session, blog, post)
+            return _joined(request, blog, post, session, sent=False)
+        if created:  # (unless the other tab's message went into it meanwhile)
+            Session.objects.filter(pk=session.pk, turns__isnull=True).delete()
         return notice(request, exc.reason, exc.retry_after_seconds)
+    if not created:
+        return _joined(request, blog, post, session, sent=True)
     live.chat_opened(session, blog, post)  # (only now: a refused message leaves no chat to take up)
     context = {
         "blog": blog,
@@ -290,3 +310,26 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         "stream_url": stream_url(session, run.turn, request),
     }
     return render(request, "blog/_first_sent.html", context)
+
+
+def _chat_for_first_message(user: Any, blog: Blog, post: Post | None, drawn: str | None) -> tuple[Session, bool]:
+    """The chat a first message goes to, and whether it was made for it: the person's latest chat of
+    the panel when the page was drawn with another (`drawn`, "" for none), else a new one. One request
+    of the person at a time decides (their seat's row locked; on SQLite the transaction, begun
+    IMMEDIATE, is the lock), so of two sent at once the second finds the first's chat."""
+    with transaction.atomic():
+        list(Seat.objects.select_for_update().filter(blog=blog, user=user).values_list("pk", flat=True))
+        latest = blog_sessions(user, blog, post).first() if drawn is not None else None
+        if latest is not None and str(latest.pk) != drawn:
+            return latest, False
+        return start_session(user, blog, post), True
+
+
+def _joined(request: HttpRequest, blog: Blog, post: Post | None, session: Session, *, sent: bool) -> HttpResponse:
+    """The answer to a first message that went to a chat the person had started meanwhile in another
+    tab: the log drawn again as that chat stands (HX-Reswap innerHTML), with the message and its answer
+    followed (`sent`), or, that chat's turn still running, as `chat:send` answers then (the words stay
+    in the box, `data-keep-typed`); out of band, the form and the page's stream naming that chat."""
+    shown = conversation(session, request)
+    context = {"blog": blog, "assistant": True, "panel_post": post, "sent": sent, "keep_typed": not sent, **shown}
+    return reswap(render(request, "blog/_first_joined.html", context), "innerHTML")

@@ -342,11 +342,13 @@
   });
 
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
-  // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). (The form a
-  // first message's answer brings does not: those words were sent.)
+  // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). So does the
+  // form of a first message that met the chat another tab had just started, its answer still running
+  // (data-keep-typed, chat_panel._joined): those words wait to be sent. (The form any other first
+  // message's answer brings does not: those words were sent.)
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var old = e.detail.target, fresh = e.detail.fragment && e.detail.fragment.querySelector("#chat-form");
-    if (!takingUp || !old || old.id !== "chat-form" || !fresh) return;
+    if (!old || old.id !== "chat-form" || !fresh || !(takingUp || fresh.hasAttribute("data-keep-typed"))) return;
     var typed = old.querySelector("textarea").value, box = fresh.querySelector("textarea");
     if (typed && box && !box.value) box.value = typed;
     if (picked.has(old)) { picked.set(fresh, picked.get(old)); syncFiles(fresh); }
@@ -364,7 +366,8 @@
 
   // A page showing a chat hears too of a chat its person starts in another tab ({"chat": id}): that chat
   // joins this page's list of earlier chats (chat_panel.chat_list), and the chat shown stays. The list is
-  // read again when the person opens it too, so a chat named since (by its first message) shows its name.
+  // read again when the person opens it too, so a chat named since (by its first message) shows its name,
+  // and one deleted elsewhere leaves it (down to one chat, the one shown: the list goes, as on a reload).
   // Only the list's entries are put in place: the list stays open or closed, and focus stays where it is;
   // and only when they changed, so a list opened on entries still true is not swapped under a finger
   // that is tapping one of them.
@@ -380,12 +383,14 @@
     var f = form(), tools = document.querySelector("#assistant .assistant-tools[data-list-url]");
     if (!f || !f.dataset.chat || !tools) return;
     fetch(tools.dataset.listUrl + "?chat=" + encodeURIComponent(f.dataset.chat), { credentials: "same-origin" })
-      .then(function (answer) { return answer.status === 200 ? answer.text() : ""; })
+      .then(function (answer) { return answer.status === 200 ? answer.text() : null; })
       .then(function (html) {
+        if (html === null) return;  // (204: signed out meanwhile, or no longer here; the list stays)
         var parsed = document.createElement("template");
         parsed.innerHTML = html;
         var fresh = parsed.content.querySelector(".history"), shown = tools.querySelector(".history");
-        if (!fresh) return;
+        // One chat or none left (the others deleted elsewhere): no list, as a reload draws it.
+        if (!fresh) { if (shown) shown.remove(); return; }
         var entries = fresh.querySelector("ul"), old = shown && shown.querySelector("ul");
         if (!shown) tools.prepend(fresh);
         else if (listed(old) !== listed(entries)) old.replaceWith(entries);

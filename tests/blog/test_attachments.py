@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
 
-from agent.models import Message, Part, Session
+from agent.models import Message, Part, RateEvent, Session
 from blog.models import Post
 from tests import files
 from tests.blog.conftest import ALL, PASSWORD, blog_chat
@@ -160,6 +160,7 @@ def test_a_refused_upload_in_the_panel_is_a_calm_notice_and_stores_nothing(team,
     assert response.status_code == 200
     assert "“setup.png” can&#x27;t be attached: only PNG, JPEG, GIF and WebP images" in response.content.decode()
     assert (Session.objects.count(), Message.objects.count(), stored(media)) == (0, 0, [])
+    assert not RateEvent.objects.exists()  # (refused files take no slot of the rate limit)
     chat = blog_chat(team.owner, team.blog)
     response = send(client, f"/chat/{chat.pk}/send", "look", ("bomb.png", files.png_bomb()))
     assert "“bomb.png” is too large an image" in response.content.decode()

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import re
+import threading
 from html.parser import HTMLParser
 
 import pytest
+from django.db import connection, connections
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
-from agent.models import Session
+from agent.models import Message, Session
 from agent.state import Run
 from agent.transcript import add_message
-from blog import grants
+from agent.turns import claim
+from blog import chat_panel, grants
 from blog.chat import start_session, tool_available
 from blog.models import Consent, Post, PostRevision, Seat
 from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, said_chat, set_consent
+from tests.blog.test_assistant_turns import say
 
 pytestmark = pytest.mark.django_db
 
@@ -684,6 +689,105 @@ def test_a_rate_limited_first_message_creates_no_chat(team, settings, script):
     refused = client.post("/blogs/notes/chats/send", {"text": "two"}).content.decode()
     assert "too quickly" in refused and "sse-connect" not in refused
     assert Session.objects.count() == 1
+
+
+def test_two_first_messages_from_pages_drawn_with_no_chat_make_one_chat(team, script):
+    """Two tabs showing no chat, both sending their first message (the second before it heard of the
+    first's chat): the second goes to the chat the first made, answered with that chat drawn again
+    (both messages, both answers), its form and the page's stream naming it. Before, two chats."""
+    script([say("One."), say("Two.")])
+    client = browser(team.editor)
+    first = client.post("/blogs/notes/chats/send", {"text": "from tab A", "drawn": ""}, HTTP_HX_REQUEST="true")
+    second = client.post("/blogs/notes/chats/send", {"text": "from tab B", "drawn": ""}, HTTP_HX_REQUEST="true")
+    [chat] = Session.objects.filter(user=team.editor)
+    assert "from tab A" in first.content.decode()
+    said = chat.messages.filter(role="user", parts__type="text").order_by("position").values_list("parts__text")
+    assert [text for (text,) in said] == ["from tab A", "from tab B"]
+    html = second.content.decode()
+    assert second["HX-Reswap"] == "innerHTML"
+    assert html.index("from tab A") < html.index("One.") < html.index("from tab B") < html.index("Two.")
+    tags = dict((a.get("id"), a) for _, a in tags_of(html) if a.get("id"))
+    assert tags["chat-form"]["hx-post"] == f"/chat/{chat.pk}/send" and "data-keep-typed" not in tags["chat-form"]
+    assert tags["page-stream"]["sse-connect"] == f"/blogs/notes/events/?chat={chat.pk}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_first_messages_sent_at_the_same_moment_make_one_chat(team, script, monkeypatch):
+    """The same two first messages at once, each request in a thread of its own: the one deciding holds
+    the person's seat (PostgreSQL: its row locked; SQLite: the write lock), so the other finds its chat.
+    Each would-be new chat waits for the other at a barrier (given up after a moment): without the lock
+    both get there, and two chats are made."""
+    script([say("One."), say("Two.")])
+    both_deciding = threading.Barrier(2, timeout=2)
+
+    def start_when_both_decide(*args, **kwargs):
+        try:
+            both_deciding.wait()
+        except threading.BrokenBarrierError:
+            pass  # (the other request waits on the lock, or has decided already)
+        return start_session(*args, **kwargs)
+
+    monkeypatch.setattr(chat_panel, "start_session", start_when_both_decide)
+    answers: list[str] = []
+
+    def send(text: str) -> None:
+        try:
+            data = {"text": text, "drawn": ""}
+            answer = browser(team.editor).post("/blogs/notes/chats/send", data, HTTP_HX_REQUEST="true")
+            assert answer.status_code == 200
+            answers.append(answer.content.decode())
+        finally:
+            connections.close_all()
+
+    tabs = [threading.Thread(target=send, args=(text,)) for text in ("from tab A", "from tab B")]
+    for tab in tabs:
+        tab.start()
+    for tab in tabs:
+        tab.join(30)
+    assert len(answers) == 2
+    assert Session.objects.filter(user=team.editor).count() == 1, connection.vendor
+    # (each message went into it, or met the other's answer still running and waits in its box)
+    kept = sum("data-kept" in answer for answer in answers)
+    assert Message.objects.filter(role="user").count() + kept == 2 and kept < 2
+
+
+def test_a_first_message_meeting_the_other_tabs_answer_still_running_waits_in_the_box(team, script):
+    """The other tab's first message went first and its answer runs: the chat is drawn with it followed,
+    the words wait in the box (`data-kept`, the form `data-keep-typed`), and no second chat is made."""
+    client = browser(team.editor)
+    chat = blog_chat(team.editor, team.blog)
+    claim(chat)  # (its first answer running)
+    answer = client.post("/blogs/notes/chats/send", {"text": "from tab B", "drawn": ""}, HTTP_HX_REQUEST="true")
+    html = answer.content.decode()
+    assert Session.objects.filter(user=team.editor).count() == 1 and not chat.messages.exists()
+    assert answer["HX-Reswap"] == "innerHTML" and "data-kept" in html and "still answering" in html
+    assert 'sse-close="end"' in html  # (the running answer followed)
+    tags = dict((a.get("id"), a) for _, a in tags_of(html) if a.get("id"))
+    assert tags["chat-form"]["hx-post"] == f"/chat/{chat.pk}/send" and "data-keep-typed" in tags["chat-form"]
+
+
+def test_a_first_message_drawn_with_the_latest_chat_or_not_saying_makes_a_new_one(team, script):
+    """Only a chat newer than the page knew joins: a page drawn with the latest (`drawn` its id), or a
+    client not saying what it was drawn with, starts a chat of its own, as before."""
+    script([say("One."), say("Two.")])
+    client = browser(team.editor)
+    known = blog_chat(team.editor, team.blog)
+    client.post("/blogs/notes/chats/send", {"text": "knew it", "drawn": str(known.pk)})
+    client.post("/blogs/notes/chats/send", {"text": "does not say"})
+    assert Session.objects.filter(user=team.editor).count() == 3 and not known.messages.exists()
+
+
+def test_a_first_message_past_the_rate_limit_never_creates_a_chat(team, settings, script):
+    """The limit is asked before the chat is made: a refused first message writes no chat to delete again."""
+    script([[{"kind": "text", "text": "ok"}, {"kind": "done", "stop_reason": "end_turn"}]])
+    settings.AGENT_MESSAGES_PER_MINUTE = 1
+    client = browser(team.editor)
+    client.post("/blogs/notes/chats/send", {"text": "one"})
+    with CaptureQueriesContext(connection) as queries:
+        refused = client.post("/blogs/notes/chats/send", {"text": "two"}).content.decode()
+    assert "too quickly" in refused
+    table = Session._meta.db_table
+    assert [q["sql"] for q in queries if q["sql"].startswith(f'INSERT INTO "{table}"')] == []
 
 
 @pytest.mark.parametrize("role", ["viewer", "outsider"])

@@ -30,6 +30,7 @@ from tests.e2e.ui import (
     user_messages,
     wait_turn_finished,
 )
+from tests.servers import manage
 
 
 def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_it_and_keeps_the_words(
@@ -425,6 +426,37 @@ def test_opening_the_list_of_earlier_chats_leaves_entries_still_true_in_place(se
     assert page.js_errors == []  # type: ignore[attr-defined]
 
 
+def test_the_list_of_earlier_chats_follows_chats_deleted_elsewhere_down_to_none(server_factory, page):
+    """Chats X and Y, Y shown with both listed; X deleted elsewhere (here by a script on the server):
+    opening the list reads it again, and with one chat left, the one shown, it goes, as a reload draws
+    it. Before, an answer without a list left the stale one in place, X's entry still there."""
+    server = server_factory("tabs-list-shrinks", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
+    page.context.add_init_script(WATCH_LIST_READS)
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+    ask(page, "list my posts")
+    first = page.url.split("chat=")[1]
+    page.locator("#assistant").get_by_role("button", name="New chat").click()
+    page.wait_for_url(lambda url: "chat=" in url and not url.endswith(first))
+    entries = page.locator("#assistant .history li a")
+    expect(entries).to_have_count(2)
+
+    manage(
+        server.env,
+        server.log,
+        "shell",
+        "-c",
+        f"from agent.models import Session; Session.objects.filter(pk='{first}').delete()",
+    )
+    page.locator("#assistant .history summary").click()
+    page.wait_for_function("window.listReads.length > 0")
+    page.evaluate("Promise.all(window.listReads)")
+    expect(page.locator("#assistant .history")).to_have_count(0)
+    page.reload()
+    expect(page.locator("#assistant .history")).to_have_count(0)
+    assert page.js_errors == []  # type: ignore[attr-defined]
+
+
 def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_listens_again(server_factory, page):
     """B's live stream is down (reconnecting) while A approves a waiting publish and sends one more
     message: once it listens again B shows the card decided, the resumed answer, the message and its
@@ -460,6 +492,67 @@ def test_a_tab_whose_stream_was_down_while_the_other_acted_catches_up_when_it_li
     ]
     expect(chip(other, "publish_post")).to_contain_text("done")
     assert other.url == page.url
+
+
+def deaf_tab_showing_no_chat(page, url: str):
+    """Tab B of the page A (`page`) shows, drawn while it showed no chat, its live stream of the blog
+    down throughout: it never hears of the chat A starts, so its first message goes as if sent at the
+    same moment as A's."""
+    other = page.context.new_page()
+    other.js_errors = []  # type: ignore[attr-defined]
+    other.on("pageerror", lambda exc: other.js_errors.append(str(exc)))  # type: ignore[attr-defined]
+    other.route(re.compile(r"/blogs/[^/]+/events/"), lambda route: route.abort())
+    other.goto(url)
+    expect(other.locator("#chat-log .empty")).to_be_visible()
+    return other
+
+
+def test_first_messages_of_two_tabs_showing_no_chat_go_to_one_chat(server_factory, page):
+    """A and B show no chat, and B hears nothing of A (as when both send at once). On the blog page, A's
+    message is answered, then B's first message goes to A's chat: B shows A's exchange, then its own
+    message and answer, its form pointing at that chat. Beside a post's editor, B sends while A's answer
+    there runs: B follows that answer, its words waiting in the box, and sends them into that chat once it
+    ends. One chat in each panel. Before, each first message made a chat of its own."""
+    base = server_factory("tabs-first-race", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS).url
+    login(page, base, "alice")
+    open_blog(page, base)
+    other = deaf_tab_showing_no_chat(page, page.url)
+    ask(page, "list my posts")
+    chat_input(other).fill("draft a post titled From B")
+    chat_input(other).press("Enter")
+    expect(user_messages(other)).to_have_count(2)
+    wait_turn_finished(other)
+    expect(user_messages(other)).to_have_text(["list my posts", "draft a post titled From B"])
+    expect(replies(other).first).to_contain_text("Here are your posts")
+    expect(replies(other)).to_have_count(2)
+    chat = page.evaluate("document.getElementById('chat-form').getAttribute('hx-post')")
+    assert other.evaluate("document.getElementById('chat-form').getAttribute('hx-post')") == chat
+    expect(chat_input(other)).to_have_value("")
+    page.reload()
+    expect(user_messages(page)).to_have_text(["list my posts", "draft a post titled From B"])
+    expect(page.locator("#assistant .history")).to_have_count(0)  # one chat: no earlier ones to list
+
+    open_editor(page, base)
+    beside = deaf_tab_showing_no_chat(page, page.url)
+    send(page, "write something long")
+    expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
+    box = chat_input(beside)
+    box.fill("list my posts")
+    box.press("Enter")
+    expect(chat_log(beside).locator(".notice")).to_contain_text("Your message is still in the box")
+    expect(user_messages(beside)).to_have_text(["write something long"])
+    expect(streaming_reply(beside).locator(".flow")).to_contain_text("Paragraph 4:")  # it follows the answer
+    expect(box).to_have_value("list my posts")
+    beside.locator("#chat-stop").click()
+    wait_turn_finished(beside)
+    box.press("Enter")
+    expect(user_messages(beside)).to_have_count(2)
+    wait_turn_finished(beside)
+    expect(replies(beside).last).to_contain_text("Here are your posts")
+    beside.reload()
+    expect(user_messages(beside)).to_have_text(["write something long", "list my posts"])
+    expect(beside.locator("#assistant .history")).to_have_count(0)
+    assert other.js_errors == [] and beside.js_errors == []  # type: ignore[attr-defined]
 
 
 def open_editor(tab, base: str) -> None:
