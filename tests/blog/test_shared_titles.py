@@ -55,6 +55,9 @@ def test_the_editor_of_a_post_whose_title_is_shared_says_so_and_a_rename_to_a_us
     html = client.get(f"/blogs/notes/posts/{second.pk}/edit/").content.decode()
     assert 'id="title-shared"' in html and "Another post in this blog is also titled “Morning light”" in html
     assert f'href="/blogs/notes/posts/{first.pk}/edit/"' in html  # the other one, a click away
+    Post.objects.create(blog=team.blog, author=team.owner, title="Morning light", slug="morning-light-3")  # a third
+    html = client.get(f"/blogs/notes/posts/{second.pk}/edit/").content.decode()
+    assert "2 other posts in this blog are also titled “Morning light”" in html and "All are kept" in html
 
 
 def actor(team):
