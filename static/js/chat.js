@@ -1,25 +1,8 @@
-// The chat panel's small behaviours: Enter sends (with a mouse or a hardware keyboard at hand), the form
-// rests while a turn runs, effects become DOM events that fragments listen for (hx-trigger="chat:effects from:body"):
-// those of the chat's own stream and those of the blog's channel (blog/live.py), which the page
-// listens to with sse-swap="effects".
+// What is not yet in its own file (static/js/chat/core.js says how the files fit together).
 (function () {
   "use strict";
 
-  function form() { return document.getElementById("chat-form"); }
-
-  // The tab's session storage, which a browser set to block sites' data refuses (reading it throws): what
-  // it would keep (a hardware keyboard seen, words typed, that New chat was pressed) is then not kept, and
-  // nothing else changes. `store(key, null)` forgets.
-  function stored(key) {
-    try { return window.sessionStorage.getItem(key); } catch (err) { return null; }
-  }
-
-  function store(key, value) {
-    try {
-      if (value === null) window.sessionStorage.removeItem(key);
-      else window.sessionStorage.setItem(key, value);
-    } catch (err) { /* not kept */ }
-  }
+  var chat = window.chat, form = chat.form, stored = chat.stored, store = chat.store;
 
   function setRunning(running) {
     var f = form();
