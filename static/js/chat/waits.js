@@ -1,12 +1,9 @@
-// What is not yet in its own file (static/js/chat/core.js says how the files fit together).
+// Waits and failures, said calmly: a wait the server counted counts down, and a request that failed
+// says so where the person is (the chat's log, or above the blog's list).
 (function () {
   "use strict";
 
-  var chat = window.chat, form = chat.form, stored = chat.stored, store = chat.store;
-  var setRunning = chat.setRunning;
-  var scrollLog = chat.scrollLog;
-  var restoreDraft = chat.restoreDraft;
-  var focusNewChat = chat.focusNewChat;
+  var chat = window.chat, scrollLog = chat.scrollLog;
 
   // A wait the server counted ("Try again in 36 s.") counts down where it is shown, and ends saying the
   // person can send now. The ticking number is hidden from screen readers (it sits in a live region, which
@@ -85,13 +82,5 @@
   document.addEventListener("htmx:responseError", function (e) {
     var status = e.detail.xhr.status;
     failed(e, status === 403 || status === 404 || status === 410 ? "gone" : "server");
-  });
-
-  document.addEventListener("DOMContentLoaded", function () {
-    var f = form();
-    if (f) restoreDraft(f);
-    if (f && f.dataset.running) setRunning(true);
-    if (f) focusNewChat(f);
-    scrollLog(true);
   });
 })();
