@@ -48,7 +48,7 @@ def still_answering(request: HttpRequest, session: Any) -> HttpResponse:
     """A message sent while the chat's turn runs, asked from another tab or window (or a script): the
     log is drawn again as a reload would draw it, following that answer (with its Stop), and says why.
 
-    The person's words stay in the box (chat.js keeps a form whose answer is `data-kept`), to send
+    The person's words stay in the box (static/js/chat/log.js keeps a form whose answer is `data-kept`), to send
     when the answer ends; before, the log only said to wait for an answer this page did not show."""
     return reswap(render(request, "agent/_still_answering.html", conversation(session, request)), "innerHTML")
 

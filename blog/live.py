@@ -36,7 +36,7 @@ shown stays. No one else's page listens to that channel.
 What changed between a page's drawing and its stream's first opening was published to no one who
 listened. So the page is drawn with a mark of the blog's posts (`page_mark`, read before the posts it
 vouches for), and its stream, once listening, sends the mark as it is now (a `mark` event, its first):
-the page, finding it different, reads again what a change refreshes, as after an outage (chat.js). A
+the page, finding it different, reads again what a change refreshes, as after an outage (static/js/chat/tabs.js). A
 page showing no chat hears in the same event the person's latest chat of its panel, and takes it up.
 Anything committed after the stream's mark was read is published after it listened, so it is heard.
 """

@@ -1,4 +1,4 @@
-"""A wait in words for the chat: "36 s", "30 min", "5 h", "12 days" (static/js/chat.js counts it
+"""A wait in words for the chat: "36 s", "30 min", "5 h", "12 days" (static/js/chat/waits.js counts it
 down in the same words)."""
 
 from __future__ import annotations

@@ -156,7 +156,7 @@
       if (ours) incoming();
     });
 
-    // The page's stream open again after it was down (chat.js): a change to the post made meanwhile was not
+    // The page's stream open again after it was down (chat/tabs.js): a change to the post made meanwhile was not
     // heard, so the editor looks at its post as it would on hearing one (nothing new: nothing shown).
     document.body.addEventListener("chat:missed", incoming);
   });

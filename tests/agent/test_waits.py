@@ -1,4 +1,4 @@
-"""A wait in words (`agent_waits.wait`), as the chat says it and chat.js counts it down."""
+"""A wait in words (`agent_waits.wait`), as the chat says it and static/js/chat/waits.js counts it down."""
 
 from __future__ import annotations
 

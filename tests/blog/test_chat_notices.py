@@ -277,7 +277,7 @@ def test_a_page_showing_a_chat_hears_a_chat_its_person_starts_in_the_same_panel(
     team, about_post, script, django_capture_on_commit_callbacks, open_stream
 ):
     """The panel of the chat the page shows (the blog page's, or beside a post's editor): the chat started
-    there elsewhere joins the page's list of earlier chats (chat.js), the chat shown stays."""
+    there elsewhere joins the page's list of earlier chats (static/js/chat/history.js), the chat shown stays."""
     post = make_post(team.blog) if about_post else None
     shown = start_session(team.owner, team.blog, post)
     chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk)

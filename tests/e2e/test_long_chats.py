@@ -123,7 +123,7 @@ RING = """el => {
 
 
 def test_earlier_turns_brought_by_the_keyboard_show_a_focus_ring(page, server):
-    """Focus moves to the turns "Earlier messages" brought (chat.js); from the keyboard they show where it is,
+    """Focus moves to the turns "Earlier messages" brought (static/js/chat/log.js); from the keyboard they show where it is,
     as every other control does (WCAG 2.4.7), not an outline taken away."""
     login(page, server.url, "alice")
     open_blog(page, server.url)
