@@ -10,7 +10,8 @@
 (function () {
   "use strict";
 
-  var chat = window.chat = window.chat || {};
+  // A fresh object, never one found under the name: an element with id="chat" would be `window.chat` until this runs.
+  var chat = window.chat = {};
 
   chat.form = function form() { return document.getElementById("chat-form"); };
 
