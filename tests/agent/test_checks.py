@@ -196,33 +196,32 @@ def test_a_minute_budget_too_small_for_a_tool_turn_in_a_long_chat_is_warned_of(s
     assert "agent.W008" not in ids(agent_settings())
 
 
-def test_a_model_call_with_no_room_to_answer_is_refused_at_start_up(settings):
-    """(AGENT_MAX_TOKENS=0 passed `check` and every start: each model call then asked for an answer of
-    no tokens, which a provider refuses, so every person's first message failed.)"""
+@pytest.mark.parametrize(
+    ("name", "error_id", "message"),
+    [
+        # (0 passed `check` and every start: each model call then asked for an answer of no tokens, which a
+        # provider refuses, so every person's first message failed)
+        (
+            "AGENT_MAX_TOKENS",
+            "agent.E011",
+            "AGENT_MAX_TOKENS must be at least 1 (the longest answer of one model call).",
+        ),
+        # (0 passed too: each approval expired as it was created, so no call of AGENT_CONFIRM_TOOLS could
+        # ever be approved)
+        (
+            "AGENT_APPROVAL_TTL_SECONDS",
+            "agent.E013",
+            "AGENT_APPROVAL_TTL_SECONDS must be at least 1 (how long a call waits for a person's approval).",
+        ),
+    ],
+)
+def test_a_zero_that_would_break_every_turn_is_refused_at_start_up(settings, name, error_id, message):
     settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
     settings.OPENAI_API_KEY = settings.ANTHROPIC_API_KEY = ""
-    settings.AGENT_MAX_TOKENS = 0
+    setattr(settings, name, 0)
     (error,) = agent_settings()
-    assert (error.id, error.msg) == (
-        "agent.E011",
-        "AGENT_MAX_TOKENS must be at least 1 (the longest answer of one model call).",
-    )
-    settings.AGENT_MAX_TOKENS = 1
-    assert agent_settings() == []
-
-
-def test_an_approval_that_expires_as_it_is_asked_is_refused_at_start_up(settings):
-    """(AGENT_APPROVAL_TTL_SECONDS=0 passed `check` and every start: each approval expired as it was
-    created, so no call of AGENT_CONFIRM_TOOLS could ever be approved.)"""
-    settings.AGENT_BACKEND, settings.AGENT_MODEL = "fake", ""
-    settings.OPENAI_API_KEY = settings.ANTHROPIC_API_KEY = ""
-    settings.AGENT_APPROVAL_TTL_SECONDS = 0
-    (error,) = agent_settings()
-    assert (error.id, error.msg) == (
-        "agent.E013",
-        "AGENT_APPROVAL_TTL_SECONDS must be at least 1 (how long a call waits for a person's approval).",
-    )
-    settings.AGENT_APPROVAL_TTL_SECONDS = 1
+    assert (error.id, error.msg) == (error_id, message)
+    setattr(settings, name, 1)
     assert agent_settings() == []
 
 
