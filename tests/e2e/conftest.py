@@ -74,8 +74,15 @@ def server_factory(request, e2e_workdir: Path) -> Iterator[Any]:
 
     Servers run `config.settings` with DEBUG=1 (no collectstatic needed), seeded with the demo data.
     """
+    # Each server's pool at most 4 connections (a browser test's few requests at once need no more): with
+    # the default 20, the pools of the run's thirty-odd servers grew under the browser's requests until
+    # the last modules' servers met `max_connections` ("too many clients already") on the shared server.
     group = ServerGroup(
-        "e2e", e2e_workdir, server_env(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="1", LOG_LEVEL="WARNING")
+        "e2e",
+        e2e_workdir,
+        server_env(
+            DJANGO_SETTINGS_MODULE="config.settings", DEBUG="1", LOG_LEVEL="WARNING", DATABASE_POOL_MAX_SIZE="4"
+        ),
     )
     servers: dict[tuple, Server] = {}
 
