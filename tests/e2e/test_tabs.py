@@ -426,11 +426,12 @@ def test_opening_the_list_of_earlier_chats_leaves_entries_still_true_in_place(se
     assert page.js_errors == []  # type: ignore[attr-defined]
 
 
-def test_the_list_of_earlier_chats_follows_chats_deleted_elsewhere_down_to_none(server_factory, page):
+def test_the_list_of_earlier_chats_follows_chats_deleted_elsewhere_down_to_none(server_factory, page, request):
     """Chats X and Y, Y shown with both listed; X deleted elsewhere (here by a script on the server):
     opening the list reads it again, and with one chat left, the one shown, it goes, as a reload draws
     it. Before, an answer without a list left the stale one in place, X's entry still there."""
     server = server_factory("tabs-list-shrinks", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
+    request.addfinalizer(server.stop)  # (its own: stopped now, its PostgreSQL connections with it)
     page.context.add_init_script(WATCH_LIST_READS)
     login(page, server.url, "alice")
     new_chat(page, server.url)
@@ -507,13 +508,15 @@ def deaf_tab_showing_no_chat(page, url: str):
     return other
 
 
-def test_first_messages_of_two_tabs_showing_no_chat_go_to_one_chat(server_factory, page):
+def test_first_messages_of_two_tabs_showing_no_chat_go_to_one_chat(server_factory, page, request):
     """A and B show no chat, and B hears nothing of A (as when both send at once). On the blog page, A's
     message is answered, then B's first message goes to A's chat: B shows A's exchange, then its own
     message and answer, its form pointing at that chat. Beside a post's editor, B sends while A's answer
     there runs: B follows that answer, its words waiting in the box, and sends them into that chat once it
     ends. One chat in each panel. Before, each first message made a chat of its own."""
-    base = server_factory("tabs-first-race", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS).url
+    server = server_factory("tabs-first-race", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS)
+    request.addfinalizer(server.stop)  # (its own: stopped now, its PostgreSQL connections with it)
+    base = server.url
     login(page, base, "alice")
     open_blog(page, base)
     other = deaf_tab_showing_no_chat(page, page.url)
