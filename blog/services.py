@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from agent.values import without_nul
 from blog import grants, live
 from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
@@ -144,14 +145,8 @@ def as_typed(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def storable(text: str) -> str:
-    """`text` with a NUL as U+FFFD: PostgreSQL's text columns cannot hold one, and a form may send one
-    (the chat's messages and the tools' input are read the same way)."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
 def clean_body(body: str) -> str:
-    body = storable(as_typed(body or ""))
+    body = without_nul(as_typed(body or ""))  # (PostgreSQL cannot hold a NUL; a form may send one)
     if len(body) > MAX_BODY_CHARS:
         raise OperationError(f"A post's body can be at most {MAX_BODY_CHARS:,} characters.")
     return body
@@ -161,7 +156,7 @@ def clean_title(title: str) -> str:
     """The title in one composed form (NFC: "é" typed as e + accent is stored as "é", so searches and
     the assistant find it however it was typed); one of spaces and invisible characters (zero-width
     space, joiners) only is no title."""
-    title = storable(unicodedata.normalize("NFC", title or "").strip())
+    title = without_nul(unicodedata.normalize("NFC", title or "").strip())
     if all(unicodedata.category(c)[0] in "ZC" for c in title):
         raise OperationError("A post needs a title.")
     if len(title) > 200:
