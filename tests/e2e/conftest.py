@@ -167,6 +167,10 @@ def page(context, request):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors  # type: ignore[attr-defined]
+    # The site's Content-Security-Policy allows no inline style or script: whatever the page or a
+    # library tries past it is refused, silently but for the console, and is a fault of ours.
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     yield page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
@@ -176,3 +180,5 @@ def page(context, request):
         print(f"screenshot of {name} failed: {exc}", file=sys.stderr)
     if errors:
         pytest.fail(f"uncaught JavaScript errors on the page: {errors}")
+    if refused:
+        pytest.fail(f"the Content-Security-Policy refused something on the page: {refused}")

@@ -428,6 +428,23 @@ def test_the_first_message_of_a_first_visit_creates_the_chat(server_factory, pag
     assert page.js_errors == []
 
 
+def test_a_style_another_script_left_on_the_form_is_not_copied_past_the_policy(server_factory, page):
+    """An extension, autofill or a screenshot tool may style the message box from script (allowed);
+    the first message's answer then replaces the form. htmx's settle step used to copy the old box's
+    style attribute onto the new one, which the site's policy refuses (the page fixture fails on it)."""
+    server = server_factory("first-visit-styled", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20")
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.evaluate(
+        "(box => { box.style.outline = '1px solid'; box.style.outline = ''; })(document.getElementById('chat-text'))"
+    )
+    expect(page.locator("#chat-text[style]")).to_have_count(1)
+
+    reply = ask(page, "list my posts")
+    expect(reply).to_contain_text("Here are your posts")
+    expect(page.locator("#chat-text[style]")).to_have_count(0)  # the new box, as the server drew it
+
+
 def test_signed_out_in_another_tab_the_next_action_goes_to_sign_in(demo_server, page):
     """The session ended elsewhere: sending a message, or publishing from the post list, leads the
     whole page to the sign-in form (and back after it), never the form inside the chat or the list."""
