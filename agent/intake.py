@@ -106,6 +106,7 @@ def accept(
     *,
     access: Access | None = None,
     slot_taken: bool = False,
+    checked: Sequence[Upload] | None = None,
 ) -> tuple[TurnRun, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
     turn; or raise Refused, having stored nothing (no file, no message; refused files take no slot).
@@ -113,6 +114,8 @@ def accept(
     `access`: what the policy answered for this session in this request, if it was asked already.
     `slot_taken`: the caller took the message's rate slot already (`rate_slot`), before work the limit
     must spare (a chat made for the message); files refused still give it back.
+    `checked`: the attachments the caller checked already (`check_uploads`), instead of `files`; each
+    is decoded once, and a caller can refuse them before it writes anything for the message.
     """
     text = message_text({"text": raw_text})
     if text is None:
@@ -123,11 +126,14 @@ def accept(
     # which a message the limit refuses must not cost. Files refused give the slot back.
     if not slot_taken:
         rate_slot(user)
-    try:
-        uploads = check_uploads(list(files)) if files else []
-    except Refused:
-        give_back_rate_slot(user)
-        raise
+    if checked is not None:
+        uploads = list(checked)
+    else:
+        try:
+            uploads = check_uploads(list(files)) if files else []
+        except Refused:
+            give_back_rate_slot(user)
+            raise
     parts = media.store(session, uploads) if uploads else []
     try:
         run, message = turns.begin(session, text, parts)

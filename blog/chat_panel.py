@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap
 
 from accounts.http import HtmxHttpRequest
 from agent import budget, display, intake
-from agent.api import message_text
+from agent.api import give_back_rate_slot, message_text
 from agent.chat_views import conversation, notice
 from agent.models import Message, Session
 from agent.policy import Access
@@ -262,9 +262,10 @@ def new_chat(request: HtmxHttpRequest, slug: str, pk: int | None = None) -> Http
 def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """The panel's first message when there is no chat yet: the chat is created with it.
 
-    Answers like `chat:send`, plus the chat form again (out of band) pointing at the new chat. The
-    message takes the rate slot before the chat is made (one past the limit makes none); a message
-    refused otherwise (its files) leaves no chat behind.
+    Answers like `chat:send`, plus the chat form again (out of band) pointing at the new chat. Whatever
+    can refuse the message without a chat is asked before one is made: its text, the rate slot (one
+    past the limit makes none) and its files (checked here, handed on checked). So a refused message
+    never makes a chat, nor deletes one that another tab's first message may have joined meanwhile.
 
     The form says which chat the page was drawn with (`drawn`: the panel's latest, "" for none). Two
     tabs showing no chat may send at once: under a lock on the person's seat, a chat of this panel
@@ -282,25 +283,30 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     if message_text({"text": text}) is None:
         return notice(request, intake.BAD_MESSAGE)
     try:
-        intake.rate_slot(request.user)  # (before the chat is made: a message the limit refuses makes none)
+        intake.rate_slot(request.user)  # (before the files: checking them can take seconds the limit spares)
     except intake.Refused as exc:
+        return notice(request, exc.reason, exc.retry_after_seconds)
+    try:
+        uploads = intake.check_uploads(files) if files else []
+    except intake.Refused as exc:
+        give_back_rate_slot(request.user)  # (refused files take no slot, as `intake.accept` has it)
         return notice(request, exc.reason, exc.retry_after_seconds)
     session, created = _chat_for_first_message(request.user, blog, post, request.POST.get("drawn"))
     try:
         # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
         access = Access(read=True, use=True)
-        run, message = intake.accept(session, request.user, text, files, access=access, slot_taken=True)
+        run, message = intake.accept(session, request.user, text, access=access, slot_taken=True, checked=uploads)
     except intake.Refused as exc:
-        if exc.code == "turn_in_progress":  # (the other tab's first message went first)
-            if created:
-                live.chat_opened(session, blog, post)
+        # Only "still answering" is expected (the other tab's first message went first): the checks
+        # above were made. The chat stays either way, never deleted: another tab may have joined it.
+        if created:
+            live.chat_opened(session, blog, post)
+        if exc.code == "turn_in_progress":
             return _joined(request, blog, post, session, sent=False)
-        if created:  # (unless the other tab's message went into it meanwhile)
-            Session.objects.filter(pk=session.pk, turns__isnull=True).delete()
         return notice(request, exc.reason, exc.retry_after_seconds)
     if not created:
         return _joined(request, blog, post, session, sent=True)
-    live.chat_opened(session, blog, post)  # (only now: a refused message leaves no chat to take up)
+    live.chat_opened(session, blog, post)  # (only now, with its message: a chat to take up)
     context = {
         "blog": blog,
         "chat": session,

@@ -29,14 +29,18 @@ def test_a_wait_is_said_in_the_unit_that_reads(seconds, said):
 
 
 def test_the_retry_fragment_says_the_wait_in_words_and_keeps_the_seconds_for_the_countdown():
-    html = Template('{% include "agent/_retry.html" with seconds=1800 sentence=True %}').render(Context())
+    html = Template('{% include "agent/_retry.html" with seconds=1800 %}').render(Context())
     assert 'data-retry-seconds="1800"' in html and "<span>Try again in 30 min.</span>" in html
     assert 'data-retry-done="That wait is over: you can send a message now."' in html
 
 
-def test_a_turns_refusal_says_when_its_wait_is_over_without_taking_the_refusal_back():
-    """After a turn's error ("You've reached this hour's usage limit…") the countdown's end reads as
-    what changed since, not as a contradiction of the sentence before it."""
-    html = Template('{% include "agent/_retry.html" with seconds=90 %}').render(Context())
-    assert "<span>(try again in 90 s)</span>" in html
-    assert 'data-retry-done="(that wait is over: you can send a message now)"' in html
+def test_a_turns_error_says_its_wait_as_a_refused_message_does():
+    """One wait, said one way: after a turn's error ("You've sent a lot in the last minute.") as after
+    the rate notice, a sentence of its own, and its end too. Was: "(try again in 90 s)" after the
+    one, "Try again in 90 s." after the other."""
+    for template in ("agent/_turn_final.html", "agent/_notice.html"):
+        error = {"message": "You've sent a lot in the last minute.", "retry_after_seconds": 90}
+        context = {"error": error, "message": error["message"], "retry_after_seconds": 90, "turn_id": 1}
+        html = Template(f'{{% include "{template}" %}}').render(Context(context))
+        assert "minute. <span" in html and "<span>Try again in 90 s.</span></span></p>" in html, template
+        assert 'data-retry-done="That wait is over: you can send a message now."' in html, template

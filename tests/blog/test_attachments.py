@@ -153,6 +153,21 @@ def test_a_cover_must_be_an_image_of_the_same_chat(team, consent, media, django_
     assert [str(p.relative_to(media)) for p in stored(media, "covers")] == [Post.objects.get().cover_ref] != [first]
 
 
+def test_a_first_messages_files_are_checked_once_before_its_chat_and_stored_in_it(team, consent, media, monkeypatch):
+    """The panel checks a first message's files before it makes the chat, and hands them on checked:
+    each image decoded once, not again when the message is stored."""
+    from agent import intake
+
+    consent(team.owner, team.blog, ALL)
+    opened: list[int] = []
+    real = intake.check_all
+    monkeypatch.setattr(intake, "check_all", lambda named, *a: opened.append(len(named)) or real(named, *a))
+    response = send(signed_in(team.owner), f"/blogs/{team.blog.slug}/chats/send", "look", ("beach.png", files.png()))
+    assert response.status_code == 200 and opened == [1]
+    [image] = Part.objects.filter(type="image", message__session=Session.objects.get(user=team.owner))
+    assert stored(media) == [media / image.media_ref]
+
+
 def test_a_refused_upload_in_the_panel_is_a_calm_notice_and_stores_nothing(team, consent, media):
     consent(team.owner, team.blog, ALL)
     client = signed_in(team.owner)

@@ -7,19 +7,22 @@ import threading
 from html.parser import HTMLParser
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, connections
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 
-from agent.models import Message, Session
+from agent import intake
+from agent.models import Message, RateEvent, Session
 from agent.state import Run
 from agent.transcript import add_message
 from agent.turns import claim
 from blog import chat_panel, grants
 from blog.chat import start_session, tool_available
 from blog.models import Consent, Post, PostRevision, Seat
+from tests import files
 from tests.blog.conftest import ALL, DELETE, PUBLISH, READ, WRITE, blog_chat, browser, make_post, said_chat, set_consent
 from tests.blog.test_assistant_turns import say
 
@@ -788,6 +791,82 @@ def test_a_first_message_past_the_rate_limit_never_creates_a_chat(team, settings
     assert "too quickly" in refused
     table = Session._meta.db_table
     assert [q["sql"] for q in queries if q["sql"].startswith(f'INSERT INTO "{table}"')] == []
+
+
+@pytest.mark.parametrize("model_images", [True, False])
+def test_a_first_message_whose_files_are_refused_never_creates_a_chat(team, settings, model_images):
+    """The files are checked before the chat is made: refused (a program named .png; an image for a model
+    that takes none), the message writes no chat, so none is deleted again, and takes no rate slot."""
+    settings.AGENT_MODEL_IMAGES = model_images
+    attached = ("setup.png", files.exe_as_png()) if model_images else ("beach.png", files.png())
+    data = {"text": "look", "drawn": "", "files": [SimpleUploadedFile(*attached)]}
+    with CaptureQueriesContext(connection) as queries:
+        refused = browser(team.editor).post("/blogs/notes/chats/send", data, HTTP_HX_REQUEST="true")
+    said = refused.content.decode()
+    assert (
+        refused.status_code == 200 and ("can&#x27;t be attached" if model_images else "can&#x27;t read images") in said
+    )
+    table = Session._meta.db_table
+    written = [q["sql"] for q in queries if q["sql"].startswith((f'INSERT INTO "{table}"', f'DELETE FROM "{table}"'))]
+    assert written == [] and not Session.objects.exists() and not RateEvent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_first_message_joining_while_another_tabs_files_are_refused_is_answered(team, script, monkeypatch):
+    """Two tabs showing no chat: tab A's first message has files that are refused, tab B's is sent while
+    A's are being checked. B's goes into a chat that stays. Before, A made a chat first, B joined it (the
+    panel's latest), A's refusal then deleted it, and B's message failed (a 500)."""
+    script([say("Hello.")])
+    a_checking, b_decided, a_answered = threading.Event(), threading.Event(), threading.Event()
+    real_check, real_decide = intake.check_uploads, chat_panel._chat_for_first_message
+
+    def check_while_b_decides(*args, **kwargs):
+        a_checking.set()
+        b_decided.wait(5)
+        return real_check(*args, **kwargs)
+
+    def decide_then_wait_for_a(*args, **kwargs):
+        found = real_decide(*args, **kwargs)
+        if threading.current_thread().name == "tab B":
+            b_decided.set()
+            a_answered.wait(5)
+        return found
+
+    monkeypatch.setattr(intake, "check_uploads", check_while_b_decides)
+    monkeypatch.setattr(chat_panel, "_chat_for_first_message", decide_then_wait_for_a)
+    answers: dict[str, int] = {}
+
+    def tab_a() -> None:
+        try:
+            data = {"text": "look", "drawn": "", "files": [SimpleUploadedFile("setup.png", files.exe_as_png())]}
+            answers["A"] = (
+                browser(team.editor).post("/blogs/notes/chats/send", data, HTTP_HX_REQUEST="true").status_code
+            )
+        finally:
+            a_answered.set()
+            connections.close_all()
+
+    def tab_b() -> None:
+        try:
+            a_checking.wait(5)
+            data = {"text": "from tab B", "drawn": ""}
+            answers["B"] = (
+                browser(team.editor).post("/blogs/notes/chats/send", data, HTTP_HX_REQUEST="true").status_code
+            )
+        finally:
+            b_decided.set()
+            connections.close_all()
+
+    tabs = [threading.Thread(target=tab_a, name="tab A"), threading.Thread(target=tab_b, name="tab B")]
+    for tab in tabs:
+        tab.start()
+    for tab in tabs:
+        tab.join(30)
+    assert answers == {"A": 200, "B": 200}, connection.vendor
+    [chat] = Session.objects.filter(user=team.editor)
+    assert list(chat.messages.filter(role="user", parts__type="text").values_list("parts__text", flat=True)) == [
+        "from tab B"
+    ]
 
 
 @pytest.mark.parametrize("role", ["viewer", "outsider"])

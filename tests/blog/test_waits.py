@@ -1,4 +1,4 @@
-"""A wait the assistant asks for ("try again in 36 s"): right in the server's HTML, which the page
+"""A wait the assistant asks for ("Try again in 36 s."): right in the server's HTML, which the page
 counts down (tests/e2e/test_accessibility.py), and no older than the page that shows it."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_a_wait_shown_later_is_what_is_left_of_it(team, ago, left):
         assert spans == [] and "try again" not in html
     else:
         assert [int(s["data-retry-seconds"]) for s in spans] in ([left], [left - 1])
-        assert f"(try again in {spans[0]['data-retry-seconds']} s)</span>" in html
+        assert f"{LIMIT} <span" in html and f"<span>Try again in {spans[0]['data-retry-seconds']} s.</span>" in html
     # The stream's final fragment (a stream opened again after the turn ended) says the same.
     final = encode_html((None, "error", turn.terminal_payload), turn).decode()
     assert [int(s["data-retry-seconds"]) for s in retry_spans(final)] in (

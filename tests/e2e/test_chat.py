@@ -217,7 +217,7 @@ def test_budget_limit_shows_one_calm_line(server_factory, page):
     error = second.locator(".chat-error")
     expect(error).to_have_count(1)
     expect(error).to_contain_text(MESSAGES["minute"])
-    expect(error).to_contain_text(re.compile(r"try again in \d+ s"))
+    expect(error).to_contain_text(re.compile(r"minute\. Try again in \d+ s\."))
     expect(second.locator(".chip")).to_have_count(0)
     expect(user_messages(page)).to_have_count(2)
     expect(user_messages(page).last).to_have_text("list my posts")
