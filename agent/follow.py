@@ -28,6 +28,7 @@ Item = StreamItem  # (event id, name, payload): the payload's type follows the n
 HEARTBEAT: Item = (None, "heartbeat", None)
 HEARTBEAT_SECONDS = 15.0
 DB_POLL_SECONDS = 0.5
+END_ON_ITS_WAY_SECONDS = 2.0  # how long a stream opened after its turn ended waits for its end on the bus
 
 
 def replies(turn: Turn, after: int = -1) -> list[Message]:
@@ -113,6 +114,13 @@ def _after_the_end(turn: Turn, heartbeat: float, ticket: Ticket | None) -> Itera
         yield [_end(turn)]
         return
     try:
+        # The row says the turn ended; its last events may still be on their way to Redis (the turn's
+        # writer sends them a moment after): wait for them a little, as the reader brings them.
+        deadline = time.monotonic() + END_ON_ITS_WAY_SECONDS
+        while not copy.closed and (remaining := deadline - time.monotonic()) > 0:
+            copy.wait(copy.count(), remaining, ticket=ticket)
+            if ticket is not None and ticket.superseded:
+                return
         if _whole(copy):
             yield from _from_channel(copy, None, heartbeat, ticket)
         else:

@@ -541,6 +541,30 @@ def test_a_stream_first_opened_after_the_end_on_another_host_gets_the_whole_turn
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_stream_opened_as_the_turn_ends_waits_for_its_end_on_its_way_to_redis(buses, chat, settings):
+    """The turn's row says it ended before its terminal event reached Redis (its writer sends it a
+    moment later): a stream first opened then still gets the whole turn."""
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    turn = running_turn(a, str(row.pk))
+    for name, payload in LATE:
+        turn.publish(name, payload)
+    client, key = redis.Redis.from_url(a.url), turn_key(str(row.pk))
+    wait_for(lambda: client.xlen(key) == 1 + len(LATE), "the words reached Redis")
+    Turn.objects.filter(pk=row.pk).update(
+        status=Turn.DONE, terminal_event=LATE_END[0], terminal_payload=LATE_END[1], last_event_id=len(LATE)
+    )
+    later = threading.Timer(0.3, lambda: (turn.publish(*LATE_END), turn.close()))
+    later.start()
+    try:
+        assert list(follow(row, heartbeat=30)) == WHOLE
+    finally:
+        later.join()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_read_to_the_end_on_another_host_the_turns_own_worker_sends_its_end_alone(buses, chat, settings):
     """The turn's channel still lingers on its own worker (this process), never read here; a stream on
     another host (here without the channel) reads it to its end: the turn's own worker then agrees,
