@@ -117,8 +117,9 @@ def _after_the_end(turn: Turn, heartbeat: float, ticket: Ticket | None) -> Itera
         # The row says the turn ended; its last events may still be on their way to Redis (the turn's
         # writer sends them a moment after): wait for them a little, as the reader brings them.
         deadline = time.monotonic() + END_ON_ITS_WAY_SECONDS
+        waiter = None if ticket is None else ticket.waiter  # (superseding the stream wakes it at once)
         while not copy.closed and (remaining := deadline - time.monotonic()) > 0:
-            copy.wait(copy.count(), remaining, ticket=ticket)
+            copy.wait(copy.count(), remaining, waiter, ticket)
             if ticket is not None and ticket.superseded:
                 return
         if _whole(copy):
