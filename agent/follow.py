@@ -28,6 +28,7 @@ Item = StreamItem  # (event id, name, payload): the payload's type follows the n
 HEARTBEAT: Item = (None, "heartbeat", None)
 HEARTBEAT_SECONDS = 15.0
 DB_POLL_SECONDS = 0.5
+END_ON_ITS_WAY_SECONDS = 2.0  # how long a stream opened after its turn ended waits for its end on the bus
 
 
 def replies(turn: Turn, after: int = -1) -> list[Message]:
@@ -56,14 +57,15 @@ def follow_batches(
     stream's `ticket` (`agent.streams`), it ends, without a terminal event, once that is superseded.
     """
     channel = hub.get_channel(str(turn.pk))
-    # A finished turn re-opened from scratch gets its end at once; one resumed after an id gets what
-    # followed it while the channel keeps it, however many readers reached the end before.
-    if channel is not None and (last_event_id is not None or not (channel.closed and channel.delivered)):
+    # A finished turn re-opened from scratch (a follower here or on another host read it to its end)
+    # gets its end at once; one resumed after an id gets what followed it while the channel keeps it,
+    # however many readers reached the end before.
+    if channel is not None and (last_event_id is not None or not (channel.closed and _was_read(channel))):
         yield from _from_channel(channel, last_event_id, heartbeat, ticket)
         return
     turn.refresh_from_db()
     if turn.finished and last_event_id is None:
-        yield [_end(turn)]
+        yield from _after_the_end(turn, heartbeat, ticket)
         return
     if _had_its_end(turn, last_event_id):
         return  # resumed at its terminal event: nothing follows it
@@ -85,6 +87,59 @@ def follow_batches(
         yield from ([item] for item in _await_terminal(turn, heartbeat))
         return
     yield from ([item] for item in _from_database(turn, heartbeat, ticket))
+
+
+def _was_read(channel: hub.TurnChannel) -> bool:
+    """Whether a follower read the ended turn of this channel to its end: here, or on another worker
+    or host the bus reaches (asked once a stream opens after the end, never per event)."""
+    if not channel.delivered and events.get_bus().was_read(channel.turn_id):
+        channel.delivered = True
+    return channel.delivered
+
+
+def _read_to_the_end(turn_id: str) -> None:
+    """A follower sent the turn's terminal event: a stream opened from scratch later, on any worker
+    or host, is opened again and gets the end alone."""
+    events.get_bus().mark_read(turn_id)
+
+
+def _after_the_end(turn: Turn, heartbeat: float, ticket: Ticket | None) -> Iterator[list[Item]]:
+    """A stream opened from scratch after its turn ended, its channel not here (another worker or host
+    ran the turn, or it lingered past `hub.LINGER_SECONDS`): the whole turn from the bus's copy while
+    the bus still holds every event of it and no follower has read it to its end; else its end alone."""
+    bus = events.get_bus()
+    turn_id = str(turn.pk)
+    copy = None if bus.was_read(turn_id) else bus.follow_turn(turn_id)
+    if copy is None:
+        yield [_end(turn)]
+        return
+    try:
+        # The row says the turn ended; its last events may still be on their way to Redis (the turn's
+        # writer sends them a moment after): wait for them a little, as the reader brings them.
+        deadline = time.monotonic() + END_ON_ITS_WAY_SECONDS
+        waiter = None if ticket is None else ticket.waiter  # (superseding the stream wakes it at once)
+        while not copy.closed and (remaining := deadline - time.monotonic()) > 0:
+            copy.wait(copy.count(), remaining, waiter, ticket)
+            if ticket is not None and ticket.superseded:
+                return
+        if _whole(copy):
+            yield from _from_channel(copy, None, heartbeat, ticket)
+        else:
+            yield [_end(turn)]  # (the page then draws the turn from the transcript)
+    finally:
+        bus.release(copy)
+
+
+def _whole(copy: hub.TurnChannel) -> bool:
+    """Whether a copy of an ended turn holds every event of it: it ends with its terminal event, and
+    none was lost or trimmed away (a trimmed event is a heartbeat in its place)."""
+    return (
+        copy.closed
+        and not copy.lost
+        and copy.count() > 0
+        and copy.names[-1] in TERMINAL
+        and "heartbeat" not in copy.names
+    )
 
 
 def had_the_end(turn_id: Any, last_event_id: int | None) -> bool:
@@ -140,7 +195,9 @@ def _from_channel(
         else:
             release = False
         if channel.closed and seen >= channel.count():
-            channel.delivered = True
+            if not channel.delivered and not channel.lost:  # (a lost copy's follower goes on from the database)
+                channel.delivered = True
+                _read_to_the_end(channel.turn_id)
             return
 
 
@@ -194,6 +251,7 @@ def _await_terminal(turn: Turn, heartbeat: float) -> Iterator[Item]:
         release_connection()
         if now is None or now.status != Turn.RUNNING or abandoned(now):
             yield _end(now if now is not None and now.finished else None)
+            _read_to_the_end(str(turn.pk))
             return
         time.sleep(DB_POLL_SECONDS)
         waited += DB_POLL_SECONDS
@@ -227,6 +285,7 @@ def _from_database(
             return
         if now.status != Turn.RUNNING or abandoned(now):
             yield _end(now if now.status != Turn.RUNNING else None)
+            _read_to_the_end(str(turn.pk))
             return
         if ticket is None:
             time.sleep(DB_POLL_SECONDS)

@@ -70,6 +70,9 @@ class EventBus:
     - `follow_turn(turn_id)`: for a stream whose turn runs elsewhere: a `hub.TurnChannel` filled as
       the turn's events arrive (event `n` at index `n`), or None to follow from the transcript.
       Give it back with `release(channel)` when the stream ends.
+    - `mark_read(turn_id)` / `was_read(turn_id)`: a follower read the ended turn to its terminal
+      event, on any process the bus reaches (a stream first opened after the end gets the whole
+      turn, one opened again its end alone). This base knows of no process but its own: never read.
     - `request_stop(turn_id)`: tell the process running the turn (the database flag is the record).
     - `publish(channel, message)` / `subscribe(channel, *more)` / `unsubscribe(subscription)`: named
       channels of JSON-able messages, for whoever listens on any worker (one subscription may hear
@@ -89,6 +92,14 @@ class EventBus:
 
     def release(self, channel: hub.TurnChannel) -> None:
         pass
+
+    def mark_read(self, turn_id: str) -> None:
+        """A follower here read the turn to its terminal event. Never raises."""
+
+    def was_read(self, turn_id: str) -> bool:
+        """Whether a follower, on any process the bus reaches, read the turn to its terminal event;
+        False when the bus cannot tell (each process then knows only of its own followers)."""
+        return False
 
     def catch_up(self, channel: hub.TurnChannel) -> None:
         """Read what the turn published that has not arrived yet (the turn has ended)."""

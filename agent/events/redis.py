@@ -7,6 +7,9 @@ Keys (docs/engine.md, "The event bus"):
   turn (its SSE id) is entry `1-n`, so `Last-Event-ID: n` resumes with `XRANGE (1-n +`; entry `2-0`
   says the turn's events stopped reaching Redis. Capped at `AGENT_EVENTS_MAX_LEN` entries
   (`XADD MAXLEN ~`), expiring a day after the start and `LINGER_SECONDS` after the end.
+- `agent:turn:<turn id>:read`, set (`SET NX`, for `LINGER_SECONDS`) once a follower on any
+  process has read the ended turn to its terminal event: a stream first opened after the end, on
+  any host, replays the turn from its Stream; one opened again gets its end alone.
 - `agent:control`, one Stream of Stop requests for every process.
 - `agent:channel:<name>`, a capped Stream per named channel (the blog's effects).
 
@@ -54,6 +57,10 @@ BATCH = 500
 
 def turn_key(turn_id: str) -> str:
     return f"agent:turn:{turn_id}"
+
+
+def read_key(turn_id: str) -> str:
+    return f"agent:turn:{turn_id}:read"
 
 
 def channel_key(name: str) -> str:
@@ -262,6 +269,25 @@ class RedisBus(EventBus):
 
     def release(self, channel: hub.TurnChannel) -> None:
         self.reader.release(turn_key(channel.turn_id), channel)
+
+    def mark_read(self, turn_id: str) -> None:
+        if time.monotonic() < self.down_until:
+            return  # (Redis just failed: not another wait on it; each process keeps its own mark)
+        try:
+            # No longer than the turn's Stream is kept after its end: without the Stream there is
+            # nothing to replay, and a stream opened then gets the turn's end in any case.
+            self.client.set(read_key(turn_id), "1", nx=True, ex=LINGER_SECONDS)
+        except redis.RedisError as exc:
+            self.failed("marking a turn read", exc)
+
+    def was_read(self, turn_id: str) -> bool:
+        if time.monotonic() < self.down_until:
+            return False
+        try:
+            return bool(self.client.exists(read_key(turn_id)))
+        except redis.RedisError as exc:
+            self.failed("reading a turn's mark", exc)
+            return False
 
     def catch_up(self, channel: hub.TurnChannel) -> None:
         try:

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agent import events, hub
 from agent.events.local import LocalBus
-from agent.events.redis import RedisBus, RedisTurnSink, turn_key
+from agent.events.redis import RedisBus, RedisTurnSink, read_key, turn_key
 from agent.follow import follow
 from agent.loop import run_agent
 from agent.models import Message, Session, Turn
@@ -496,3 +496,146 @@ def test_a_redis_that_refuses_the_urls_password_is_said_to_refuse_it_not_to_be_s
         "refuses its user or password: streams on other workers fall back to the database until it accepts them."
     )
     assert "hunter2" not in sentence
+
+
+# --- A stream first opened after its turn ended: the whole turn on any host, once ------------------
+
+LATE = [("token", {"text": "one "}), ("token", {"text": "two "}), ("token", {"text": "three"})]
+LATE_END = ("done", {"message_id": None, "stop_reason": "end_turn", "usage": {}})
+
+
+def an_ended_turn(bus: RedisBus, row: Turn, own: bool = False) -> hub.TurnChannel:
+    """`row`'s turn, run through `bus` to its end as `turns.drive` does: three words, then `done`,
+    on Redis (once its Stream expires after the end) and in its row. `own`: its channel is in this
+    process's hub, as on the worker that ran it."""
+    turn = hub.open_channel(str(row.pk)) if own else hub.TurnChannel(str(row.pk))
+    turn.sink = bus.open_turn(turn.turn_id)
+    for name, payload in [*LATE, LATE_END]:
+        turn.publish(name, payload)
+    Turn.objects.filter(pk=row.pk).update(
+        status=Turn.DONE, terminal_event=LATE_END[0], terminal_payload=LATE_END[1], last_event_id=len(LATE)
+    )
+    turn.close()
+    client = redis.Redis.from_url(bus.url)
+    key = turn_key(turn.turn_id)
+    wait_for(lambda: client.xlen(key) == 2 + len(LATE) and client.ttl(key) > 0, "the turn's end reached Redis")
+    return turn
+
+
+WHOLE = [*((i, *event) for i, event in enumerate(LATE)), (len(LATE), *LATE_END)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_first_opened_after_the_end_on_another_host_gets_the_whole_turn_once(buses, chat, settings):
+    """The turn ran on `a`; nobody followed it. A stream first opened here, where its channel is not,
+    gets every event with its id, then the end; a stream opened again (here or anywhere) its end alone."""
+    a, b = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    an_ended_turn(a, row)
+    assert list(follow(row, heartbeat=30)) == WHOLE
+    assert 0 < redis.Redis.from_url(a.url).ttl(read_key(str(row.pk))) <= 600  # gone with the turn's Stream
+    assert list(follow(row, heartbeat=30)) == [WHOLE[-1]]
+    assert b.was_read(str(row.pk))  # every process sees it read
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_opened_as_the_turn_ends_waits_for_its_end_on_its_way_to_redis(buses, chat, settings):
+    """The turn's row says it ended before its terminal event reached Redis (its writer sends it a
+    moment later): a stream first opened then still gets the whole turn."""
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    turn = running_turn(a, str(row.pk))
+    for name, payload in LATE:
+        turn.publish(name, payload)
+    client, key = redis.Redis.from_url(a.url), turn_key(str(row.pk))
+    wait_for(lambda: client.xlen(key) == 1 + len(LATE), "the words reached Redis")
+    Turn.objects.filter(pk=row.pk).update(
+        status=Turn.DONE, terminal_event=LATE_END[0], terminal_payload=LATE_END[1], last_event_id=len(LATE)
+    )
+    later = threading.Timer(0.3, lambda: (turn.publish(*LATE_END), turn.close()))
+    later.start()
+    try:
+        assert list(follow(row, heartbeat=30)) == WHOLE
+    finally:
+        later.join()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_read_to_the_end_on_another_host_the_turns_own_worker_sends_its_end_alone(buses, chat, settings):
+    """The turn's channel still lingers on its own worker (this process), never read here; a stream on
+    another host (here without the channel) reads it to its end: the turn's own worker then agrees,
+    a stream opened there from scratch gets the end alone."""
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    own = an_ended_turn(a, row, own=True)
+    try:
+        hub._channels.pop(own.turn_id)  # another host: no channel of the turn
+        assert list(follow(row, heartbeat=30)) == WHOLE
+        hub._channels[own.turn_id] = own  # back on the turn's own worker
+        assert list(follow(row, heartbeat=30)) == [WHOLE[-1]]
+        assert list(follow(row, last_event_id=1, heartbeat=30)) == WHOLE[2:]  # resumed: what followed the id
+    finally:
+        hub._channels.pop(own.turn_id, None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_read_to_the_end_on_the_turns_own_worker_another_host_sends_its_end_alone(buses, chat, settings):
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    own = an_ended_turn(a, row, own=True)
+    try:
+        assert list(follow(row, heartbeat=30)) == WHOLE  # on the turn's own worker
+        hub._channels.pop(own.turn_id)  # another host
+        assert list(follow(row, heartbeat=30)) == [WHOLE[-1]]
+    finally:
+        hub._channels.pop(own.turn_id, None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_not_whole_on_redis_is_sent_its_end_alone_when_first_opened_after_it(buses, chat, settings):
+    """Its events stopped reaching Redis after the first word (`2-0`): the copy holds a part of the turn
+    only, so a stream first opened after the end gets the end (the page draws the turn from the
+    transcript), never a turn with a hole in it."""
+    a, _ = buses
+    settings.AGENT_EVENTS_URL = a.url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    row = Turn.objects.create(session=chat)
+    turn = running_turn(a, str(row.pk))
+    client, key = redis.Redis.from_url(a.url), turn_key(str(row.pk))
+    turn.publish(*LATE[0])
+    wait_for(lambda: client.xlen(key) == 2, "the first word reached Redis")
+    assert isinstance(turn.sink, RedisTurnSink)
+    turn.sink.lost = True  # (as after a failed write)
+    for name, payload in [*LATE[1:], LATE_END]:
+        turn.publish(name, payload)
+    Turn.objects.filter(pk=row.pk).update(
+        status=Turn.DONE, terminal_event=LATE_END[0], terminal_payload=LATE_END[1], last_event_id=len(LATE)
+    )
+    turn.close()
+    wait_for(lambda: client.xlen(key) == 3 and client.ttl(key) > 0, "the turn's end reached Redis")
+    assert list(follow(row, heartbeat=30)) == [WHOLE[-1]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_down_each_worker_knows_of_its_own_followers_only(events_redis, chat):
+    """Redis gone after the turn ended: the turn's own worker sends the whole turn to its first stream
+    and the end alone to the next, as without Redis; another host sends the end alone."""
+    row = Turn.objects.create(session=chat)
+    own = an_ended_turn(RedisBus(events_redis.url), row, own=True)
+    events_redis.kill()
+    try:
+        assert list(follow(row, heartbeat=30)) == WHOLE
+        assert list(follow(row, heartbeat=30)) == [WHOLE[-1]]
+        hub._channels.pop(own.turn_id)
+        own.delivered = False
+        assert list(follow(row, heartbeat=30)) == [WHOLE[-1]]
+    finally:
+        hub._channels.pop(own.turn_id, None)

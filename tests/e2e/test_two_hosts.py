@@ -172,6 +172,21 @@ def test_reconnecting_to_host_a_with_last_event_id_has_no_gap_and_no_duplicate(h
     assert after[-1][1] == "done"
 
 
+def test_a_stream_first_opened_on_host_b_after_the_turn_ended_gets_the_whole_turn_once(hosts):
+    """Nobody followed the turn that ran on host A: the first stream, opened on host B once it ended,
+    gets every event with its id, then `done`; a stream opened again, on either host, `done` alone."""
+    alice_a, alice_b = Client(hosts.a, "alice"), Client(hosts.b, "alice")
+    sid, url = start_turn(alice_a)
+    assert alice_a.wait_idle(sid)["running"] is False
+    with stream(alice_b, url) as events:
+        first = list(events)
+    assert [(i, name) for i, name, _ in first] == [*((i, "token") for i in range(TOKENS)), (TOKENS, "done")]
+    assert "".join(data["text"] for _, name, data in first if name == "token") == "".join(WORDS)
+    for client in (alice_a, alice_b, alice_a):  # (each host's two workers may answer)
+        with stream(client, url) as events:
+            assert list(events) == [first[-1]]
+
+
 def test_stop_on_host_b_stops_the_turn_running_on_host_a(hosts):
     alice_a, alice_b = Client(hosts.a, "alice"), Client(hosts.b, "alice")
     sid, url = start_turn(alice_a)
