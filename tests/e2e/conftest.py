@@ -167,10 +167,24 @@ def page(context, request):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors  # type: ignore[attr-defined]
-    # The site's Content-Security-Policy allows no inline style or script: whatever the page or a
-    # library tries past it is refused, silently but for the console, and is a fault of ours.
+    # The site's Content-Security-Policy allows no inline style or script: whatever a page or a library
+    # tries past it is refused, silently but for the console, and is a fault of ours. Not so on an error
+    # page these DEBUG=1 servers draw: Django's own (a 404's "Page not found"), styled inline, stands in
+    # for the site's, whose templates tests/config/test_content_security_policy.py reads.
     refused: list[str] = []
-    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    error_pages: set[str] = set()
+
+    def on_response(response) -> None:
+        if response.request.resource_type == "document" and response.status >= 400:
+            error_pages.add(response.url)
+
+    def on_console(message) -> None:
+        where = message.location["url"]
+        if "Content Security Policy" in message.text and where not in error_pages:
+            refused.append(f"{message.text} ({where})")
+
+    page.on("response", on_response)
+    page.on("console", on_console)
     yield page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
