@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
@@ -85,6 +85,44 @@ def message_text(body: dict[str, Any] | None) -> str | None:
         return None
     # JSON may carry a lone surrogate; a NUL, which PostgreSQL's text columns cannot hold, from a form too
     return without_nul(text.encode("utf-8", "replace").decode("utf-8"))
+
+
+PAGE_MAX = 200
+# ASCII digits alone: int() would also take a sign, spaces, underscores and other scripts' digits
+WHOLE_NUMBER = re.compile(r"[0-9]+")
+POSITION_MAX = 2**31 - 1  # a message's position is a 32-bit integer column: no position is past it
+
+
+class Page(NamedTuple):
+    after: int  # the messages whose position is greater (-1: from the first)
+    limit: int  # at most this many
+
+
+class BadQuery(Exception):
+    """A query parameter out of its shape; its one argument is the sentence to answer."""
+
+
+def transcript_page(request: HttpRequest) -> Page | None:
+    """The page of a transcript that `?after=<position>&limit=<n>` asks for, or None when neither
+    is given (the whole transcript). With either, a page is at most `PAGE_MAX` messages. Raises
+    `BadQuery` for a value that is not a whole number in range, or a parameter given twice."""
+    after = _whole_number(request, "after", "Give after as a message's position, a whole number (0 or more).")
+    limit = _whole_number(request, "limit", f"Give limit as a whole number from 1 to {PAGE_MAX}.")
+    if after is None and limit is None:
+        return None
+    if limit is not None and not 1 <= limit <= PAGE_MAX:
+        raise BadQuery(f"Give limit as a whole number from 1 to {PAGE_MAX}.")
+    return Page(after=-1 if after is None else min(after, POSITION_MAX), limit=PAGE_MAX if limit is None else limit)
+
+
+def _whole_number(request: HttpRequest, name: str, sentence: str) -> int | None:
+    values = request.GET.getlist(name)
+    if not values:
+        return None
+    if len(values) > 1 or not WHOLE_NUMBER.fullmatch(values[0]):
+        raise BadQuery(sentence)
+    digits = values[0].lstrip("0") or "0"
+    return int(digits) if len(digits) <= 12 else POSITION_MAX + 1  # (past any position or limit)
 
 
 def take_rate_slot(user: Any) -> int | None:

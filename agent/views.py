@@ -6,11 +6,12 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.urls import reverse
 
 from agent import approvals, hub, intake, logcontext, sse, stream_pass, streams, turns
-from agent.api import api_view, error, json_body
+from agent.api import BadQuery, Page, api_view, error, json_body, transcript_page
 from agent.exceptions import NothingToResume, TurnInProgress
 from agent.follow import Item, abandoned, follow_batches, had_the_end
 from agent.media_views import attachment_json
@@ -229,20 +230,48 @@ def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse
 @api_login_required
 @session_api
 def transcript(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
+    """The chat's messages in order: all of them, or with `?after=<position>&limit=<n>` one page of
+    them, the next page's URL then in `Link: <url>; rel="next"` while more follow (the body keeps
+    its shape)."""
+    try:
+        page = transcript_page(request)
+    except BadQuery as exc:
+        return error(400, "bad_request", str(exc))
     running = Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
     if running is not None:
         running.session = session
         if abandoned(running):  # its worker died: nothing runs, whatever its row says (the next turn closes it)
             running = None
+    # (read after the turn: a turn that ends between the two reads is shown running, with its end)
+    messages, next_url = transcript_messages(session, page)
     body: dict[str, Any] = {
         "id": str(session.pk),
         "purpose": session.purpose,
         "running": running is not None,
-        "messages": [message_json(m) for m in session.messages.prefetch_related("parts")],
+        "messages": [message_json(m) for m in messages],
     }
     if running is not None:
         body["stream_url"] = stream_url(session, running, request)
-    return JsonResponse(body)
+    response = JsonResponse(body)
+    if next_url is not None:
+        response["Link"] = f'<{next_url}>; rel="next"'
+    return response
+
+
+def transcript_messages(session: Session, page: Page | None) -> tuple[list[Message], str | None]:
+    """The session's messages with their parts, all of them or one `page`, and the next page's URL
+    when more follow. Two reads however long the chat: the messages, then their parts."""
+    if page is None:
+        return list(session.messages.prefetch_related("parts")), None
+    # one message past the page says whether another page follows; its parts are not read
+    messages = list(session.messages.filter(position__gt=page.after)[: page.limit + 1])
+    next_url = None
+    if len(messages) > page.limit:
+        messages = messages[: page.limit]
+        after = messages[-1].position
+        next_url = f"{reverse('agent:transcript', args=[session.pk])}?after={after}&limit={page.limit}"
+    prefetch_related_objects(messages, "parts")
+    return messages, next_url
 
 
 def message_json(message: Message) -> dict[str, Any]:
