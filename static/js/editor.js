@@ -66,6 +66,7 @@
       form.elements.body.value = version.body;
       known(version);
       form.elements.body.dispatchEvent(new Event("input", { bubbles: true }));  // refresh the preview
+      form.elements.title.dispatchEvent(new Event("input", { bubbles: true }));  // and the shared title's note
     }
 
     var postId = form.dataset.postId;

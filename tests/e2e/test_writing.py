@@ -1,9 +1,10 @@
 """Reading and writing in a real browser: a visitor reads the blog and finds its feed; the editor's
-live preview renders markdown as the public page will (inert when hostile), and leaving the editor
-with unsaved work asks first."""
+live preview renders markdown as the public page will (inert when hostile), a title another post has
+is said as it is typed, and leaving the editor with unsaved work asks first."""
 
 from __future__ import annotations
 
+import re
 from xml.etree import ElementTree
 
 from playwright.sync_api import expect
@@ -186,3 +187,22 @@ def test_a_paused_preview_says_so_in_the_preview_and_its_status(demo_server, pag
     expect(page.locator("#preview")).to_contain_text("The preview is paused")
     expect(page.locator("#preview strong")).to_have_count(0)
     expect(page.locator("#preview-status")).to_contain_text("The preview is paused")
+
+
+def test_a_title_another_post_has_is_said_while_typing_and_the_note_goes_once_it_is_unique(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    note = page.locator("#title-note")
+    expect(note).to_be_empty()
+    title = page.get_by_label("Title")
+    title.press_sequentially("welcome to field notes")  # the published post's title, letter case aside
+    expect(note.locator("#title-shared")).to_have_text(
+        re.compile(r"^Another post in this blog is also titled “welcome to field notes”: published, edited .+\. ")
+    )
+    other = note.get_by_role("link")
+    expect(other).to_have_attribute("href", re.compile(rf"^/blogs/{BLOG}/posts/\d+/edit/$"))
+    title.press_sequentially(", again")
+    expect(note.locator("#title-shared")).to_have_count(0)
+    expect(note).to_be_empty()
+    assert note.bounding_box() is None  # not shown at all: no empty box, no gap in the form
