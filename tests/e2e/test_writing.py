@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 
 from playwright.sync_api import expect
 
-from tests.e2e.ui import BLOG, login
+from tests.e2e.ui import BLOG, WATCH_ANNOUNCEMENTS, announcements, login
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -195,6 +195,7 @@ def test_a_title_another_post_has_is_said_while_typing_and_the_note_goes_once_it
     page.goto(f"{base}/blogs/{BLOG}/posts/new/")
     note = page.locator("#title-note")
     expect(note).to_be_empty()
+    page.evaluate(WATCH_ANNOUNCEMENTS)
     title = page.get_by_label("Title")
     title.press_sequentially("welcome to field notes")  # the published post's title, letter case aside
     expect(note.locator("#title-shared")).to_have_text(
@@ -211,6 +212,8 @@ def test_a_title_another_post_has_is_said_while_typing_and_the_note_goes_once_it
         title.press_sequentially(" ")
     page.wait_for_timeout(100)  # (the answer swapped in, had it been)
     assert shown_note.evaluate("element => element.isConnected")
+    heard = announcements(page)
+    assert len(heard) == 1 and heard[0].startswith("Another post in this blog is also titled"), heard
     title.press_sequentially(", again")
     expect(note.locator("#title-shared")).to_have_count(0)
     expect(note).to_be_empty()
