@@ -327,13 +327,21 @@ def namesakes(post: Post) -> list[Post]:
     """The blog's other posts with this post's title, letter case aside, the most recently changed first.
 
     Titles may repeat (each post has its own address: `unique_slug`), but a second post of one title is
-    told to whoever made it, and to the model, which finds posts by title. ASCII titles are matched by
-    the database; others here, on the titles alone (SQLite folds the case of ASCII letters only)."""
-    others = Post.objects.filter(blog=post.blog_id).exclude(pk=post.pk)
-    if post.title.isascii():
-        return list(others.filter(title__iexact=post.title)[:NAMESAKES_SHOWN])
-    folded = post.title.casefold()
-    found = [pk for pk, title in others.values_list("pk", "title").iterator() if title.casefold() == folded]
+    told to whoever made it, and to the model, which finds posts by title."""
+    return posts_titled(post.blog_id, post.title, exclude=post.pk)
+
+
+def posts_titled(blog_id: int, title: str, exclude: int | None = None) -> list[Post]:
+    """The blog's posts titled `title` (as saved: `clean_title`), letter case aside, but post `exclude`;
+    the most recently changed first, at most NAMESAKES_SHOWN. ASCII titles are matched by the database;
+    others here, on the titles alone (SQLite folds the case of ASCII letters only)."""
+    others = Post.objects.filter(blog=blog_id)
+    if exclude is not None:
+        others = others.exclude(pk=exclude)
+    if title.isascii():
+        return list(others.filter(title__iexact=title)[:NAMESAKES_SHOWN])
+    folded = title.casefold()
+    found = [pk for pk, other in others.values_list("pk", "title").iterator() if other.casefold() == folded]
     return list(others.filter(pk__in=found[:NAMESAKES_SHOWN]))
 
 

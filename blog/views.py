@@ -283,6 +283,27 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/_preview.html", {"body_html": html})
 
 
+@require_POST
+@login_required
+def post_namesakes(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
+    """The editor's note on a shared title as the person types it (the note the editor of a saved post
+    shows, `blog/_title_shared.html`): the blog's other posts with the typed title, letter case aside,
+    the post being edited (`pk`) aside; nothing when there are none. For members who may edit the post."""
+    blog, seat, actor = membership(request, slug)
+    require_scope(actor, WRITE)
+    if pk is not None:
+        post = Post.objects.filter(blog=blog, pk=pk).first()
+        if post is None or not grants.may_change(actor, post):
+            raise Http404("Not found.")
+    try:
+        title = services.clean_title(request.POST.get("title", ""))
+    except OperationError:  # (no title yet, or one too long to save: no other post has it)
+        return HttpResponse("")
+    others = services.posts_titled(blog.pk, title, exclude=pk)
+    namesakes = [(other, grants.may_change(actor, other)) for other in others]
+    return render(request, "blog/_title_shared.html", {"blog": blog, "namesakes": namesakes, "title": title})
+
+
 def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, scope)

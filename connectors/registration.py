@@ -15,6 +15,7 @@ import logging
 import re
 import time
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -57,6 +58,47 @@ def unprintable(char: str) -> bool:
     "other" categories): a NUL or a lone surrogate (which PostgreSQL cannot hold), a terminal's escape,
     a right-to-left override."""
     return unicodedata.category(char).startswith("C")
+
+
+#: A client's name keeps these of Unicode's invisible characters: the zero-width joiner of an emoji
+#: sequence ("👩‍💻" is woman, joiner, laptop). Variation selectors ("❤️", U+FE00–U+FE0F and U+E0100–U+E01EF)
+#: are marks, not "other" characters, and are kept as any mark is. Every other format character goes,
+#: the bidi controls first of all (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F: a right-to-left
+#: override makes a name read as another).
+NAME_JOINER = "\u200d"
+#: The emoji tag sequences in use, the flags of England, Scotland and Wales (🏴, the tag letters of
+#: "gbeng", "gbsct" or "gbwls", the cancel tag): a name keeps their tag characters. Any other tag
+#: character is dropped: tags outside a flag spell text that no one sees, but a program reading the name does.
+FLAG_TAG_SEQUENCE = re.compile(
+    "\U0001f3f4\U000e0067\U000e0062(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
+    "|\U000e0077\U000e006c\U000e0073)\U000e007f"
+)
+TAG_CHARACTERS = re.compile("[\U000e0000-\U000e007f]+")
+MAX_NAME_LENGTH = 200
+
+
+def clean_name(name: str) -> str:
+    """A client's name as it is shown on the consent page and the Clients screen, and logged: its
+    printable characters, the joiners of its emoji and the tags of its flags (not a terminal's escape,
+    a NUL, a lone surrogate or a bidi control), its runs of white space as one space; "" for a name
+    with nothing to see."""
+    kept = " ".join(outside_flags(name, printable).split())[:MAX_NAME_LENGTH]
+    # (a flag cut short at the limit leaves tag characters that make no flag)
+    kept = outside_flags(kept, lambda text: TAG_CHARACTERS.sub("", text))
+    if all(c.isspace() or c == NAME_JOINER or unicodedata.category(c) == "Mn" for c in kept):
+        return ""
+    return kept
+
+
+def printable(text: str) -> str:
+    return "".join(c for c in text if c.isspace() or c == NAME_JOINER or not unprintable(c))
+
+
+def outside_flags(text: str, change: Callable[[str], str]) -> str:
+    """`text` with `change` made to all but its flags' tag sequences (FLAG_TAG_SEQUENCE)."""
+    parts = FLAG_TAG_SEQUENCE.split(text)
+    flags = FLAG_TAG_SEQUENCE.findall(text)
+    return change(parts[0]) + "".join(flag + change(part) for flag, part in zip(flags, parts[1:], strict=True))
 
 
 def redirect_uri_problem(uri: Any) -> str | None:
@@ -111,9 +153,7 @@ def clean_metadata(data: Any) -> dict[str, Any]:
     name = data.get("client_name") or "Unnamed client"
     if not isinstance(name, str):
         raise InvalidMetadata("client_name must be a string.")
-    # (shown on the consent page and the Clients screen, and logged: only printable characters are kept)
-    name = " ".join("".join(c for c in name if c.isspace() or not unprintable(c)).split())[:200]
-    return {"name": name or "Unnamed client", "redirect_uris": list(dict.fromkeys(uris))}
+    return {"name": clean_name(name) or "Unnamed client", "redirect_uris": list(dict.fromkeys(uris))}
 
 
 def seconds_limited(request: HttpRequest) -> int:

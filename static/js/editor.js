@@ -29,6 +29,16 @@
     }
   });
 
+  // The shared title's note is a live region: the same note again (a pause in typing that left the title as
+  // it was, letter case or spaces aside) is not swapped in, so it is not read out again.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target || target.id !== "title-note") return;
+    var answer = document.createElement("template");
+    answer.innerHTML = event.detail.serverResponse;  // (as the browser writes it out, to compare like with like)
+    if (answer.innerHTML === target.innerHTML) event.detail.shouldSwap = false;
+  });
+
   // The preview is not a live region (it would read the whole post at every pause in typing): what the
   // writer must hear, that the body is too long to save, goes to its status, and only when that changes.
   document.addEventListener("htmx:afterSwap", function (event) {
@@ -66,6 +76,7 @@
       form.elements.body.value = version.body;
       known(version);
       form.elements.body.dispatchEvent(new Event("input", { bubbles: true }));  // refresh the preview
+      form.elements.title.dispatchEvent(new Event("input", { bubbles: true }));  // and the shared title's note
     }
 
     var postId = form.dataset.postId;

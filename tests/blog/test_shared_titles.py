@@ -16,6 +16,7 @@ from blog.demo import DemoBackend
 from blog.models import Post
 from blog.operations import perform_json
 from tests.blog.conftest import browser, make_post
+from tests.blog.test_views import tags_of
 
 pytestmark = pytest.mark.django_db
 
@@ -58,6 +59,119 @@ def test_the_editor_of_a_post_whose_title_is_shared_says_so_and_a_rename_to_a_us
     Post.objects.create(blog=team.blog, author=team.owner, title="Morning light", slug="morning-light-3")  # a third
     html = client.get(f"/blogs/notes/posts/{second.pk}/edit/").content.decode()
     assert "2 other posts in this blog are also titled “Morning light”" in html and "All are kept" in html
+
+
+# As the title is typed (blog.views.post_namesakes) -------------------------------------------------------------
+
+NEW = "/blogs/notes/posts/namesakes/"
+
+
+def typed(url: str, user, title: str):
+    return browser(user).post(url, {"title": title}, HTTP_HX_REQUEST="true")
+
+
+def titled(team, title: str, slug: str, *, published: bool = False) -> Post:
+    status = Post.PUBLISHED if published else Post.DRAFT
+    return Post.objects.create(blog=team.blog, author=team.owner, title=title, slug=slug, status=status)
+
+
+def test_a_title_typed_in_a_new_post_that_others_have_gets_the_editors_note_with_their_links(team):
+    live = titled(team, "Morning light", "morning-light", published=True)
+    draft = titled(team, "MORNING LIGHT", "morning-light-2")
+    response = typed(NEW, team.author, "  morning light ")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="title-shared"' in html
+    assert "2 other posts in this blog are also titled “morning light”: " in html and "All are kept" in html
+    # An author may not edit a published post: its history is the link; the draft opens in the editor.
+    assert f'href="/blogs/notes/posts/{live.pk}/history/"' in html
+    assert f'href="/blogs/notes/posts/{draft.pk}/edit/"' in html
+    draft.delete()
+    html = typed(NEW, team.author, "Morning light").content.decode()
+    assert "Another post in this blog is also titled “Morning light”" in html and "Both are kept" in html
+    # A title no other post has, or none yet: nothing, so the note goes.
+    for title in ("Morning light at sea", "", "   ", "\u200b"):
+        response = typed(NEW, team.author, title)
+        assert (response.status_code, response.content) == (200, b""), title
+
+
+def test_the_post_being_edited_is_not_its_own_namesake_and_other_blogs_do_not_count(team, other_team):
+    mine = titled(team, "Morning light", "morning-light")
+    url = f"/blogs/notes/posts/{mine.pk}/namesakes/"
+    assert typed(url, team.owner, "Morning light").content == b""
+    Post.objects.create(blog=other_team.blog, author=other_team.owner, title="Morning light", slug="morning-light")
+    assert typed(url, team.owner, "Morning light").content == b""
+    other = titled(team, "Morning light", "morning-light-2")
+    html = typed(url, team.owner, "morning LIGHT").content.decode()
+    assert "Another post in this blog is also titled" in html
+    assert f"/posts/{other.pk}/" in html and f"/posts/{mine.pk}/" not in html
+    assert "2 other posts" in typed(NEW, team.owner, "Morning light").content.decode()  # a new post: both
+
+
+def test_titles_in_other_scripts_match_letter_case_aside(team):
+    titled(team, "Straße am Fluss", "strasse")
+    titled(team, "ÉTÉ", "ete")
+    assert "Another post" in typed(NEW, team.owner, "straße am fluss").content.decode()
+    assert "“été”" in typed(NEW, team.owner, "e\u0301te\u0301").content.decode()  # typed decomposed, as saved: NFC
+
+
+def test_the_typed_title_and_the_others_are_escaped(team):
+    hostile = '<img src=x onerror="alert(1)"> & Co'
+    titled(team, hostile, "hostile")
+    html = typed(NEW, team.owner, hostile).content.decode()
+    assert "Another post in this blog is also titled “&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; Co”" in html
+    assert "<img" not in html
+
+
+@pytest.mark.parametrize("role", ["viewer", "outsider"])
+def test_the_typed_title_check_is_for_members_who_write(team, role):
+    post = titled(team, "Morning light", "morning-light")
+    assert typed(NEW, team.user(role), "Morning light").status_code == 404
+    assert typed(f"/blogs/notes/posts/{post.pk}/namesakes/", team.user(role), "Morning light").status_code == 404
+
+
+def test_the_typed_title_check_of_a_post_is_for_those_who_may_edit_that_post(team, other_team):
+    live = titled(team, "Morning light", "morning-light", published=True)
+    elsewhere = Post.objects.create(blog=other_team.blog, author=other_team.owner, title="X", slug="x")
+    # A published post is edited with the publish right only (its editor refuses an author).
+    assert typed(f"/blogs/notes/posts/{live.pk}/namesakes/", team.author, "Morning light").status_code == 404
+    assert typed(f"/blogs/notes/posts/{live.pk}/namesakes/", team.editor, "Morning light").status_code == 200
+    # Another blog's post, or none, under this blog's address: not found.
+    assert typed(f"/blogs/notes/posts/{elsewhere.pk}/namesakes/", team.owner, "X").status_code == 404
+    assert typed("/blogs/notes/posts/999999/namesakes/", team.owner, "X").status_code == 404
+
+
+def test_the_typed_title_check_needs_sign_in_csrf_and_post(team):
+    assert browser().post(NEW, {"title": "x"}).status_code == 302
+    assert browser(team.owner, csrf=True).post(NEW, {"title": "x"}).status_code == 403
+    assert browser(team.owner).get(NEW).status_code == 405
+
+
+def test_the_editors_title_asks_at_each_pause_in_typing_for_the_note_it_already_shows(team):
+    post = titled(team, "Morning light", "morning-light")
+    titled(team, "Morning light", "morning-light-2")
+    client = browser(team.owner)
+    for url, check in (("/blogs/notes/posts/new/", NEW), (f"/blogs/notes/posts/{post.pk}/edit/", None)):
+        check = check or f"/blogs/notes/posts/{post.pk}/namesakes/"
+        tags = tags_of(client.get(url).content.decode())
+        title = next(attrs for tag, attrs in tags if tag == "input" and attrs.get("name") == "title")
+        assert title["hx-post"] == check and title["hx-target"] == "#title-note", url
+        assert title["hx-trigger"].startswith("input changed delay:"), url
+        assert title["hx-params"] == "title", url  # (not the body, up to 100,000 characters)
+        assert ("div", {"id": "title-note", "aria-live": "polite"}) in tags, url
+    # The editor of a post whose title is shared shows the note in that box from the start.
+    html = client.get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    assert '<div id="title-note" aria-live="polite"><p class="notice" id="title-shared">Another post' in html
+    assert '<div id="title-note" aria-live="polite"></div>' in client.get("/blogs/notes/posts/new/").content.decode()
+
+
+def test_the_typed_title_check_is_a_few_queries_whatever_the_blogs_size(team, django_assert_max_num_queries):
+    for n in range(30):
+        titled(team, f"Post {n}", f"post-{n}")
+    titled(team, "Morning light", "morning-light")
+    client = browser(team.owner)
+    with django_assert_max_num_queries(6):
+        assert "Another post" in client.post(NEW, {"title": "Morning light"}).content.decode()
 
 
 def actor(team):

@@ -1,14 +1,15 @@
 """Reading and writing in a real browser: a visitor reads the blog and finds its feed; the editor's
-live preview renders markdown as the public page will (inert when hostile), and leaving the editor
-with unsaved work asks first."""
+live preview renders markdown as the public page will (inert when hostile), a title another post has
+is said as it is typed, and leaving the editor with unsaved work asks first."""
 
 from __future__ import annotations
 
+import re
 from xml.etree import ElementTree
 
 from playwright.sync_api import expect
 
-from tests.e2e.ui import BLOG, login
+from tests.e2e.ui import BLOG, WATCH_ANNOUNCEMENTS, announcements, login
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 
@@ -186,3 +187,34 @@ def test_a_paused_preview_says_so_in_the_preview_and_its_status(demo_server, pag
     expect(page.locator("#preview")).to_contain_text("The preview is paused")
     expect(page.locator("#preview strong")).to_have_count(0)
     expect(page.locator("#preview-status")).to_contain_text("The preview is paused")
+
+
+def test_a_title_another_post_has_is_said_while_typing_and_the_note_goes_once_it_is_unique(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    note = page.locator("#title-note")
+    expect(note).to_be_empty()
+    page.evaluate(WATCH_ANNOUNCEMENTS)
+    title = page.get_by_label("Title")
+    title.press_sequentially("welcome to field notes")  # the published post's title, letter case aside
+    expect(note.locator("#title-shared")).to_have_text(
+        re.compile(r"^Another post in this blog is also titled “welcome to field notes”: published, edited .+\. ")
+    )
+    field, shown = title.bounding_box(), note.bounding_box()
+    assert field and shown and shown["y"] >= field["y"] + field["height"]  # under the title: the field stays put
+    other = note.get_by_role("link")
+    expect(other).to_have_attribute("href", re.compile(rf"^/blogs/{BLOG}/posts/\d+/edit/$"))
+    # A pause that leaves the answer as it was (a space the saved title would lose) keeps the note as it is:
+    # the box is a live region, and the same note swapped in again would be read out again.
+    shown_note = note.locator("#title-shared").element_handle()
+    with page.expect_response(re.compile(r"/posts/namesakes/$")):
+        title.press_sequentially(" ")
+    page.wait_for_timeout(100)  # (the answer swapped in, had it been)
+    assert shown_note.evaluate("element => element.isConnected")
+    heard = announcements(page)
+    assert len(heard) == 1 and heard[0].startswith("Another post in this blog is also titled"), heard
+    title.press_sequentially(", again")
+    expect(note.locator("#title-shared")).to_have_count(0)
+    expect(note).to_be_empty()
+    assert note.bounding_box() is None  # not shown at all: no empty box, no gap in the form
