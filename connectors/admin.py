@@ -148,7 +148,7 @@ class PersonAdmin(UserAdmin):
             self.message_user(
                 request,
                 format_html(
-                    '{} still has {}: {}, as a new password does not end {}. <a href="{}">{}</a>',
+                    'The user “{}” still has {}: {}, as a new password does not end {}. <a href="{}">{}</a>',
                     person.get_username(),
                     clients(count),
                     still,

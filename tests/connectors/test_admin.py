@@ -104,7 +104,7 @@ def test_after_an_admin_sets_a_password_they_are_told_the_clients_still_work_and
     assert "Password changed successfully." in page
     offer = f'<a href="{USERS}{person.pk}/disconnect/">Disconnect all connected clients</a>'
     assert (
-        "&lt;i&gt;mallory&lt;/i&gt; still has 1 connected client: it still works with its tokens, "
+        "The user “&lt;i&gt;mallory&lt;/i&gt;” still has 1 connected client: it still works with its tokens, "
         f"as a new password does not end it. {offer}"
     ) in page
     assert "<i>mallory</i>" not in page
