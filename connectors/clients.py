@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.db.models import F, Window
+from django.db.models import Count, F, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -95,6 +95,13 @@ def connected_everywhere(user: Any) -> list[Consent]:
     """The person's live client grants on every blog, by blog then newest first (each with its blog)."""
     consents = Consent.objects.filter(user=user, revoked_at__isnull=True).exclude(client=grants.ASSISTANT)
     return list(consents.select_related("blog").order_by("blog__title", "-created_at"))
+
+
+def connected_counts(users: list[Any]) -> dict[Any, int]:
+    """How many live client grants each of `users` has, on every blog, by the user's pk (one query;
+    a person with none is absent)."""
+    consents = Consent.objects.filter(user__in=users, revoked_at__isnull=True).exclude(client=grants.ASSISTANT)
+    return dict(consents.order_by().values("user").annotate(n=Count("pk")).values_list("user", "n"))
 
 
 def disconnect_everywhere(user: Any) -> int:

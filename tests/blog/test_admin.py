@@ -350,17 +350,19 @@ def test_markup_in_transcripts_tools_clients_and_titles_is_text_on_every_admin_p
 
 def test_a_staff_member_who_may_only_look_fires_no_action(team, django_user_model):
     """Guard: actions are offered, and run, only with their permission: a staff member with every view
-    permission (an auditor) asks to delete chats, posts and seats and to revoke a grant, and nothing
-    changes; nor can they edit a seat or a person."""
+    permission (an auditor) asks to delete chats, posts and seats, to revoke a grant and to disconnect a
+    person's clients, and nothing changes; nor can they edit a seat or a person."""
     from django.contrib.auth.models import Permission
 
     from agent.models import Session
+    from blog.team import consent_grant
 
     staff = django_user_model.objects.create_user("looker", password="looker-pass-123", is_staff=True)
     staff.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
     chat = Session.objects.create(user=team.owner)
     post = make_post(team.blog, author=team.owner)
     consent = set_consent(team.editor, team.blog, ALL)
+    connected = consent_grant(user=team.author, blog=team.blog, client="a-client", scopes={READ})
     seat = team.seat("viewer")
     looker = browser(staff)
 
@@ -369,6 +371,7 @@ def test_a_staff_member_who_may_only_look_fires_no_action(team, django_user_mode
         ("/admin/blog/post/", "delete_selected", post.pk),
         ("/admin/blog/seat/", "delete_selected", seat.pk),
         ("/admin/blog/consent/", "revoke", consent.pk),
+        ("/admin/auth/user/", "disconnect_clients", team.author.pk),
     ]:
         assert looker.get(url).status_code == 200  # (they do see the list)
         looker.post(url, {"action": action, "_selected_action": [pk], "post": "yes"})
@@ -380,5 +383,6 @@ def test_a_staff_member_who_may_only_look_fires_no_action(team, django_user_mode
     assert Session.objects.filter(pk=chat.pk).exists() and Post.objects.filter(pk=post.pk).exists()
     assert Seat.objects.get(pk=seat.pk).role == Seat.VIEWER
     assert Consent.objects.get(pk=consent.pk).revoked_at is None
+    assert Consent.objects.get(pk=connected.pk).revoked_at is None
     team.viewer.refresh_from_db()
     assert not (team.viewer.is_staff or team.viewer.is_superuser)

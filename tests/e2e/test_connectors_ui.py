@@ -136,3 +136,36 @@ def test_the_clients_screen_with_two_clients(server, page):
     expect(card["Claude desktop"]).to_have_count(0)
     assert tools(base, claude).status_code == 401
     assert tools(base, cursor).status_code == 200
+
+
+def test_an_admin_sets_a_persons_password_then_ends_their_clients(server, page):
+    """A suspected compromise: the admin sets bob's password (to the one he had, so the module's other
+    tests are unchanged), is told his client still works, follows the link, confirms, and it is ended."""
+    from tests.e2e.ui import login
+
+    base = server.url
+    bob = Person(base, "bob")
+    client_id = register(base, "Bob's laptop")
+    url, verifier = authorization(base, client_id)
+    token = token_for(base, client_id, bob.consent(url, BLOG, ["posts:read"]), verifier)
+    login(page, base, "admin")
+
+    page.goto(f"{base}/admin/auth/user/?q=bob")
+    page.locator("#result_list").get_by_role("link", name="bob", exact=True).click()
+    expect(page.locator(".field-connected_clients")).to_contain_text("1 connected client")
+    page.get_by_role("link", name="Reset password").click()
+    page.locator("#id_password1").fill(PASSWORD)
+    page.locator("#id_password2").fill(PASSWORD)
+    page.get_by_role("button", name="Change password").click()
+    warning = page.locator(".messagelist .warning", has_text="still works")
+    expect(warning).to_have_text(
+        "The user “bob” still has 1 connected client: it still works with its tokens, as a new password does not end it. "
+        "Disconnect all connected clients"
+    )
+    assert tools(base, token).status_code == 200
+
+    warning.get_by_role("link", name="Disconnect all connected clients").click()
+    expect(page.locator("#content li")).to_have_text("bob: 1 connected client")
+    page.get_by_role("button", name="Yes, disconnect them").click()
+    expect(page.locator(".messagelist .success")).to_have_text("Disconnected 1 connected client of 1 person.")
+    assert tools(base, token).status_code == 401
