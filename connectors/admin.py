@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
@@ -60,7 +59,7 @@ class PersonAdmin(UserAdmin):
 
     def get_urls(self):
         one = path(
-            "<path:object_id>/disconnect/",
+            "<int:object_id>/disconnect/",  # (a user's key is a whole number: nothing to unquote)
             self.admin_site.admin_view(self.disconnect_one),
             name=f"{self.opts.app_label}_{self.opts.model_name}_disconnect",
         )
@@ -125,7 +124,7 @@ class PersonAdmin(UserAdmin):
     def disconnect_one(self, request, object_id):
         """The action's confirmation page for one person (linked from their page and their password
         change); its form is the action's, sent to the list, which checks and does it."""
-        person = self.get_object(request, unquote(object_id))
+        person = self.get_object(request, str(object_id))
         if not self.has_change_permission(request, person):
             raise PermissionDenied
         if person is None:
@@ -140,7 +139,7 @@ class PersonAdmin(UserAdmin):
         response = super().user_change_password(request, id, form_url)
         if request.method != "POST" or response.status_code != 302:
             return response
-        person = self.get_object(request, unquote(id))
+        person = self.get_object(request, id)
         changed = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[person.pk])
         count = connected_counts([person]).get(person.pk, 0) if response["Location"] == changed else 0
         if count:
