@@ -2,7 +2,8 @@
 
 Each server is a subprocess (`tests/servers.py`) with its own database (a temp SQLite
 file, or a fresh PostgreSQL database when DATABASE_URL points at PostgreSQL), migrated
-and seeded with the demo data. Servers are shared by every test that asks for the same settings.
+and seeded with the demo data. A server is shared by the tests of one module that ask for the same
+settings; only the two demo servers serve every module (see "servers" below).
 These tests never touch pytest-django's test database.
 """
 
@@ -14,7 +15,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 # --- servers -------------------------------------------------------------------------
-# Package-scoped, not session-scoped: the browser tests start some thirty servers, each holding its
-# pool's connections and its lease connection. Kept until the whole run ended, they held them through
-# the reliability suite that runs next, whose soak then met PostgreSQL's `max_connections` ("too many
-# clients already") on the server the CI shares. They stop when the last browser test has run.
+# The browser tests start some thirty servers, each holding up to its pool's four connections and its
+# lease connection on the database server. Only the two demo servers below serve every module: they are
+# package-scoped and stop when the last browser test has run (session-scoped, they held their connections
+# through the reliability suite that runs next, whose soak then met PostgreSQL's `max_connections`, "too
+# many clients already", on the server the CI shares). Every other server is one module's own:
+# `server_factory` is module-scoped, so a module's servers stop, and their databases are dropped, when
+# that module ends. Kept to the end of the package, they added up until the run stood at the edge of
+# the shared server's 100 connections just before the two-hosts tests. Two modules that ask for the same
+# name and env each start their own server.
 
 
 @pytest.fixture(scope="package")
@@ -69,21 +75,21 @@ def e2e_workdir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="package")
-def server_factory(request, e2e_workdir: Path) -> Iterator[Any]:
-    """`server_factory(name, **env)` → a running Server; the same name and env reuse one server.
+def e2e_server_env() -> dict[str, str]:
+    """The base environment of every browser test server.
 
     Servers run `config.settings` with DEBUG=1 (no collectstatic needed), seeded with the demo data.
     """
     # Each server's pool at most 4 connections (a browser test's few requests at once need no more): with
-    # the default 20, the pools of the run's thirty-odd servers grew under the browser's requests until
-    # the last modules' servers met `max_connections` ("too many clients already") on the shared server.
-    group = ServerGroup(
-        "e2e",
-        e2e_workdir,
-        server_env(
-            DJANGO_SETTINGS_MODULE="config.settings", DEBUG="1", LOG_LEVEL="WARNING", DATABASE_POOL_MAX_SIZE="4"
-        ),
+    # the default 20, the pools of the run's servers grew under the browser's requests until the last
+    # modules' servers met `max_connections` ("too many clients already") on the shared server.
+    return server_env(
+        DJANGO_SETTINGS_MODULE="config.settings", DEBUG="1", LOG_LEVEL="WARNING", DATABASE_POOL_MAX_SIZE="4"
     )
+
+
+def reusing(group: ServerGroup) -> Callable[..., Server]:
+    """`get(name, **env)` → a running Server of `group`; the same name and env reuse one server."""
     servers: dict[tuple, Server] = {}
 
     def get(name: str, **overrides: str) -> Server:
@@ -92,8 +98,28 @@ def server_factory(request, e2e_workdir: Path) -> Iterator[Any]:
             servers[key] = group.start(name, {k: str(v) for k, v in overrides.items()})
         return servers[key]
 
-    yield get
+    return get
+
+
+@pytest.fixture(scope="package")
+def shared_server_factory(request, e2e_workdir: Path, e2e_server_env: dict[str, str]) -> Iterator[Any]:
+    """The servers every module may use (`demo_server`, `slow_demo_server`): kept until the package ends."""
+    group = ServerGroup("e2e", e2e_workdir, e2e_server_env)
+    yield reusing(group)
     group.close(keep_logs=request.session.testsfailed > 0)
+
+
+@pytest.fixture(scope="module")
+def server_factory(request, e2e_workdir: Path, e2e_server_env: dict[str, str]) -> Iterator[Any]:
+    """`server_factory(name, **env)` → a running Server of this module; the same name and env reuse one server.
+
+    Stopped, and its database dropped, when the module ends; its log kept in artifacts/ if a test of the
+    module failed.
+    """
+    failed_before = request.session.testsfailed
+    group = ServerGroup("e2e", e2e_workdir, e2e_server_env)
+    yield reusing(group)
+    group.close(keep_logs=request.session.testsfailed > failed_before)
 
 
 @pytest.fixture(scope="package")
@@ -109,15 +135,15 @@ def write_script(e2e_workdir: Path):
 
 
 @pytest.fixture(scope="package")
-def demo_server(server_factory) -> Server:
+def demo_server(shared_server_factory) -> Server:
     """The offline demo model at a brisk pace, no usage limits."""
-    return server_factory("demo", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
+    return shared_server_factory("demo", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS)
 
 
 @pytest.fixture(scope="package")
-def slow_demo_server(server_factory) -> Server:
+def slow_demo_server(shared_server_factory) -> Server:
     """The demo model slow enough that a person can press Stop mid-reply."""
-    return server_factory("demo-slow", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS)
+    return shared_server_factory("demo-slow", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="40", **NO_LIMITS)
 
 
 # --- the browser ---------------------------------------------------------------------
