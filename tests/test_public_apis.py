@@ -47,6 +47,7 @@ INTERNAL_MODULES = (
     "gunicorn.http",  # gunicorn's request parsing and response writing
     "gunicorn.workers",
     "gunicorn.util",
+    "django.contrib.admin.utils",  # the admin's own helpers (`unquote`, `quote`...), undocumented
 )
 # A database backend's modules other than `base` (operations, compiler, features, schema...).
 INTERNAL_BACKEND_MODULE = re.compile(r"^django\.db\.backends\.\w+\.(?!base$)\w+")
