@@ -98,6 +98,18 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
     return uploads
 
 
+def uploads_for_slot(user: Any, files: Sequence[tuple[str, bytes]]) -> list[Upload]:
+    """The checked attachments of a message whose rate slot is taken; refused, the slot is given back
+    (refused files cost no slot) and Refused raised."""
+    if not files:
+        return []
+    try:
+        return check_uploads(list(files))
+    except Refused:
+        give_back_rate_slot(user)
+        raise
+
+
 def accept(
     session: Session,
     user: Any,
@@ -126,14 +138,7 @@ def accept(
     # which a message the limit refuses must not cost. Files refused give the slot back.
     if not slot_taken:
         rate_slot(user)
-    if checked is not None:
-        uploads = list(checked)
-    else:
-        try:
-            uploads = check_uploads(list(files)) if files else []
-        except Refused:
-            give_back_rate_slot(user)
-            raise
+    uploads = list(checked) if checked is not None else uploads_for_slot(user, files)
     parts = media.store(session, uploads) if uploads else []
     try:
         run, message = turns.begin(session, text, parts)

@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap
 
 from accounts.http import HtmxHttpRequest
 from agent import budget, display, intake
-from agent.api import give_back_rate_slot, message_text
+from agent.api import message_text
 from agent.chat_views import conversation, notice
 from agent.models import Message, Session
 from agent.policy import Access
@@ -287,9 +287,8 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     except intake.Refused as exc:
         return notice(request, exc.reason, exc.retry_after_seconds)
     try:
-        uploads = intake.check_uploads(files) if files else []
+        uploads = intake.uploads_for_slot(request.user, files)
     except intake.Refused as exc:
-        give_back_rate_slot(request.user)  # (refused files take no slot, as `intake.accept` has it)
         return notice(request, exc.reason, exc.retry_after_seconds)
     session, created = _chat_for_first_message(request.user, blog, post, request.POST.get("drawn"))
     try:
