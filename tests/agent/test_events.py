@@ -504,6 +504,14 @@ LATE = [("token", {"text": "one "}), ("token", {"text": "two "}), ("token", {"te
 LATE_END = ("done", {"message_id": None, "stop_reason": "end_turn", "usage": {}})
 
 
+@pytest.fixture
+def on_redis(buses, settings) -> tuple[RedisBus, RedisBus]:
+    """`buses`, this process's own bus set to their Redis (the second stands for another host)."""
+    settings.AGENT_EVENTS_URL = buses[0].url
+    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    return buses
+
+
 def an_ended_turn(bus: RedisBus, row: Turn, own: bool = False) -> hub.TurnChannel:
     """`row`'s turn, run through `bus` to its end as `turns.drive` does: three words, then `done`,
     on Redis (once its Stream expires after the end) and in its row. `own`: its channel is in this
@@ -526,12 +534,10 @@ WHOLE = [*((i, *event) for i, event in enumerate(LATE)), (len(LATE), *LATE_END)]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stream_first_opened_after_the_end_on_another_host_gets_the_whole_turn_once(buses, chat, settings):
+def test_a_stream_first_opened_after_the_end_on_another_host_gets_the_whole_turn_once(on_redis, chat):
     """The turn ran on `a`; nobody followed it. A stream first opened here, where its channel is not,
     gets every event with its id, then the end; a stream opened again (here or anywhere) its end alone."""
-    a, b = buses
-    settings.AGENT_EVENTS_URL = a.url
-    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    a, b = on_redis
     row = Turn.objects.create(session=chat)
     an_ended_turn(a, row)
     assert list(follow(row, heartbeat=30)) == WHOLE
@@ -541,12 +547,10 @@ def test_a_stream_first_opened_after_the_end_on_another_host_gets_the_whole_turn
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stream_opened_as_the_turn_ends_waits_for_its_end_on_its_way_to_redis(buses, chat, settings):
+def test_a_stream_opened_as_the_turn_ends_waits_for_its_end_on_its_way_to_redis(on_redis, chat):
     """The turn's row says it ended before its terminal event reached Redis (its writer sends it a
     moment later): a stream first opened then still gets the whole turn."""
-    a, _ = buses
-    settings.AGENT_EVENTS_URL = a.url
-    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    a, _ = on_redis
     row = Turn.objects.create(session=chat)
     turn = running_turn(a, str(row.pk))
     for name, payload in LATE:
@@ -565,13 +569,11 @@ def test_a_stream_opened_as_the_turn_ends_waits_for_its_end_on_its_way_to_redis(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_read_to_the_end_on_another_host_the_turns_own_worker_sends_its_end_alone(buses, chat, settings):
+def test_read_to_the_end_on_another_host_the_turns_own_worker_sends_its_end_alone(on_redis, chat):
     """The turn's channel still lingers on its own worker (this process), never read here; a stream on
     another host (here without the channel) reads it to its end: the turn's own worker then agrees,
     a stream opened there from scratch gets the end alone."""
-    a, _ = buses
-    settings.AGENT_EVENTS_URL = a.url
-    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    a, _ = on_redis
     row = Turn.objects.create(session=chat)
     own = an_ended_turn(a, row, own=True)
     try:
@@ -585,10 +587,8 @@ def test_read_to_the_end_on_another_host_the_turns_own_worker_sends_its_end_alon
 
 
 @pytest.mark.django_db(transaction=True)
-def test_read_to_the_end_on_the_turns_own_worker_another_host_sends_its_end_alone(buses, chat, settings):
-    a, _ = buses
-    settings.AGENT_EVENTS_URL = a.url
-    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+def test_read_to_the_end_on_the_turns_own_worker_another_host_sends_its_end_alone(on_redis, chat):
+    a, _ = on_redis
     row = Turn.objects.create(session=chat)
     own = an_ended_turn(a, row, own=True)
     try:
@@ -600,13 +600,11 @@ def test_read_to_the_end_on_the_turns_own_worker_another_host_sends_its_end_alon
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_turn_not_whole_on_redis_is_sent_its_end_alone_when_first_opened_after_it(buses, chat, settings):
+def test_a_turn_not_whole_on_redis_is_sent_its_end_alone_when_first_opened_after_it(on_redis, chat):
     """Its events stopped reaching Redis after the first word (`2-0`): the copy holds a part of the turn
     only, so a stream first opened after the end gets the end (the page draws the turn from the
     transcript), never a turn with a hole in it."""
-    a, _ = buses
-    settings.AGENT_EVENTS_URL = a.url
-    settings.AGENT_EVENTS_BACKEND = "agent.events.redis.RedisBus"
+    a, _ = on_redis
     row = Turn.objects.create(session=chat)
     turn = running_turn(a, str(row.pk))
     client, key = redis.Redis.from_url(a.url), turn_key(str(row.pk))
