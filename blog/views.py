@@ -129,9 +129,9 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, f"Draft “{post.title}” created.")
             warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
-    context = {"blog": blog, "post": None, "error": error, "data": request.POST}
-    if request.method == "POST":  # (refused: the form comes back with the typed title, and its note)
-        context["title_note"] = title_note(actor, blog, request.POST.get("title", ""))
+    # (a Create refused comes back with the typed title and its note; a new form, with no title, has none)
+    note = title_note(actor, blog, request.POST.get("title", ""))
+    context = {"blog": blog, "post": None, "error": error, "data": request.POST, "title_note": note}
     return render(request, "blog/post_form.html", context)
 
 
