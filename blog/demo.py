@@ -42,6 +42,12 @@ OPEN = r"(?:[\"'“”„‚‘’«»「『＂]\s*)?"
 CLOSE = r"(?:\s*[\"'“”‘’«»」』＂])?"
 #: A post's title after its verb: "publish Morning light", "publish the post “Morning light”".
 TITLE = rf"(?:(?:(?:the|my)\s+)?post\s+)?{OPEN}(?P<t>.+?){CLOSE}\s*$"
+#: A request to see what is drafted, after the subject it is drafted about, which is not part of its title:
+#: "…about tide pools and show me the draft", "…, then let me see it". Only these words, only at the end.
+SHOW_ME = (
+    r"(?:\s*,)?\s+(?:and\s+(?:then\s+)?|then\s+)(?:show\s+(?:me|us)|let\s+(?:me|us)\s+(?:see|read))"
+    r"(?:\s+(?:it|the\s+(?:draft|post)))?"
+)
 #: Courtesy around a request, which the patterns do not need: "Could you publish it, please?"
 COURTESY = re.compile(
     r"^(?:(?:hi|hey|ok|okay)\b[,!]?\s*)?(?:(?:please|kindly)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
@@ -69,7 +75,7 @@ PATTERNS = [
         "draft_about",
         re.compile(
             r"\b(?:draft|write|create|start)\b(?:\s+\S+){0,3}?\s+(?:post|draft|piece|article|entry)\s+"
-            rf"(?:about|on)\s+{OPEN}(?P<t>.+?){CLOSE}[.!。！]*\s*$",
+            rf"(?:about|on)\s+{OPEN}(?P<t>.+?){CLOSE}(?:{SHOW_ME})?[.!。！]*\s*$",
             re.I,
         ),
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models.functions import Cast, Replace
+from django.db.models.functions import Cast, Replace, Upper
 from django.db.models.lookups import Exact
 
 # The scopes of a blog's operations (CONTRACT §6); `blog/access.py` says what each role holds.
@@ -74,7 +74,12 @@ class Post(models.Model):
     class Meta:
         ordering = ["-updated_at", "-pk"]
         constraints = [models.UniqueConstraint(fields=["blog", "slug"], name="blog_post_slug_unique")]
-        indexes = [models.Index(fields=["blog", "status", "-published_at"], name="blog_post_status_idx")]
+        indexes = [
+            models.Index(fields=["blog", "status", "-published_at"], name="blog_post_status_idx"),
+            # The blog's posts of a title, letter case aside (blog.services.posts_titled: as a title is
+            # typed in the editor, at each Save, for each post the assistant drafts or renames).
+            models.Index("blog", Upper("title"), name="blog_post_title_upper_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.title

@@ -10,6 +10,8 @@ from typing import Any
 
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.db.models import Value
+from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -333,13 +335,16 @@ def namesakes(post: Post) -> list[Post]:
 
 def posts_titled(blog_id: int, title: str, exclude: int | None = None) -> list[Post]:
     """The blog's posts titled `title` (as saved: `clean_title`), letter case aside, but post `exclude`;
-    the most recently changed first, at most NAMESAKES_SHOWN. ASCII titles are matched by the database;
+    the most recently changed first, at most NAMESAKES_SHOWN. ASCII titles are matched by the database,
+    through the index on (blog, UPPER(title)) (`UPPER(title) = UPPER(%s)`, the index's expression: `iexact`
+    is `UPPER(title::text)` on PostgreSQL, which matches it too, but `LIKE` on SQLite, which does not);
     others here, on the titles alone (SQLite folds the case of ASCII letters only)."""
     others = Post.objects.filter(blog=blog_id)
     if exclude is not None:
         others = others.exclude(pk=exclude)
     if title.isascii():
-        return list(others.filter(title__iexact=title)[:NAMESAKES_SHOWN])
+        same = others.alias(upper_title=Upper("title")).filter(upper_title=Upper(Value(title)))
+        return list(same[:NAMESAKES_SHOWN])
     folded = title.casefold()
     found = [pk for pk, other in others.values_list("pk", "title").iterator() if other.casefold() == folded]
     return list(others.filter(pk__in=found[:NAMESAKES_SHOWN]))

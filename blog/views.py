@@ -129,7 +129,10 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, f"Draft “{post.title}” created.")
             warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
-    return render(request, "blog/post_form.html", {"blog": blog, "post": None, "error": error, "data": request.POST})
+    # (a Create refused comes back with the typed title and its note; a new form, with no title, has none)
+    note = title_note(actor, blog, request.POST.get("title", ""))
+    context = {"blog": blog, "post": None, "error": error, "data": request.POST, "title_note": note}
+    return render(request, "blog/post_form.html", context)
 
 
 @never_cache
@@ -168,6 +171,7 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             messages.success(request, f"Saved “{post.title}”.")
             warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
+    data = request.POST or {"title": post.title, "body": post.body}
     context = {
         "blog": blog,
         "post": post,
@@ -176,12 +180,25 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         "conflict": incoming is not None,
         "drawn": drawn,
         "version": services.post_version(post),
-        # (each with whether this person may open it in the editor; else its history is the link)
-        "namesakes": [(other, grants.may_change(actor, other)) for other in services.namesakes(post)],
-        "data": request.POST or {"title": post.title, "body": post.body},
+        # (the note on the title in the box: the saved one, or the one typed when a Save was refused)
+        "title_note": title_note(actor, blog, data.get("title", ""), exclude=post.pk),
+        "data": data,
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
     return render(request, "blog/post_form.html", context)
+
+
+def title_note(actor: grants.Actor, blog: Blog, typed: str, exclude: int | None = None) -> dict[str, Any]:
+    """What the editor's note on a shared title (`blog/_title_shared.html`) says of `typed`: the title as
+    Save reads it, and the blog's other posts with it, letter case aside, but post `exclude` (each with
+    whether this person may open it in the editor; else its history is the link). A title that could
+    not be saved (none, or too long) has no note."""
+    try:
+        title = services.clean_title(typed)
+    except OperationError:
+        return {"title": "", "namesakes": []}
+    others = services.posts_titled(blog.pk, title, exclude=exclude)
+    return {"title": title, "namesakes": [(other, grants.may_change(actor, other)) for other in others]}
 
 
 def warn_of_namesakes(request: HttpRequest, post: Post) -> None:
@@ -295,13 +312,11 @@ def post_namesakes(request: HttpRequest, slug: str, pk: int | None = None) -> Ht
         post = Post.objects.filter(blog=blog, pk=pk).first()
         if post is None or not grants.may_change(actor, post):
             raise Http404("Not found.")
-    try:
-        title = services.clean_title(request.POST.get("title", ""))
-    except OperationError:  # (no title yet, or one too long to save: no other post has it)
-        return HttpResponse("")
-    others = services.posts_titled(blog.pk, title, exclude=pk)
-    namesakes = [(other, grants.may_change(actor, other)) for other in others]
-    return render(request, "blog/_title_shared.html", {"blog": blog, "namesakes": namesakes, "title": title})
+    return render(
+        request,
+        "blog/_title_shared.html",
+        {"blog": blog, **title_note(actor, blog, request.POST.get("title", ""), exclude=pk)},
+    )
 
 
 def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, mutate) -> HttpResponse:

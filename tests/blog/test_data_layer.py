@@ -254,3 +254,33 @@ def test_the_list_of_public_blogs_never_reads_the_drafts(team, django_user_model
         condition = plan[i + 1].strip()
         assert condition.startswith(("Index Cond:", "Recheck Cond:")), plan
         assert re.search(r"\(?status\)?(::text)? = 'published'", condition), plan
+
+
+def test_the_posts_of_a_title_are_found_through_the_title_index(team, other_team):
+    """`services.posts_titled` (each pause in typing a title in the editor, each Save, each post the
+    assistant drafts or renames) finds the blog's posts of a title, letter case aside, through the index on
+    (blog, UPPER(title)) (blog_post_title_upper_idx), not by reading each of the blog's posts. (10,000
+    posts in one blog, the fastest of 30: on PostgreSQL 4.9 ms by the blog's index and a filter, 1.1 ms
+    through this one, 0.02 ms of it the query; on SQLite 2.5 and 0.8 ms.)"""
+    Post.objects.bulk_create(
+        Post(blog=blog, title=f"Post {i}", slug=f"post-{i}")
+        for blog in (team.blog, other_team.blog)
+        for i in range(3000)
+    )
+    with CaptureQueriesContext(connection) as run:
+        found = services.posts_titled(team.blog.pk, "post 7", exclude=None)
+    assert [post.title for post in found] == ["Post 7"]  # letter case aside, the other blog's left out
+    (query,) = [q["sql"] for q in run.captured_queries if "blog_post" in q["sql"]]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("ANALYZE blog_post")  # the planner sees the table as it is
+            cursor.execute("EXPLAIN (COSTS OFF) " + query)
+            plan = [row[0] for row in cursor.fetchall()]
+            assert any("blog_post_title_upper_idx" in line for line in plan), plan
+            conditions = [line.strip() for line in plan if line.strip().startswith(("Index Cond:", "Recheck Cond:"))]
+            assert any("upper((title)::text)" in line for line in conditions), plan
+        else:
+            cursor.execute("EXPLAIN QUERY PLAN " + query)
+            plan = [row[-1] for row in cursor.fetchall()]
+            # Both columns of the index: the blog, then the title's upper case (not the blog alone).
+            assert any("USING INDEX blog_post_title_upper_idx (blog_id=? AND <expr>=?)" in line for line in plan), plan

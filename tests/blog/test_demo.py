@@ -75,6 +75,44 @@ def test_a_message_of_several_requests_is_split_only_where_each_part_is_one(text
     assert requests(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("write a short post about tide pools and show me the draft", ("draft", "Tide pools")),
+        ("Write a post about tide pools and show me it.", ("draft", "Tide pools")),
+        ("write a post about tide pools and then show me it", ("draft", "Tide pools")),
+        ("write a post about “Tide pools” and let me see it", ("draft", "Tide pools")),
+        ("write a post about tide pools and let me see the draft!", ("draft", "Tide pools")),
+        ("write a post about tide pools, then show me", ("draft", "Tide pools")),
+        ("could you write a post about tide pools and show me, please?", ("draft", "Tide pools")),
+        # A subject that only has such words in it keeps them: the clause is a request only at the end.
+        ("write a post about what the tide pools show me", ("draft", "What the tide pools show me")),
+        ("write a post about tide pools and show me the way", ("draft", "Tide pools and show me the way")),
+        ("write a post about show and tell", ("draft", "Show and tell")),
+        ("draft a post titled Show me the draft", ("draft", "Show me the draft")),  # (a title, as asked)
+    ],
+)
+def test_a_request_to_see_the_draft_after_its_subject_is_not_part_of_its_title(text, expected):
+    assert intent(text) == expected
+
+
+def test_a_draft_asked_to_be_shown_is_drafted_under_its_subject_alone(settings):
+    settings.AGENT_DEMO_DELAY_MS = 0
+    tools = [{"name": n, "description": "", "input_schema": {}} for n in ("create_post", "list_posts")]
+    text = "write a short post about tide pools and show me the draft"
+    assert requests(text) == [text]  # (one request: "show me the draft" is not one of its own)
+    user = {"role": "user", "parts": [{"type": "text", "text": text}]}
+    events = list(DemoBackend().stream(system="", messages=[user], tools=tools, model="demo"))
+    assert [(e["name"], e["input"]["title"]) for e in events if e["kind"] == "tool_use"] == [
+        ("create_post", "Tide pools")
+    ]
+    # "…and show me the post" was, and stays, a second request: the list of posts, the new one in it.
+    assert requests("write a post about tide pools and show me the post") == [
+        "write a post about tide pools",
+        "show me the post",
+    ]
+
+
 def _delete_flow(settings, confirm_tools):
     settings.AGENT_CONFIRM_TOOLS = confirm_tools
     settings.AGENT_DEMO_DELAY_MS = 0

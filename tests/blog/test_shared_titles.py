@@ -165,6 +165,50 @@ def test_the_editors_title_asks_at_each_pause_in_typing_for_the_note_it_already_
     assert '<div id="title-note" aria-live="polite"></div>' in client.get("/blogs/notes/posts/new/").content.decode()
 
 
+def note_of(html: str) -> str:
+    """What the editor's title note holds (its box, `#title-note`)."""
+    return html.split('<div id="title-note" aria-live="polite">', 1)[1].split("</div>", 1)[0]
+
+
+def test_a_save_refused_for_another_reason_shows_the_note_for_the_title_in_the_box(team):
+    first = titled(team, "Morning light", "morning-light")
+    post = titled(team, "Evening", "evening")
+    titled(team, "Evening", "evening-2")  # the saved title is shared too: its note is not the one to show
+    client = browser(team.owner)
+    url, version = f"/blogs/notes/posts/{post.pk}/edit/", post.updated_at.isoformat()
+    too_long = "x" * 100_001
+    response = client.post(url, {"title": " morning LIGHT", "body": too_long, "version": version})
+    html = response.content.decode()
+    assert "A post&#x27;s body can be at most 100,000 characters." in html  # refused, not saved
+    assert 'value=" morning LIGHT"' in html  # the box holds what was typed
+    note = note_of(html)
+    assert "Another post in this blog is also titled “morning LIGHT”" in note
+    assert f'href="/blogs/notes/posts/{first.pk}/edit/"' in note and "Evening" not in note
+    # A typed title no other post has: no note, though the saved one is shared.
+    html = client.post(url, {"title": "Night", "body": too_long, "version": version}).content.decode()
+    assert note_of(html) == ""
+    # A Save that found the post changed meanwhile keeps the person's words in the form: the note is theirs.
+    Post.objects.filter(pk=post.pk).update(body="changed elsewhere", updated_at=timezone.now() + timedelta(seconds=1))
+    html = client.post(url, {"title": "Morning light", "body": "mine", "version": version}).content.decode()
+    assert "nothing was saved" in html
+    assert "Another post in this blog is also titled “Morning light”" in note_of(html)
+
+
+def test_a_create_refused_for_another_reason_shows_the_note_for_the_title_in_the_box(team):
+    other = titled(team, "Morning light", "morning-light")
+    client = browser(team.author)
+    response = client.post("/blogs/notes/posts/new/", {"title": "morning light", "body": "x" * 100_001})
+    html = response.content.decode()
+    assert "A post&#x27;s body can be at most 100,000 characters." in html
+    assert not Post.objects.exclude(pk=other.pk).exists()
+    note = note_of(html)
+    assert "Another post in this blog is also titled “morning light”" in note
+    assert f'href="/blogs/notes/posts/{other.pk}/edit/"' in note
+    # A title that could not be saved either (too long) has no note.
+    html = client.post("/blogs/notes/posts/new/", {"title": "m" * 201, "body": "x"}).content.decode()
+    assert "A title can be at most 200 characters." in html and note_of(html) == ""
+
+
 def test_the_typed_title_check_is_a_few_queries_whatever_the_blogs_size(team, django_assert_max_num_queries):
     for n in range(30):
         titled(team, f"Post {n}", f"post-{n}")

@@ -218,3 +218,18 @@ def test_a_title_another_post_has_is_said_while_typing_and_the_note_goes_once_it
     expect(note.locator("#title-shared")).to_have_count(0)
     expect(note).to_be_empty()
     assert note.bounding_box() is None  # not shown at all: no empty box, no gap in the form
+
+
+def test_a_create_refused_for_its_body_comes_back_with_the_note_for_the_title_typed(demo_server, page):
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("welcome to FIELD notes")  # the published post's title, letter case aside
+    page.get_by_label("Body (markdown)").fill("x" * 100_001)
+    page.get_by_role("button", name="Create draft").click()
+    expect(page.get_by_role("alert")).to_have_text("A post's body can be at most 100,000 characters.")
+    expect(page.get_by_label("Title")).to_have_value("welcome to FIELD notes")
+    # The page came back from the server with the note for the title in the box, before any typing.
+    expect(page.locator("#title-note #title-shared")).to_have_text(
+        re.compile(r"^Another post in this blog is also titled “welcome to FIELD notes”: published, edited ")
+    )
