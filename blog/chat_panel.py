@@ -49,13 +49,16 @@ def blog_sessions(user: Any, blog: Blog, post: Post | int | None = None):
 
 
 def listed(sessions: QuerySet[Session], shown: str = "") -> QuerySet[Session]:
-    """Of these chats (`blog_sessions`), those a list names: each one something was said in; the latest,
-    even with nothing said yet (the one the panel resumes, just started by New chat, perhaps in another
-    tab); and the one a page shows (`shown`, its id). A chat opened and left with nothing said, then
-    another started, is listed nowhere: not one more "Untitled chat". One query still: an EXISTS, and
-    the latest's id a subquery."""
-    kept = Exists(Message.objects.filter(session=OuterRef("pk"))) | Q(pk=Subquery(sessions.values("pk")[:1]))
-    return sessions.filter(kept | Q(pk=shown) if is_uuid(shown) else kept)
+    """Of these chats (`blog_sessions`), those a list names: each one something was said in, and the one
+    the page shows even with nothing said yet (`shown`, its id; with none named, the latest, which the
+    panel resumes: just started by New chat, say). A chat with nothing said is listed nowhere else: not
+    one more "Untitled chat" for each New chat left, nor one just started in another tab (it joins the
+    list with its first message, `live.first_message`). Not deleted: a link to it still opens it. One
+    query: an EXISTS, and the latest's id a subquery."""
+    said = Exists(Message.objects.filter(session=OuterRef("pk")))
+    if is_uuid(shown):
+        return sessions.filter(said | Q(pk=shown))
+    return sessions.filter(said | Q(pk=Subquery(sessions.values("pk")[:1])))
 
 
 def labelled(sessions) -> list[Session]:
@@ -305,7 +308,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         return notice(request, exc.reason, exc.retry_after_seconds)
     if not created:
         return _joined(request, blog, post, session, sent=True)
-    live.chat_opened(session, blog, post)  # (only now, with its message: a chat to take up)
+    # (made for this message, it is announced with it: `live.first_message`, a chat to take up)
     context = {
         "blog": blog,
         "chat": session,

@@ -62,12 +62,12 @@ from django.views.decorators.http import require_GET
 
 from accounts.http import AuthenticatedHttpRequest
 from agent import events, notices, sse, streams
-from agent.models import Session
+from agent.models import Message, Session
 from agent.transcript import release_connection
 from agent.views import event_stream
 from blog import grants, rosters
 from blog.access import READ, ROLE_SCOPES
-from blog.models import Blog, Post, PostRevision, Seat
+from blog.models import Blog, ChatLink, Post, PostRevision, Seat
 
 HEARTBEAT_SECONDS = 15.0
 SIGNED_IN_CHECK_SECONDS = 60.0  # how often a page's stream looks whether its session still signs its member in
@@ -102,6 +102,22 @@ def chat_opened(session: Session, blog: Blog, post: Post | None = None) -> None:
     """A chat of its person's panel was started (a first message, New chat, the API): once committed,
     their pages showing no chat there hear its id and take it up (never raises)."""
     name = panel_channel(blog.pk, session.user_id, None if post is None else post.pk)
+    notice = {"chat": str(session.pk)}
+    transaction.on_commit(lambda: events.publish(name, notice))
+
+
+def first_message(sender: Any, session: Session, message: Message, **kwargs: Any) -> None:
+    """`agent.signals.message_received` (connected in `BlogConfig.ready`): a chat's first message. Its
+    person's pages of that panel hear it as they hear a chat started (`chat_opened`): one showing no chat
+    takes it up, one showing another chat lists it now (a chat with nothing said is listed only where it
+    is shown, `chat_panel.listed`). No query: the session's link was read with it (or made with it)."""
+    if message.position != 0:
+        return
+    try:
+        link = session.blog_link
+    except ChatLink.DoesNotExist:
+        return  # not a blog chat
+    name = panel_channel(link.blog_id, session.user_id, link.post_id)
     notice = {"chat": str(session.pk)}
     transaction.on_commit(lambda: events.publish(name, notice))
 

@@ -58,6 +58,14 @@ def notice(**said: str) -> bytes:
     return f"event: chat\ndata: {json.dumps(said, separators=(',', ':'))}\n\n".encode()
 
 
+def heard(chunks) -> bytes:
+    """The stream's next event, past its keep-alive comments."""
+    chunk = next(chunks)
+    while chunk == b": keep-alive\n\n":
+        chunk = next(chunks)
+    return chunk
+
+
 def send_in_panel(user, chat, text: str, capture) -> Turn:
     """The person sends a message from the chat panel of one tab; the turn runs (inline here)."""
     with capture(execute=True):
@@ -70,7 +78,8 @@ def test_the_chats_other_page_hears_a_turn_started_in_it(team, script, django_ca
     chunks = open_stream(browser(team.owner), team.blog.slug, chat.pk)
     script([say("Hello.")])
     turn = send_in_panel(team.owner, chat, "hi", django_capture_on_commit_callbacks)
-    assert next(chunks) == notice(turn=str(turn.pk))
+    assert next(chunks) == notice(chat=str(chat.pk))  # (its first message: its panel's pages hear it too)
+    assert heard(chunks) == notice(turn=str(turn.pk))
 
 
 def test_a_decision_and_the_answer_it_resumes_are_heard(
@@ -256,6 +265,39 @@ def test_a_page_showing_no_chat_hears_a_chat_its_person_starts_in_another_tab(
             assert browser(team.owner).post(f"/blogs/{team.blog.slug}/chats/new/").status_code == 302
         chat = Session.objects.get(user=team.owner)
     assert next(chunks) == notice(chat=str(chat.pk))
+    changed = blog_changes(team, django_capture_on_commit_callbacks)
+    assert heard(chunks) == changed  # (heard once)
+
+
+def test_a_chat_started_elsewhere_with_nothing_said_is_heard_again_with_its_first_message_only(
+    team, script, django_capture_on_commit_callbacks, open_stream
+):
+    """A page showing a chat lists a chat started elsewhere only once something is said in it
+    (`chat_panel.listed`): New chat there is heard, and so is that chat's first message (the page reads
+    its list again, static/js/chat/history.js), not its later ones. Before, the first message went
+    unheard: a list that had left the empty chat out would never have named it until a reload."""
+    shown = blog_chat(team.owner, team.blog)
+    chunks = open_stream(browser(team.owner), team.blog.slug, chat=shown.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert browser(team.owner).post(f"/blogs/{team.blog.slug}/chats/new/").status_code == 302
+    started = Session.objects.filter(user=team.owner).exclude(pk=shown.pk).get()
+    assert next(chunks) == notice(chat=str(started.pk))
+    script([say("Hello."), say("Again.")])
+    send_in_panel(team.owner, started, "hello", django_capture_on_commit_callbacks)
+    assert next(chunks) == notice(chat=str(started.pk))
+    send_in_panel(team.owner, started, "again", django_capture_on_commit_callbacks)
+    changed = blog_changes(team, django_capture_on_commit_callbacks)
+    assert heard(chunks) == changed
+
+
+def test_a_first_messages_notice_costs_no_query(team, django_assert_num_queries):
+    """Heard from `agent.signals.message_received` in the message's request: the chat's link is read with
+    the session (or made with it), so the notice adds nothing to the turn's queries."""
+    chat = blog_chat(team.owner, team.blog)
+    chat = Session.objects.select_related("blog_link").get(pk=chat.pk)
+    first = add_message(Run(chat), "user", [{"type": "text", "text": "hi"}])
+    with django_assert_num_queries(0):
+        live.first_message(Session, session=chat, message=first)
 
 
 def test_beside_a_posts_editor_the_panel_hears_the_chats_about_that_post_only(

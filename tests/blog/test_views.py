@@ -939,10 +939,11 @@ def test_earlier_chats_are_labelled_by_their_first_words_and_date(team):
     assert "<script>alert(1)" not in html
 
 
-def test_a_chat_with_nothing_said_is_listed_only_while_it_is_shown_or_the_latest(team):
+def test_a_chat_with_nothing_said_is_listed_only_where_it_is_the_one_shown(team):
     """A chat opened by "New chat" and left with nothing said stayed in every list, one more "Untitled
-    chat" a person could not tell from the others. It is listed while it is the one shown, or the latest
-    (the one the panel resumes; perhaps just started in another tab), and nowhere once another is."""
+    chat" a person could not tell from the others. It is listed where it is the one shown: named by a
+    page's link, or the latest when none is named (the one the panel resumes, and the chats page's
+    way back to it); nowhere else, not even while it is the latest. It is not deleted: its link opens it."""
 
     def chat(said: bool) -> Session:
         session = blog_chat(team.editor, team.blog)
@@ -956,18 +957,39 @@ def test_a_chat_with_nothing_said_is_listed_only_while_it_is_shown_or_the_latest
     def listed(url: str) -> set[str]:
         return set(re.findall(r'href="[^"]*\?chat=([0-9a-f-]+)"', client.get(url).content.decode()))
 
-    kept = {str(said.pk), str(said_too.pk), str(fresh.pk)}
-    for url in (
-        f"/blogs/notes/?chat={said.pk}",
-        "/blogs/notes/",  # (fresh shown)
-        f"/blogs/notes/chats/list?chat={said_too.pk}",
-        "/blogs/notes/chats/",
-    ):
-        assert listed(url) == kept, url
+    kept = {str(said.pk), str(said_too.pk)}
+    assert listed(f"/blogs/notes/?chat={said.pk}") == kept
+    assert listed(f"/blogs/notes/chats/list?chat={said_too.pk}") == kept
+    assert listed("/blogs/notes/") == kept | {str(fresh.pk)}  # (fresh shown: the panel resumes the latest)
+    assert f'hx-post="/chat/{fresh.pk}/send"' in client.get("/blogs/notes/").content.decode()
+    assert listed(f"/blogs/notes/chats/list?chat={fresh.pk}") == kept | {str(fresh.pk)}
+    assert listed("/blogs/notes/chats/") == kept | {str(fresh.pk)}
     assert listed(f"/blogs/notes/?chat={left.pk}") == kept | {str(left.pk)}  # (taken up again by its link)
     assert f'hx-post="/chat/{left.pk}/send"' in client.get(f"/blogs/notes/?chat={left.pk}").content.decode()
     later = chat(True)
-    assert listed(f"/blogs/notes/?chat={said.pk}") == kept - {str(fresh.pk)} | {str(later.pk)}
+    assert listed(f"/blogs/notes/?chat={said.pk}") == kept | {str(later.pk)}
+    assert Session.objects.filter(pk__in=[left.pk, fresh.pk]).count() == 2  # (never deleted)
+
+
+@pytest.mark.parametrize("shown", ["named", "latest"])
+def test_the_list_of_earlier_chats_is_one_query_however_many_chats(team, shown, django_assert_num_queries):
+    """What was said in each chat, and which is the latest, are asked in the query that reads the list
+    (an EXISTS and a subquery), never chat by chat: one query for 2 chats as for 8."""
+    chats = []
+    for n in range(8):
+        session = blog_chat(team.editor, team.blog)
+        if n % 2:
+            add_message(Run(session), "user", [{"type": "text", "text": f"said {n}"}])
+        chats.append(session)
+    for count in (2, 8):
+        own = chat_panel.blog_sessions(team.editor, team.blog).filter(pk__in=[c.pk for c in chats[:count]])
+        named = str(chats[0].pk) if shown == "named" else ""
+        with django_assert_num_queries(1):
+            found = chat_panel.labelled(chat_panel.listed(own, named)[: chat_panel.PANEL_CHATS + 1])
+        expected = {str(c.pk) for c in chats[1:count:2]} | {
+            str(chats[0].pk) if shown == "named" else str(chats[count - 1].pk)
+        }
+        assert {str(s.pk) for s in found} == expected
 
 
 def test_new_chat_counts_under_the_message_rate_limit(team, settings):

@@ -17,6 +17,7 @@ from tests.e2e.ui import (
     chat_input,
     chat_log,
     chip,
+    expect_writable_not_sendable,
     fill_sign_in,
     login,
     new_chat,
@@ -88,7 +89,7 @@ def test_enter_sends_and_shift_enter_adds_a_line(demo_server, page):
     expect(replies(page)).to_have_count(0)
 
     box.press("Enter")
-    expect(box).to_be_disabled()  # resting while the turn runs
+    expect_writable_not_sendable(page)  # the turn runs: the next message may be written, not sent
     expect(page.locator("#chat-stop")).to_be_visible()
     expect(user_messages(page)).to_have_count(1)
     expect(user_messages(page).first).to_contain_text("list my posts")
@@ -154,7 +155,7 @@ def test_reload_mid_turn_follows_the_reply_to_its_end(demo_server, page):
 
     expect(user_messages(page)).to_have_count(1)
     expect(user_messages(page).first).to_have_text("write something long")
-    expect(chat_input(page)).to_be_disabled()  # the turn is still running
+    expect_writable_not_sendable(page)  # the turn is still running
     wait_turn_finished(page, timeout=LONG_WAIT)
     reply = replies(page).last
     expect(reply).to_contain_text("Paragraph 40:")
@@ -194,7 +195,7 @@ def test_a_browser_that_blocks_storage_still_gets_the_whole_chat(demo_server, pa
     expect(streaming_reply(page).locator(".flow")).to_contain_text("Paragraph 2:")
     page.reload()
 
-    expect(chat_input(page)).to_be_disabled()  # the turn is still running: the form rests
+    expect_writable_not_sendable(page)  # the turn is still running: nothing can be sent
     expect(page.locator("#chat-stop")).to_be_visible()
     page.locator("#chat-stop").click()
     wait_turn_finished(page)

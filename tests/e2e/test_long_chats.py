@@ -77,6 +77,8 @@ def test_a_request_elsewhere_on_the_page_leaves_the_reader_where_they_are(page, 
     open_blog(page, server.url)
     page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
     page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    # (the page it leaves may show 20 messages too: the chat's own page, loaded, its scripts run)
+    page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))
     expect(user_messages(page)).to_have_count(20)
     log = chat_log(page)
     log.evaluate("log => { log.scrollTop = 0; }")

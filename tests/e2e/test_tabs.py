@@ -18,6 +18,7 @@ from tests.e2e.ui import (
     chat_log,
     chip,
     expect_blog_live,
+    expect_writable_not_sendable,
     fill_sign_in,
     login,
     new_chat,
@@ -63,7 +64,7 @@ def test_a_message_sent_in_a_second_tab_while_the_first_tabs_answer_runs_shows_i
     expect(user_messages(other).first).to_have_text("write something long")
     expect(streaming_reply(other).locator(".flow")).to_contain_text("Paragraph 4:")  # it follows the answer
     expect(box).to_have_value("list my posts")
-    expect(box).to_be_disabled()
+    expect_writable_not_sendable(other)
     heard = "".join(announcements(other))
     assert "still in the box" in heard and "write something long" not in heard, heard  # not the chat again
 
@@ -205,7 +206,7 @@ def test_a_message_sent_in_one_tab_shows_in_the_other_and_its_answer_is_followed
     expect(user_messages(other)).to_have_count(1)
     expect(user_messages(other).first).to_have_text("write something long")
     expect(streaming_reply(other).locator(".flow")).to_contain_text("Paragraph 2:")  # live, word by word
-    expect(chat_input(other)).to_be_disabled()
+    expect_writable_not_sendable(other)
     other.locator("#chat-stop").click()
     wait_turn_finished(other)
     expect(replies(other).last.locator(".note")).to_have_text("Stopped.")
@@ -355,10 +356,13 @@ def test_a_tab_showing_no_chat_takes_up_a_new_chat_started_in_another_and_follow
     assert page.js_errors == [] and other.js_errors == []  # type: ignore[attr-defined]
 
 
-def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_which_keeps_its_own(server_factory, page):
-    """A shows chat X, words typed in its box; New chat in B starts Y: A's list of earlier chats lists Y
-    (untitled, as B's does), X still shown and marked, the words still there; opened after B's first
-    message in Y, A's list names Y by it, as B's does. Before, A's list knew nothing of Y until a reload."""
+def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_with_its_first_message(
+    server_factory, page
+):
+    """A shows chat X, words typed in its box; New chat in B starts Y: with nothing said in Y, A lists
+    it nowhere (a chat with nothing said is listed only where it is shown); B's first message in Y puts
+    it in A's list at once, named by that message as B's list names it, X still shown and marked, the
+    words still there. Before, A's list showed Y as "Untitled chat" as soon as B pressed New chat."""
     base = server_factory("tabs-list", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", **NO_LIMITS).url
     page.context.add_init_script(MARK_BLOG_LIVE)
     login(page, base, "alice")
@@ -372,19 +376,21 @@ def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_wh
     other.locator("#assistant").get_by_role("button", name="New chat").click()
     other.wait_for_url(lambda url: "chat=" in url and url != shown)
     started = other.url.split("chat=")[1]
+    expect_blog_live(other)
+    expect(page.locator("#assistant .history")).to_have_count(0)  # (Y, nothing said in it, is not listed in A)
+
+    ask(other, "list my posts")
     entries = page.locator("#assistant .history li a")
-    expect(page.locator(f'#assistant .history a[href="?chat={started}"]')).to_have_text(re.compile(r"^Untitled chat"))
+    expect(page.locator(f'#assistant .history a[href="?chat={started}"] .chat-label')).to_have_text("list my posts")
     expect(entries).to_have_count(2)
     current = shown.split("chat=")[1]
     expect(page.locator("#assistant .history a[aria-current]")).to_have_attribute("href", f"?chat={current}")
     assert page.url == shown
     expect(chat_input(page)).to_have_value("words typed in A")
     expect(page.locator(f'#page-stream[sse-connect*="?chat={current}"]')).to_have_count(1)
-
-    ask(other, "list my posts")
     page.locator("#assistant .history summary").click()
-    expect(page.locator(f'#assistant .history a[href="?chat={started}"] .chat-label')).to_have_text("list my posts")
     expect(page.locator("#assistant .history")).to_have_attribute("open", "")
+    expect(page.locator(f'#assistant .history a[href="?chat={started}"] .chat-label')).to_have_text("list my posts")
     expect(chat_input(page)).to_have_value("words typed in A")
     assert page.js_errors == []  # type: ignore[attr-defined]
 

@@ -76,6 +76,17 @@ def chat_input(page: Page) -> Locator:
     return page.locator("#chat-form textarea[name=text]")
 
 
+def send_button(page: Page) -> Locator:
+    return page.locator("#chat-form #chat-send")
+
+
+def expect_writable_not_sendable(page: Page) -> None:
+    """A turn runs: the box takes the next message's words, and nothing can be sent until the turn ends."""
+    expect(send_button(page)).to_be_disabled()  # (aria-disabled: still in the tab order, heard as unavailable)
+    expect(chat_input(page)).to_be_editable()
+    expect(page.locator("#chat-files")).to_be_enabled()
+
+
 def chat_log(page: Page) -> Locator:
     return page.locator("#chat-log")
 
@@ -126,7 +137,7 @@ def send(page: Page, text: str) -> None:
 
 def wait_turn_finished(page: Page, timeout: float = 15_000) -> None:
     expect(streaming_reply(page)).to_have_count(0, timeout=timeout)
-    expect(chat_input(page)).to_be_enabled(timeout=timeout)
+    expect(send_button(page)).to_be_enabled(timeout=timeout)  # (the box is open while it runs too)
     wait_settled(page, timeout)
 
 

@@ -46,7 +46,7 @@
     if (!f || e.target !== f.querySelector("textarea")) return;
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing && enterSends()) {
       e.preventDefault();
-      if (f.dataset.running) return;
+      if (f.dataset.running) return;  // (the words stay, to send when the answer ends)
       if (!e.target.value.trim()) {
         // Nothing to send: said so when there is something in the box or the tray (an empty box stays quiet).
         checkWords(f);
@@ -55,6 +55,28 @@
       }
       htmx.trigger(f, "submit");
     }
+  });
+
+  // Nothing is sent while an answer runs, whichever way the form would be: Send (aria-disabled then, so
+  // still focusable and pressable: its press does nothing), the form's submit event (requestSubmit(), a
+  // native submit before htmx has wired the form) and any request htmx would issue for it
+  // (htmx.trigger(form, "submit"), hx-trigger). The server refuses a second message anyway (409, the
+  // log's "still answering" notice, agent/chat_views.still_answering); this never asks.
+  function resting(f) { return !!(f && f.dataset.running); }
+
+  document.addEventListener("click", function (e) {
+    var f = form(), send = e.target.closest && e.target.closest("#chat-send");
+    if (send && resting(f) && f.contains(send)) e.preventDefault();
+  }, true);
+
+  document.addEventListener("submit", function (e) {
+    var f = form();
+    if (e.target === f && resting(f)) { e.preventDefault(); e.stopPropagation(); }
+  }, true);
+
+  document.addEventListener("htmx:confirm", function (e) {
+    var f = form();
+    if (e.detail.elt === f && resting(f)) e.preventDefault();
   });
 
   // Attachments: the paperclip's file input holds the files that will be sent (htmx posts the
@@ -91,8 +113,37 @@
     if (to) to.focus();
   }
 
-  function clearFiles(f) {
-    picked.set(f, new DataTransfer());
+  // What a message took, remembered as its request leaves: the box stays open meanwhile (a request with
+  // files may take seconds), so once it is sent only what it took leaves the box and the tray, and the
+  // words written and the files chosen since stay (for the next message).
+  var sending = new WeakMap();
+
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var f = form();
+    if (f && e.detail.elt === f) sending.set(f, { text: f.querySelector("textarea").value, files: Array.from(filesOf(f).files) });
+  });
+
+  function fileKey(file) { return [file.name, file.size, file.lastModified, file.type].join("\u0000"); }
+
+  // The words and files of form `f` beyond those its message took (all of them when none was sent).
+  function leftOver(f) {
+    var was = sending.get(f) || { text: "", files: [] }, now = f.querySelector("textarea").value;
+    var text = now === was.text ? "" : now.indexOf(was.text) === 0 ? now.slice(was.text.length).replace(/^\s+/, "") : now;
+    var sent = was.files.map(fileKey), files = new DataTransfer();
+    Array.prototype.forEach.call(filesOf(f).files, function (file) {
+      var at = sent.indexOf(fileKey(file));
+      if (at === -1) files.items.add(file); else sent.splice(at, 1);
+    });
+    return { text: text, sent: was.text, files: files };
+  }
+
+  // Form `f`'s message was sent: it names the chat in the list if it was the first, and leaves the form.
+  function clearSent(f) {
+    var left = leftOver(f);
+    sending.delete(f);
+    chat.nameChat(left.sent);
+    f.querySelector("textarea").value = left.text;
+    picked.set(f, left.files);
     syncFiles(f);
   }
 
@@ -177,9 +228,10 @@
     addFiles(f, chosen);  // ...plus what was just chosen
   });
 
+  // (Files may be dropped or pasted while an answer runs too: they wait in the tray, as the words do.)
   document.addEventListener("dragover", function (e) {
     var f = form();
-    if (f && f.contains(e.target) && !f.dataset.running) { e.preventDefault(); f.classList.add("dropping"); }
+    if (f && f.contains(e.target)) { e.preventDefault(); f.classList.add("dropping"); }
   });
 
   document.addEventListener("dragleave", function (e) {
@@ -192,12 +244,12 @@
     if (!f || !f.contains(e.target)) return;
     e.preventDefault();
     f.classList.remove("dropping");
-    if (!f.dataset.running && e.dataTransfer && e.dataTransfer.files.length) addFiles(f, e.dataTransfer.files);
+    if (e.dataTransfer && e.dataTransfer.files.length) addFiles(f, e.dataTransfer.files);
   });
 
   document.addEventListener("paste", function (e) {
     var f = form();
-    if (!f || !f.contains(e.target) || f.dataset.running) return;
+    if (!f || !f.contains(e.target)) return;
     var images = Array.prototype.filter.call((e.clipboardData && e.clipboardData.files) || [], function (file) {
       return /^image\//.test(file.type);
     });
@@ -207,14 +259,17 @@
   // The panel taking up a chat: its form, put in place of this one, keeps the words typed and the files
   // picked here; focus and the caret stay too (htmx keeps them for an element of the same id). So does the
   // form of a first message that met the chat another tab had just started, its answer still running
-  // (data-keep-typed, chat_panel._joined): those words wait to be sent. (The form any other first
-  // message's answer brings does not: those words were sent.)
+  // (data-keep-typed, chat_panel._joined): those words wait to be sent. The form any other first
+  // message's answer brings keeps only what was written or chosen after that message left (it was sent).
   document.addEventListener("htmx:oobBeforeSwap", function (e) {
     var old = e.detail.target, fresh = e.detail.fragment && e.detail.fragment.querySelector("#chat-form");
-    if (!old || old.id !== "chat-form" || !fresh || !(chat.takingUp() || fresh.hasAttribute("data-keep-typed"))) return;
-    var typed = old.querySelector("textarea").value, box = fresh.querySelector("textarea");
-    if (typed && box && !box.value) box.value = typed;
-    if (picked.has(old)) { picked.set(fresh, picked.get(old)); syncFiles(fresh); }
+    if (!old || old.id !== "chat-form" || !fresh) return;
+    var whole = chat.takingUp() || fresh.hasAttribute("data-keep-typed");
+    if (!whole && !sending.has(old)) return;
+    var left = whole ? { text: old.querySelector("textarea").value, files: picked.get(old) } : leftOver(old);
+    var box = fresh.querySelector("textarea");
+    if (left.text && box && !box.value) box.value = left.text;
+    if (left.files) { picked.set(fresh, left.files); syncFiles(fresh); }
   });
 
   // "New chat" loads a new page, where focus would start at the top: the person who pressed it lands
@@ -258,7 +313,7 @@
     if (kept && !text.value) text.value = kept;
   }
 
-  chat.clearFiles = clearFiles;
+  chat.clearSent = clearSent;
   chat.restoreDraft = restoreDraft;
   chat.focusNewChat = focusNewChat;
 })();

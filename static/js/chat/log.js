@@ -1,5 +1,5 @@
 // The chat's log: it follows what arrives while the person is at its end, keeps their place when
-// "Earlier messages" brings older turns, draws a turn once, and knows whether a turn runs (the form rests,
+// "Earlier messages" brings older turns, draws a turn once, and knows whether a turn runs (nothing is sent,
 // Stop shows) from the requests that start one and the streams that end it.
 (function () {
   "use strict";
@@ -12,11 +12,13 @@
     var text = f.querySelector("textarea");
     var send = f.querySelector("#chat-send");
     var stop = f.querySelector("#chat-stop");
-    var files = f.querySelector("#chat-files");
+    // While an answer runs the box stays open to write the next message in (files may be chosen for it
+    // too), but nothing is sent until the answer ends: Send says it is unavailable (aria-disabled, so it
+    // stays in the tab order and is heard as such; a press is refused, composer.js) and Enter does nothing.
+    // (The form rested before, disabled: the next message could not be written while reading the answer.)
     f.dataset.running = running ? "1" : "";
-    text.disabled = running;
-    send.disabled = running;
-    if (files) files.disabled = running;
+    if (running) send.setAttribute("aria-disabled", "true");
+    else send.removeAttribute("aria-disabled");
     stop.hidden = !running;
     stopping(false);
     // The answer is over: the person who waited in the chat may write again. One who went elsewhere
@@ -96,8 +98,9 @@
     var answer = e.detail.successful ? e.detail.xhr.responseText : "";
     var started = opensTurn(answer);
     if (e.detail.elt === f) {
-      // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it)
-      if (started && answer.indexOf("data-kept") === -1) { chat.nameChat(f.querySelector("textarea").value); f.reset(); chat.clearFiles(f); }
+      // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it.
+      // Sent: what was sent leaves the box and the tray, and what was written or chosen since stays.)
+      if (started && answer.indexOf("data-kept") === -1) chat.clearSent(f);
       setRunning(started);
     } else if (started) {
       setRunning(true);

@@ -118,7 +118,9 @@
     var notice;
     try { notice = JSON.parse(e.detail.data); } catch (err) { return; }
     var f = form();
-    if (notice.chat && f && f.dataset.chat) { chat.refreshList(); return; }
+    // (A chat's first message is heard as a chat started, for the lists that left it out while nothing
+    // was said in it, blog.live.first_message: the page showing that chat has it listed already.)
+    if (notice.chat && f && f.dataset.chat) { if (notice.chat !== f.dataset.chat) chat.refreshList(); return; }
     news.push(notice);
     drainNews();
   });
