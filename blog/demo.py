@@ -60,7 +60,7 @@ COURTESY = re.compile(
 
 #: "tighten the second paragraph" (`t`: which one), "tighten paragraph 2" (`n`), "tighten it" (all of it).
 TIGHTEN = re.compile(
-    r"^tighten\s+(?:up\s+)?(?:(?:(?:the|this|my)\s+)?(?:(?P<t>first|second|third|fourth|fifth|sixth|last"
+    r"^tighten\s+(?:up\s+)?(?:(?:(?:the|this|my)\s+)?(?:(?P<t>first|second|third|fourth|fifth|sixth|seventh|eighth|last"
     r"|\d+(?:st|nd|rd|th)?)\s+paragraph|paragraph\s+(?P<n>\d+))|it|this|(?:(?:the|this|my)\s+)?(?:open\s+)?"
     r"(?:post|draft|text))(?:\s+up)?$",
     re.I,

@@ -17,7 +17,7 @@ from agent.values import NeutralMessage
 #: The filler words taken out, as the demo names them to a person.
 FILLERS = ("very", "really", "just", "quite", "actually", "basically", "simply", "in order to")
 FILLER = re.compile(
-    r"(?<![\w\-'’*_~`])(?P<word>very|really|just|quite|actually|basically|simply|totally|in\s+order\s+to)"
+    r"(?<![\w\-'’*_~`])(?P<word>very|really|just|quite|actually|basically|simply|in\s+order\s+to)"
     r"(?P<space>[ \t]+)(?=[*_\[“‘\"'(]*\w)",
     re.I,
 )
@@ -127,10 +127,8 @@ def _tighten_prose(text: str) -> tuple[str, list[str]]:
         if KEEPS_BEFORE.search(text[: m.start()]) or (keeps and keeps.match(after)):
             continue
         out.append(text[at : m.start()])
-        if word == "in order to":
-            out.append(
-                ("T" if m["word"][0].isupper() else "t") + "o" + m["space"]
-            )  # "in order to" → "to", "In order to" → "To"
+        if word == "in order to":  # "to", "To" for "In order to"
+            out.append(("T" if m["word"][0].isupper() else "t") + "o" + m["space"])
         elif m["word"][:1].isupper():  # a sentence's first word: the next one starts it now
             follow = re.match(r"[*_\[“‘\"'(]*", after)
             lead = follow.end() if follow else 0
@@ -144,7 +142,7 @@ def _tighten_prose(text: str) -> tuple[str, list[str]]:
 
 
 def ordinal(which: str) -> str:
-    """ "second" for "second" or "2", as a person would say it."""
+    """The paragraph's place as a person says it: "second" for "second", "2" or "2nd"."""
     if which in ORDINALS or which == "last":
         return which
     n = int(re.sub(r"\D", "", which) or 0)
