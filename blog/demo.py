@@ -23,36 +23,52 @@ from agent.backends.fake import summary_events
 from agent.budget import estimate_tokens
 from agent.tools import not_available
 from agent.values import ModelEvent, NeutralMessage, ToolSpec
+from blog import demo_writing as writing
 from blog.access import SCOPE_WORDS
 from blog.models import Post
 from blog.operations import OPERATIONS
 
 HELP = (
-    "I'm the offline demo assistant. Try: “list my posts”, “draft a post titled Morning light”, "
+    "I'm the offline demo assistant. Try: “list my posts” (or “list my drafts”), “draft a post titled Morning light”, "
     "“write a post about autumn birds”, “publish Morning light” (or “publish it” after a draft), "
     "several at once (“write a post about autumn birds and publish it”), "
     "“unpublish Morning light”, “delete Morning light”, “write something long”, "
     "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
-    "Evening light”."
+    "Evening light”, “tighten the second paragraph” or “suggest three titles”."
 )
 
 #: Quotation marks around a title, as each language writes them: “…” "…" '…' ‘…’ „…“ ‚…‘ «…» « … »
 #: »…« 「…」 『…』 ＂…＂.
 OPEN = r"(?:[\"'“”„‚‘’«»「『＂]\s*)?"
 CLOSE = r"(?:\s*[\"'“”‘’«»」』＂])?"
-#: A post's title after its verb: "publish Morning light", "publish the post “Morning light”".
-TITLE = rf"(?:(?:(?:the|my)\s+)?post\s+)?{OPEN}(?P<t>.+?){CLOSE}\s*$"
-#: A request to see what is drafted, after the subject it is drafted about, which is not part of its title:
-#: "…about tide pools and show me the draft", "…, then let me see it". Only these words, only at the end.
+#: A request to see what is drafted or done, after the subject or title it is about, which is not part of
+#: it: "…about tide pools and show me the draft", "…, then let me see it". Only these words, only at the end.
 SHOW_ME = (
     r"(?:\s*,)?\s+(?:and\s+(?:then\s+)?|then\s+)(?:show\s+(?:me|us)|let\s+(?:me|us)\s+(?:see|read))"
     r"(?:\s+(?:it|the\s+(?:draft|post)))?"
 )
+#: A post's title after its verb: "publish Morning light", "publish the post “Morning light”".
+#: A title ends the request, or a request to see it does ("publish Morning light and show me it").
+END = rf"{CLOSE}(?:{SHOW_ME})?\s*$"
+TITLE = rf"(?:(?:(?:the|my)\s+)?post\s+)?{OPEN}(?P<t>.+?){END}"
 #: Courtesy around a request, which the patterns do not need: "Could you publish it, please?"
 COURTESY = re.compile(
     r"^(?:(?:hi|hey|ok|okay)\b[,!]?\s*)?(?:(?:please|kindly)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
     r"(?P<request>.*?)(?:[\s,]+(?:please|thanks|thank you))?[\s.!?。！？]*$",
     re.I,
+)
+
+#: "tighten the second paragraph" (`t`: which one), "tighten paragraph 2" (`n`), "tighten it" (all of it).
+TIGHTEN = re.compile(
+    r"^tighten\s+(?:up\s+)?(?:(?:(?:the|this|my)\s+)?(?:(?P<t>first|second|third|fourth|fifth|sixth|seventh|eighth|last"
+    r"|\d+(?:st|nd|rd|th)?)\s+paragraph|paragraph\s+(?P<n>\d+))|it|this|(?:(?:the|this|my)\s+)?(?:open\s+)?"
+    r"(?:post|draft|text))(?:\s+up)?$",
+    re.I,
+)
+#: Which posts a list asks for: "list my drafts", "list my published posts".
+STATUS_WORDS = (
+    (re.compile(r"\b(?:drafts?|unpublished)\b", re.I), Post.DRAFT),
+    (re.compile(r"\bpublished\b", re.I), Post.PUBLISHED),
 )
 
 PATTERNS = [
@@ -64,12 +80,13 @@ PATTERNS = [
             re.I,
         ),
     ),
-    ("list", re.compile(r"\b(list|show)\b.*\bposts?\b", re.I)),
+    # Beside an editor, about its post: "suggest three titles", "tighten the second paragraph".
+    ("titles", re.compile(r"^(?:suggest|propose|give\s+me|come\s+up\s+with|brainstorm)\b.*\btitles?\b", re.I)),
+    ("tighten", TIGHTEN),
+    ("list", re.compile(r"\b(list|show)\b.*\b(?:posts?|drafts)\b", re.I)),
     (
         "draft",
-        re.compile(
-            rf"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){CLOSE}\s*$", re.I
-        ),
+        re.compile(rf"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){END}", re.I),
     ),
     (  # "write a short draft about autumn birds": titled after its subject
         "draft_about",
@@ -83,11 +100,11 @@ PATTERNS = [
     ("publish", re.compile(rf"^\s*publish\s+{TITLE}", re.I)),
     ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
     ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
-    ("list", re.compile(r"\bwhat\b.*\bposts?\b|\bposts?\b.*\bdo i have\b", re.I)),
+    ("list", re.compile(r"\bwhat\b.*\b(?:posts?|drafts)\b|\b(?:posts?|drafts)\b.*\bdo i have\b", re.I)),
     ("long", re.compile(r"\b(long|story)\b", re.I)),  # (after the rest: "publish A long walk" publishes)
     (
         "rename",
-        re.compile(rf"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?{OPEN}(?P<t>.+?){CLOSE}\s*$", re.I),
+        re.compile(rf"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?{OPEN}(?P<t>.+?){END}", re.I),
     ),
 ]
 #: Where the chat beside an editor names its post (blog.chat.EDITOR_PROMPT).
@@ -101,6 +118,8 @@ NEEDS = {
     "unpublish": "unpublish_post",
     "delete": "delete_post",
     "rename": "update_post",
+    "titles": "get_post",
+    "tighten": "update_post",
 }
 CONFIRM_DELETE = re.compile(r"Delete “(?P<t>.+)”\? This can't be undone")
 LONG_TEXT = " ".join(
@@ -135,6 +154,10 @@ def intent(text: str) -> tuple[str, str]:
             title = (m.groupdict().get("t") or "").strip()
             if name == "draft_about":
                 return "draft", title[:1].upper() + title[1:]
+            if name == "tighten":
+                return name, (m["t"] or m["n"] or "").lower()
+            if name == "list":  # the status asked for, if any
+                return name, next((status for words, status in STATUS_WORDS if words.search(text)), "")
             return name, title
     return "help", ""
 
@@ -337,7 +360,9 @@ class DemoBackend(Backend):
         if needed not in offered:
             return not_allowed(needed), []
         if kind == "list":
-            return "Let me look at your posts.", [("list_posts", {})]
+            return f"Let me look at your {LISTED[title]}.", [("list_posts", {"status": title} if title else {})]
+        if kind in ("titles", "tighten"):
+            return self._read_open_post(offered, system)
         if kind == "rename":
             open_post = OPEN_POST.search(system or "")
             if open_post is None:
@@ -355,6 +380,15 @@ class DemoBackend(Backend):
             return f"Delete “{title}”? This can't be undone. Reply “yes” to confirm.", []
         return f"Looking for “{title}”.", [("list_posts", {"query": title})]
 
+    def _read_open_post(self, offered: set[str], system: str) -> tuple[str, list[tuple[str, dict]]]:
+        """The first step of a request about the post open in the editor: read it (its body is in the result)."""
+        if "get_post" not in offered:
+            return not_allowed("get_post"), []
+        open_post = OPEN_POST.search(system or "")
+        if open_post is None:
+            return "Which post? Open it in the editor and ask me there.", []
+        return "Let me read the post.", [("get_post", {"post_id": int(open_post["id"])})]
+
     def _photo_post(self, messages: list[NeutralMessage], text: str) -> tuple[str, list[tuple[str, dict]]]:
         """A draft with the chat's latest image as its cover, titled as asked or after the photo."""
         images = [
@@ -367,7 +401,7 @@ class DemoBackend(Backend):
         if not images:
             return "Attach a photo first (the Attach button, or drop or paste it here), then ask me again.", []
         photo = images[-1]
-        titled = re.search(rf"\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){CLOSE}\s*$", " ".join(text.split()), re.I)
+        titled = re.search(rf"\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){END}", " ".join(text.split()), re.I)
         title = titled["t"].strip() if titled else title_from(photo["name"])
         size = f" ({photo['width']}×{photo['height']})" if "width" in photo else ""
         body = f"A first draft around the photo {photo['name']}{size}, written by the demo assistant. Edit me!"
@@ -401,7 +435,7 @@ class DemoBackend(Backend):
         asked = requests(_text_of(last_user))
         step, finished = progress(messages, asked)
         if finished:  # that request is done: say so, then start the next one asked for, if any
-            said = self._done(name, result, intent(asked[step - 1])[1])
+            said = self._finished(messages, name, result, *intent(asked[step - 1]))
             if step == len(asked):
                 return said, []
             text, calls = self._reply(messages, last_user, offered, system, asked[step], step)
@@ -417,19 +451,34 @@ class DemoBackend(Backend):
                 ),
                 "",
             )
+        if name == "get_post" and kind == "tighten":
+            return writing.tighten_reply(result, title)
         if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
             title = named_post(messages, last_user, title, step) or title
             return self._act_on(kind, title, result.get("items", []), offered)
         return self._done(name, result, title), []
 
+    def _finished(
+        self, messages: list[NeutralMessage], name: str, result: dict[str, Any], kind: str, title: str
+    ) -> str:
+        """What the tool that ends a request of this kind did."""
+        if kind == "titles" and name == "get_post":
+            return writing.titles_reply(result)
+        if kind == "tighten" and name == "update_post":
+            return writing.tightened_reply(messages, result, title)
+        return self._done(name, result, title)
+
     def _done(self, name: str, result: dict[str, Any], title: str) -> str:
-        """What a tool's result did, in a sentence (a list, as the list)."""
+        """What a tool's result did, in a sentence (a list, as the list; `title`, a list's status)."""
         if name == "list_posts":
             items = result.get("items", [])
+            listed = LISTED.get(title, LISTED[""])
             if not items:
-                return "You have no posts yet. Ask me to draft one!"
+                return (
+                    f"You have no {listed}." if listed != LISTED[""] else "You have no posts yet. Ask me to draft one!"
+                )
             lines = "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
-            return f"Here are your posts:\n\n{lines}\n"
+            return f"Here are your {listed}:\n\n{lines}\n"
         verbs = {
             "create_post": "drafted",
             "publish_post": "published",
@@ -472,6 +521,8 @@ class DemoBackend(Backend):
         return said, [(tool, {"post_id": match["id"]})]
 
 
+#: What a list of posts of a status is called.
+LISTED = {"": "posts", Post.DRAFT: "drafts", Post.PUBLISHED: "published posts"}
 #: A post named by its state, among posts of one title.
 STATE_WORDS = {Post.DRAFT: "the draft", Post.PUBLISHED: "the published one"}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
@@ -328,3 +330,313 @@ def test_a_call_refused_because_the_grant_changed_mid_turn_is_told_in_the_client
         "I'm not allowed to publish posts on this blog for you. "
         "The Clients screen shows what I may do, and lets you change it."
     )
+
+
+# What the chat beside an editor suggests, and the blog page's lists by status, session 36 --------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("suggest three titles", ("titles", "")),
+        ("Suggest a title", ("titles", "")),
+        ("suggest some titles for this post", ("titles", "")),
+        ("give me three title ideas", ("titles", "")),
+        ("Could you suggest three titles, please?", ("titles", "")),
+        ("tighten the second paragraph", ("tighten", "second")),
+        ("Tighten the first paragraph.", ("tighten", "first")),
+        ("tighten the third paragraph please", ("tighten", "third")),
+        ("tighten the last paragraph", ("tighten", "last")),
+        ("tighten paragraph 2", ("tighten", "2")),
+        ("tighten it", ("tighten", "")),
+        ("tighten this post", ("tighten", "")),
+        ("tighten up the post", ("tighten", "")),
+        ("list my drafts", ("list", "draft")),
+        ("show my drafts", ("list", "draft")),
+        ("what drafts do I have?", ("list", "draft")),
+        ("list my draft posts", ("list", "draft")),
+        ("list my published posts", ("list", "published")),
+        ("show my unpublished posts", ("list", "draft")),
+        ("what posts have I published?", ("list", "published")),
+        ("list my posts", ("list", "")),
+        ("draft a post titled Suggest three titles", ("draft", "Suggest three titles")),  # (a title, as asked)
+        ("publish Tighten it", ("publish", "Tighten it")),
+    ],
+)
+def test_the_editors_suggestions_and_lists_by_status_are_understood(text, expected):
+    assert intent(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("draft a post titled “Tide pools” and show me the draft", ("draft", "Tide pools")),
+        ("draft a post titled Tide pools, then let me see it", ("draft", "Tide pools")),
+        ("publish Morning light and show me it", ("publish", "Morning light")),
+        ("publish “Morning light” and then show me", ("publish", "Morning light")),
+        ("unpublish Morning light and let me see it", ("unpublish", "Morning light")),
+        ("delete Old notes and show me", ("delete", "Old notes")),
+        ("rename this post to Evening light and show me it", ("rename", "Evening light")),
+        # Only at the end, only those words: a title that has them otherwise keeps them.
+        ("publish Show me the way", ("publish", "Show me the way")),
+        ("publish Tide pools and show me the way", ("publish", "Tide pools and show me the way")),
+        ("draft a post titled Show me the draft", ("draft", "Show me the draft")),
+    ],
+)
+def test_a_request_to_see_it_after_a_title_is_not_part_of_the_title(text, expected):
+    assert intent(text) == expected
+    assert requests(text) == [text]  # (one request: "show me it" is not one of its own)
+
+
+def test_the_help_names_what_the_demo_does_beside_the_editor_and_the_drafts_list():
+    from blog.demo import HELP
+
+    for phrase in ("“list my drafts”", "“suggest three titles”", "“tighten the second paragraph”"):
+        assert phrase in HELP
+
+
+def test_the_empty_editor_chat_suggests_only_what_the_demo_does():
+    """Each suggestion of the empty chat beside an editor is a request the demo understands."""
+    from pathlib import Path
+
+    import blog
+
+    template = (Path(blog.__file__).parent / "templates/blog/_chat_log.html").read_text()
+    suggested = re.findall(r"“([^”]+)”", template.split("{% if panel_post %}")[1].split("{% else %}")[0])
+    assert len(suggested) == 3
+    for phrase in suggested:
+        assert intent(phrase.replace("…", "Evening light"))[0] in ("rename", "tighten", "titles"), phrase
+
+
+# Tightening a paragraph: filler words out, everything else as it was ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body,which,expected_body,removed",
+    [
+        (
+            "First stays very much as it is.\n\nIt was really very cold, and we just walked on.\n\nThird.",
+            "second",
+            "First stays very much as it is.\n\nIt was cold, and we walked on.\n\nThird.",
+            ["really", "very", "just"],
+        ),
+        (
+            "Really good light.\n\nIn order to see it, we left early.",
+            "first",
+            "Good light.\n\nIn order to see it, we left early.",
+            ["really"],
+        ),
+        (
+            "A.\n\nIn order to see it, we basically left early.",
+            "last",
+            "A.\n\nTo see it, we left early.",
+            ["in order to", "basically"],
+        ),
+        # Markdown stays: emphasis, links, inline code, list markers, line breaks.
+        (
+            "# Heading\n\nIt is *very* nice, **really** [just here](https://x.test/very-just) and `just code`.\n"
+            "- simply the list\n- a very short item",
+            "first",
+            "# Heading\n\nIt is *very* nice, **really** [here](https://x.test/very-just) and `just code`.\n"
+            "- the list\n- a short item",
+            ["just", "simply", "very"],
+        ),
+        # Where removing a word would change what is said, it stays.
+        (
+            "Not very far, it isn't really cold, not just here: quite a few, thank you very much, simply put, "
+            "dressed simply. Just as well, really?",
+            "first",
+            "Not very far, it isn't really cold, not just here: quite a few, thank you very much, simply put, "
+            "dressed simply. Just as well, really?",
+            [],
+        ),
+        # Headings, code blocks and tables are not paragraphs; the whole post is every paragraph.
+        (
+            "## Very big\n\n```\njust code\n\nvery code\n```\n\nOne really.\n\n| very | just |\n|---|---|\n\nTwo is just fine.",
+            "",
+            "## Very big\n\n```\njust code\n\nvery code\n```\n\nOne really.\n\n| very | just |\n|---|---|\n\nTwo is fine.",
+            ["just"],
+        ),
+        ("One.\r\n\r\nTwo is very good.\r\n", "2", "One.\r\n\r\nTwo is good.\r\n", ["very"]),
+    ],
+)
+def test_tightening_removes_filler_words_from_that_paragraph_only(body, which, expected_body, removed):
+    from blog.demo_writing import tighten
+
+    done = tighten(body, which)
+    assert (done.body, done.removed) == (expected_body, removed)
+
+
+def test_tightening_a_paragraph_that_is_not_there_says_how_many_there_are():
+    from blog.demo_writing import tighten
+
+    done = tighten("# Only a heading\n\nOne paragraph, very short.", "third")
+    assert (done.body, done.removed, done.paragraphs) == (None, [], 1)
+
+
+def test_suggested_titles_are_three_made_of_the_posts_own_words():
+    from blog.demo_writing import suggest_titles
+
+    titles = suggest_titles("Notes from the river", "The heron was back this morning.\n\n*More soon.*")
+    assert len(titles) == 3 and len({t.casefold() for t in titles}) == 3
+    assert "Notes from the river" not in titles
+    assert titles[0] == "The heron was back this morning"
+    words = set(re.findall(r"\w+", "Notes from the river The heron was back this morning More soon".casefold()))
+    for title in titles:
+        assert set(re.findall(r"\w+", title.casefold())) <= words | {"revisited", "again", "in", "short", "and"}
+    # Even a post with no body has three.
+    assert len(set(suggest_titles("Editor chat check", ""))) == 3
+
+
+# Through the demo's stream: beside an editor, and on the blog page -----------------------------------------------
+
+EDITOR = "alice has the post “River” (post_id 7) open in the editor beside you; “this post”, …"
+EDIT_TOOLS = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "get_post", "update_post")]
+
+
+def _turn(settings, system, *messages, tools=EDIT_TOOLS):
+    settings.AGENT_DEMO_DELAY_MS = 0
+    events = list(DemoBackend().stream(system=system, messages=list(messages), tools=tools, model="demo"))
+    calls = [(e["name"], e["input"]) for e in events if e["kind"] == "tool_use"]
+    return "".join(e.get("text", "") for e in events), calls
+
+
+def _user(text):
+    return {"role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+def _called(call_id, name, result, args=None):
+    return [
+        {"role": "assistant", "parts": [{"type": "tool_use", "id": call_id, "name": name, "input": args or {}}]},
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_result", "tool_use_id": call_id, "name": name, "status": "ok", "result": result}],
+        },
+    ]
+
+
+RIVER = {"id": 7, "title": "River", "status": "draft", "body": "Morning.\n\nThe heron was really very still."}
+
+
+def test_tighten_the_second_paragraph_reads_the_open_post_then_updates_its_body(settings):
+    user = _user("tighten the second paragraph")
+    text, calls = _turn(settings, EDITOR, user)
+    assert calls == [("get_post", {"post_id": 7})]
+    text, calls = _turn(settings, EDITOR, user, *_called("c1", "get_post", RIVER))
+    assert calls == [("update_post", {"post_id": 7, "body": "Morning.\n\nThe heron was still."})]
+    assert text == "Tightening the second paragraph: 2 filler words to remove (really, very)."
+    done = {"id": 7, "title": "River", "status": "draft"}
+    messages = [user, *_called("c1", "get_post", RIVER), *_called("c2", "update_post", done)]
+    text, calls = _turn(settings, EDITOR, *messages)
+    assert (text, calls) == ("Done: I removed 2 filler words from the second paragraph of “River”.", [])
+
+
+@pytest.mark.parametrize(
+    "request_,said",
+    [
+        (
+            "tighten the first paragraph",
+            "The first paragraph has none of the filler words I remove (very, really, just, quite, actually, "
+            "basically, simply, “in order to”), so I left it as it is.",
+        ),
+        ("tighten the third paragraph", "“River” has 2 paragraphs, so there is no third one to tighten."),
+    ],
+)
+def test_nothing_to_tighten_is_said_plainly_and_nothing_is_written(settings, request_, said):
+    text, calls = _turn(settings, EDITOR, _user(request_), *_called("c1", "get_post", RIVER))
+    assert (text, calls) == (said, [])
+
+
+def test_tighten_it_tightens_every_paragraph(settings):
+    post = {**RIVER, "body": "It was just dawn.\n\nThe heron was really very still."}
+    text, calls = _turn(settings, EDITOR, _user("tighten it"), *_called("c1", "get_post", post))
+    assert calls == [("update_post", {"post_id": 7, "body": "It was dawn.\n\nThe heron was still."})]
+    assert text == "Tightening the post: 3 filler words to remove (just, really, very)."
+
+
+def test_suggest_three_titles_reads_the_open_post_and_writes_nothing(settings):
+    user = _user("suggest three titles")
+    text, calls = _turn(settings, EDITOR, user)
+    assert calls == [("get_post", {"post_id": 7})]
+    text, calls = _turn(settings, EDITOR, user, *_called("c1", "get_post", RIVER))
+    assert calls == []
+    assert text.startswith("Three titles made of the post's own words:\n\n1. ")
+    assert re.findall(r"^\d\. .+$", text, re.M) == [f"{i}. {t}" for i, t in enumerate(suggest(RIVER), 1)]
+    assert text.endswith("To use one, say “rename this post to …” with it.")
+
+
+def suggest(post):
+    from blog.demo_writing import suggest_titles
+
+    return suggest_titles(post["title"], post["body"])
+
+
+@pytest.mark.parametrize("request_", ["tighten the second paragraph", "suggest three titles"])
+def test_away_from_the_editor_the_editors_requests_ask_for_the_post(settings, request_):
+    text, calls = _turn(settings, "A blog chat.", _user(request_))
+    assert (text, calls) == ("Which post? Open it in the editor and ask me there.", [])
+
+
+def test_tighten_without_the_write_grant_is_refused_before_reading(settings):
+    tools = [{"name": n, "description": "", "input_schema": {}} for n in ("list_posts", "get_post")]
+    text, calls = _turn(settings, EDITOR, _user("tighten it"), tools=tools)
+    assert calls == []
+    assert text == (  # (the Clients screen's words for posts:write)
+        "I'm not allowed to draft posts on this blog for you. "
+        "The Clients screen shows what I may do, and lets you change it."
+    )
+
+
+@pytest.mark.parametrize(
+    "request_,status,heading",
+    [
+        ("list my drafts", "draft", "Here are your drafts:"),
+        ("list my published posts", "published", "Here are your published posts:"),
+    ],
+)
+def test_a_list_by_status_asks_the_tool_for_that_status(settings, request_, status, heading):
+    user = _user(request_)
+    text, calls = _turn(settings, "", user)
+    assert calls == [("list_posts", {"status": status})]
+    items = [{"id": 1, "title": "Notes from the river", "status": status}]
+    text, calls = _turn(settings, "", user, *_called("c1", "list_posts", {"items": items}, {"status": status}))
+    assert (text, calls) == (f"{heading}\n\n- **Notes from the river** ({status})\n", [])
+    text, calls = _turn(settings, "", user, *_called("c1", "list_posts", {"items": []}, {"status": status}))
+    assert text == {"draft": "You have no drafts.", "published": "You have no published posts."}[status]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("approve", [True, False])
+def test_tightening_through_real_turns_waits_for_approval_like_any_update(team, consent, settings, approve):
+    """The grant and the approval buttons hold for the demo's edit as for any update_post."""
+    from agent import approvals, turns
+    from agent.backends import reset_backends
+    from agent.models import Approval
+    from blog.chat import start_session
+    from blog.models import Post
+    from tests.blog.conftest import ALL, make_post
+
+    settings.AGENT_BACKEND, settings.AGENT_DEMO_DELAY_MS = "demo", 0
+    settings.AGENT_CONFIRM_TOOLS = ["update_post"]
+    reset_backends()
+    consent(team.owner, team.blog, ALL)
+    body = "# River\n\nMorning.\n\nThe heron was *really* very still, just there."
+    post = make_post(team.blog, "River", body)
+    session = start_session(team.owner, team.blog, post)
+    run, _ = turns.begin(session, "tighten the second paragraph")
+    steps = [s for s in turns.drive(run) if isinstance(s, tuple)]
+    assert [s[1]["name"] for s in steps if s[0] == "tool_use"] == ["get_post", "update_post"]
+    assert steps[-1][0] == "confirm"
+    post.refresh_from_db()
+    assert post.body == body  # nothing written before the person decides
+    (waiting,) = Approval.objects.filter(session=session, status=Approval.PENDING)
+    approvals.decide(session, waiting.pk, team.owner, approve)
+    said = "".join(s[1]["text"] for s in turns.drive(turns.resume(session)) if s[0] == "token")
+    post.refresh_from_db()
+    if approve:
+        assert post.body == "# River\n\nMorning.\n\nThe heron was *really* still, there."
+        assert said == "Done: I removed 2 filler words from the second paragraph of “River”."
+    else:
+        assert post.body == body
+        assert said == "All right, I left it as it was."
+    assert post.status == Post.DRAFT

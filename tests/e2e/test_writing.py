@@ -141,6 +141,42 @@ def test_the_assistant_beside_the_editor_changes_the_open_post_and_the_person_ch
     expect(page.locator(".diff-line.removed")).to_contain_text(["Night check"])
 
 
+def test_the_editors_suggested_requests_work_with_the_demo(demo_server, page):
+    """What the empty chat beside an editor suggests is what the demo does: “tighten the second paragraph”
+    changes the body in the open editor and its preview, as any assistant edit does, and “suggest three
+    titles” answers with three."""
+    from tests.e2e.ui import chat_input, post_item, replies, send, wait_turn_finished
+
+    base = demo_server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Tighten check")
+    page.get_by_label("Body (markdown)").fill(
+        "Morning light on the water.\n\nThe heron was *really* very still, and it was just quiet."
+    )
+    page.get_by_role("button", name="Create draft").click()
+    post_item(page, "Tighten check").get_by_role("link", name="Edit", exact=True).click()
+    expect(page.locator("#assistant .hint")).to_contain_text("“tighten the second paragraph”")
+    expect(page.locator("#preview")).to_contain_text("very still")
+
+    send(page, "tighten the second paragraph")
+    body = page.get_by_label("Body (markdown)")
+    expect(body).to_have_value("Morning light on the water.\n\nThe heron was *really* still, and it was quiet.")
+    expect(page.locator("#preview")).to_contain_text("The heron was really still, and it was quiet.")
+    expect(page.locator(".incoming-note")).to_contain_text("The assistant changed this post")
+    wait_turn_finished(page)
+    expect(replies(page).last).to_contain_text("Done: I removed 2 filler words from the second paragraph")
+
+    send(page, "suggest three titles")
+    wait_turn_finished(page)
+    titles = replies(page).last.locator("ol > li")
+    expect(titles).to_have_count(3)
+    expect(titles.first).to_have_text("Morning light on the water")
+    expect(replies(page).last).to_contain_text("say “rename this post to …”")
+    expect(page.get_by_label("Title")).to_have_value("Tighten check")  # (suggesting writes nothing)
+    expect(chat_input(page)).to_be_enabled()
+
+
 def test_a_change_made_in_another_tab_reaches_the_open_editor(demo_server, context):
     from tests.e2e.ui import MARK_BLOG_LIVE, expect_blog_live, post_item
 
