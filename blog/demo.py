@@ -101,11 +101,14 @@ PATTERNS = [
     ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
     ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
     ("list", re.compile(r"\bwhat\b.*\b(?:posts?|drafts)\b|\b(?:posts?|drafts)\b.*\bdo i have\b", re.I)),
-    ("long", re.compile(r"\b(long|story)\b", re.I)),  # (after the rest: "publish A long walk" publishes)
     (
         "rename",
         re.compile(rf"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?{OPEN}(?P<t>.+?){END}", re.I),
     ),
+    (
+        "long",
+        re.compile(r"\b(long|story)\b", re.I),
+    ),  # (after the rest: "publish A long walk" publishes, "rename this post to A long walk" renames)
 ]
 #: Where the chat beside an editor names its post (blog.chat.EDITOR_PROMPT).
 OPEN_POST = re.compile(r"\(post_id (?P<id>\d+)\) open in the editor")

@@ -31,6 +31,8 @@ from blog.demo import DemoBackend, intent, requests
         ("delete the post Old notes, please.", ("delete", "Old notes")),
         ("what posts do I have?", ("list", "")),
         ("publish A long walk", ("publish", "A long walk")),  # (not "write something long")
+        ("rename this post to A long walk", ("rename", "A long walk")),  # (nor here)
+        ("rename this post to The story so far", ("rename", "The story so far")),
         ("unpublish the post", ("unpublish", "the post")),
         ("what's the weather?", ("help", "")),
     ],
