@@ -1,16 +1,21 @@
-"""Deprecations fail the suite (pyproject.toml, `filterwarnings`).
+"""Deprecations fail the suite (pyproject.toml, `filterwarnings`), and the servers the tests start.
 
 An inner pytest run under the project's own `filterwarnings` (read from pyproject.toml) holds tests that
-each raise one kind of deprecation, as our code or Django would; each must fail.
+each raise one kind of deprecation, as our code or Django would; each must fail. A server's environment
+(`tests.servers.server_env`) makes the same warnings errors in the processes the tests start.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests.servers import server_env
 
 pytest_plugins = ["pytester"]
 
@@ -75,3 +80,13 @@ def test_every_deprecation_fails_a_test_under_the_projects_filters(pytester: pyt
             "*UserWarning: not a deprecation",
         ]
     )
+
+
+@pytest.mark.parametrize("category", ["DeprecationWarning", "PendingDeprecationWarning"])
+def test_a_server_process_fails_on_a_deprecation(category: str) -> None:
+    warn = f"import warnings; warnings.warn('deprecated in a server', {category}); print('went on')"
+    done = subprocess.run([sys.executable, "-c", warn], env=server_env(), capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 1
+    assert f"{category}: deprecated in a server" in done.stderr
+    assert "went on" not in done.stdout
