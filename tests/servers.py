@@ -50,6 +50,9 @@ NOT_INHERITED = (
     "MEDIA_ROOT",
 )
 SEED = (("migrate", "--noinput"), ("seed_demo",))
+# Deprecations fail the suite in the processes it starts too (pyproject.toml, `filterwarnings`, does it in pytest's):
+# a server or manage.py command that raises one stops, and the test that started it fails with it in the log.
+SERVER_WARNINGS = "error::DeprecationWarning,error::PendingDeprecationWarning"
 
 
 # --- databases -------------------------------------------------------------------------
@@ -152,6 +155,7 @@ def server_env(*, without: Sequence[str] = (), **values: str) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         AGENT_TURN_EXECUTOR="auto",
         WEB_CONCURRENCY="1",
+        PYTHONWARNINGS=SERVER_WARNINGS,
     )
     env.update(values)
     return env
