@@ -156,3 +156,32 @@ def test_the_chat_shown_is_marked_in_the_list_by_more_than_a_tint(page, server):
     other = page.locator("details.history li a:not(.all-chats, [aria-current])").first.evaluate(look)
     assert current["bar"] >= 3 and other["bar"] == 0, (current, other)
     assert current["weight"] >= 600 and other["weight"] <= 400, (current, other)
+
+
+def test_a_reader_who_scrolls_up_before_the_page_has_caught_up_stays_where_they_are(page, server):
+    """As its stream opens, a page showing a chat asks for the turns after its last one (tabs.js); that
+    answer, empty or not, came in below what the person had scrolled up to read since the page loaded,
+    and the log jumped to its end: it followed where they were at the load. Where they are is read just
+    before the swap, as for every other swap (log.js); only their own message brings them to the end."""
+    held = []
+    news = re.compile(r"/chat/[0-9a-f-]+/news\?after=")
+    page.route(news, lambda route: held.append(route))
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()
+    page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))
+    expect(user_messages(page)).to_have_count(20)
+    for _ in range(150):  # (the page's stream opens, then it asks)
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "the page never asked for the turns after its last one"
+    log = chat_log(page)
+    log.evaluate("log => { log.scrollTop = 0; }")
+    with page.expect_response(news):
+        for route in held:
+            route.continue_()
+    wait_settled(page)
+    page.wait_for_timeout(200)  # (any scroll the answer would cause has happened)
+    assert log.evaluate("log => log.scrollTop") == 0

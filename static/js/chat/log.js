@@ -49,10 +49,16 @@
   document.addEventListener("htmx:sseBeforeMessage", function () { following = atEnd(); });
   // A swap elsewhere on the page (the grant line read again, the post list) changes nothing in the log:
   // whether it follows is where the person is now, not where they were at the page's load or the last
-  // event. (A swap of the log itself, or of the panel around it, keeps what the request began with.)
+  // event. So do turns that come in below the ones shown (asked for as the page's stream opens, or on a
+  // notice, tabs.js): a person who scrolled up to read stays there. (The person's own message brings them
+  // to its end; a swap of the log anew, or of the panel around it, keeps what the request began with.)
   document.addEventListener("htmx:beforeSwap", function (e) {
     var log = document.getElementById("chat-log"), target = e.detail.target;
-    if (log && target && !target.contains(log) && !log.contains(target)) following = atEnd();
+    if (!log || !target) return;
+    var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    var how = (e.detail.swapOverride || (elt && elt.getAttribute && elt.getAttribute("hx-swap")) || "").split(/\s+/)[0];
+    var below = target === log && how === "beforeend" && elt !== form();
+    if (below || (!target.contains(log) && !log.contains(target))) following = atEnd();
   });
 
   function scrollLog(force) {
