@@ -9,7 +9,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from agent.backends import get_backend
-from blog.demo import DemoBackend, intent, requests
+from blog.demo import DemoBackend
+from blog.demo_grammar import intent, requests
 
 
 @pytest.mark.parametrize(
@@ -391,7 +392,7 @@ def test_a_request_to_see_it_after_a_title_is_not_part_of_the_title(text, expect
 
 
 def test_the_help_names_what_the_demo_does_beside_the_editor_and_the_drafts_list():
-    from blog.demo import HELP
+    from blog.demo_grammar import HELP
 
     for phrase in ("“list my drafts”", "“suggest three titles”", "“tighten the second paragraph”"):
         assert phrase in HELP
