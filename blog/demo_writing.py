@@ -7,11 +7,13 @@ and a title is made only of the post's own words (no fact the post does not stat
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.markdown import MARKDOWN
 from agent.values import NeutralMessage
 
 #: The filler words taken out, as the demo names them to a person.
@@ -32,9 +34,7 @@ KEEPS_AFTER = {
 }
 #: What is not prose inside a paragraph: code spans, links' addresses, autolinks and HTML, bare URLs.
 PROTECTED = re.compile(r"(`+).*?\1|\]\([^)]*\)|<[^>\n]*>|https?://\S+")
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-NOT_PROSE = re.compile(r"^(?: {0,3}#|\s*\||\s*<|(?: {4}|\t)| {0,3}(?:[-*_]\s*){3,}$| {0,3}\[[^\]]+\]:)")
-SETEXT = re.compile(r"^ {0,3}(?:=+|-+)\s*$")
+LINE_END = re.compile(r"\r\n?|\n")
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8}
 ORDINAL_WORDS = {v: k for k, v in ORDINALS.items()}
 
@@ -49,36 +49,18 @@ class Tightened:
     paragraphs: int = 0
 
 
-def paragraphs(body: str) -> list[tuple[int, int]]:
-    """The prose paragraphs of a markdown body as (start, end) offsets: blocks of lines between blank
-    lines, not headings, fenced or indented code, tables, HTML, rules or link definitions."""
-    found: list[tuple[int, int]] = []
-    lines = body.splitlines(keepends=True)
-    at, i = 0, 0
-    while i < len(lines):
-        fence = FENCE.match(lines[i])
-        if fence:  # a code block, blank lines and all, up to its closing fence
-            i += 1
-            at += len(lines[i - 1])
-            while i < len(lines) and not lines[i].lstrip(" ").startswith(fence[1]):
-                at += len(lines[i])
-                i += 1
-            at += len(lines[i]) if i < len(lines) else 0
-            i += 1
-            continue
-        if not lines[i].strip():
-            at += len(lines[i])
-            i += 1
-            continue
-        start, block = at, []
-        while i < len(lines) and lines[i].strip() and not FENCE.match(lines[i]):
-            block.append(lines[i])
-            at += len(lines[i])
-            i += 1
-        prose = not NOT_PROSE.match(block[0]) and not (len(block) > 1 and SETEXT.match(block[-1]))
-        if prose:
-            found.append((start, start + len("".join(block).rstrip("\r\n"))))
-    return found
+def paragraphs(body: str, *, nested: bool = False) -> list[tuple[int, int]]:
+    """The paragraphs of a markdown body as (start, end) offsets, as the page shows them (markdown-it,
+    as agent.markdown renders): not headings, code, tables, rules or link definitions. These are the
+    top-level ones, those a person counts ("the second paragraph"); with `nested`, those inside lists
+    and quotes too, in order."""
+    starts = [0] + [m.end() for m in LINE_END.finditer(body)]  # (markdown-it's lines: \n, \r\n or \r)
+    found = []
+    for token in MARKDOWN.parse(body):
+        if token.type == "paragraph_open" and token.map and (nested or token.level == 0):
+            first, end = token.map
+            found.append((starts[first], starts[end] if end < len(starts) else len(body)))
+    return [(start, start + len(body[start:end].rstrip("\r\n"))) for start, end in found]
 
 
 def which_paragraph(which: str, count: int) -> int | None:
@@ -89,13 +71,14 @@ def which_paragraph(which: str, count: int) -> int | None:
 
 def tighten(body: str, which: str = "") -> Tightened:
     """Take the filler words out of one paragraph (`which`: "first", "second", "last", "2", …) or, with
-    `which` empty, of every paragraph."""
-    spans = paragraphs(body)
+    `which` empty, of every paragraph, those in lists and quotes too."""
+    counted = paragraphs(body)
+    spans = paragraphs(body, nested=True)
     if which:
-        index = which_paragraph(which, len(spans))
+        index = which_paragraph(which, len(counted))
         if index is None:
-            return Tightened(None, [], len(spans))
-        spans = [spans[index]]
+            return Tightened(None, [], len(counted))
+        spans = [counted[index]]
     removed: list[str] = []
     out, at = [], 0
     for start, end in spans:
@@ -103,7 +86,7 @@ def tighten(body: str, which: str = "") -> Tightened:
         out += [body[at:start], text]
         removed += words
         at = end
-    return Tightened("".join(out) + body[at:], removed, len(paragraphs(body)))
+    return Tightened("".join(out) + body[at:], removed, len(counted))
 
 
 def tighten_text(text: str) -> tuple[str, list[str]]:
@@ -207,7 +190,8 @@ def key_phrases(text: str) -> list[str]:
 def suggest_titles(title: str, body: str) -> list[str]:
     """Three titles made of the post's own words, none its present title: its headings and short
     sentences first, then its key words, then its title set a little differently."""
-    headings = [_plain(line.lstrip(" #")) for line in body.splitlines() if re.match(r"^ {0,3}#", line)]
+    tokens = MARKDOWN.parse(body)
+    headings = [_plain(inline.content) for opens, inline in itertools.pairwise(tokens) if opens.type == "heading_open"]
     sentences = []
     for start, end in paragraphs(body):
         for sentence in SENTENCE.findall(_plain(body[start:end])):

@@ -9,7 +9,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from agent.backends import get_backend
-from blog.demo import DemoBackend, intent, requests
+from blog.demo import DemoBackend
+from blog.demo_grammar import intent, requests
 
 
 @pytest.mark.parametrize(
@@ -391,7 +392,7 @@ def test_a_request_to_see_it_after_a_title_is_not_part_of_the_title(text, expect
 
 
 def test_the_help_names_what_the_demo_does_beside_the_editor_and_the_drafts_list():
-    from blog.demo import HELP
+    from blog.demo_grammar import HELP
 
     for phrase in ("“list my drafts”", "“suggest three titles”", "“tighten the second paragraph”"):
         assert phrase in HELP
@@ -434,14 +435,29 @@ def test_the_empty_editor_chat_suggests_only_what_the_demo_does():
             "A.\n\nTo see it, we left early.",
             ["in order to", "basically"],
         ),
-        # Markdown stays: emphasis, links, inline code, list markers, line breaks.
+        # Markdown stays: emphasis, links, inline code, line breaks. A list is not part of the paragraph
+        # before it, even with no blank line between (the page shows a paragraph, then a list)...
         (
             "# Heading\n\nIt is *very* nice, **really** [just here](https://x.test/very-just) and `just code`.\n"
             "- simply the list\n- a very short item",
             "first",
             "# Heading\n\nIt is *very* nice, **really** [here](https://x.test/very-just) and `just code`.\n"
-            "- the list\n- a short item",
-            ["just", "simply", "very"],
+            "- simply the list\n- a very short item",
+            ["just"],
+        ),
+        # ...nor counted as one: the paragraphs are the page's top-level ones, not a list's or a quote's.
+        (
+            "- One.\n- Two.\n\n> Quoted.\n\nFirst is very good.",
+            "first",
+            "- One.\n- Two.\n\n> Quoted.\n\nFirst is good.",
+            ["very"],
+        ),
+        # The whole post is every paragraph, a list's and a quote's too; their markers stay.
+        (
+            "It is *very* nice.\n- simply the list\n- a very short item\n\n> Just a quote.\n>\n>     just code",
+            "",
+            "It is *very* nice.\n- the list\n- a short item\n\n> A quote.\n>\n>     just code",
+            ["simply", "very", "just"],
         ),
         # Where removing a word would change what is said, it stays.
         (
@@ -460,6 +476,17 @@ def test_the_empty_editor_chat_suggests_only_what_the_demo_does():
             ["just"],
         ),
         ("One.\r\n\r\nTwo is very good.\r\n", "2", "One.\r\n\r\nTwo is good.\r\n", ["very"]),
+        # A heading underlined, a rule, a link's definition, indented code: none is a paragraph.
+        (
+            "Very big\n===\n\nOne is just fine.\n\n---\n\n[very]: https://x.test/just\n\n    just code\n\nTwo, very.",
+            "second",
+            "Very big\n===\n\nOne is just fine.\n\n---\n\n[very]: https://x.test/just\n\n    just code\n\nTwo, very.",
+            [],
+        ),
+        ("Last line.\n\n  Really no newline", "last", "Last line.\n\n  No newline", ["really"]),
+        # The page shows HTML as text (agent.markdown renders with raw HTML off): its words are prose,
+        # its tags stay.
+        ("<div>\nIt is very nice.\n</div>", "", "<div>\nIt is nice.\n</div>", ["very"]),
     ],
 )
 def test_tightening_removes_filler_words_from_that_paragraph_only(body, which, expected_body, removed):
@@ -486,6 +513,9 @@ def test_suggested_titles_are_three_made_of_the_posts_own_words():
     words = set(re.findall(r"\w+", "Notes from the river The heron was back this morning More soon".casefold()))
     for title in titles:
         assert set(re.findall(r"\w+", title.casefold())) <= words | {"revisited", "again", "in", "short", "and"}
+    # A code block's comment is not a heading; a heading underlined is one.
+    titles = suggest_titles("Tools", "```sh\n# install the tools\n```\n\nShort.\n\nSetting up\n---")
+    assert titles[0] == "Setting up" and "Install the tools" not in titles
     # Even a post with no body has three.
     assert len(set(suggest_titles("Editor chat check", ""))) == 3
 

@@ -1,0 +1,158 @@
+"""The offline demo model's grammar: which request a person's words make, and what each one names.
+
+Pure text matching, no queries and no tools: `intent` reads one request ("publish Morning light",
+"tighten the second paragraph") as its kind and its title or detail, `requests` splits a message into
+the requests it makes, and the patterns beside them say what a title, a courteous request and the
+chat's own earlier questions look like. blog.demo answers with them; `NEEDS` names the tool each kind
+of request ends with.
+"""
+
+from __future__ import annotations
+
+import re
+
+from blog.models import Post
+
+HELP = (
+    "I'm the offline demo assistant. Try: “list my posts” (or “list my drafts”), “draft a post titled Morning light”, "
+    "“write a post about autumn birds”, “publish Morning light” (or “publish it” after a draft), "
+    "several at once (“write a post about autumn birds and publish it”), "
+    "“unpublish Morning light”, “delete Morning light”, “write something long”, "
+    "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
+    "Evening light”, “tighten the second paragraph” or “suggest three titles”."
+)
+
+#: Quotation marks around a title, as each language writes them: “…” "…" '…' ‘…’ „…“ ‚…‘ «…» « … »
+#: »…« 「…」 『…』 ＂…＂.
+OPEN = r"(?:[\"'“”„‚‘’«»「『＂]\s*)?"
+CLOSE = r"(?:\s*[\"'“”‘’«»」』＂])?"
+#: A request to see what is drafted or done, after the subject or title it is about, which is not part of
+#: it: "…about tide pools and show me the draft", "…, then let me see it". Only these words, only at the end.
+SHOW_ME = (
+    r"(?:\s*,)?\s+(?:and\s+(?:then\s+)?|then\s+)(?:show\s+(?:me|us)|let\s+(?:me|us)\s+(?:see|read))"
+    r"(?:\s+(?:it|the\s+(?:draft|post)))?"
+)
+#: A post's title after its verb: "publish Morning light", "publish the post “Morning light”".
+#: A title ends the request, or a request to see it does ("publish Morning light and show me it").
+END = rf"{CLOSE}(?:{SHOW_ME})?\s*$"
+TITLE = rf"(?:(?:(?:the|my)\s+)?post\s+)?{OPEN}(?P<t>.+?){END}"
+#: Courtesy around a request, which the patterns do not need: "Could you publish it, please?"
+COURTESY = re.compile(
+    r"^(?:(?:hi|hey|ok|okay)\b[,!]?\s*)?(?:(?:please|kindly)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    r"(?P<request>.*?)(?:[\s,]+(?:please|thanks|thank you))?[\s.!?。！？]*$",
+    re.I,
+)
+
+#: "tighten the second paragraph" (`t`: which one), "tighten paragraph 2" (`n`), "tighten it" (all of it).
+TIGHTEN = re.compile(
+    r"^tighten\s+(?:up\s+)?(?:(?:(?:the|this|my)\s+)?(?:(?P<t>first|second|third|fourth|fifth|sixth|seventh|eighth|last"
+    r"|\d+(?:st|nd|rd|th)?)\s+paragraph|paragraph\s+(?P<n>\d+))|it|this|(?:(?:the|this|my)\s+)?(?:open\s+)?"
+    r"(?:post|draft|text))(?:\s+up)?$",
+    re.I,
+)
+#: Which posts a list asks for: "list my drafts", "list my published posts".
+STATUS_WORDS = (
+    (re.compile(r"\b(?:drafts?|unpublished)\b", re.I), Post.DRAFT),
+    (re.compile(r"\bpublished\b", re.I), Post.PUBLISHED),
+)
+
+PATTERNS = [
+    (
+        "photo_post",
+        re.compile(
+            r"\b(make|create|draft|write|turn|start)\b.*\bposts?\b.*\b(photo|picture|image|pic|snapshot)s?\b"
+            r"|\b(photo|picture|image|pic)\b.*\binto an? (blog )?post\b",
+            re.I,
+        ),
+    ),
+    # Beside an editor, about its post: "suggest three titles", "tighten the second paragraph".
+    ("titles", re.compile(r"^(?:suggest|propose|give\s+me|come\s+up\s+with|brainstorm)\b.*\btitles?\b", re.I)),
+    ("tighten", TIGHTEN),
+    ("list", re.compile(r"\b(list|show)\b.*\b(?:posts?|drafts)\b", re.I)),
+    (
+        "draft",
+        re.compile(rf"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){END}", re.I),
+    ),
+    (  # "write a short draft about autumn birds": titled after its subject
+        "draft_about",
+        re.compile(
+            r"\b(?:draft|write|create|start)\b(?:\s+\S+){0,3}?\s+(?:post|draft|piece|article|entry)\s+"
+            rf"(?:about|on)\s+{OPEN}(?P<t>.+?){CLOSE}(?:{SHOW_ME})?[.!。！]*\s*$",
+            re.I,
+        ),
+    ),
+    ("unpublish", re.compile(rf"^\s*unpublish\s+{TITLE}", re.I)),
+    ("publish", re.compile(rf"^\s*publish\s+{TITLE}", re.I)),
+    ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
+    ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
+    ("list", re.compile(r"\bwhat\b.*\b(?:posts?|drafts)\b|\b(?:posts?|drafts)\b.*\bdo i have\b", re.I)),
+    (
+        "rename",
+        re.compile(rf"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?{OPEN}(?P<t>.+?){END}", re.I),
+    ),
+    (
+        "long",
+        re.compile(r"\b(long|story)\b", re.I),
+    ),  # (after the rest: "publish A long walk" publishes, "rename this post to A long walk" renames)
+]
+#: Where the chat beside an editor names its post (blog.chat.EDITOR_PROMPT).
+OPEN_POST = re.compile(r"\(post_id (?P<id>\d+)\) open in the editor")
+
+NEEDS = {
+    "photo_post": "create_post",
+    "list": "list_posts",
+    "draft": "create_post",
+    "publish": "publish_post",
+    "unpublish": "unpublish_post",
+    "delete": "delete_post",
+    "rename": "update_post",
+    "titles": "get_post",
+    "tighten": "update_post",
+}
+#: The demo's own question before a delete, read back when the person answers "yes".
+CONFIRM_DELETE = re.compile(r"Delete “(?P<t>.+)”\? This can't be undone")
+
+
+#: A post named by what the chat last did with it ("publish it"), not by its title.
+PRONOUN = re.compile(
+    r"^(?:it|this|that|(?:this|that) one|(?:this|that|the|my) (?:post|draft))(?: now| please)?[.!]?$", re.I
+)
+
+
+def intent(text: str) -> tuple[str, str]:
+    """One request's kind ("publish", "tighten", "help" when none fits) and what it names: a title, which
+    paragraph, or a list's status."""
+    text = " ".join(text.split())  # a request typed over several lines reads as one
+    courteous = COURTESY.fullmatch(text)
+    assert courteous is not None  # (every one-line text matches: each of the pattern's parts may be empty)
+    text = courteous["request"] or text
+    for name, pattern in PATTERNS:
+        m = pattern.search(text)
+        if m:
+            title = (m.groupdict().get("t") or "").strip()
+            if name == "draft_about":
+                return "draft", title[:1].upper() + title[1:]
+            if name == "tighten":
+                return name, (m["t"] or m["n"] or "").lower()
+            if name == "list":  # the status asked for, if any
+                return name, next((status for words, status in STATUS_WORDS if words.search(text)), "")
+            return name, title
+    return "help", ""
+
+
+#: Where one request may end and the next begin: "draft X and publish it", "…, then list my posts".
+JOINS = re.compile(r"(\s*,?\s+(?:and then|and|then)\s+|\s*;\s*)", re.I)
+
+
+def requests(text: str) -> list[str]:
+    """The requests in what the person typed, in order: split at "and"/"then" only where what follows
+    is a request of its own, so "draft a post titled Salt and pepper" stays one."""
+    text = " ".join(text.split())
+    pieces = JOINS.split(text)
+    found = [pieces[0]]
+    for join, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+        if intent(piece)[0] in NEEDS and intent(found[-1])[0] in NEEDS:
+            found.append(piece)
+        else:
+            found[-1] += join + piece
+    return found
