@@ -131,6 +131,7 @@ def test_earlier_turns_brought_by_the_keyboard_show_a_focus_ring(page, server):
     open_blog(page, server.url)
     page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
     page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))  # (the page it leaves may show 20 messages too)
     expect(user_messages(page)).to_have_count(20)
     page.get_by_role("button", name="Earlier messages").focus()
     page.keyboard.press("Enter")
