@@ -18,13 +18,15 @@ from django.contrib.syndication.views import Feed
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, Max, OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
 from django.utils.html import strip_tags
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
+from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
 from agent.markdown import render_markdown
@@ -246,3 +248,23 @@ class BlogSitemap(Sitemap):
 
 
 SITEMAPS = {"blogs": BlogSitemap, "posts": PostSitemap}
+
+#: What crawlers are asked to leave alone: everything but the public reading pages needs signing in
+#: (or is an API, or an OAuth endpoint), so a crawl of it would only collect redirects to the sign-in page.
+ROBOTS_DISALLOW = ("/accounts/", "/admin/", "/api/", "/blogs/", "/chat/", "/mcp", "/oauth/")
+
+
+@require_GET
+def robots_txt(request: HttpRequest) -> HttpResponse:
+    """robots.txt: the public pages open to crawlers, the rest asked to be left alone, and the sitemap named."""
+    lines = ["User-agent: *", *(f"Disallow: {path}" for path in ROBOTS_DISALLOW), "Allow: /read/", ""]
+    lines.append(f"Sitemap: {request.build_absolute_uri(reverse('sitemap'))}")
+    return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
+
+
+@require_GET
+@cache_control(max_age=24 * 3600)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for on a page that names no icon (the feed, the sitemap): the
+    site's icon, at its static address (which changes with its content, so this is not permanent)."""
+    return HttpResponseRedirect(static("favicon.svg"))

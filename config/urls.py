@@ -4,7 +4,7 @@ from django.contrib.sitemaps.views import sitemap
 from django.urls import include, path
 
 from accounts.views import SitePasswordChangeForm, ThrottledLoginView, ThrottledPasswordChangeView
-from blog.reading import SITEMAPS
+from blog.reading import SITEMAPS, favicon, robots_txt
 
 # django.contrib.auth.urls without its password reset pages: no mail is set up to send a reset
 # link, so they would only offer a form that cannot work (and an unthrottled one). A forgotten
@@ -32,6 +32,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include(accounts)),
     path("sitemap.xml", sitemap, {"sitemaps": SITEMAPS}, name="sitemap"),
+    path("robots.txt", robots_txt, name="robots_txt"),
+    path("favicon.ico", favicon, name="favicon"),
     path("api/agent/", include("agent.urls")),
     path("chat/", include("agent.chat_urls")),
     path("", include("connectors.urls")),

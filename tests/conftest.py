@@ -8,6 +8,7 @@ its own side, so `make test`'s two runs together run every test once.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from django.test import Client
 from agent.backends import reset_backends
 from agent.models import Session
 from tests.redis_server import RedisServer
+from tests.servers import SERVER_WARNINGS
 
 ENGINE_TESTS = Path(__file__).resolve().parent / "agent"
 ENGINE_SETTINGS = "tests.agent.settings"
@@ -37,7 +39,14 @@ def _engine_only() -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A path named on the command line that these settings would not collect is a mistake: say so."""
+    """A path named on the command line that these settings would not collect is a mistake: say so.
+
+    Every Python process a test starts inherits the suite's rule that deprecations fail (pyproject.toml's
+    `filterwarnings` holds in this one): `server_env` sets it for servers, and the environment carries
+    it to a test's own `subprocess.run([sys.executable, ...])`, whatever the shell had set (as the
+    pyproject's filters override `-W` here).
+    """
+    os.environ["PYTHONWARNINGS"] = SERVER_WARNINGS
     for arg in config.args:
         side = _engine_side(Path(arg.split("::")[0]).resolve())
         if side is True and not _engine_only():

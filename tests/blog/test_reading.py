@@ -195,6 +195,30 @@ def test_sitemap_lists_public_pages_only(team, other_team):
     assert not any(draft.slug in loc for loc in locations)
 
 
+def test_robots_txt_names_the_sitemap_and_asks_crawlers_to_keep_to_the_public_pages():
+    response = browser().get("/robots.txt")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    lines = response.content.decode().splitlines()
+    assert lines[0] == "User-agent: *"
+    assert "Sitemap: http://testserver/sitemap.xml" in lines
+    assert "Allow: /read/" in lines
+    for private in ("/blogs/", "/admin/", "/api/", "/accounts/", "/chat/", "/mcp", "/oauth/"):
+        assert f"Disallow: {private}" in lines
+    assert not any(line.startswith("Disallow: /read") for line in lines)
+    assert browser().post("/robots.txt").status_code == 405
+
+
+def test_favicon_ico_leads_to_the_sites_icon_which_every_page_names():
+    response = browser().get("/favicon.ico")
+    assert response.status_code == 302
+    icon = response["Location"]
+    assert icon.startswith("/static/") and icon.endswith(".svg")
+    assert "max-age=86400" in response["Cache-Control"]
+    for page in ("/", "/accounts/login/", "/admin/login/"):
+        assert f'<link rel="icon" href="{icon}" type="image/svg+xml">' in browser().get(page).content.decode()
+
+
 def test_a_post_cannot_take_the_feeds_address(team):
     assert unique_slug(team.blog, "Feed") == "feed-2"
 

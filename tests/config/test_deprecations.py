@@ -90,3 +90,13 @@ def test_a_server_process_fails_on_a_deprecation(category: str) -> None:
     assert done.returncode == 1
     assert f"{category}: deprecated in a server" in done.stderr
     assert "went on" not in done.stdout
+
+
+def test_a_process_a_test_starts_itself_fails_on_a_deprecation() -> None:
+    """Not only servers (`server_env`): a child started with the test process's own environment too."""
+    warn = "import warnings; warnings.warn('deprecated in a child', DeprecationWarning); print('went on')"
+    done = subprocess.run([sys.executable, "-c", warn], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 1
+    assert "DeprecationWarning: deprecated in a child" in done.stderr
+    assert "went on" not in done.stdout
