@@ -27,7 +27,7 @@ from django.utils.html import strip_tags
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.views.decorators.cache import cache_control
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from agent.markdown import render_markdown
 from blog import covers
@@ -144,7 +144,7 @@ def _readable_blog(slug: str) -> Blog:
     return get_object_or_404(Blog.objects.filter(posts__status=Post.PUBLISHED).distinct(), slug=slug)
 
 
-@require_GET
+@require_safe
 def public_index(request: HttpRequest, slug: str) -> HttpResponse:
     blog = _readable_blog(slug)
     page = Paginator(published(blog), PER_PAGE).get_page(request.GET.get("page"))
@@ -152,7 +152,7 @@ def public_index(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/public_index.html", {"blog": blog, "page": page, "entries": entries})
 
 
-@require_GET
+@require_safe
 def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
     post = get_object_or_404(published(), blog__slug=slug, slug=post_slug)
     rendered = body_html(post)
@@ -167,7 +167,7 @@ def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse
     return render(request, "blog/public_post.html", context)
 
 
-@require_GET
+@require_safe
 def public_cover(request: HttpRequest, slug: str, post_slug: str) -> HttpResponseBase:
     """A published post's cover, for anyone; a draft's is not public (members see it in the editor)."""
     return covers.cover_response(get_object_or_404(published(), blog__slug=slug, slug=post_slug))
@@ -254,7 +254,7 @@ SITEMAPS = {"blogs": BlogSitemap, "posts": PostSitemap}
 ROBOTS_DISALLOW = ("/accounts/", "/admin/", "/api/", "/blogs/", "/chat/", "/mcp", "/oauth/")
 
 
-@require_GET
+@require_safe
 def robots_txt(request: HttpRequest) -> HttpResponse:
     """robots.txt: the public pages open to crawlers, the rest asked to be left alone, and the sitemap named."""
     lines = ["User-agent: *", *(f"Disallow: {path}" for path in ROBOTS_DISALLOW), "Allow: /read/", ""]
@@ -262,7 +262,7 @@ def robots_txt(request: HttpRequest) -> HttpResponse:
     return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
 
 
-@require_GET
+@require_safe
 @cache_control(max_age=24 * 3600)
 def favicon(request: HttpRequest) -> HttpResponse:
     """/favicon.ico, which browsers ask for on a page that names no icon (the feed, the sitemap): the

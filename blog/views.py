@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
@@ -73,7 +73,7 @@ def _post(blog: Blog, pk: int) -> Post:
     return get_object_or_404(Post, blog=blog, pk=pk)
 
 
-@require_GET
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     """Your blogs, signed in; a visitor gets the front page of public reading."""
     if not request.user.is_authenticated:

@@ -195,6 +195,21 @@ def test_sitemap_lists_public_pages_only(team, other_team):
     assert not any(draft.slug in loc for loc in locations)
 
 
+def test_every_public_address_answers_head_as_it_answers_get(team):
+    """Link checkers, uptime monitors and some crawlers ask HEAD: HTTP says a GET resource answers it too."""
+    live = make_post(team.blog, "Live", published=True)
+    for url in ("/", "/read/notes/", f"/read/notes/{live.slug}/", "/read/notes/feed/", "/sitemap.xml", "/robots.txt"):
+        got, head = browser().get(url), browser().head(url)
+        assert (
+            (head.status_code, head["Content-Type"])
+            == (got.status_code, got["Content-Type"])
+            == (200, got["Content-Type"])
+        ), url
+        assert head.content == b"", url
+    assert browser().head("/favicon.ico").status_code == 302
+    assert browser().head("/read/notes/no-such-post/").status_code == 404
+
+
 def test_robots_txt_names_the_sitemap_and_asks_crawlers_to_keep_to_the_public_pages():
     response = browser().get("/robots.txt")
     assert response.status_code == 200
