@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-from django.db.models import QuerySet
 
 from blog import covers, grants, services
 from blog.access import DELETE, PUBLISH, READ, WRITE
@@ -42,21 +40,9 @@ def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None
     posts = Post.objects.filter(blog=blog)
     if status:
         posts = posts.filter(status=status)
-    if query:  # composed like every title (services.clean_title)
-        posts = _titled(posts, unicodedata.normalize("NFC", query))
+    if query:
+        posts = services.posts_title_contains(posts, query)
     return [services.post_summary(p) for p in posts[:100]], []
-
-
-def _titled(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
-    """The posts whose title holds `query`, whatever the case of its letters in any script.
-
-    The database folds case for ASCII letters (SQLite's LIKE folds no others; PostgreSQL's depends on
-    the server's locale), so a query with other letters is matched here, on the titles alone."""
-    if query.isascii():
-        return posts.filter(title__icontains=query)
-    folded = query.casefold()
-    found = [pk for pk, title in posts.values_list("pk", "title").iterator() if folded in title.casefold()]
-    return posts.filter(pk__in=found[:100])
 
 
 def _get(actor: Actor, blog: Blog, post_id: int):

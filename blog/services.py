@@ -1,4 +1,5 @@
-"""The one write path: every change to a post goes through these mutators and leaves a revision."""
+"""The one write path: every change to a post goes through these mutators and leaves a revision; and
+the reads of posts by their titles that the people's pages and the assistant share."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
-from django.db.models import Value
+from django.db.models import QuerySet, Value
 from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.text import slugify
@@ -348,6 +349,26 @@ def posts_titled(blog_id: int, title: str, exclude: int | None = None) -> list[P
     folded = title.casefold()
     found = [pk for pk, other in others.values_list("pk", "title").iterator() if other.casefold() == folded]
     return list(others.filter(pk__in=found[:NAMESAKES_SHOWN]))
+
+
+#: A title search with letters beyond ASCII finds at most this many posts (`posts_title_contains`).
+TITLE_MATCHES_MAX = 100
+
+
+def posts_title_contains(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
+    """Those of `posts` whose title holds `query`, whatever the case of its letters in any script, in
+    `posts`' order: the search of the assistant's `list_posts` and of the All posts page. The query is
+    composed first (NFC), as every title is (`clean_title`).
+
+    The database folds case for ASCII letters (SQLite's LIKE folds no others; PostgreSQL's depends on
+    the server's locale), so a query with other letters is matched here, on the titles alone (one
+    read of ids and titles), keeping the first TITLE_MATCHES_MAX."""
+    query = unicodedata.normalize("NFC", query)
+    if query.isascii():
+        return posts.filter(title__icontains=query)
+    folded = query.casefold()
+    found = [pk for pk, title in posts.values_list("pk", "title").iterator() if folded in title.casefold()]
+    return posts.filter(pk__in=found[:TITLE_MATCHES_MAX])
 
 
 def namesakes_warning(post: Post) -> str:

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
-from blog import covers, diffs, grants, live, previews, reading, services
+from blog import covers, diffs, grants, live, post_search, previews, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -106,10 +106,23 @@ def post_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
     """Every post of the blog, the most recently changed first, a page at a time: the blog page's list
-    stops at POSTS_SHOWN_MAX, and an older post stays a link away."""
+    stops at POSTS_SHOWN_MAX, and an older post stays a link away. Its form narrows them to a title's
+    words and a status (`blog/post_search.py`); a page past the last shows the last."""
     blog, seat, actor = membership(request, slug)
-    page = Paginator(Post.objects.filter(blog=blog), ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "blog/all_posts.html", {"blog": blog, "scopes": actor.scopes, "page": page})
+    search = post_search.read(request.GET)
+    page = Paginator(search.posts(blog), ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "blog": blog,
+        "scopes": actor.scopes,
+        "page": page,
+        "search": search,
+        "statuses": post_search.STATUSES,
+        "found": search.noun(page.paginator.count),
+        "capped": search.capped and page.paginator.count >= services.TITLE_MATCHES_MAX,
+        "matches_max": services.TITLE_MATCHES_MAX,
+        "max_query": post_search.MAX_QUERY_CHARS,
+    }
+    return render(request, "blog/all_posts.html", context)
 
 
 @require_http_methods(["GET", "POST"])

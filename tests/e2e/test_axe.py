@@ -180,6 +180,10 @@ def test_alices_pages(server, page, context_options):
     audit(page, "editor-refused")
     page.goto(f"{base}/blogs/{BLOG}/posts/all/")
     audit(page, "all-posts")
+    page.goto(f"{base}/blogs/{BLOG}/posts/all/?q=river&status=draft")  # its search, with results
+    audit(page, "all-posts-found")
+    page.goto(f"{base}/blogs/{BLOG}/posts/all/?q={'x' * 201}&status=zz")  # and refused: a message, the words kept
+    audit(page, "all-posts-refused")
     page.goto(f"{base}/blogs/{BLOG}/chats/")
     audit(page, "chats")
     page.goto(f"{base}/accounts/password_change/")

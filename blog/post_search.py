@@ -1,0 +1,86 @@
+"""The All posts page's search: what its form asked (`?q=`, `?status=`), read without ever failing,
+and the posts that match it (the title by `services.posts_title_contains`, as the assistant's
+`list_posts` matches it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.db.models import QuerySet
+from django.http import QueryDict
+
+from agent.values import without_nul
+from blog import services
+from blog.models import Blog, Post
+
+#: The longest search: a title is at most 200 characters (`services.clean_title`), as the tool's query.
+MAX_QUERY_CHARS = 200
+#: The status filter's choices, "" for every status; each with what a count of its posts is called.
+STATUSES = {
+    "": ("All", "post", "posts"),
+    Post.DRAFT: ("Draft", "draft", "drafts"),
+    Post.PUBLISHED: ("Published", "published post", "published posts"),
+}
+
+
+@dataclass(frozen=True)
+class Search:
+    """A search as asked: `q` as typed (the form shows it again), the status it filters by, and a
+    sentence on what in it could not be used (else "")."""
+
+    q: str
+    status: str
+    problem: str = ""
+    too_long: bool = False
+
+    @property
+    def words(self) -> str:
+        """The title words it looks for, as a title is kept (no spaces around, no NUL: `clean_title`)."""
+        return without_nul(self.q.strip())
+
+    @property
+    def active(self) -> bool:
+        return bool(self.words or self.status or self.too_long)
+
+    @property
+    def params(self) -> str:
+        """The search as a URL's query, for the pages of its results (empty when it asks for nothing)."""
+        return urlencode({k: v for k, v in (("q", self.q), ("status", self.status)) if v})
+
+    @property
+    def capped(self) -> bool:
+        """Whether its matches were matched here, not by the database, and so at most TITLE_MATCHES_MAX."""
+        return bool(self.words) and not self.words.isascii()
+
+    def noun(self, count: int) -> str:
+        """ "3 drafts", "1 published post", "No posts"."""
+        singular, plural = STATUSES[self.status][1:]
+        return f"{count:,} {singular if count == 1 else plural}" if count else f"No {plural}"
+
+    def posts(self, blog: Blog) -> QuerySet[Post]:
+        """The blog's posts it finds, the most recently changed first; none for a search too long."""
+        if self.too_long:
+            return Post.objects.none()
+        posts = Post.objects.filter(blog=blog)
+        if self.status:
+            posts = posts.filter(status=self.status)
+        if self.words:
+            posts = services.posts_title_contains(posts, self.words)
+        return posts
+
+
+def read(params: QueryDict) -> Search:
+    """The search a page's query asks for. A status it does not know searches every status; a search
+    longer than any title searches nothing; each says so."""
+    q, status = params.get("q", ""), params.get("status", "")
+    problems = []
+    if status not in STATUSES:
+        problems.append(f"There is no status “{status[:40]}”, so this is a search of every status.")
+        status = ""
+    too_long = len(q) > MAX_QUERY_CHARS
+    if too_long:
+        problems.append(
+            f"A title is at most {MAX_QUERY_CHARS} characters, and this search has {len(q):,}: shorten it to search."
+        )
+    return Search(q=q, status=status, problem=" ".join(problems), too_long=too_long)
