@@ -291,7 +291,7 @@ def test_the_top_bar_keeps_each_link_on_one_line(server, page, context_options):
 
 @PHONES
 def test_a_posts_actions_and_the_top_bars_links_are_big_enough_to_tap(server, page, context_options):
-    """Edit, Publish, History and Delete in a post's row, the blog's Public site, Clients, Members and
+    """Edit, Publish, History and Delete in a post's row, the blog's All posts, Public site, Clients, Members and
     Assistant, and the top bar's links were text about 24 px tall: each is now as tall as a button to a
     finger, and none overlaps another."""
     login(page, server.url, "alice")
