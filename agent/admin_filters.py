@@ -60,7 +60,12 @@ class MessageToolFilter(ToolCalledFilter):
 
 
 class ToolOutcomeFilter(admin.SimpleListFilter):
-    """Chats with a call that ended so; with a tool chosen (`ToolCalledFilter`), a call of that tool."""
+    """Chats with a call that ended so; with a tool chosen (`ToolCalledFilter`), a call of that tool:
+    "deleted a post" is a delete that succeeded, not a rejected delete beside a listing that did.
+
+    (So, with both chosen, this filter's counts, "Show counts", are of the chosen tool's calls, and the
+    tool filter's counts of chats where the chosen tool's call ended so and the other tool was called.)
+    """
 
     title = "tool outcome"
     parameter_name = "outcome"

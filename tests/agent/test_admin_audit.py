@@ -62,9 +62,9 @@ def listed(auditor: Client, query: str = "", path: str = "session") -> list[str]
     return [str(obj.pk) for obj in response.context["cl"].result_list]
 
 
-def choices(auditor: Client, title: str, path: str = "session") -> list[str]:
+def choices(auditor: Client, title: str, path: str = "session", query: str = "") -> list[str]:
     """The choices a list filter offers, "All" first."""
-    response = auditor.get(f"/admin/agent/{path}/")
+    response = auditor.get(f"/admin/agent/{path}/{query}")
     for spec in response.context["cl"].filter_specs:
         if spec.title == title:
             return [str(c["display"]) for c in spec.choices(response.context["cl"])]
@@ -127,6 +127,14 @@ def test_with_a_tool_chosen_the_outcome_is_that_tools_calls(auditor, chats):
     assert listed(auditor, "?tool=read_note&outcome=ok") == []
     assert listed(auditor, "?tool=read_note&outcome=rejected") == []
     assert listed(auditor, "?tool=delete_note&outcome=expired") == [str(chats["lapsed"].pk)]
+    # the outcomes' counts ("Show counts") count that tool's calls too
+    assert choices(auditor, "tool outcome", query="?_facets=1&tool=delete_note&outcome=ok") == [
+        "All",
+        "succeeded (1)",
+        "failed or refused (an error result) (2)",
+        "rejected by a person (1)",
+        "not approved in time (1)",
+    ]
 
 
 def test_messages_are_found_by_their_tool_and_its_outcome(auditor, chats):
