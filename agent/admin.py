@@ -16,6 +16,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import capfirst
 
+from agent.admin_filters import MessageOutcomeFilter, MessageToolFilter, ToolCalledFilter, ToolOutcomeFilter
 from agent.display import chat_label, shortened, with_first_words
 from agent.media_views import attachment_url
 from agent.models import Approval, ContextSummary, Message, Part, Session, Spend, SpendDay, Turn
@@ -232,7 +233,7 @@ BEGINS_CHARS = 48
 class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "begins", "user", "purpose", "status", "created_at", "updated_at"]
     ordering = ["-updated_at"]  # the latest activity first (ids are UUIDs: no order of their own)
-    list_filter = ["purpose", "status", "created_at"]
+    list_filter = ["purpose", "status", ToolCalledFilter, ToolOutcomeFilter, "created_at"]
     search_fields = ["id", "user__username", "messages__parts__text"]
     readonly_fields = [
         "id",
@@ -363,7 +364,7 @@ class MessageAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.Model
         "created_at",
     ]
     ordering = ["-created_at"]
-    list_filter = ["role", "backend", "model_id", "stop_reason"]
+    list_filter = ["role", MessageToolFilter, MessageOutcomeFilter, "backend", "model_id", "stop_reason"]
     search_fields = ["session__id", "parts__text", "session__user__username"]
     readonly_fields = [f.name for f in Message._meta.fields]
     inlines = [PartInline]

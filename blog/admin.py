@@ -1,11 +1,16 @@
+from collections.abc import Sequence
+from typing import Any
+
 from django.contrib import admin
 from django.db import router, transaction
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from agent.admin import DeletedWithItsOwner
+from agent.admin import DeletedWithItsOwner, SessionAdmin
+from agent.models import Session
 from blog import services, team
+from blog.chat import blog_of
 from blog.grants import Actor
 from blog.models import Blog, ChatLink, Consent, Post, PostRevision, Seat
 
@@ -158,3 +163,29 @@ class ChatLinkAdmin(DeletedWithItsOwner, admin.ModelAdmin):
     @admin.display(description="person", ordering="session__user__username")
     def person(self, link: ChatLink):
         return link.session.user
+
+
+# The engine's transcripts, with what only the blog knows: which blog each chat is on (`ChatLink`).
+admin.site.unregister(Session)
+
+
+def after(name: str, added: str, names: Sequence[Any]) -> list[Any]:
+    """`names` with `added` after `name`."""
+    at = names.index(name) + 1
+    return [*names[:at], added, *names[at:]]
+
+
+@admin.register(Session)
+class BlogSessionAdmin(SessionAdmin):
+    """`SessionAdmin` with each chat's blog: a column, a filter, and a blog's slug found by the search."""
+
+    list_display = after("user", "blog", SessionAdmin.list_display)
+    list_select_related = ["user", "blog_link__blog"]  # (the blog in the query of the list)
+    list_filter = [("blog_link__blog", admin.RelatedFieldListFilter), *SessionAdmin.list_filter]
+    search_fields = [*SessionAdmin.search_fields, "blog_link__blog__slug"]
+    readonly_fields = after("user", "blog", SessionAdmin.readonly_fields)
+
+    @admin.display(description="blog", ordering="blog_link__blog__title")
+    def blog(self, session: Session) -> str:
+        found = blog_of(session)
+        return "-" if found is None else str(found)

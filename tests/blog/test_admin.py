@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from blog.models import Blog, ChatLink, Consent, Post, PostRevision, Seat
-from tests.blog.conftest import ALL, READ, blog_chat, browser, make_post, set_consent
+from tests.blog.conftest import ALL, READ, blog_chat, browser, make_post, said_chat, set_consent
 
 pytestmark = pytest.mark.django_db
 
@@ -123,6 +123,25 @@ def test_the_chat_links_list_takes_the_same_queries_whatever_its_length(team, au
     few = queries_of(auditor, "/admin/blog/chatlink/")
     chats(18, start=2)
     assert queries_of(auditor, "/admin/blog/chatlink/") == few
+
+
+def test_the_transcripts_list_names_each_chats_blog_and_finds_a_blogs_chats(team, other_team, auditor):
+    """An auditor's "every chat on blog X": the list of chats filters by blog and finds a blog's chats by its slug,
+    and names each chat's blog, read with the list (the engine's own admin knows no blogs)."""
+    here = said_chat(team.editor, team.blog, text="draft something")
+    there = said_chat(other_team.editor, other_team.blog, text="tidy up")
+    response = auditor.get(f"/admin/agent/session/?blog_link__blog__id__exact={team.blog.pk}")
+    assert [s.pk for s in response.context["cl"].result_list] == [here.pk]
+    assert [s.pk for s in auditor.get("/admin/agent/session/?q=elsewhere").context["cl"].result_list] == [there.pk]
+    page = auditor.get("/admin/agent/session/").content.decode()
+    assert '<td class="field-blog">Elsewhere</td>' in page and '<td class="field-blog">Notes</td>' in page
+    assert f"?blog_link__blog__id__exact={other_team.blog.pk}" in page  # (the filter's choice)
+    assert "Notes" in auditor.get(f"/admin/agent/session/{here.pk}/change/").content.decode()
+
+    few = queries_of(auditor, "/admin/agent/session/")
+    for i in range(12):
+        said_chat(team.author if i % 2 else other_team.author, team.blog if i % 2 else other_team.blog, text=f"c{i}")
+    assert queries_of(auditor, "/admin/agent/session/") == few
 
 
 SEATS_NONE = {

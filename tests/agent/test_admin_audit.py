@@ -1,0 +1,174 @@
+"""The transcript admin's filters for an auditor's questions: which chats called a tool, and how its
+calls ended (a result that succeeded or failed; a call a person rejected or left unanswered)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from agent.models import Approval, Message, Session
+from agent.state import Run
+from agent.transcript import add_message
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def auditor(django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("audit", password="audit-pass-123"))
+    return client
+
+
+def call(session: Session, name: str, status: str = "ok", *, call_id: str = "", decided: str = "") -> Message:
+    """One call of `name` in `session` and its result (`status`); with `decided`, put to a person
+    first, who decided it so (an approval's status). Returns the call's message."""
+    run = Run(session)
+    call_id = call_id or f"call_{Message.objects.count()}"
+    asked = add_message(run, "assistant", [{"type": "tool_use", "id": call_id, "name": name, "input": {}}])
+    if decided:
+        Approval.objects.create(
+            session=session,
+            message=asked,
+            tool_use_id=call_id,
+            tool_name=name,
+            status=decided,
+            resolved=True,
+            expires_at=timezone.now() + timedelta(minutes=15),
+        )
+    result: dict[str, Any] = {"error": "no"} if status == "error" else {"done": True}
+    add_message(
+        run, "tool", [{"type": "tool_result", "tool_use_id": call_id, "name": name, "result": result, "status": status}]
+    )
+    return asked
+
+
+def chat(user, said: str) -> Session:
+    session = Session.objects.create(user=user, purpose="chat")
+    add_message(Run(session), "user", [{"type": "text", "text": said}])
+    return session
+
+
+def listed(auditor: Client, query: str = "", path: str = "session") -> list[str]:
+    """The primary keys of the rows the changelist shows, in order (each once per row)."""
+    response = auditor.get(f"/admin/agent/{path}/{query}")
+    assert response.status_code == 200
+    return [str(obj.pk) for obj in response.context["cl"].result_list]
+
+
+def choices(auditor: Client, title: str, path: str = "session", query: str = "") -> list[str]:
+    """The choices a list filter offers, "All" first."""
+    response = auditor.get(f"/admin/agent/{path}/{query}")
+    for spec in response.context["cl"].filter_specs:
+        if spec.title == title:
+            return [str(c["display"]) for c in spec.choices(response.context["cl"])]
+    raise AssertionError(f"no filter {title!r}")
+
+
+@pytest.fixture
+def chats(user):
+    """Four chats: one that wrote and deleted notes (two deletes), one whose delete a person rejected,
+    one whose call failed and one a retired tool (no longer registered) answered, and one with no call."""
+    wrote = chat(user, "write and delete")
+    call(wrote, "write_note")
+    call(wrote, "delete_note", decided=Approval.APPROVED)
+    call(wrote, "delete_note", decided=Approval.APPROVED)
+    refused = chat(user, "delete it")
+    call(refused, "delete_note", "error", decided=Approval.REJECTED)
+    lapsed = chat(user, "read it, then delete it")
+    call(lapsed, "read_note", "error")
+    call(lapsed, "retired_tool")
+    call(lapsed, "delete_note", "error", decided=Approval.EXPIRED)
+    quiet = chat(user, "hello")
+    return {"wrote": wrote, "refused": refused, "lapsed": lapsed, "quiet": quiet}
+
+
+def ids(*sessions: Session) -> list[str]:
+    return sorted(str(s.pk) for s in sessions)
+
+
+def test_the_tool_filter_lists_the_tools_the_transcripts_called(auditor, chats):
+    """From the data (a tool no longer registered too), each name once, in order."""
+    assert choices(auditor, "tool called") == ["All", "delete_note", "read_note", "retired_tool", "write_note"]
+
+
+def test_chats_are_found_by_a_tool_they_called_each_once(auditor, chats):
+    assert sorted(listed(auditor, "?tool=delete_note")) == ids(chats["wrote"], chats["refused"], chats["lapsed"])
+    assert listed(auditor, "?tool=write_note") == [str(chats["wrote"].pk)]  # (once, for its three calls)
+    assert listed(auditor, "?tool=nothing_called") == []
+    assert auditor.get("/admin/agent/session/?tool=delete_note").context["cl"].result_count == 3
+
+
+def test_chats_are_found_by_how_a_call_ended(auditor, chats):
+    assert choices(auditor, "tool outcome") == [
+        "All",
+        "succeeded",
+        "failed or refused (an error result)",
+        "rejected by a person",
+        "not approved in time",
+    ]
+    assert sorted(listed(auditor, "?outcome=ok")) == ids(chats["wrote"], chats["lapsed"])
+    assert sorted(listed(auditor, "?outcome=error")) == ids(chats["refused"], chats["lapsed"])
+    assert listed(auditor, "?outcome=rejected") == [str(chats["refused"].pk)]
+    assert listed(auditor, "?outcome=expired") == [str(chats["lapsed"].pk)]
+
+
+def test_with_a_tool_chosen_the_outcome_is_that_tools_calls(auditor, chats):
+    """An auditor's "every chat where the assistant deleted a post" is delete's calls that succeeded, not a chat where
+    a delete was rejected and another call succeeded."""
+    assert listed(auditor, "?tool=delete_note&outcome=ok") == [str(chats["wrote"].pk)]
+    assert sorted(listed(auditor, "?tool=delete_note&outcome=error")) == ids(chats["refused"], chats["lapsed"])
+    assert listed(auditor, "?tool=read_note&outcome=ok") == []
+    assert listed(auditor, "?tool=read_note&outcome=rejected") == []
+    assert listed(auditor, "?tool=delete_note&outcome=expired") == [str(chats["lapsed"].pk)]
+    # the outcomes' counts ("Show counts") count that tool's calls too
+    assert choices(auditor, "tool outcome", query="?_facets=1&tool=delete_note&outcome=ok") == [
+        "All",
+        "succeeded (1)",
+        "failed or refused (an error result) (2)",
+        "rejected by a person (1)",
+        "not approved in time (1)",
+    ]
+
+
+def test_messages_are_found_by_their_tool_and_its_outcome(auditor, chats):
+    """A message calls a tool or carries its result: with both filters, the results that ended so."""
+    lapsed = chats["lapsed"]
+    called = lapsed.messages.filter(role="assistant", parts__tool_name="delete_note").get()
+    answered = lapsed.messages.filter(role="tool", parts__tool_name="delete_note").get()
+    assert choices(auditor, "tool", path="message")[:2] == ["All", "delete_note"]
+    shown = listed(auditor, f"?tool=delete_note&q={lapsed.pk}", path="message")
+    assert sorted(shown) == sorted([str(called.pk), str(answered.pk)])
+    assert listed(auditor, f"?tool=delete_note&outcome=error&q={lapsed.pk}", path="message") == [str(answered.pk)]
+    assert listed(auditor, f"?outcome=expired&q={lapsed.pk}", path="message") == [str(called.pk)]
+
+
+def test_the_filtered_list_of_chats_takes_the_same_queries_however_many_chats(
+    auditor, user, django_assert_max_num_queries
+):
+    """One query for the tools' names, whatever the list's length; the filters are subqueries."""
+
+    def more(count: int, start: int) -> None:
+        for i in range(start, start + count):
+            session = chat(user, f"chat {i}")
+            call(session, f"tool_{i % 3}", "error" if i % 2 else "ok", decided=Approval.REJECTED)
+
+    def queries(query: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get(f"/admin/agent/session/{query}").status_code == 200
+        return len(captured)
+
+    more(3, 0)
+    queries("")  # (the first request also reads the sign-in)
+    few = {q: queries(q) for q in ("", "?tool=tool_1", "?outcome=error", "?tool=tool_1&outcome=rejected")}
+    more(12, 3)
+    for query, count in few.items():
+        with django_assert_max_num_queries(count):
+            body = auditor.get(f"/admin/agent/session/{query}").content.decode()
+        assert "tool=tool_2" in body, query  # (the sidebar's choices are there)
