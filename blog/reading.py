@@ -17,7 +17,7 @@ from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, Max, OuterRef, Subquery
+from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.templatetags.static import static
@@ -152,13 +152,27 @@ def public_index(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/public_index.html", {"blog": blog, "page": page, "entries": entries})
 
 
+def neighbours(post: Post) -> tuple[Post | None, Post | None]:
+    """The published posts of `post`'s blog just newer and just older than it, in the index's order
+    (`published`: the latest first, ties by id), for a reader going on from one post to the next. Two
+    short reads along the blog's index of published posts, whatever the blog's size."""
+    same_time = Q(published_at=post.published_at)
+    posts = Post.objects.filter(blog_id=post.blog_id, status=Post.PUBLISHED).only("blog", "slug", "title")
+    newer = posts.filter(Q(published_at__gt=post.published_at) | same_time & Q(pk__gt=post.pk))
+    older = posts.filter(Q(published_at__lt=post.published_at) | same_time & Q(pk__lt=post.pk))
+    return newer.order_by("published_at", "pk").first(), older.order_by("-published_at", "-pk").first()
+
+
 @require_safe
 def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse:
     post = get_object_or_404(published(), blog__slug=slug, slug=post_slug)
     rendered = body_html(post)
+    newer, older = neighbours(post)
     context = {
         "blog": post.blog,
         "post": post,
+        "newer": newer,
+        "older": older,
         "body_html": rendered,
         "description": excerpt(rendered, 30),
         "canonical": request.build_absolute_uri(post_url(post)),

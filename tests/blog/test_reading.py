@@ -195,6 +195,51 @@ def test_sitemap_lists_public_pages_only(team, other_team):
     assert not any(draft.slug in loc for loc in locations)
 
 
+def pager_links(html: str) -> dict[str, str]:
+    """The newer/older links at the foot of a post page, by rel."""
+    nav = html.split('class="pager post-pager"', 1)[1].split("</nav>", 1)[0] if "post-pager" in html else ""
+    return {attrs["rel"]: attrs["href"] for tag, attrs in tags_of(nav) if tag == "a"}
+
+
+def test_a_post_page_leads_on_to_the_newer_and_the_older_published_post(team, other_team):
+    oldest, middle, newest = publish_many(team.blog, 3)
+    make_post(team.blog, "A draft between them")  # (drafts are not public)
+    make_post(other_team.blog, "Elsewhere", published=True)  # (another blog's newer post is not this blog's)
+    page = browser().get(f"/read/notes/{middle.slug}/").content.decode()
+    assert pager_links(page) == {"prev": f"/read/notes/{newest.slug}/", "next": f"/read/notes/{oldest.slug}/"}
+    assert (
+        '<span class="meta">← Newer</span> Post 2</a>' in page
+        and '<span class="meta">Older →</span> Post 0</a>' in page
+    )
+    assert pager_links(browser().get(f"/read/notes/{newest.slug}/").content.decode()) == {
+        "next": f"/read/notes/{middle.slug}/"
+    }
+    assert pager_links(browser().get(f"/read/notes/{oldest.slug}/").content.decode()) == {
+        "prev": f"/read/notes/{middle.slug}/"
+    }
+
+
+def test_posts_published_at_the_same_moment_still_lead_on_to_each_other_in_the_indexs_order(team):
+    first, second, third = publish_many(team.blog, 3)
+    Post.objects.filter(blog=team.blog).update(published_at=first.published_at)  # one moment: ordered by id
+    index = browser().get("/read/notes/").content.decode()
+    assert index.index(third.title) < index.index(second.title) < index.index(first.title)
+    assert pager_links(browser().get(f"/read/notes/{second.slug}/").content.decode()) == {
+        "prev": f"/read/notes/{third.slug}/",
+        "next": f"/read/notes/{first.slug}/",
+    }
+
+
+def test_a_lone_post_has_no_pager_and_its_neighbours_cost_two_reads(team, django_assert_max_num_queries):
+    lone = make_post(team.blog, "Lone", published=True)
+    assert "post-pager" not in browser().get(f"/read/notes/{lone.slug}/").content.decode()
+    many = publish_many(team.blog, 30)
+    client = browser()
+    client.get(f"/read/notes/{many[15].slug}/")  # (its body rendered and cached)
+    with django_assert_max_num_queries(3):  # the post, its newer and its older post
+        client.get(f"/read/notes/{many[15].slug}/")
+
+
 def test_every_public_address_answers_head_as_it_answers_get(team):
     """Link checkers, uptime monitors and some crawlers ask HEAD: HTTP says a GET resource answers it too."""
     live = make_post(team.blog, "Live", published=True)
