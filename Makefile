@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DJANGO6_VENV := .venv-django6
 DJANGO6_STAMP := $(DJANGO6_VENV)/.installed
 
-.PHONY: run test test-wire test-django6 install chromium redis lint clean soak bench
+.PHONY: run test test-wire test-django6 install chromium redis lint clean soak bench screenshots
 
 # (A venv without pip is made again: Debian's python3 without python3-venv leaves .venv/bin/python and no pip.)
 $(STAMP): requirements.txt requirements-dev.txt
@@ -99,3 +99,8 @@ clean:
 bench: $(STAMP)
 	$(PIP) install --quiet -r bench/requirements.txt
 	BENCH_BASELINE=$(BENCH_BASELINE) $(PY) -m bench.run $(BENCH_ARGS)
+
+# The README's five pictures (docs/screenshots/*.png) made again from a fresh demo site on a free loopback port,
+# in headless Chromium (docs/screenshots/make.py; ~30 s). Look at them before committing.
+screenshots: $(STAMP) chromium
+	$(PY) -m docs.screenshots.make
