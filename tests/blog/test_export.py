@@ -158,3 +158,46 @@ def test_the_exports_queries_do_not_grow_with_its_posts(team, media, posts, djan
     with django_assert_max_num_queries(5):
         archive = download(client)
     assert len(archive.namelist()) == 1 + posts + len(range(0, posts, 3))
+
+
+GEVENT_EXPORT = """
+from gevent import monkey; monkey.patch_all()
+import io, os, types, zipfile
+from datetime import UTC, datetime
+import django, gevent
+os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+django.setup()
+from blog.export import write_archive
+
+when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+posts = [
+    types.SimpleNamespace(pk=n, slug=f"post-{n}", title=f"Post {n}", body="word " * 2000, status="draft",
+                          created_at=when, updated_at=when, published_at=None, author=None, cover_ref="")
+    for n in range(200)
+]
+ticks = []
+def other_request():
+    while True:
+        ticks.append(1)
+        gevent.sleep(0)
+gevent.spawn(other_request)
+gevent.sleep(0)
+out = io.BytesIO()
+before = len(ticks)
+write_archive(out, types.SimpleNamespace(title="T", slug="t"), posts, when)
+print(len(ticks) - before, len(zipfile.ZipFile(out).namelist()))
+"""
+
+
+def test_a_long_export_lets_the_gevent_workers_other_requests_run_between_posts():
+    """Zipping posts is CPU work: under gevent nothing else would run until the whole archive is written."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", GEVENT_EXPORT], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    ran, entries = map(int, done.stdout.split())
+    assert entries == 201
+    assert ran >= 199  # (once after each post)
