@@ -9,14 +9,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError
 from django.db.models import Max
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.http import AuthenticatedHttpRequest
 from agent.models import Session
-from blog import grants, team
+from blog import export, grants, team
 from blog.access import scope_choices
 from blog.chat_panel import labelled
 from blog.models import Blog, Consent, PostRevision, Seat
@@ -57,6 +58,18 @@ def member_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.success(request, f"Removed {target.user.username}.")
         return redirect("blog:members", slug=blog.slug)
     return render(request, "blog/member_confirm_remove.html", {"blog": blog, "seat": target})
+
+
+# The whole blog, drafts included, is its owner's to take: the export is theirs alone, as the Members screen
+# is (404 for everyone else). A GET, since it changes nothing; never kept by a browser or a proxy.
+@never_cache
+@require_safe
+@login_required
+def blog_export(request: HttpRequest, slug: str) -> FileResponse:
+    """Every post of the blog as Markdown, with its cover, in one ZIP (`blog/export.py`)."""
+    blog = _owned_blog(request, slug)
+    archive, name = export.blog_archive(blog)
+    return FileResponse(archive, as_attachment=True, filename=name, content_type="application/zip")
 
 
 #: The roles an owner gives on the Members screen (a blog has one owner).

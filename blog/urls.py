@@ -40,6 +40,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/posts/<int:pk>/revert/<int:rev>/", views.post_revert, name="revert"),
     path("blogs/<slug:slug>/members/", team_views.members, name="members"),
     path("blogs/<slug:slug>/members/<int:pk>/remove/", team_views.member_remove, name="member_remove"),
+    path("blogs/<slug:slug>/export/", team_views.blog_export, name="export"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/", chat_panel.chats, name="chats"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),
