@@ -1,7 +1,7 @@
 """A blog's import: the way back in for an export (`blog/export.py`), or another Markdown blog's files.
 
 The upload is a ZIP or one Markdown file. Every `.md` / `.markdown` entry of a ZIP, in whatever folder,
-is a post: an optional front matter block (`---`, `key: value` lines, `---`), then its body, kept exactly
+is a post: an optional front matter block (`---`, YAML, `---`), then its body, kept exactly
 (`clean_body` aside). Its title is the front matter's `title`, else its first `# Heading`, else its file
 name; its `cover` names another entry of the archive. Entry names are only ever compared with other
 names, never used as paths, and an archive holding one that looks like a path out (`..`, absolute, a
@@ -14,14 +14,13 @@ each entry's declared size and their total. Every read is bounded by the declare
 The posts are created in one transaction through the one write path (`services.post_create`, then
 `post_publish` for a post whose status was published when the owner keeps those published): each has
 its revision, its own address, and the blog's open pages hear of it. A post that cannot be imported
-(not UTF-8, front matter that is not `key: value` lines, a title refused) refuses the whole import,
+(not UTF-8, front matter that is not a YAML mapping, a title refused) refuses the whole import,
 naming it: nothing is created, and the covers stored for it are deleted again. A cover that cannot be
 used (missing, too large, not an image) is left out and said so; its post is imported without it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -32,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
+import yaml
 from django.core.files.storage import default_storage
 from django.db import transaction
 
@@ -219,7 +219,6 @@ def read_post(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Source:
 
 _OPEN = re.compile(r"---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.M)
-_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _HEADING = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*\r?$", re.M)
 
 
@@ -237,44 +236,51 @@ def parse(name: str, data: bytes) -> Source:
 
 
 def split_front_matter(name: str, text: str) -> tuple[dict[str, str], str]:
-    """The front matter's top-level `key: value` fields and the body after it, byte for byte. A file
-    whose first `---` is never closed has none (Markdown reads that line as a rule): it is all body."""
+    """The front matter's `title`, `status` and `cover` and the body after it, byte for byte. The block is
+    YAML (PyYAML's safe loader, its C one where built; an export writes each value as a JSON string, which
+    is YAML too); other keys (tags, dates) are passed over. A file whose first `---` is never closed has
+    none (Markdown reads that line as a rule): it is all body."""
     opened = _OPEN.match(text)
     closed = _CLOSE.search(text, opened.end()) if opened else None
     if not opened or not closed:
         return {}, text
-    fields: dict[str, str] = {}
-    for n, line in enumerate(text[opened.end() : closed.start()].splitlines(), 2):
-        if not line.strip() or line.lstrip().startswith("#") or line[0] in " \t-":
-            continue  # blank, a comment, or part of a nested value (a list of tags): not one of ours
-        key, colon, value = line.partition(":")
-        scalar = _scalar(value.strip()) if colon and _KEY.fullmatch(key.strip()) else None
-        if scalar is None:
-            raise ImportRefused(
-                f"Line {n} of “{shown_name(name)}” is not a front matter line (`key: value`): nothing was imported."
-            )
-        fields[key.strip()] = scalar
-    return fields, text[closed.end() :]
+    block, body = text[opened.end() : closed.start()], text[closed.end() :]
+    if len(block) > MAX_FRONT_MATTER_CHARS:
+        raise ImportRefused(
+            f"The front matter of “{shown_name(name)}” is longer than {MAX_FRONT_MATTER_CHARS:,} characters: "
+            "nothing was imported."
+        )
+    try:
+        loaded = yaml.load(block, Loader=SAFE_LOADER)  # noqa: S506 - a safe loader: plain data, no objects
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)  # (PyYAML's documented position of the error)
+        at = min(mark.line, len(block.splitlines()) - 1) if mark is not None else 0  # (not past the block's end)
+        raise ImportRefused(_not_front_matter(name, 2 + max(at, 0))) from None
+    if loaded is None:
+        return {}, body
+    if not isinstance(loaded, dict):
+        raise ImportRefused(_not_front_matter(name, 2))
+    return {key: _text(loaded[key]) for key in FRONT_MATTER_KEYS if key in loaded}, body
 
 
-def _scalar(value: str) -> str | None:
-    """A front matter value as text: a JSON string (what an export writes), a single-quoted YAML string,
-    or plain text, each up to a comment; None when quoted but not closed."""
-    if value.startswith('"'):
-        try:
-            parsed, end = json.JSONDecoder().raw_decode(value)
-        except ValueError:
-            return None
-        return parsed if isinstance(parsed, str) and _COMMENT.fullmatch(value[end:]) else None
-    if value.startswith("'"):
-        quoted = _SINGLE.fullmatch(value)
-        return quoted[1].replace("''", "'") if quoted else None
-    plain = re.split(r"[ \t]#", value, maxsplit=1)[0].strip()
-    return "" if plain in ("~", "null") else plain
+#: The front matter's keys an import reads; the rest (dates, author, tags) is not trusted or not kept.
+FRONT_MATTER_KEYS = ("title", "status", "cover")
+#: The longest front matter block read (a post's own is a few lines); a longer one refuses its file.
+MAX_FRONT_MATTER_CHARS = 64 * 1024
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # (libyaml's, when PyYAML was built with it)
 
 
-_COMMENT = re.compile(r"(?:[ \t]+#.*)?[ \t]*")
-_SINGLE = re.compile(r"'((?:[^']|'')*)'" + _COMMENT.pattern)
+def _not_front_matter(name: str, line: int) -> str:
+    return f"Line {line} of “{shown_name(name)}” is not a front matter line (`key: value`): nothing was imported."
+
+
+def _text(value: object) -> str:
+    """A front matter value as text: a string as it is, a number or date as YAML wrote it, nothing else."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, list | dict):
+        return ""
+    return str(value)
 
 
 def _write(

@@ -108,11 +108,13 @@ def test_kept_published_posts_are_published_through_the_write_path(team, media):
         ("x.markdown", "Intro\n\n# The Title #\n", "The Title", "Intro\n\n# The Title #\n"),
         (
             "y.md",
-            "---\ntitle: 'It''s mine' # a comment\ntags:\n  - a\n- b\ndate: 2020-01-01\n---\nBody",
+            "---\ntitle: 'It''s mine' # a comment\ntags:\n  - a\n  - b\ndate: 2020-01-01\n---\nBody",
             "It's mine",
             "Body",
         ),
         ("z.md", "---\nnot closed\n\nBody", "z", "---\nnot closed\n\nBody"),  # (no closing line: all body)
+        ("n.md", "---\ntitle: 2024\nstatus: [draft]\nextra: &a {x: *a}\n---\nBody", "2024", "Body"),  # (YAML as it is)
+        ("e.md", "---\n---\n# From the heading\n", "From the heading", "# From the heading\n"),  # (empty front matter)
         ("bom.md", '\ufeff---\ntitle: "Ünï"\n---\r\nBody\r\n', "Ünï", "Body\n"),
     ],
 )
@@ -179,6 +181,12 @@ def test_files_that_are_neither_zip_nor_utf8_markdown_are_refused(team, media):
     )
     assert refused(client, b"---\njust words\n---\n", "q.md") == (
         "Line 2 of “q.md” is not a front matter line (`key: value`): nothing was imported."
+    )
+    assert refused(client, b"---\ntitle: a\n  b: c\n---\n", "q.md") == (  # (an error further down: its line)
+        "Line 3 of “q.md” is not a front matter line (`key: value`): nothing was imported."
+    )
+    assert refused(client, ("---\n" + "x: 1\n" * 20_000 + "---\n").encode(), "big.md") == (
+        "The front matter of “big.md” is longer than 65,536 characters: nothing was imported."
     )
     assert refused(client, f'---\ntitle: "{"t" * 201}"\n---\n'.encode(), "long.md") == (
         "“long.md”: A title can be at most 200 characters. Nothing was imported."
