@@ -17,6 +17,7 @@ from django.http import FileResponse, Http404
 
 from agent.media_views import stored_file_response
 from agent.models import Part
+from agent.uploads import Limits, UploadRefused, check_one
 from blog.grants import Actor
 from blog.models import Blog, Post
 from blog.services import OperationError
@@ -44,6 +45,21 @@ def copy_attachment(actor: Actor, blog: Blog, attachment_id: int) -> tuple[str, 
         raise OperationError(f"Attachment #{attachment_id} is no longer available.", "not_found") from None
     key = default_storage.save(f"covers/{blog.pk}/{uuid.uuid4().hex}.{EXTENSIONS[part.media_type]}", ContentFile(data))
     return key, part.media_type
+
+
+def store_image(blog: Blog, name: str, data: bytes) -> tuple[str, str]:
+    """A cover from an image's bytes (an import's), as (key, media type); or OperationError. Checked as an
+    attachment is before any cover is copied from one (`agent.uploads`: the type sniffed from the bytes,
+    never the name; the size, pixel and frame caps; re-encoded without its metadata)."""
+    try:
+        upload = check_one(name, data, Limits.from_settings())
+    except UploadRefused as exc:
+        raise OperationError(exc.message) from None
+    if upload.kind != "image" or upload.media_type not in EXTENSIONS:
+        raise OperationError(f"“{upload.name}” is not an image: only an image can be a cover.")
+    extension = EXTENSIONS[upload.media_type]
+    key = default_storage.save(f"covers/{blog.pk}/{uuid.uuid4().hex}.{extension}", ContentFile(upload.data))
+    return key, upload.media_type
 
 
 def cover_response(post: Post) -> FileResponse:

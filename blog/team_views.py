@@ -13,11 +13,14 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.http import AuthenticatedHttpRequest
 from agent.models import Session
-from blog import export, grants, team
+from agent.upload_handler import OVERHEAD, UploadLimitHandler, refusal_of
+from agent.uploads import MB, Limits
+from blog import export, grants, imports, team
 from blog.access import scope_choices
 from blog.chat_panel import labelled
 from blog.models import Blog, Consent, PostRevision, Seat
@@ -70,6 +73,67 @@ def blog_export(request: HttpRequest, slug: str) -> FileResponse:
     blog = _owned_blog(request, slug)
     archive, name = export.blog_archive(blog)
     return FileResponse(archive, as_attachment=True, filename=name, content_type="application/zip")
+
+
+# The upload is read by this view's own handlers (the import's cap, not a chat's attachment limits), which
+# must be in place before the form is read: so the CSRF check, which reads it, comes after (`csrf_protect`),
+# as Django's documentation on modifying upload handlers shows. The owner check comes first: no one else's
+# upload is read at all.
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+@login_required
+def blog_import(request: HttpRequest, slug: str) -> HttpResponse:
+    """Posts from an export's ZIP or Markdown files (`blog/imports.py`), for the blog's owner."""
+    blog, seat, actor = membership(request, slug)
+    if seat.role != Seat.OWNER:  # (as `_owned_blog` refuses: the page does not exist for anyone else)
+        raise Http404("Not found.")
+    if request.method == "POST" and _content_length(request) > imports.MAX_UPLOAD_BYTES + OVERHEAD:
+        return _import_page(request, blog, _too_large(), status=413)  # (its body is never read)
+    handler = UploadLimitHandler(request)
+    cap = imports.MAX_UPLOAD_BYTES
+    handler.limits = Limits(per_file=cap, per_message=cap, files=1, pixels=handler.limits.pixels)
+    others = [h for h in request.upload_handlers if not isinstance(h, UploadLimitHandler)]
+    request.upload_handlers = [handler, *others]
+    return _blog_import(request, blog, actor)
+
+
+@csrf_protect
+def _blog_import(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpResponse:
+    if request.method != "POST":
+        return _import_page(request, blog, "")
+    upload = request.FILES.get("file")  # (read here: the handler's refusal is known once the form is read)
+    if refusal_of(request):
+        return _import_page(request, blog, _too_large(), status=413)
+    if upload is None:
+        return _import_page(request, blog, "Choose a file to import.", status=400)
+    keep = request.POST.get("keep_published") == "on"
+    try:
+        report = imports.import_upload(
+            blog=blog, actor=actor, upload=upload, name=upload.name or "", keep_published=keep
+        )
+    except imports.ImportRefused as exc:
+        return _import_page(request, blog, exc.message, status=400)
+    messages.success(request, report.message())
+    return redirect("blog:detail", slug=blog.slug)
+
+
+def _import_page(request: HttpRequest, blog: Blog, error: str, status: int = 200) -> HttpResponse:
+    context = {
+        "blog": blog,
+        "error": error,
+        "max_mb": imports.MAX_UPLOAD_BYTES // MB,
+        "max_posts": f"{imports.MAX_POSTS:,}",
+    }
+    return render(request, "blog/blog_import.html", context, status=status)
+
+
+def _too_large() -> str:
+    return f"That file is larger than the {imports.MAX_UPLOAD_BYTES // MB} MB an import takes: nothing was imported."
+
+
+def _content_length(request: HttpRequest) -> int:
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    return int(length) if length.isascii() and length.isdigit() else 0
 
 
 #: The roles an owner gives on the Members screen (a blog has one owner).

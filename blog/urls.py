@@ -41,6 +41,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/members/", team_views.members, name="members"),
     path("blogs/<slug:slug>/members/<int:pk>/remove/", team_views.member_remove, name="member_remove"),
     path("blogs/<slug:slug>/export/", team_views.blog_export, name="export"),
+    path("blogs/<slug:slug>/import/", team_views.blog_import, name="import"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/", chat_panel.chats, name="chats"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),

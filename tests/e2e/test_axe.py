@@ -188,6 +188,14 @@ def test_alices_pages(server, page, context_options):
     audit(page, "chats")
     page.goto(f"{base}/accounts/password_change/")
     audit(page, "password-change")
+    page.goto(f"{base}/blogs/{BLOG}/import/")
+    audit(page, "import")
+    page.get_by_label("ZIP archive or Markdown file").set_input_files(
+        files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not a post"}]
+    )
+    page.get_by_role("button", name="Import").click()
+    expect(page.get_by_role("alert")).to_be_visible()  # (refused: its message, the field marked)
+    audit(page, "import-refused")
 
     page.goto(f"{base}/blogs/{BLOG}/members/")
     audit(page, "members")
