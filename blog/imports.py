@@ -89,14 +89,19 @@ class Report:
     skipped: list[str] = field(default_factory=list)
 
     def message(self) -> str:
-        """Imported N posts (M kept published); K covers; skipped: …"""
-        shown = self.skipped[:SKIPPED_SHOWN]
-        if len(self.skipped) > SKIPPED_SHOWN:
-            shown.append(f"{len(self.skipped) - SKIPPED_SHOWN} more")
-        return (
-            f"Imported {_count(self.posts, 'post')} ({self.published} kept published); "
-            f"{_count(self.covers, 'cover')}; skipped: {'; '.join(shown) if shown else 'nothing'}."
-        )
+        """Imported N posts (M kept published) or as drafts; K covers; skipped: … (each part only when it
+        has something to say)."""
+        drafts = " as a draft" if self.posts == 1 else " as drafts"
+        kept = f" ({self.published:,} kept published)" if self.published else drafts
+        parts = [f"Imported {_count(self.posts, 'post')}{kept}"]
+        if self.covers:
+            parts.append(_count(self.covers, "cover"))
+        if self.skipped:
+            shown = self.skipped[:SKIPPED_SHOWN]
+            if len(self.skipped) > SKIPPED_SHOWN:
+                shown.append(f"{len(self.skipped) - SKIPPED_SHOWN} more")
+            parts.append(f"skipped: {'; '.join(shown)}")
+        return "; ".join(parts) + "."
 
 
 def _count(n: int, noun: str) -> str:
