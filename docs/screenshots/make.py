@@ -23,7 +23,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -32,6 +31,7 @@ from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwr
 from tests.e2e.connect import CALLBACK
 from tests.e2e.ui import (
     chat_log,
+    launch_options,
     login,
     new_chat,
     post_item,
@@ -43,16 +43,6 @@ from tests.e2e.ui import (
 from tests.servers import ROOT, free_port, manage, server_env
 
 OUT = Path(__file__).resolve().parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DESKTOP: ViewportSize = {"width": 1280, "height": 800}
 TALL_DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
@@ -212,10 +202,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="screenshots-"))
     try:
         with demo_site(folder) as base, sync_playwright() as playwright:
-            options: dict[str, Any] = {"args": CHROMIUM_ARGS, "headless": True}
-            if os.path.exists(CHROMIUM):
-                options["executable_path"] = CHROMIUM
-            browser = playwright.chromium.launch(**options)
+            browser = playwright.chromium.launch(**launch_options())
             expect.set_options(timeout=15_000)
             for flow in (blog_page, approval, stop, phone, consent):
                 flow(browser, base)

@@ -10,7 +10,6 @@ These tests never touch pytest-django's test database.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sys
@@ -21,21 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ui import login  # noqa: F401  (the helper lives with the other page helpers)
+from tests.e2e.ui import launch_options, login  # noqa: F401  (login: the helper lives with the other page helpers)
 from tests.servers import ARTIFACTS, Server, ServerGroup, server_env
 
 HERE = Path(__file__).resolve().parent
 SCREENSHOTS = ARTIFACTS / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 # Quiet defaults for the shared servers: many tests sign in as the same user within a
 # minute, so the per-user limits are off unless a test asks for them.
@@ -162,10 +151,7 @@ def playwright_driver():
 
 @pytest.fixture(scope="module")
 def browser(playwright_driver):
-    options: dict[str, Any] = {"args": CHROMIUM_ARGS, "headless": True}
-    if os.path.exists(CHROMIUM):
-        options["executable_path"] = CHROMIUM
-    browser = playwright_driver.chromium.launch(**options)
+    browser = playwright_driver.chromium.launch(**launch_options())
     yield browser
     browser.close()
 

@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
 BLOG = "field-notes"
 PASSWORD = "demo-pass-1234"  # seed_demo's password for every demo user
 LONG_WAIT = 60_000  # a whole "write something long" reply (~700 words at the demo's pace)
+
+# Debian's Chromium where it is installed (Playwright cannot download its own here), headless and quiet:
+# no sandbox (containers), no GPU, no QUIC, and none of its own calls home.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def launch_options() -> dict[str, Any]:
+    """`chromium.launch(**launch_options())`: the browser the tests and the README's screenshots use."""
+    options: dict[str, Any] = {"args": CHROMIUM_ARGS, "headless": True}
+    if os.path.exists(CHROMIUM):
+        options["executable_path"] = CHROMIUM
+    return options
+
 
 # Records, from the page itself, whether the assistant's text grew while the typing
 # indicator was still showing (a MutationObserver sees every swap, however fast).
