@@ -1,8 +1,9 @@
 """The README's screenshots, made again from a fresh demo site: `make screenshots`
 (or `.venv/bin/python -m docs.screenshots.make` from the project root).
 
-It migrates a new SQLite database in a temp folder, seeds the demo data (`seed_demo`), starts the site
-(`python -m config.serve`, the offline demo model) on a free 127.0.0.1 port, drives headless Chromium
+It starts the site as the browser tests start theirs (`tests.servers.ServerGroup`: a new database, SQLite
+unless DATABASE_URL names PostgreSQL, migrated and seeded with the demo data; gunicorn with the project's
+configuration and the offline demo model, on a free 127.0.0.1 port), drives headless Chromium
 through the flows the pictures show, writes the five PNGs beside this file, and stops the server by
 its PID. Every picture is a viewport of a fixed size, taken once the reply has finished streaming,
 with animations off, the caret hidden, nothing focused and the pointer out of the way.
@@ -10,25 +11,15 @@ with animations off, the caret hidden, nothing focused and the pointer out of th
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
-import secrets
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlencode
 
-import httpx
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
-from tests.e2e.connect import CALLBACK
+from tests.e2e.test_connectors_ui import authorization, register
 from tests.e2e.ui import (
     chat_log,
     launch_options,
@@ -40,61 +31,35 @@ from tests.e2e.ui import (
     streaming_reply,
     wait_turn_finished,
 )
-from tests.servers import ROOT, free_port, manage, server_env
+from tests.servers import ROOT, ServerGroup, server_env
 
 OUT = Path(__file__).resolve().parent
 DESKTOP: ViewportSize = {"width": 1280, "height": 800}
 TALL_DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
-SCOPES = ["posts:read", "posts:write", "posts:publish", "posts:delete"]
 WAIT = 60_000
 
 
 @contextmanager
 def demo_site(folder: Path) -> Iterator[str]:
-    """A fresh demo site on a free loopback port; its base URL. Stopped by its PID on leaving."""
-    env = server_env(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        DEBUG="1",
-        LOG_LEVEL="WARNING",
-        DATABASE_URL=f"sqlite:///{folder}/db.sqlite3",
-        MEDIA_ROOT=str(folder / "media"),
-        AGENT_BACKEND="demo",
-        AGENT_DEMO_DELAY_MS="40",  # slow enough that Stop lands mid-reply
-        AGENT_BUDGET_TOKENS_PER_MINUTE="0",
-        AGENT_BUDGET_TOKENS_PER_HOUR="0",
-        AGENT_MESSAGES_PER_MINUTE="0",
+    """A fresh demo site on a free loopback port, as the browser tests start theirs; its base URL. Stopped
+    by its PID, and its database dropped, on leaving."""
+    group = ServerGroup(
+        "screenshots", folder, server_env(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="1", LOG_LEVEL="WARNING")
     )
-    log = folder / "server.log"
-    manage(env, log, "migrate", "--noinput")
-    manage(env, log, "seed_demo")
-    port = free_port()
-    env["BIND"] = f"127.0.0.1:{port}"
-    base = f"http://127.0.0.1:{port}"
-    with log.open("a") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "config.serve"], cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True
-        )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the site did not start:\n{log.read_text()[-4000:]}")
-            try:
-                if httpx.get(f"{base}/accounts/login/", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        yield base
+        yield group.start(
+            "demo",
+            {
+                "AGENT_BACKEND": "demo",
+                "AGENT_DEMO_DELAY_MS": "40",  # slow enough that Stop lands mid-reply
+                "AGENT_BUDGET_TOKENS_PER_MINUTE": "0",
+                "AGENT_BUDGET_TOKENS_PER_HOUR": "0",
+                "AGENT_MESSAGES_PER_MINUTE": "0",
+            },
+        ).url
     finally:
-        if server.poll() is None:
-            os.kill(server.pid, signal.SIGINT)  # gunicorn's quick shutdown
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)  # the process group it started (start_new_session)
-                server.wait(timeout=10)
+        group.close()
 
 
 def shoot(page: Page, name: str) -> None:
@@ -175,23 +140,10 @@ def phone(browser: Browser, base: str) -> None:
 
 def consent(browser: Browser, base: str) -> None:
     """The consent page a connecting MCP client sends its person to (registered as a client does, RFC 7591)."""
-    registered = httpx.post(f"{base}/oauth/register/", json={"client_name": "Claude", "redirect_uris": [CALLBACK]})
-    registered.raise_for_status()
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    query = {
-        "response_type": "code",
-        "client_id": registered.json()["client_id"],
-        "redirect_uri": CALLBACK,
-        "state": "s1",
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        "resource": f"{base}/mcp",
-        "scope": " ".join(SCOPES),
-    }
+    url, _verifier = authorization(base, register(base, "Claude"))
     page = browser.new_context(viewport=TALL_DESKTOP).new_page()
     login(page, base, "alice")
-    page.goto(f"{base}/oauth/authorize/?{urlencode(query)}")
+    page.goto(url)
     expect(page.locator("#consent-blog")).to_have_text("Field Notes")
     page.locator('#consent-form input[value="posts:delete"]').uncheck()
     shoot(page, "consent")
