@@ -84,9 +84,7 @@ def blog_export(request: HttpRequest, slug: str) -> FileResponse:
 @login_required
 def blog_import(request: HttpRequest, slug: str) -> HttpResponse:
     """Posts from an export's ZIP or Markdown files (`blog/imports.py`), for the blog's owner."""
-    blog, seat, actor = membership(request, slug)
-    if seat.role != Seat.OWNER:  # (as `_owned_blog` refuses: the page does not exist for anyone else)
-        raise Http404("Not found.")
+    blog, actor = _ownership(request, slug)
     if request.method == "POST" and _content_length(request) > imports.MAX_UPLOAD_BYTES + OVERHEAD:
         return _import_page(request, blog, _too_large(), status=413)  # (its body is never read)
     handler = UploadLimitHandler(request)
@@ -140,12 +138,17 @@ def _content_length(request: HttpRequest) -> int:
 _GRANTABLE_ROLES = [(value, label) for value, label in Seat.ROLES if value != Seat.OWNER]
 
 
-def _owned_blog(request: HttpRequest, slug: str) -> Blog:
-    """The blog, for its owner; 404 for everyone else (the Members screen does not exist for them)."""
-    blog, seat, _actor = membership(request, slug)
+def _ownership(request: HttpRequest, slug: str) -> tuple[Blog, grants.Actor]:
+    """The blog and its owner's Actor, for its owner; 404 for everyone else (the Members screen, Export and
+    Import do not exist for them)."""
+    blog, seat, actor = membership(request, slug)
     if seat.role != Seat.OWNER:
         raise Http404("Not found.")
-    return blog
+    return blog, actor
+
+
+def _owned_blog(request: HttpRequest, slug: str) -> Blog:
+    return _ownership(request, slug)[0]
 
 
 def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:
