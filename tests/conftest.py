@@ -116,6 +116,14 @@ def other_user(django_user_model):
 
 
 @pytest.fixture
+def auditor(django_user_model) -> Client:
+    """A superuser's browser, signed in to the admin (reading transcripts)."""
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("audit", password="audit-pass-123"))
+    return client
+
+
+@pytest.fixture
 def api(user) -> ApiClient:
     return ApiClient(user)
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.html import escape
@@ -18,13 +17,6 @@ from agent.transcript import add_message
 from tests.chats import long_chat
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def auditor(django_user_model):
-    client = Client()
-    client.force_login(django_user_model.objects.create_superuser("audit", password="audit-pass-123"))
-    return client
 
 
 def test_sessions_and_messages_are_listed_latest_first(auditor, user):

@@ -19,13 +19,6 @@ from agent.transcript import add_message
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def auditor(django_user_model):
-    client = Client()
-    client.force_login(django_user_model.objects.create_superuser("audit", password="audit-pass-123"))
-    return client
-
-
 def call(session: Session, name: str, status: str = "ok", *, call_id: str = "", decided: str = "") -> Message:
     """One call of `name` in `session` and its result (`status`); with `decided`, put to a person
     first, who decided it so (an approval's status). Returns the call's message."""
