@@ -30,7 +30,7 @@ from blog.demo_grammar import CONFIRM_DELETE, END, HELP, NEEDS, OPEN, OPEN_POST,
 from blog.models import Post
 from blog.operations import OPERATIONS
 
-LONG_TEXT = " ".join(
+LONG_TEXT = "\n\n".join(
     f"Paragraph {i}: the field notes keep growing, one small observation at a time, and the assistant keeps writing."
     for i in range(1, 41)
 )

@@ -137,6 +137,18 @@ def test_delete_asks_in_words_without_approvals(settings):
     assert "Reply “yes” to confirm" in "".join(e.get("text", "") for e in events)
 
 
+def test_something_long_is_forty_paragraphs_as_it_says():
+    from agent.markdown import render_markdown
+
+    messages = [{"role": "user", "parts": [{"type": "text", "text": "write something long"}]}]
+    text = "".join(
+        e.get("text", "") for e in DemoBackend().stream(system="", messages=messages, tools=[], model="demo")
+    )
+    html = render_markdown(text)
+    assert html.count("<p>") == 40
+    assert html.index("Paragraph 1:") < html.index("Paragraph 40:")
+
+
 def test_the_demo_is_the_blogs_backend_registered_by_setting(settings):
     """The engine ships no `demo`: `AGENT_BACKEND_CLASSES` adds it, read when a backend is asked for."""
     settings.AGENT_BACKEND = "demo"
