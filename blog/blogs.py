@@ -23,7 +23,7 @@ from django.utils.text import slugify
 
 from agent.values import without_nul
 from blog import team
-from blog.models import Blog, Post
+from blog.models import RESERVED_BLOG_SLUGS, Blog, Post
 from blog.services import OperationError, discard_cover
 
 if TYPE_CHECKING:
@@ -35,8 +35,7 @@ TITLE_MAX = Blog._meta.get_field("title").max_length or 200
 SLUG_MAX = Blog._meta.get_field("slug").max_length or 100
 #: A blog's address: lowercase ASCII letters and digits in words joined by single hyphens (`field-notes`).
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-#: Addresses a blog may not take: `/blogs/new/` is the New blog page.
-RESERVED_SLUGS = frozenset({"new"})
+RESERVED_SLUGS = RESERVED_BLOG_SLUGS
 #: The address of a blog whose title has no letter or digit slugify keeps (a title in another script).
 FALLBACK_SLUG = "blog"
 

@@ -26,11 +26,13 @@
     function show() {
       if (shown) shown.textContent = slug.value || "…";
     }
-    title.addEventListener("input", function () {
+    function follow() {
       if (edited) return;
       slug.value = slugOf(title.value);
       show();
-    });
+    }
+    title.addEventListener("input", follow);
+    follow(); // (a title typed before this ran, or kept by the browser on Back)
     slug.addEventListener("input", function () {
       edited = slug.value !== "";
       show();

@@ -293,3 +293,12 @@ def test_the_admins_deletion_takes_the_covers_too(
     assert response.status_code == 302
     assert not Blog.objects.filter(pk=team.blog.pk).exists()
     assert not any(default_storage.exists(key) for key in full_blog["files"])
+
+
+def test_the_admin_makes_no_blog_at_the_new_blog_pages_address(person, django_user_model):
+    root = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    fields = {"title": "Shadowed", "slug": "new", "owner": person.pk}
+    fields.update({"seats-TOTAL_FORMS": "0", "seats-INITIAL_FORMS": "0"})
+    response = browser(root).post("/admin/blog/blog/add/", fields)
+    assert response.status_code == 200 and "is reserved" in text(response)
+    assert not Blog.objects.exists()
