@@ -9,7 +9,7 @@ from django.utils.text import Truncator
 
 from agent.admin import DeletedWithItsOwner, SessionAdmin
 from agent.models import Session
-from blog import services, team
+from blog import blogs, services, team
 from blog.chat import blog_of
 from blog.grants import Actor
 from blog.models import Blog, ChatLink, Consent, Post, PostRevision, Seat
@@ -23,9 +23,11 @@ class SeatInline(admin.TabularInline):
 
 @admin.register(Blog)
 class BlogAdmin(admin.ModelAdmin):
-    """Where blogs are made (the site has no screen for it). Its owner always holds an owner's seat,
-    with the assistant, made or raised when the blog is saved: access goes by seats, so an owner
-    without one could not open their own blog. A former owner keeps the seat they had (edit it below)."""
+    """Blogs made, handed over and deleted by an admin (people start their own on `/blogs/new/`,
+    `blog.blogs`). Its owner always holds an owner's seat, with the assistant, made or raised when the
+    blog is saved (`team.owner_seat`, as for a blog started on the site). A former owner keeps the seat
+    they had (edit it below). A blog deleted here goes as its owner's deletion does (`blogs.blog_delete`):
+    its chats and their files, its posts' covers, its open pages told."""
 
     list_display = ["title", "slug", "owner", "created_at"]
     search_fields = ["title", "slug", "owner__username"]
@@ -34,12 +36,16 @@ class BlogAdmin(admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)  # (the seats typed below first)
-        blog = form.instance
-        seat, made = Seat.objects.get_or_create(
-            blog=blog, user=blog.owner, defaults={"role": Seat.OWNER, "may_use_assistant": True}
-        )
-        if not made and seat.role != Seat.OWNER:
-            team.seat_update(seat=seat, role=Seat.OWNER, may_use_assistant=seat.may_use_assistant)
+        team.owner_seat(blog=form.instance)
+
+    def delete_model(self, request, obj):
+        blogs.blog_delete(blog=obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        # All or none: each blog's files go once this one transaction commits (`blogs.blog_delete`).
+        with transaction.atomic(using=router.db_for_write(self.model)):
+            for blog in queryset:
+                self.delete_model(request, blog)
 
 
 @admin.register(Seat)

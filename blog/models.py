@@ -13,6 +13,10 @@ READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "po
 ALL_SCOPES = (READ, WRITE, PUBLISH, DELETE)
 
 
+#: Addresses no blog may take: `/blogs/new/` is the New blog page (routed before a blog's page).
+RESERVED_BLOG_SLUGS = frozenset({"new"})
+
+
 class Blog(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owned_blogs")
     title = models.CharField(max_length=200)
@@ -21,6 +25,12 @@ class Blog(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    def clean(self) -> None:
+        """What a form (the admin's) may not make of a blog: one at a reserved address, whose page
+        would be another page."""
+        if self.slug.lower() in RESERVED_BLOG_SLUGS:
+            raise ValidationError({"slug": f"The address “{self.slug}” is reserved: choose another."})
 
 
 class Seat(models.Model):

@@ -1,6 +1,7 @@
 """Who is on a blog and what they let clients do there: the writes of Seats and Consents.
 
-The Members screen, the Clients screen and the connectors' consent page and grant form call these;
+The Members screen, the Clients screen, the connectors' consent page and grant form, and a blog's
+making (`blog.blogs`, the admin) call these;
 the checks (who may ask, which role or scopes may be given) stay with their callers, who explain a
 refusal on their own page. A module of its own rather than `blog.services`, which is the posts'
 write path (revisions, covers, each change announced to the blog's pages): none of that applies
@@ -35,6 +36,19 @@ def seat_add(*, blog: Blog, user: User, role: str) -> Seat:
     looked: the unique (user, blog) seat decides); the caller's transaction goes on (a savepoint)."""
     with transaction.atomic():
         return Seat.objects.create(blog=blog, user=user, role=role, may_use_assistant=False)
+
+
+def owner_seat(*, blog: Blog) -> Seat:
+    """The blog's owner's seat, with the assistant: made, or raised to owner's (a member made the owner).
+    The one way an owner's seat is made: a blog started on the site (`blogs.blog_create`) and one made or
+    handed over in the admin (`BlogAdmin`). Access goes by seats, so an owner without one could not open
+    their own blog. A seat raised keeps whether it may use the assistant."""
+    seat, made = Seat.objects.get_or_create(
+        blog=blog, user=blog.owner, defaults={"role": Seat.OWNER, "may_use_assistant": True}
+    )
+    if not made and seat.role != Seat.OWNER:
+        seat = seat_update(seat=seat, role=Seat.OWNER, may_use_assistant=seat.may_use_assistant)
+    return seat
 
 
 def seat_update(*, seat: Seat, role: str, may_use_assistant: bool) -> Seat:

@@ -84,7 +84,7 @@ def blog_export(request: HttpRequest, slug: str) -> FileResponse:
 @login_required
 def blog_import(request: HttpRequest, slug: str) -> HttpResponse:
     """Posts from an export's ZIP or Markdown files (`blog/imports.py`), for the blog's owner."""
-    blog, actor = _ownership(request, slug)
+    blog, actor = ownership(request, slug)
     if request.method == "POST" and _content_length(request) > imports.MAX_UPLOAD_BYTES + OVERHEAD:
         return _import_page(request, blog, _too_large(), status=413)  # (its body is never read)
     handler = UploadLimitHandler(request)
@@ -138,9 +138,9 @@ def _content_length(request: HttpRequest) -> int:
 _GRANTABLE_ROLES = [(value, label) for value, label in Seat.ROLES if value != Seat.OWNER]
 
 
-def _ownership(request: HttpRequest, slug: str) -> tuple[Blog, grants.Actor]:
-    """The blog and its owner's Actor, for its owner; 404 for everyone else (the Members screen, Export and
-    Import do not exist for them)."""
+def ownership(request: HttpRequest, slug: str) -> tuple[Blog, grants.Actor]:
+    """The blog and its owner's Actor, for its owner; 404 for everyone else (the Members screen, Export,
+    Import and the blog's Settings do not exist for them)."""
     blog, seat, actor = membership(request, slug)
     if seat.role != Seat.OWNER:
         raise Http404("Not found.")
@@ -148,7 +148,7 @@ def _ownership(request: HttpRequest, slug: str) -> tuple[Blog, grants.Actor]:
 
 
 def _owned_blog(request: HttpRequest, slug: str) -> Blog:
-    return _ownership(request, slug)[0]
+    return ownership(request, slug)[0]
 
 
 def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:

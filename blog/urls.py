@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from blog import chat_panel, live, reading, team_views, views
+from blog import blog_views, chat_panel, live, reading, team_views, views
 
 
 class PostSlugConverter:
@@ -22,6 +22,7 @@ app_name = "blog"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("blogs/new/", blog_views.blog_new, name="blog_new"),  # (before the blog's page: "new" is no blog's address)
     path("blogs/<slug:slug>/", views.blog_detail, name="detail"),
     path("blogs/<slug:slug>/events/", live.blog_events, name="events"),
     path("blogs/<slug:slug>/posts/", views.post_list, name="post_list"),
@@ -42,6 +43,8 @@ urlpatterns = [
     path("blogs/<slug:slug>/members/<int:pk>/remove/", team_views.member_remove, name="member_remove"),
     path("blogs/<slug:slug>/export/", team_views.blog_export, name="export"),
     path("blogs/<slug:slug>/import/", team_views.blog_import, name="import"),
+    path("blogs/<slug:slug>/settings/", blog_views.blog_settings, name="settings"),
+    path("blogs/<slug:slug>/delete/", blog_views.blog_delete, name="blog_delete"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/", chat_panel.chats, name="chats"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
-from blog import covers, diffs, grants, live, post_search, previews, reading, services
+from blog import blogs, covers, diffs, grants, live, post_search, previews, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -79,7 +79,12 @@ def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return reading.front_page(request)
     seats = Seat.objects.filter(user=request.user).select_related("blog").order_by("blog__title")
-    return render(request, "blog/home.html", {"seats": seats, "blogs": reading.public_blogs_page(request)})
+    context = {
+        "seats": seats,
+        "blogs": reading.public_blogs_page(request),
+        "may_start_blogs": blogs.blogs_allowed() > 0,
+    }
+    return render(request, "blog/home.html", context)
 
 
 # The pages with the post list and the chat are never kept by the browser: going back to one, it showed

@@ -270,6 +270,9 @@ STORAGES = {
     },
 }
 
+# Blogs one person may start on the site (`/blogs/new/`) and own at once; 0 = only the admin makes blogs.
+BLOGS_PER_PERSON = env_int("BLOGS_PER_PERSON", 10)
+
 LOGIN_URL = "/accounts/login/"
 LOGIN_FAILURES_PER_15_MINUTES = env_int("LOGIN_FAILURES_PER_15_MINUTES", 10)  # per username; 0 = off
 LOGIN_REDIRECT_URL = "/"

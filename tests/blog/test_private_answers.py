@@ -21,6 +21,8 @@ def test_every_page_and_fragment_of_a_signed_in_person_is_private(team):
         f"/blogs/{slug}/posts/all/",
         f"/blogs/{slug}/posts/{post.pk}/history/",
         f"/blogs/{slug}/members/",
+        f"/blogs/{slug}/settings/",
+        "/blogs/new/",
         f"/blogs/{slug}/clients/",
         f"/blogs/{slug}/chats/",
         f"/blogs/{slug}/chats/grant/",

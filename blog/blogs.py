@@ -1,0 +1,154 @@
+"""Blogs themselves: started by a person on the site, renamed and deleted by their owner.
+
+`blog_create` is how the New blog page makes a blog (the admin makes one with its own form, then gives
+its owner the same seat: `team.owner_seat`). `blog_delete` is how a blog goes, from its Settings page
+and from the admin alike: with it go its posts, seats, grants and members' chats (the database's
+cascades and the signals of `BlogConfig.ready`: a chat's files, each seat's open pages and connected
+clients), and, once that commits, its posts' covers, which nothing else would delete.
+
+Refusals are `OperationError`s, whose sentence the page shows: a `BlogRefused` beside its field.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils.text import slugify
+
+from agent.values import without_nul
+from blog import team
+from blog.models import RESERVED_BLOG_SLUGS, Blog, Post
+from blog.services import OperationError, discard_cover
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+logger = logging.getLogger("blog.blogs")
+
+TITLE_MAX = Blog._meta.get_field("title").max_length or 200
+SLUG_MAX = Blog._meta.get_field("slug").max_length or 100
+#: A blog's address: lowercase ASCII letters and digits in words joined by single hyphens (`field-notes`).
+SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+RESERVED_SLUGS = RESERVED_BLOG_SLUGS
+#: The address of a blog whose title has no letter or digit slugify keeps (a title in another script).
+FALLBACK_SLUG = "blog"
+
+
+class BlogRefused(OperationError):
+    """A title or an address that will not do, with the field it is about (`title` or `slug`)."""
+
+    def __init__(self, public_message: str, field: str) -> None:
+        super().__init__(public_message)
+        self.field = field
+
+
+def blogs_allowed() -> int:
+    """How many blogs one person may own and still start another on the site; 0: only the admin makes them."""
+    return settings.BLOGS_PER_PERSON
+
+
+def may_start(user: Any) -> bool:
+    """Whether `user` may start one more blog now (under `BLOGS_PER_PERSON`, counting those they own)."""
+    allowed = blogs_allowed()
+    return allowed > 0 and Blog.objects.filter(owner=user).count() < allowed
+
+
+def clean_title(title: str) -> str:
+    """The title as kept: trimmed, in one composed form (NFC), no NUL (as a post's title)."""
+    title = without_nul(unicodedata.normalize("NFC", title or "").strip())
+    if all(unicodedata.category(c)[0] in "ZC" for c in title):
+        raise BlogRefused("Give the blog a title.", "title")
+    if len(title) > TITLE_MAX:
+        raise BlogRefused(f"A blog's title can be at most {TITLE_MAX} characters.", "title")
+    return title
+
+
+def clean_slug(slug: str) -> str:
+    """An address typed by its person, lowercased; refused unless it is one a blog may take."""
+    slug = (slug or "").strip().lower()
+    if not SLUG_PATTERN.fullmatch(slug):
+        raise BlogRefused(
+            "An address may have only the letters a–z, digits and single hyphens between them, like field-notes.",
+            "slug",
+        )
+    if len(slug) > SLUG_MAX:
+        raise BlogRefused(f"An address can be at most {SLUG_MAX} characters.", "slug")
+    if slug in RESERVED_SLUGS:
+        raise BlogRefused(f"The address “{slug}” is reserved: choose another.", "slug")
+    return slug
+
+
+def slug_for(title: str) -> str:
+    """An address made from the title, one no blog has yet: its ASCII letters and digits (`slugify`,
+    accents dropped), else `blog`; then `-2`, `-3`… past those taken."""
+    base = re.sub(r"[-_]+", "-", slugify(title)).strip("-")[: SLUG_MAX - 8].strip("-")
+    if not base or base in RESERVED_SLUGS:
+        base = FALLBACK_SLUG
+    taken = set(Blog.objects.filter(slug__startswith=base).values_list("slug", flat=True))
+    n = 1
+    while (slug := base if n == 1 else f"{base}-{n}") in taken:
+        n += 1
+    return slug
+
+
+def blog_create(*, owner: User, title: str, slug: str = "") -> Blog:
+    """A new blog of `owner`, who gets its owner's seat with the assistant (`team.owner_seat`), at `slug`,
+    or with none an address made from the title. Refused (OperationError) past `BLOGS_PER_PERSON`, for a
+    title or address that will not do, and for an address taken, also by a blog made meanwhile (the
+    unique slug decides: nothing is made)."""
+    title = clean_title(title)
+    slug = clean_slug(slug) if slug.strip() else slug_for(title)
+    try:
+        with transaction.atomic():
+            # The person's row locked: two of their requests at once count their blogs in turn.
+            get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+            if not may_start(owner):
+                raise OperationError(limit_reached(), "denied")
+            blog = Blog.objects.create(owner=owner, title=title, slug=slug)
+            team.owner_seat(blog=blog)
+    except IntegrityError:
+        if not Blog.objects.filter(slug=slug).exists():
+            raise
+        raise BlogRefused(f"The address “{slug}” is taken: choose another.", "slug") from None
+    return blog
+
+
+def limit_reached() -> str:
+    """What the New blog page says to a person who owns as many blogs as they may."""
+    allowed = blogs_allowed()
+    if allowed == 0:
+        return "Blogs are started by the site's administrator here. Ask them for one."
+    noun = "blog" if allowed == 1 else "blogs"
+    return (
+        f"One person may own at most {allowed} {noun} here, and you have that many: "
+        "to start another, delete one of yours or ask the site's administrator."
+    )
+
+
+def blog_rename(*, blog: Blog, title: str) -> Blog:
+    """Give the blog a new title (its address stays: public links and feeds use it)."""
+    blog.title = clean_title(title)
+    blog.save(update_fields=["title"])
+    return blog
+
+
+def blog_delete(*, blog: Blog, actor: User) -> None:
+    """Delete the blog with all it holds; its posts' covers go from storage once that commits.
+
+    Its members' chats on it go with it, their attachments' files after the commit (`chat.drop_chats_with_blog`);
+    each seat deleted wakes the blog's open pages, which find their member can no longer read it and
+    say so (`live.seat_changed`), and takes its member's connected clients' tokens on it
+    (`connectors.clients.seat_removed`). A deletion that fails deletes no file."""
+    with transaction.atomic():
+        covers = list(Post.objects.filter(blog=blog).exclude(cover_ref="").values_list("cover_ref", flat=True))
+        blog_id, slug = blog.pk, blog.slug
+        blog.delete()
+        for key in covers:
+            discard_cover(key)
+    logger.info("blog %s (%s) deleted by %s", blog_id, slug, actor.pk)
