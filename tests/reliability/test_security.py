@@ -53,6 +53,7 @@ def _counts(app) -> dict[str, int]:
     counts = {t: app.database.scalar(f"SELECT COUNT(*) FROM {t}") for t in tables}
     counts["pending"] = app.database.scalar("SELECT COUNT(*) FROM agent_approval WHERE status = 'pending'")
     counts["posts"] = app.database.query("SELECT id, title, body, status FROM blog_post ORDER BY id")
+    counts["blogs"] = app.database.query("SELECT id, title, slug FROM blog_blog ORDER BY id")
     counts["grants"] = app.database.query("SELECT id, scopes, revoked_at FROM blog_consent ORDER BY id")
     counts["seats"] = app.database.query("SELECT id, role, may_use_assistant FROM blog_seat ORDER BY id")
     return counts
@@ -419,6 +420,10 @@ def test_every_state_changing_request_needs_the_csrf_token(app, provider, alice,
         "/blogs/field-notes/clients/": {"action": "revoke"},
         "/blogs/field-notes/chats/new/": {},
         "/blogs/field-notes/chats/send": {"text": "forged first message"},
+        "/blogs/new/": {"title": "Forged blog"},
+        "/blogs/field-notes/settings/": {"title": "Forged title"},
+        "/blogs/field-notes/delete/": {"confirm": "field-notes"},
+        "/blogs/field-notes/import/": {},
         "/accounts/logout/": {},
     }
     forged = {"Content-Type": "application/json", "X-CSRFToken": "forged" * 6}
