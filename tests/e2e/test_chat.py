@@ -170,6 +170,33 @@ def test_reload_mid_turn_follows_the_reply_to_its_end(demo_server, page):
     expect(replies(page).last).to_contain_text("Paragraph 40:")
 
 
+def test_a_finished_reply_keeps_the_room_its_paragraphs_took_while_streaming(demo_server, page):
+    """Streamed, a reply's paragraphs are its text with a blank line between them; finished, they are its
+    markdown's paragraphs. Spaced alike, the reply does not shrink (and the log jump) as it ends."""
+    from blog.demo import LONG_TEXT
+
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send(page, "write something long")
+    wait_turn_finished(page, timeout=LONG_WAIT)
+    flow = replies(page).last.locator(".flow.final")
+    expect(flow).to_contain_text("Paragraph 40:")
+    heights = flow.evaluate(
+        """(final, text) => {
+            const streamed = document.createElement("div");
+            streamed.className = "flow";  // (as the reply streams: its text as it came)
+            streamed.textContent = text;
+            final.after(streamed);
+            const sizes = [final.getBoundingClientRect().height, streamed.getBoundingClientRect().height];
+            streamed.remove();
+            return sizes;
+        }""",
+        LONG_TEXT,
+    )
+    assert abs(heights[0] - heights[1]) <= 2, heights
+
+
 # A browser set to block sites' data: reading `sessionStorage` throws (a SecurityError), as Chromium's does.
 BLOCK_STORAGE = """
 Object.defineProperty(window, "sessionStorage", {
