@@ -14,11 +14,14 @@ import re
 import shutil
 import tempfile
 import time
+import uuid
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import IO
 
+from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.utils import timezone
 from django.utils.text import slugify
@@ -32,6 +35,11 @@ logger = logging.getLogger("blog.export")
 SPOOL_BYTES = 4 * 1024 * 1024
 #: Posts read from the database at a time.
 CHUNK = 500
+
+#: One export a person at a time: the longest an export holds its place (one whose worker died gives it
+#: up then), and the wait a second one is told (Retry-After).
+RUNNING_SECONDS = 15 * 60
+RETRY_SECONDS = 15
 
 _PLAIN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -149,3 +157,23 @@ def blog_archive(blog: Blog) -> tuple[IO[bytes], str]:
         raise
     out.seek(0)
     return out, archive_name(blog, now)
+
+
+class ExportRunning(Exception):
+    """The person's previous export is still being written."""
+
+
+@contextmanager
+def one_at_a_time(user_id: int) -> Iterator[None]:
+    """Hold the person's one place for an export while the block runs; ExportRunning when another holds it.
+
+    In Django's cache (`cache.add`, which sets a key only when absent): shared by every worker and host
+    when the cache is (Redis, Memcached), else per worker process."""
+    key, mine = f"blog:export-running:{user_id}", uuid.uuid4().hex
+    if not cache.add(key, mine, RUNNING_SECONDS):
+        raise ExportRunning
+    try:
+        yield
+    finally:
+        if cache.get(key) == mine:  # (not a later export's place, should this one have outlived its own)
+            cache.delete(key)

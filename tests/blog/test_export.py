@@ -262,3 +262,44 @@ def test_a_long_export_lets_the_gevent_workers_other_requests_run_between_posts(
     ran, entries = map(int, done.stdout.split())
     assert entries == 201
     assert ran >= 199  # (once after each post)
+
+
+def test_one_person_runs_one_export_at_a_time(team, other_team, media, monkeypatch):
+    """Nothing limited how many exports ran at once, each holding a request and a database connection
+    until its ZIP was written. A second export of the same person while one runs (another tab, a double
+    click) is answered 429 with a calm page and Retry-After; another person's is not held up, and the
+    person's next export, once the first is written (or has failed), runs."""
+    from blog import export
+
+    make_post(team.blog, "Kept")
+    owner = browser(team.owner)
+    real, during = export.blog_archive, {}
+
+    def meanwhile(blog):
+        if not during:  # (the first export only: the others run as they are)
+            during["started"] = True
+            during["again"] = browser(team.owner).get(URL)  # (a second tab of the same person)
+            during["other"] = browser(other_team.owner).get(f"/blogs/{other_team.blog.slug}/export/")
+        return real(blog)
+
+    monkeypatch.setattr(export, "blog_archive", meanwhile)
+    archive = download(owner)
+    assert "posts/kept.md" in archive.namelist()
+    again = during["again"]
+    assert (again.status_code, again["Retry-After"]) == (429, str(export.RETRY_SECONDS))
+    text = again.content.decode()
+    assert "still being written" in text and 'href="/blogs/notes/"' in text
+    assert "no-cache" in again["Cache-Control"]
+    assert during["other"].status_code == 200
+
+    monkeypatch.setattr(export, "blog_archive", real)
+    download(owner)  # (the first one's lock released once its ZIP was written)
+
+    def failing(blog):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(export, "blog_archive", failing)
+    with pytest.raises(RuntimeError):
+        owner.get(URL)
+    monkeypatch.setattr(export, "blog_archive", real)
+    download(owner)  # (and released when it failed)
