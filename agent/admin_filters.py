@@ -1,8 +1,13 @@
 """The transcript admin's audit filters: chats (and messages) by the tools called and how the calls ended.
 
-Each is an `Exists` subquery, so a chat is listed once however many of its parts match, and the list
-takes the same queries whatever its length. Tool names come from the transcripts themselves (the
-engine knows no domain's tools; a tool no longer registered is still found).
+Each is a subquery, so a row is listed once however many of its parts match, and the list takes the
+same queries whatever its length. Tool names come from the transcripts themselves (the engine knows no
+domain's tools; a tool no longer registered is still found).
+
+The chats' filters find the matching parts first, through the partial indexes on calls by name and
+results by status and name (`Part.Meta.indexes`), then their chats: a chat's messages are not walked one
+chat at a time (SQLite's plan for a correlated `EXISTS`). A message's parts are found through it, by the
+unique (message, position) index.
 """
 
 from __future__ import annotations
@@ -24,13 +29,23 @@ OUTCOMES = [
 ]
 
 
+def chats_owning(parts: QuerySet) -> Q:
+    """The chats with one of `parts` (the parts read once, not per chat)."""
+    return Q(pk__in=parts.values("message__session"))
+
+
+def messages_owning(parts: QuerySet) -> Q:
+    """The messages with one of `parts` (each message's own, by its index)."""
+    return Q(Exists(parts.filter(message=OuterRef("pk"))))
+
+
 class ToolCalledFilter(admin.SimpleListFilter):
     """Chats with a call of the chosen tool."""
 
     title = "tool called"
     parameter_name = "tool"
-    #: From a part to the listed row (a chat), and the part types that name the tool there.
-    part_owner = "message__session"
+    #: The listed rows (chats) with one of some parts; and the part types that name the tool there.
+    owning = staticmethod(chats_owning)
     part_types: tuple[str, ...] = ("tool_use",)
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
@@ -47,15 +62,16 @@ class ToolCalledFilter(admin.SimpleListFilter):
         name = self.value()
         if name is None:
             return None
-        parts = Part.objects.filter(**{self.part_owner: OuterRef("pk")}, type__in=self.part_types, tool_name=name)
-        return queryset.filter(Exists(parts))
+        # (`type=` for one type, which the partial index's condition is: an `IN` of one is not, to SQLite)
+        types = Q(type=self.part_types[0]) if len(self.part_types) == 1 else Q(type__in=self.part_types)
+        return queryset.filter(self.owning(Part.objects.filter(types, tool_name=name)))
 
 
 class MessageToolFilter(ToolCalledFilter):
     """Messages that call the chosen tool or carry a result of it."""
 
     title = "tool"
-    part_owner = "message"
+    owning = staticmethod(messages_owning)
     part_types = ("tool_use", "tool_result")
 
 
@@ -69,8 +85,8 @@ class ToolOutcomeFilter(admin.SimpleListFilter):
 
     title = "tool outcome"
     parameter_name = "outcome"
-    #: From a part, and from an approval, to the listed row (a chat).
-    part_owner = "message__session"
+    #: The listed rows (chats) with one of some parts; and the way from an approval to the listed row.
+    owning = staticmethod(chats_owning)
     approval_owner = "session"
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
@@ -82,19 +98,15 @@ class ToolOutcomeFilter(admin.SimpleListFilter):
             return None
         tool = request.GET.get(ToolCalledFilter.parameter_name)
         same_tool = Q(tool_name=tool) if tool else Q()
-        rows: QuerySet[Any]
         if outcome in ("ok", "error"):
             # (the engine writes each result with its call's name: `loop._run_tools`, `approvals`)
-            rows = Part.objects.filter(
-                same_tool, **{self.part_owner: OuterRef("pk")}, type="tool_result", tool_status=outcome
-            )
-        else:
-            rows = Approval.objects.filter(same_tool, **{self.approval_owner: OuterRef("pk")}, status=outcome)
+            return queryset.filter(self.owning(Part.objects.filter(same_tool, type="tool_result", tool_status=outcome)))
+        rows = Approval.objects.filter(same_tool, **{self.approval_owner: OuterRef("pk")}, status=outcome)
         return queryset.filter(Exists(rows))
 
 
 class MessageOutcomeFilter(ToolOutcomeFilter):
     """Results that ended so, and calls a person rejected or left unanswered (the message asking)."""
 
-    part_owner = "message"
+    owning = staticmethod(messages_owning)
     approval_owner = "message"

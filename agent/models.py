@@ -7,6 +7,7 @@ from typing import Final
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from agent.values import Usage
 
@@ -150,6 +151,17 @@ class Part(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [models.UniqueConstraint(fields=["message", "position"], name="agent_part_position_unique")]
+        # The admin's audit filters (`admin_filters`): chats by a tool called and its list of names, by how
+        # calls ended (a result's status), and by both. Partial: calls and results only, a small share of
+        # the parts, so a turn's write pays for them only when it calls a tool.
+        indexes = [
+            models.Index(fields=["tool_name"], condition=Q(type="tool_use"), name="agent_part_tool_use_name_idx"),
+            models.Index(
+                fields=["tool_status", "tool_name"],
+                condition=Q(type="tool_result"),
+                name="agent_part_result_status_idx",
+            ),
+        ]
 
 
 class Spend(models.Model):

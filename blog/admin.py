@@ -146,8 +146,13 @@ class ConsentAdmin(DeletedWithItsOwner, admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected grants", permissions=["revoke"])
     def revoke(self, request, queryset):
-        for consent in queryset:
-            team.consent_revoke(consent=consent)
+        # All or none, the admin's log of them too: a revoke that fails (its client's tokens not revoked,
+        # say) leaves every selected grant as it was, not the ones before it revoked.
+        with transaction.atomic(using=router.db_for_write(self.model)):
+            for consent in queryset:
+                if consent.revoked_at is None:  # (one revoked already stays as it was, unlogged)
+                    team.consent_revoke(consent=consent)
+                    self.log_change(request, consent, "Revoked.")
 
 
 @admin.register(ChatLink)

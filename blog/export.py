@@ -14,11 +14,14 @@ import re
 import shutil
 import tempfile
 import time
+import uuid
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import IO
 
+from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.utils import timezone
 from django.utils.text import slugify
@@ -32,6 +35,11 @@ logger = logging.getLogger("blog.export")
 SPOOL_BYTES = 4 * 1024 * 1024
 #: Posts read from the database at a time.
 CHUNK = 500
+
+#: One export a person at a time: the longest an export holds its place (one whose worker died gives it
+#: up then), and the wait a second one is told (Retry-After).
+RUNNING_SECONDS = 15 * 60
+RETRY_SECONDS = 15
 
 _PLAIN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
@@ -74,19 +82,29 @@ def front_matter(post: Post, cover: str) -> str:
     return "---\n" + "\n".join(lines) + "\n---\n"
 
 
-def _add_cover(archive: zipfile.ZipFile, post: Post, stem: str) -> str:
+def _add_cover(archive: zipfile.ZipFile, post: Post, stem: str) -> str | None:
     """The cover copied into the archive (stored as is: images are compressed already); its archive
-    name, or "" when its file is gone from storage (the post is exported without it)."""
+    name, "" when the post has none, or None when its file cannot be read, gone from storage or failing
+    partway through (the post is exported without it, and the server's log says so).
+
+    The file is read whole into a spooled copy before its entry is begun: an entry cut off midway
+    could not be taken out of the archive again."""
     if not post.cover_ref:
         return ""
     name = f"covers/{stem}.{cover_extension(post)}"
-    try:
-        source = default_storage.open(post.cover_ref, "rb")
-    except Exception:
-        logger.warning("export: the cover of post %s (%s) is missing from storage", post.pk, post.cover_ref)
-        return ""
-    with source, archive.open(_entry(name, post.updated_at, zipfile.ZIP_STORED), "w") as target:
-        shutil.copyfileobj(source, target)
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as copy:
+        try:
+            with default_storage.open(post.cover_ref, "rb") as source:
+                shutil.copyfileobj(source, copy)
+        except Exception as exc:  # (any storage's failure: a missing file, a reset connection, a bad disk)
+            # The failure's kind only: a storage's message may carry a signed address or a bucket's credentials.
+            logger.warning(
+                "export: the cover of post %s (%s) was left out: %s", post.pk, post.cover_ref, type(exc).__name__
+            )
+            return None
+        copy.seek(0)
+        with archive.open(_entry(name, post.updated_at, zipfile.ZIP_STORED), "w") as target:
+            shutil.copyfileobj(copy, target)
     return name
 
 
@@ -103,11 +121,14 @@ def write_archive(out: IO[bytes], blog: Blog, posts: Iterable[Post], now: dateti
     """Write the blog's archive to `out`; the number of posts in it."""
     taken: set[str] = set()
     count = 0
+    left_out: list[str] = []  # the posts whose cover could not be read
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for post in posts:
             stem = file_stem(post, taken)
             cover = _add_cover(archive, post, stem)
-            text = front_matter(post, cover).encode() + post.body.encode()
+            if cover is None:
+                left_out.append(f"posts/{stem}.md")
+            text = front_matter(post, cover or "").encode() + post.body.encode()
             archive.writestr(_entry(f"posts/{stem}.md", post.updated_at), text)
             count += 1
             # Under gevent the worker's other requests take their turn between posts (a no-op without it):
@@ -118,6 +139,8 @@ def write_archive(out: IO[bytes], blog: Blog, posts: Iterable[Post], now: dateti
             f"Posts: {count}\n\nposts/ holds each post as Markdown after a YAML front matter block;\n"
             "covers/ holds the cover images the front matter names.\n"
         )
+        if left_out:
+            readme += f"\nCovers not included (their files could not be read): {', '.join(left_out)}\n"
         archive.writestr(_entry("README.txt", now), readme)
     return count
 
@@ -134,3 +157,23 @@ def blog_archive(blog: Blog) -> tuple[IO[bytes], str]:
         raise
     out.seek(0)
     return out, archive_name(blog, now)
+
+
+class ExportRunning(Exception):
+    """The person's previous export is still being written."""
+
+
+@contextmanager
+def one_at_a_time(user_id: int) -> Iterator[None]:
+    """Hold the person's one place for an export while the block runs; ExportRunning when another holds it.
+
+    In Django's cache (`cache.add`, which sets a key only when absent): shared by every worker and host
+    when the cache is (Redis, Memcached), else per worker process."""
+    key, mine = f"blog:export-running:{user_id}", uuid.uuid4().hex
+    if not cache.add(key, mine, RUNNING_SECONDS):
+        raise ExportRunning
+    try:
+        yield
+    finally:
+        if cache.get(key) == mine:  # (not a later export's place, should this one have outlived its own)
+            cache.delete(key)

@@ -64,14 +64,21 @@ def member_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 # The whole blog, drafts included, is its owner's to take: the export is theirs alone, as the Members screen
-# is (404 for everyone else). A GET, since it changes nothing; never kept by a browser or a proxy.
+# is (404 for everyone else). A GET, since it changes nothing; never kept by a browser or a proxy. One at a
+# time a person: each holds its request and a database connection until its ZIP is written.
 @never_cache
 @require_safe
 @login_required
-def blog_export(request: HttpRequest, slug: str) -> FileResponse:
+def blog_export(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse | FileResponse:
     """Every post of the blog as Markdown, with its cover, in one ZIP (`blog/export.py`)."""
     blog = _owned_blog(request, slug)
-    archive, name = export.blog_archive(blog)
+    try:
+        with export.one_at_a_time(request.user.pk):
+            archive, name = export.blog_archive(blog)
+    except export.ExportRunning:
+        busy = render(request, "blog/export_running.html", {"blog": blog}, status=429)
+        busy["Retry-After"] = str(export.RETRY_SECONDS)
+        return busy
     return FileResponse(archive, as_attachment=True, filename=name, content_type="application/zip")
 
 

@@ -3,6 +3,7 @@ calls ended (a result that succeeded or failed; a call a person rejected or left
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from agent.models import Approval, Message, Session
+from agent.models import Approval, Message, Part, Session
 from agent.state import Run
 from agent.transcript import add_message
 
@@ -165,3 +166,96 @@ def test_the_filtered_list_of_chats_takes_the_same_queries_however_many_chats(
         with django_assert_max_num_queries(count):
             body = auditor.get(f"/admin/agent/session/{query}").content.decode()
         assert "tool=tool_2" in body, query  # (the sidebar's choices are there)
+
+
+def many_chats(user, count: int = 3000, tools: int = 40) -> None:
+    """`count` chats of four messages: a question, a call of one of `tools` tools, its result (one in
+    seven an error) and an answer; written in bulk (the plan, not the write path, is under test)."""
+    sessions = Session.objects.bulk_create(Session(user=user, purpose="chat") for _ in range(count))
+    roles = ["user", "assistant", "tool", "assistant"]
+    messages = Message.objects.bulk_create(
+        (Message(session=s, position=p, role=role) for s in sessions for p, role in enumerate(roles)), batch_size=2000
+    )
+    parts = []
+    for i, message in enumerate(messages):
+        name = f"tool_{(i // 4) % tools}"
+        if message.position == 1:
+            parts.append(Part(message=message, position=0, type="tool_use", tool_use_id="c", tool_name=name))
+        elif message.position == 2:
+            status = "error" if (i // 4) % 7 == 0 else "ok"
+            parts.append(
+                Part(
+                    message=message, position=0, type="tool_result", tool_use_id="c", tool_name=name, tool_status=status
+                )
+            )
+        else:
+            parts.append(Part(message=message, position=0, type="text", text="hello"))
+    Part.objects.bulk_create(parts, batch_size=2000)
+
+
+def part_plans(auditor: Client, query: str) -> list[list[str]]:
+    """The query plans of the changelist's queries that read parts by a tool's name or a result's status."""
+    with CaptureQueriesContext(connection) as run:
+        assert auditor.get(f"/admin/agent/session/{query}").status_code == 200
+    plans = []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("ANALYZE agent_part")  # the planner sees the tables as they are
+            cursor.execute("ANALYZE agent_message")
+        for sql in (q["sql"] for q in run.captured_queries):
+            if '"tool_name"' not in sql and '"tool_status"' not in sql:
+                continue
+            if connection.vendor == "postgresql":
+                cursor.execute("EXPLAIN (COSTS OFF) " + sql)
+                plans.append([row[0] for row in cursor.fetchall()])
+            else:
+                cursor.execute("EXPLAIN QUERY PLAN " + sql)
+                plans.append([row[-1] for row in cursor.fetchall()])
+    return plans
+
+
+@pytest.mark.parametrize(
+    ("query", "indexes"),
+    [
+        ("?tool=tool_7", {"agent_part_tool_use_name_idx": "tool_name"}),
+        ("?outcome=error", {"agent_part_result_status_idx": "tool_status"}),
+        (
+            "?tool=tool_7&outcome=error",
+            {"agent_part_tool_use_name_idx": "tool_name", "agent_part_result_status_idx": "tool_status"},
+        ),
+    ],
+)
+def test_the_audit_filters_read_calls_and_results_through_their_indexes(auditor, user, query, indexes):
+    """The chats' filters walked every chat's messages and parts (SQLite, a correlated EXISTS) or read every
+    part (PostgreSQL, a sequential scan), and the list of tool names, on every page of the list, read every
+    part too. Calls by name and results by status have partial indexes (`Part.Meta.indexes`), and the
+    chats' filters find the parts first, then their chats, so each is read through its index."""
+    many_chats(user)
+    expected = {
+        "?tool=tool_7": 75,  # (3,000 chats over 40 tools)
+        "?outcome=error": 429,  # (one tool in seven ends in an error: 3,000 / 7)
+        "?tool=tool_7&outcome=error": 11,  # (chats 7, 287, 567...: tool_7 and one in seven)
+    }
+    assert auditor.get(f"/admin/agent/session/{query}").context["cl"].result_count == expected[query]
+    names, *filtered = part_plans(auditor, query)
+    assert filtered, names
+    # Every read of the parts is by an index, and the filter's own through a partial one (both filters chosen:
+    # either, by the planner's estimate; PostgreSQL finds the 11 erring calls of tool_7 by their index, then
+    # checks each chat's call through its messages).
+    if connection.vendor == "postgresql":
+        assert any("agent_part_tool_use_name_idx" in line for line in names), names
+        for plan in filtered:
+            assert not any("Seq Scan on agent_part" in line for line in plan), plan
+            conditions = [
+                plan[i + 1]
+                for i, line in enumerate(plan[:-1])
+                for index in indexes
+                if re.search(rf"Index Scan (using|on) {index}\b", line)
+            ]
+            assert any(column in line for line in conditions for column in indexes.values()), plan
+    else:
+        assert any("USING INDEX agent_part_tool_use_name_idx" in line for line in names), names
+        for plan in filtered:
+            assert not any(re.fullmatch(r"SCAN (agent_part|U\d)( .*)?", line) for line in plan), plan
+            uses = [f"USING INDEX {index} ({column}=?" for index, column in indexes.items()]
+            assert any(use in line for line in plan for use in uses), plan

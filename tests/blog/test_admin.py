@@ -48,6 +48,43 @@ def test_an_admin_revokes_a_grant_as_its_person_would(team, auditor):
     assert Consent.objects.get(pk=kept.pk).revoked_at is None
 
 
+def test_an_admins_bulk_revoke_of_grants_is_all_or_nothing(team, auditor):
+    """The action revoked each grant in its own transaction: the second failing (here its announcement's
+    receiver, as a client's token revocation could) left the first revoked, half an action done. Each
+    revoke is in the admin's log, written in the same transaction."""
+    from django.contrib.admin.models import CHANGE, LogEntry
+
+    from blog.signals import consent_revoked
+
+    first = set_consent(team.editor, team.blog, ALL)
+    second = set_consent(team.author, team.blog, ALL)
+    announced: list[int] = []
+
+    def failing_second(sender, consent, **kwargs):
+        announced.append(consent.pk)
+        if len(announced) == 2:
+            raise RuntimeError("the database went away")
+
+    selected = {"action": "revoke", "_selected_action": [first.pk, second.pk]}
+    consent_revoked.connect(failing_second, sender=Consent, dispatch_uid="test.failing_second")
+    try:
+        with pytest.raises(RuntimeError):
+            auditor.post("/admin/blog/consent/", selected)
+    finally:
+        consent_revoked.disconnect(sender=Consent, dispatch_uid="test.failing_second")
+    assert len(announced) == 2
+    assert Consent.objects.filter(pk__in=[first.pk, second.pk], revoked_at__isnull=True).count() == 2
+    assert list(Consent.objects.filter(pk=first.pk).values_list("scopes", flat=True)) == [ALL]
+    assert not LogEntry.objects.exists()  # (nor the admin's log saying they were)
+
+    assert auditor.post("/admin/blog/consent/", selected).status_code == 302
+    assert not Consent.objects.filter(pk__in=[first.pk, second.pk], revoked_at__isnull=True).exists()
+    logged = LogEntry.objects.filter(action_flag=CHANGE).order_by("object_id")
+    assert sorted((e.object_id, e.get_change_message()) for e in logged) == sorted(
+        (str(pk), "Revoked.") for pk in (first.pk, second.pk)
+    )
+
+
 def test_a_chat_link_is_not_made_or_changed_in_the_admin(team, auditor):
     """Its add page had no field for the chat or the blog, so saving it was a 500; its change page
     pointed a chat's "this post" at any post."""

@@ -132,6 +132,67 @@ def test_file_names_are_plain_and_unique_whatever_the_titles_and_slugs(team, med
     assert plain.slug == "arger"
 
 
+class BrokenFile(io.RawIOBase):
+    """A cover whose storage fails after its first 64 KB (a connection reset mid-object, a bad disk)."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.sent:
+            raise OSError("connection reset reading s3://bucket/c.png?X-Amz-Signature=SECRET-SIG")
+        self.sent = True
+        buffer[: len(buffer)] = b"\x89PNG" + b"\0" * (len(buffer) - 4)
+        return len(buffer)
+
+
+def test_a_cover_that_cannot_be_read_is_left_out_named_and_logged(team, media, monkeypatch, caplog):
+    """A cover whose file failed partway through its reading ended the export with a 500 (half its entry
+    written): now it is left out, its post exported without it, the README names it, and the server's log
+    says which post, without the storage's words (which may carry a signed address)."""
+    from blog import export
+
+    with_cover(make_post(team.blog, "Kept"), files.png())
+    broken = with_cover(make_post(team.blog, "Broken"), files.png())
+    gone = with_cover(make_post(team.blog, "Gone"), files.png())
+    Post.objects.filter(pk=gone.pk).update(cover_ref="covers/1/never-saved.png")
+    real = export.default_storage.open
+
+    def opening(name, mode="rb"):
+        return io.BufferedReader(BrokenFile()) if name == broken.cover_ref else real(name, mode)
+
+    monkeypatch.setattr(export.default_storage, "open", opening)
+    with caplog.at_level("WARNING", logger="blog.export"):
+        archive = download(browser(team.owner))
+    assert archive.testzip() is None
+    assert sorted(archive.namelist()) == [
+        "README.txt",
+        "covers/kept.png",
+        "posts/broken.md",
+        "posts/gone.md",
+        "posts/kept.md",
+    ]
+    assert archive.read("covers/kept.png") == files.png()
+    assert "cover" not in split(archive.read("posts/broken.md"))[0]
+    assert "cover" not in split(archive.read("posts/gone.md"))[0]
+    readme = archive.read("README.txt").decode()
+    assert "Covers not included (their files could not be read): posts/broken.md, posts/gone.md\n" in readme
+    logged = [r.getMessage() for r in caplog.records if r.name == "blog.export"]
+    assert logged == [
+        f"export: the cover of post {broken.pk} ({broken.cover_ref}) was left out: OSError",
+        f"export: the cover of post {gone.pk} (covers/1/never-saved.png) was left out: FileNotFoundError",
+    ]
+    assert "SECRET" not in caplog.text
+
+
+def test_an_export_whose_covers_all_arrive_says_nothing_of_covers_left_out(team, media):
+    with_cover(make_post(team.blog, "Kept"), files.png())
+    assert "not included" not in download(browser(team.owner)).read("README.txt").decode()
+
+
 @pytest.mark.parametrize("role", ["editor", "author", "viewer", "outsider"])
 def test_only_the_owner_exports_as_only_the_owner_sees_the_members_screen(team, role):
     client = browser(team.user(role))
@@ -201,3 +262,44 @@ def test_a_long_export_lets_the_gevent_workers_other_requests_run_between_posts(
     ran, entries = map(int, done.stdout.split())
     assert entries == 201
     assert ran >= 199  # (once after each post)
+
+
+def test_one_person_runs_one_export_at_a_time(team, other_team, media, monkeypatch):
+    """Nothing limited how many exports ran at once, each holding a request and a database connection
+    until its ZIP was written. A second export of the same person while one runs (another tab, a double
+    click) is answered 429 with a calm page and Retry-After; another person's is not held up, and the
+    person's next export, once the first is written (or has failed), runs."""
+    from blog import export
+
+    make_post(team.blog, "Kept")
+    owner = browser(team.owner)
+    real, during = export.blog_archive, {}
+
+    def meanwhile(blog):
+        if not during:  # (the first export only: the others run as they are)
+            during["started"] = True
+            during["again"] = browser(team.owner).get(URL)  # (a second tab of the same person)
+            during["other"] = browser(other_team.owner).get(f"/blogs/{other_team.blog.slug}/export/")
+        return real(blog)
+
+    monkeypatch.setattr(export, "blog_archive", meanwhile)
+    archive = download(owner)
+    assert "posts/kept.md" in archive.namelist()
+    again = during["again"]
+    assert (again.status_code, again["Retry-After"]) == (429, str(export.RETRY_SECONDS))
+    text = again.content.decode()
+    assert "still being written" in text and 'href="/blogs/notes/"' in text
+    assert "no-cache" in again["Cache-Control"]
+    assert during["other"].status_code == 200
+
+    monkeypatch.setattr(export, "blog_archive", real)
+    download(owner)  # (the first one's lock released once its ZIP was written)
+
+    def failing(blog):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(export, "blog_archive", failing)
+    with pytest.raises(RuntimeError):
+        owner.get(URL)
+    monkeypatch.setattr(export, "blog_archive", real)
+    download(owner)  # (and released when it failed)
