@@ -13,6 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.db.models import Model
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent.models import Message, Part, Session, Turn
@@ -147,3 +148,36 @@ def test_signed_thinking_from_before_provider_state_goes_back_only_to_the_model_
     page = owner.get(f"/blogs/{team.blog.slug}/?chat={session.pk}")
     assert page.status_code == 200
     assert "Plan the week&#x27;s posts." in page.text and "three posts" in page.text
+
+
+def test_the_audit_indexes_are_built_without_holding_chats_writes_on_postgresql():
+    """`agent_part` is the largest table: on PostgreSQL its audit indexes are built `CONCURRENTLY` (a plain
+    `CREATE INDEX` holds every chat's writes of parts until it is done), outside a transaction, and one an
+    interrupted build left behind is built again. Back to 0015 they are gone; forward again, there."""
+    audit_indexes = {"agent_part_tool_use_name_idx", "agent_part_result_status_idx"}
+
+    def indexes() -> set[str]:
+        with connection.cursor() as cursor:
+            return set(connection.introspection.get_constraints(cursor, "agent_part")) & audit_indexes
+
+    assert indexes() == audit_indexes
+    try:
+        call_command("migrate", "agent", "0015_admin_names", verbosity=0)
+        assert indexes() == set()
+        with connection.cursor() as cursor:  # (an interrupted build left one behind)
+            cursor.execute('CREATE INDEX "agent_part_tool_use_name_idx" ON "agent_part" ("tool_name")')
+        with CaptureQueriesContext(connection) as run:
+            call_command("migrate", "agent", "0016_part_audit_indexes", verbosity=0)
+    finally:
+        call_command("migrate", verbosity=0)
+    built = [q["sql"] for q in run.captured_queries if "CREATE INDEX" in q["sql"]]
+    assert len(built) == 2, built
+    if connection.vendor == "postgresql":
+        assert all("CREATE INDEX CONCURRENTLY" in sql for sql in built), built
+    assert indexes() == audit_indexes
+    with connection.cursor() as cursor:  # (the one left behind rebuilt as the model has it: partial)
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'agent_part_tool_use_name_idx'")
+        else:
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'agent_part_tool_use_name_idx'")
+        assert "WHERE" in cursor.fetchone()[0]
