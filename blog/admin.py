@@ -25,8 +25,9 @@ class SeatInline(admin.TabularInline):
 class BlogAdmin(admin.ModelAdmin):
     """Blogs made, handed over and deleted by an admin (people start their own on `/blogs/new/`,
     `blog.blogs`). Its owner always holds an owner's seat, with the assistant, made or raised when the
-    blog is saved (`team.owner_seat`, as for a blog started on the site). A former owner keeps the seat
-    they had (edit it below). A blog deleted here goes as its owner's deletion does (`blogs.blog_delete`):
+    blog is saved (`team.owner_seat`, as for a blog started on the site). A former owner's owner's seat
+    becomes an editor's, as when an owner hands their blog over on its Settings page (`team.owner_changed`;
+    the admin is not held to `BLOGS_PER_PERSON`, and may name someone not yet a member). A blog deleted here goes as its owner's deletion does (`blogs.blog_delete`):
     its chats and their files, its posts' covers, its open pages told."""
 
     list_display = ["title", "slug", "owner", "created_at"]
@@ -36,7 +37,8 @@ class BlogAdmin(admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)  # (the seats typed below first)
-        team.owner_seat(blog=form.instance)
+        former = form.initial.get("owner") if change and "owner" in form.changed_data else None
+        team.owner_changed(blog=form.instance, former_owner_id=former)
 
     def delete_model(self, request, obj):
         blogs.blog_delete(blog=obj, actor=request.user)

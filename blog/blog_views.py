@@ -1,18 +1,20 @@
-"""Starting a blog (New blog, from the home page), and its owner's Settings: its title, and deleting it."""
+"""Starting a blog (New blog, from the home page), and its owner's Settings: its title, handing it over
+to a member, and deleting it."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.http import AuthenticatedHttpRequest
 from blog import blogs
-from blog.models import Blog
+from blog.models import Blog, Seat
 from blog.services import OperationError
-from blog.team_views import ownership
+from blog.team_views import ownership, posted_seat
 
 
 @require_http_methods(["GET", "POST"])
@@ -67,6 +69,46 @@ def blog_delete(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     return redirect("blog:home")
 
 
+@require_POST
+@login_required
+def blog_hand_over(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """The owner's, from Settings: makes the chosen member the owner once their username is typed to
+    confirm; the former owner stays on as an editor and lands on the blog's page."""
+    blog, _actor = ownership(request, slug)
+    chosen, confirm = request.POST.get("seat", ""), request.POST.get("confirm", "")
+    shown = {"chosen": chosen, "hand_over_confirm": confirm}
+    seat = _other_members(request, blog).filter(pk=posted_seat(request)).first()
+    if seat is None:
+        return _hand_over_refused(request, blog, blogs.NOT_A_MEMBER, "seat", shown)
+    username = seat.user.username
+    if confirm.strip() != username:
+        said = f"Type {username}'s username, {username}, to hand the blog over to them. Nothing changed."
+        return _hand_over_refused(request, blog, said, "confirm", shown)
+    try:
+        blogs.blog_hand_over(blog=blog, to_seat=seat, actor=request.user)
+    except blogs.HandOverRefused as exc:
+        if exc.field == "owner":  # (handed over meanwhile, from another tab: not hers to give any more)
+            messages.error(request, exc.public_message)
+            return redirect("blog:detail", slug=blog.slug)
+        return _hand_over_refused(request, blog, exc.public_message, exc.field, shown)
+    messages.success(request, f"Handed {blog.title} over to {username}: you are an editor here now.")
+    return redirect("blog:detail", slug=blog.slug)
+
+
+def _hand_over_refused(
+    request: AuthenticatedHttpRequest, blog: Blog, said: str, field: str, shown: dict[str, str]
+) -> HttpResponse:
+    """The Settings page again, the refusal beside the field it is about (`seat` or `confirm`), what was
+    chosen and typed kept."""
+    return _settings_page(request, blog, status=400, hand_over_error=said, hand_over_field=field, **shown)
+
+
 def _settings_page(request: AuthenticatedHttpRequest, blog: Blog, status: int = 200, **shown: str) -> HttpResponse:
-    context = {"blog": blog, "title": shown.get("title", blog.title), **shown}
+    members = _other_members(request, blog).order_by("user__username")
+    context = {"blog": blog, "title": shown.get("title", blog.title), "members": members, **shown}
     return render(request, "blog/blog_settings.html", context, status=status)
+
+
+def _other_members(request: AuthenticatedHttpRequest, blog: Blog) -> QuerySet[Seat]:
+    """The seats the owner may hand the blog over to: every member's but their own."""
+    return Seat.objects.filter(blog=blog).exclude(user=request.user).select_related("user")

@@ -1,10 +1,13 @@
-"""Blogs themselves: started by a person on the site, renamed and deleted by their owner.
+"""Blogs themselves: started by a person on the site, renamed, handed over and deleted by their owner.
 
 `blog_create` is how the New blog page makes a blog (the admin makes one with its own form, then gives
 its owner the same seat: `team.owner_seat`). `blog_delete` is how a blog goes, from its Settings page
 and from the admin alike: with it go its posts, seats, grants and members' chats (the database's
 cascades and the signals of `BlogConfig.ready`: a chat's files, each seat's open pages and connected
 clients), and, once that commits, its posts' covers, which nothing else would delete.
+
+`blog_hand_over` makes a member the owner, from the Settings page; the admin's change of a blog's owner
+leaves the seats as it does (`team.owner_changed`).
 
 Refusals are `OperationError`s, whose sentence the page shows: a `BlogRefused` beside its field.
 """
@@ -19,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils.text import slugify
 
 from agent.values import without_nul
 from blog import team
-from blog.models import RESERVED_BLOG_SLUGS, Blog, Post
+from blog.models import RESERVED_BLOG_SLUGS, Blog, Post, Seat
 from blog.services import OperationError, discard_cover
 
 if TYPE_CHECKING:
@@ -45,6 +49,15 @@ class BlogRefused(OperationError):
 
     def __init__(self, public_message: str, field: str) -> None:
         super().__init__(public_message)
+        self.field = field
+
+
+class HandOverRefused(OperationError):
+    """A hand-over that did not happen, with the field it is about (`seat`), or `owner`: the person
+    handing it over no longer owns the blog (handed over meanwhile)."""
+
+    def __init__(self, public_message: str, field: str) -> None:
+        super().__init__(public_message, "denied")
         self.field = field
 
 
@@ -136,6 +149,53 @@ def blog_rename(*, blog: Blog, title: str) -> Blog:
     blog.title = clean_title(title)
     blog.save(update_fields=["title"])
     return blog
+
+
+def blog_hand_over(*, blog: Blog, to_seat: Seat, actor: User) -> Seat:
+    """Make the member of `to_seat` the blog's owner, and `actor`, its owner, an editor there; the new
+    owner's seat, raised to owner's, is returned. What each allowed the assistant and their clients stays
+    (within their live seat, as always: `grants`). All in one transaction, with the blog's row, the two
+    seats and the new owner's row locked, in that order: of two hand-overs at once the second waits, then
+    finds the blog no longer `actor`'s and is refused (as is one handed over before it was asked), and
+    two owners handing blogs to one person count that person's blogs in turn.
+
+    Refused (HandOverRefused, nothing changed): `to_seat` not another member's seat on this blog, or its
+    member already owning as many blogs as they may (`may_start`: `BLOGS_PER_PERSON`; with 0, only the
+    admin hands blogs over, not held to it)."""
+    with transaction.atomic():
+        locked = Blog.objects.select_for_update().filter(pk=blog.pk).first()
+        if locked is None or locked.owner_id != actor.pk:
+            raise HandOverRefused("You no longer own this blog: nothing changed.", "owner")
+        both = Q(user_id=actor.pk) | Q(pk=to_seat.pk)
+        seats = Seat.objects.select_for_update(of=("self",)).filter(both, blog=locked).select_related("user")
+        seat = next((s for s in seats.order_by("pk") if s.pk == to_seat.pk and s.user_id != actor.pk), None)
+        if seat is None:
+            raise HandOverRefused(NOT_A_MEMBER, "seat")
+        get_user_model().objects.select_for_update().filter(pk=seat.user_id).first()
+        if not may_start(seat.user):
+            raise HandOverRefused(owns_enough(seat.user.username), "seat")
+        locked.owner = seat.user
+        locked.save(update_fields=["owner"])
+        team.owner_changed(blog=locked, former_owner_id=actor.pk)
+    blog.owner = locked.owner
+    logger.info("blog %s handed over by %s to %s", blog.pk, actor.pk, seat.user_id)
+    return Seat.objects.get(pk=seat.pk)
+
+
+#: What the Settings page says to a seat id that is not another member's of the blog (forged, or gone).
+NOT_A_MEMBER = "Choose a member of this blog to hand it over to. Nothing changed."
+
+
+def owns_enough(username: str) -> str:
+    """Why a hand-over to `username` was refused: they own as many blogs as one person may."""
+    allowed = blogs_allowed()
+    if allowed == 0:
+        return "Blogs are given by the site's administrator here: ask them to hand this one over. Nothing changed."
+    noun = "blog" if allowed == 1 else "blogs"
+    return (
+        f"{username} already owns {allowed} {noun}, as many as one person may own here: "
+        "they can't be given this one. Nothing changed."
+    )
 
 
 def blog_delete(*, blog: Blog, actor: User) -> None:

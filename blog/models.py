@@ -51,7 +51,8 @@ class Seat(models.Model):
     def clean(self) -> None:
         """What a form (the admin's) may not make of a seat: a viewer allowed the assistant (which still
         refuses them: `grants.may_summon`), or a second owner. The owner's seat is the blog's owner's; a
-        former owner's seat, left as it was when the blog changed hands, may be saved as it is."""
+        former owner's seat left an owner's when the blog changed hands (in the admin, before a change of owner
+        made it an editor's: `team.owner_changed`) may be saved as it is."""
         errors = {}
         if self.role == Seat.VIEWER and self.may_use_assistant:
             errors["may_use_assistant"] = "Viewers never use the assistant."

@@ -40,15 +40,29 @@ def seat_add(*, blog: Blog, user: User, role: str) -> Seat:
 
 def owner_seat(*, blog: Blog) -> Seat:
     """The blog's owner's seat, with the assistant: made, or raised to owner's (a member made the owner).
-    The one way an owner's seat is made: a blog started on the site (`blogs.blog_create`) and one made or
-    handed over in the admin (`BlogAdmin`). Access goes by seats, so an owner without one could not open
-    their own blog. A seat raised keeps whether it may use the assistant."""
+    The one way an owner's seat is made: a blog started on the site (`blogs.blog_create`), one made in the
+    admin (`BlogAdmin`), and one handed over (`owner_changed`). Access goes by seats, so an owner without
+    one could not open their own blog. A seat raised keeps whether it may use the assistant."""
     seat, made = Seat.objects.get_or_create(
         blog=blog, user=blog.owner, defaults={"role": Seat.OWNER, "may_use_assistant": True}
     )
     if not made and seat.role != Seat.OWNER:
         seat = seat_update(seat=seat, role=Seat.OWNER, may_use_assistant=seat.may_use_assistant)
     return seat
+
+
+def owner_changed(*, blog: Blog, former_owner_id: int | None) -> None:
+    """The seats once `blog.owner` changed hands (saved): the new owner's made or raised to owner's
+    (`owner_seat`), the former owner's, if still an owner's, made an editor's that keeps whether it may use
+    the assistant. So a blog has one owner's seat after a hand-over on its Settings page
+    (`blogs.blog_hand_over`) and after the admin's change of its owner alike. Each seat saved wakes the
+    blog's open pages (`live.seat_changed`)."""
+    owner_seat(blog=blog)
+    if former_owner_id is None or former_owner_id == blog.owner_id:
+        return
+    former = Seat.objects.filter(blog=blog, user_id=former_owner_id, role=Seat.OWNER).first()
+    if former is not None:
+        seat_update(seat=former, role=Seat.EDITOR, may_use_assistant=former.may_use_assistant)
 
 
 def seat_update(*, seat: Seat, role: str, may_use_assistant: bool) -> Seat:

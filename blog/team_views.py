@@ -35,7 +35,7 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         action = request.POST.get("action")
         if action == "remove":  # a form from before removing asked first: ask now
-            return redirect("blog:member_remove", slug=blog.slug, pk=_seat_pk(request))
+            return redirect("blog:member_remove", slug=blog.slug, pk=posted_seat(request))
         if action != "add":
             _update_member(request, blog)
             return redirect("blog:members", slug=blog.slug)
@@ -182,7 +182,7 @@ def _add_member(request: HttpRequest, blog: Blog) -> dict[str, str]:
     return adding
 
 
-def _seat_pk(request: HttpRequest) -> int:
+def posted_seat(request: HttpRequest) -> int:
     """The posted seat's id; 0 (no seat) for anything that is not one."""
     seat = request.POST.get("seat", "")
     return int(seat) if seat.isascii() and seat.isdigit() and len(seat) < 19 else 0
@@ -193,7 +193,7 @@ def _update_member(request: HttpRequest, blog: Blog) -> None:
     if role not in dict(_GRANTABLE_ROLES):
         messages.error(request, "Choose editor, author or viewer.")
         return
-    target = Seat.objects.filter(blog=blog, pk=_seat_pk(request)).exclude(role=Seat.OWNER).first()
+    target = Seat.objects.filter(blog=blog, pk=posted_seat(request)).exclude(role=Seat.OWNER).first()
     if target is None:
         messages.error(request, "That member can't be changed.")
         return

@@ -45,6 +45,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/import/", team_views.blog_import, name="import"),
     path("blogs/<slug:slug>/settings/", blog_views.blog_settings, name="settings"),
     path("blogs/<slug:slug>/delete/", blog_views.blog_delete, name="blog_delete"),
+    path("blogs/<slug:slug>/hand-over/", blog_views.blog_hand_over, name="blog_hand_over"),
     path("blogs/<slug:slug>/clients/", team_views.clients, name="clients"),
     path("blogs/<slug:slug>/chats/", chat_panel.chats, name="chats"),
     path("blogs/<slug:slug>/chats/new/", chat_panel.new_chat, name="new_chat"),

@@ -199,12 +199,37 @@ def test_a_blog_made_in_the_admin_is_its_owners_to_open(team, auditor):
     assert browser(team.outsider).get("/blogs/hill-notes/").status_code == 200
 
 
-def test_a_blogs_new_owner_is_raised_to_owner_and_the_former_keeps_their_seat(team, auditor):
+def test_a_blogs_new_owner_is_raised_to_owner_and_the_former_becomes_an_editor(team, auditor):
+    """As a hand-over on the blog's Settings page leaves them (`team.owner_changed`): the former owner kept
+    an owner's seat here, so could still open Settings and delete the blog (tests/blog/test_hand_over.py)."""
     fields = {"title": team.blog.title, "slug": team.blog.slug, "owner": team.viewer.pk, **SEATS_NONE}
     assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/change/", fields).status_code == 302
     assert team.seat("viewer").role == Seat.OWNER
-    assert team.seat("owner").role == Seat.OWNER  # (a former owner's seat is edited by hand, if at all)
+    assert (team.seat("owner").role, team.seat("owner").may_use_assistant) == (Seat.EDITOR, True)
     assert Seat.objects.filter(blog=team.blog).count() == 4
+
+
+def test_a_former_owners_seat_set_in_the_same_save_is_what_the_admin_set(team, auditor):
+    """The seats typed below the blog are saved first; a former owner's seat the admin made an author's
+    there stays an author's (only an owner's seat left as it was becomes an editor's)."""
+    seats = list(Seat.objects.filter(blog=team.blog).order_by("pk"))
+    fields = {
+        "title": team.blog.title,
+        "slug": team.blog.slug,
+        "owner": team.editor.pk,
+        **SEATS_NONE,
+        "seats-TOTAL_FORMS": str(len(seats)),
+        "seats-INITIAL_FORMS": str(len(seats)),
+    }
+    for i, seat in enumerate(seats):
+        role = Seat.AUTHOR if seat.user == team.owner else seat.role
+        fields |= {f"seats-{i}-id": seat.pk, f"seats-{i}-blog": team.blog.pk, f"seats-{i}-user": seat.user_id}
+        fields |= {
+            f"seats-{i}-role": role,
+            **({f"seats-{i}-may_use_assistant": "on"} if seat.may_use_assistant else {}),
+        }
+    assert auditor.post(f"/admin/blog/blog/{team.blog.pk}/change/", fields).status_code == 302
+    assert (team.seat("owner").role, team.seat("editor").role) == (Seat.AUTHOR, Seat.OWNER)
 
 
 def test_the_admin_says_its_times_are_utc_until_the_browser_names_its_zone(team, auditor):

@@ -6,7 +6,8 @@ Signed out: the sign-in page (and after a failed sign-in), the public blog, a pu
 As alice, the owner: the blog page with the chat panel after an answered turn and with its list of earlier
 chats open, then after a turn that waits on an approval card; the consent page a client sends her to; a
 post's editor; its history and a comparison of two versions; the list of chats; the Clients screen with a
-client connected; the Members screen. As carol, a viewer: the blog page.
+client connected; the Members screen; her blog's Settings, refused a deletion and a hand-over (wrong
+confirmations: nothing changes). As carol, a viewer: the blog page.
 
 No violation of impact "serious" or "critical" may remain; the moderate and minor ones are written, with
 the rest, to artifacts/axe/<page>.json. Django's own admin is not audited: its templates are Django's, not
@@ -210,6 +211,11 @@ def test_alices_pages(server, page, context_options):
     page.get_by_role("button", name="Delete this blog").click()
     expect(page.get_by_role("alert")).to_be_visible()  # (nothing deleted: the confirmation was wrong)
     audit(page, "blog-delete-refused")
+    page.get_by_label("New owner", exact=True).select_option(label="bob (editor)")
+    page.get_by_label("Type the new owner's username").fill("not-bob")  # (refused: field-notes stays hers)
+    page.get_by_role("button", name="Hand over this blog").click()
+    expect(page.locator("#hand-over-error")).to_be_visible()
+    audit(page, "blog-hand-over-refused")
 
     page.goto(f"{base}/blogs/{BLOG}/members/")
     audit(page, "members")

@@ -1,13 +1,15 @@
 """A person's own blog, in Chromium: started from the home page (its address made as the title is
 typed), renamed on its Settings page, then deleted there by typing its address; its page still open
-in another tab says it no longer has access."""
+in another tab says it no longer has access. And field-notes handed over by alice to bob."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.ui import MARK_BLOG_LIVE, expect_blog_live, login
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +59,42 @@ def test_a_person_starts_renames_and_deletes_a_blog(server, page, context):
     expect(page.locator(".flash")).to_contain_text("Deleted Herons of the marsh, with its posts and chats.")
     expect(page.locator("main").get_by_role("link", name="Herons of the marsh")).to_have_count(0)
     expect(other_tab.locator("#live-status")).to_contain_text("Live updates stopped: you no longer have access to")
+
+
+def test_alice_hands_her_blog_over_to_bob_and_stays_on_as_an_editor(server, page, browser):
+    """Chosen in the select, refused with a wrong username, then handed over: she lands on the blog's page,
+    an editor there (no Settings), and bob, its owner now, finds Settings with her listed as an editor."""
+    base = server.url
+    bob = browser.new_context().new_page()
+    try:
+        login(bob, base, "bob")
+        bob.goto(f"{base}/blogs/{BLOG}/")
+        blog_nav = bob.get_by_role("navigation", name="Blog")
+        expect(blog_nav.get_by_role("link", name="All posts")).to_be_visible()
+        expect(blog_nav.get_by_role("link", name="Settings")).to_have_count(0)
+
+        login(page, base, "alice")
+        page.goto(f"{base}/blogs/{BLOG}/settings/")
+        page.get_by_label("New owner", exact=True).select_option(label="bob (editor)")
+        page.get_by_label("Type the new owner's username").fill("carol")
+        page.get_by_role("button", name="Hand over this blog").click()
+        expect(page.locator("#hand-over-error")).to_have_text(
+            "Type bob's username, bob, to hand the blog over to them. Nothing changed."
+        )
+        expect(page.get_by_label("New owner", exact=True)).to_have_value(re.compile(r"^\d+$"))  # (bob still chosen)
+        page.get_by_label("Type the new owner's username").fill("bob")
+        page.get_by_role("button", name="Hand over this blog").click()
+
+        expect(page).to_have_url(f"{base}/blogs/{BLOG}/")
+        expect(page.locator(".flash")).to_contain_text("Handed Field Notes over to bob: you are an editor here now.")
+        alice_nav = page.get_by_role("navigation", name="Blog")
+        expect(alice_nav.get_by_role("link", name="All posts")).to_be_visible()
+        expect(alice_nav.get_by_role("link", name="Settings")).to_have_count(0)
+        expect(alice_nav.get_by_role("link", name="Members")).to_have_count(0)
+
+        bob.reload()
+        blog_nav.get_by_role("link", name="Settings").click()
+        expect(bob).to_have_url(f"{base}/blogs/{BLOG}/settings/")
+        expect(bob.get_by_label("New owner", exact=True).get_by_role("option", name="alice (editor)")).to_have_count(1)
+    finally:
+        bob.context.close()

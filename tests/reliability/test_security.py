@@ -53,7 +53,7 @@ def _counts(app) -> dict[str, int]:
     counts = {t: app.database.scalar(f"SELECT COUNT(*) FROM {t}") for t in tables}
     counts["pending"] = app.database.scalar("SELECT COUNT(*) FROM agent_approval WHERE status = 'pending'")
     counts["posts"] = app.database.query("SELECT id, title, body, status FROM blog_post ORDER BY id")
-    counts["blogs"] = app.database.query("SELECT id, title, slug FROM blog_blog ORDER BY id")
+    counts["blogs"] = app.database.query("SELECT id, title, slug, owner_id FROM blog_blog ORDER BY id")
     counts["grants"] = app.database.query("SELECT id, scopes, revoked_at FROM blog_consent ORDER BY id")
     counts["seats"] = app.database.query("SELECT id, role, may_use_assistant FROM blog_seat ORDER BY id")
     return counts
@@ -396,9 +396,8 @@ def test_sse_field_injection_from_model_text(app, provider, alice):
 def test_every_state_changing_request_needs_the_csrf_token(app, provider, alice, login, paused):
     sid, approval_id, post_id = paused
     revision = app.database.scalar("SELECT id FROM blog_postrevision WHERE post_id = %s", (post_id,))
-    seat = app.database.scalar(
-        "SELECT s.id FROM blog_seat s JOIN auth_user u ON u.id = s.user_id WHERE u.username = 'carol'"
-    )
+    seat_of = "SELECT s.id FROM blog_seat s JOIN auth_user u ON u.id = s.user_id WHERE u.username = %s"
+    seat, bobs = app.database.scalar(seat_of, ("carol",)), app.database.scalar(seat_of, ("bob",))
     before = _counts(app)
     json_posts = {
         "/api/agent/sessions": {"blog": "field-notes"},
@@ -423,6 +422,7 @@ def test_every_state_changing_request_needs_the_csrf_token(app, provider, alice,
         "/blogs/new/": {"title": "Forged blog"},
         "/blogs/field-notes/settings/": {"title": "Forged title"},
         "/blogs/field-notes/delete/": {"confirm": "field-notes"},
+        "/blogs/field-notes/hand-over/": {"seat": bobs, "confirm": "bob"},
         "/blogs/field-notes/import/": {},
         "/accounts/logout/": {},
     }
