@@ -147,9 +147,11 @@ _GRANTABLE_ROLES = [(value, label) for value, label in Seat.ROLES if value != Se
 
 def ownership(request: HttpRequest, slug: str) -> tuple[Blog, grants.Actor]:
     """The blog and its owner's Actor, for its owner; 404 for everyone else (the Members screen, Export,
-    Import and the blog's Settings do not exist for them)."""
+    Import and the blog's Settings do not exist for them). The owner is the blog's (`Blog.owner`), holding
+    its owner's seat: not a former owner whose seat an admin's change of owner left an owner's (blog/0009
+    made those editors' and `team.owner_changed` does now; this holds whatever a seat says)."""
     blog, seat, actor = membership(request, slug)
-    if seat.role != Seat.OWNER:
+    if seat.role != Seat.OWNER or blog.owner_id != request.user.pk:
         raise Http404("Not found.")
     return blog, actor
 

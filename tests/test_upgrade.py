@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from agent.models import Message, Part, Session, Turn
 from agent.transcript import build_neutral_messages
-from blog.models import ChatLink
+from blog.models import Blog, ChatLink, Seat
 from tests.blog.conftest import browser, make_blog
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -181,3 +181,23 @@ def test_the_audit_indexes_are_built_without_holding_chats_writes_on_postgresql(
         else:
             cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'agent_part_tool_use_name_idx'")
         assert "WHERE" in cursor.fetchone()[0]
+
+
+def test_a_former_owners_seat_the_admin_left_an_owners_is_an_editors_after_the_upgrade(django_user_model):
+    """Before blog 0009 an admin's change of a blog's owner left the former owner's seat an owner's; with
+    the blog's Settings page (delete, hand over), a blog has one owner's seat, its owner's. The upgrade
+    makes each such seat an editor's, keeping whether it may use the assistant; the owner's stays."""
+    team = make_blog(django_user_model)
+    former = Seat.objects.get(blog=team.blog, user=team.owner)
+    new_owner = Seat.objects.get(blog=team.blog, role=Seat.AUTHOR)
+    call_command("migrate", "blog", "0008_post_title_upper_idx", verbosity=0)
+    try:
+        Blog.objects.filter(pk=team.blog.pk).update(owner=new_owner.user)  # (as the admin left them)
+        Seat.objects.filter(pk=new_owner.pk).update(role=Seat.OWNER)
+        Seat.objects.filter(pk=former.pk).update(may_use_assistant=False)
+    finally:
+        call_command("migrate", verbosity=0)
+    roles = {s.pk: (s.role, s.may_use_assistant) for s in Seat.objects.filter(blog=team.blog)}
+    assert roles[former.pk] == (Seat.EDITOR, False)
+    assert roles[new_owner.pk] == (Seat.OWNER, Seat.objects.get(pk=new_owner.pk).may_use_assistant)
+    assert [s for s, (role, _) in roles.items() if role == Seat.OWNER] == [new_owner.pk]

@@ -284,3 +284,29 @@ def test_the_admins_change_of_owner_leaves_the_seats_as_the_settings_page_does(t
     assert browser(root).post(f"/admin/blog/blog/{team.blog.pk}/change/", fields).status_code == 302
     assert roles(team.blog)["owner"] == (Seat.EDITOR, True)
     assert roles(team.blog)["outsider"] == (Seat.OWNER, True)
+
+
+# --- A former owner's seat left an owner's (the admin's change of owner before it made one an editor's) -----
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "data"),
+    [
+        ("get", "/blogs/notes/settings/", {}),
+        ("post", "/blogs/notes/delete/", {"confirm": "notes"}),
+        ("post", "/blogs/notes/settings/", {"title": "Taken back"}),
+        ("get", "/blogs/notes/members/", {}),
+        ("get", "/blogs/notes/export/", {}),
+        ("get", "/blogs/notes/import/", {}),
+    ],
+)
+def test_a_former_owners_seat_left_an_owners_opens_none_of_the_owners_screens(team, method, path, data):
+    """Before today an admin's change of owner left the former owner's seat an owner's. The owner's screens
+    are the blog's owner's (`Blog.owner`), not any owner's seat's: such a seat deletes nothing."""
+    new_owner = team.seat("editor").user
+    Blog.objects.filter(pk=team.blog.pk).update(owner=new_owner)
+    Seat.objects.filter(pk=team.seat("editor").pk).update(role=Seat.OWNER)  # (as the admin left them)
+    former = browser(team.owner)
+    assert getattr(former, method)(path, data).status_code == 404
+    team.blog.refresh_from_db()
+    assert (team.blog.title, team.blog.owner) == ("Notes", new_owner)
