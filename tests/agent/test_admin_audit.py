@@ -293,7 +293,7 @@ def test_the_list_of_chats_reads_its_page_not_every_chat(auditor, user):
         # (no node, the first words' subquery included, runs more often than once a row of the page)
         assert max(int(loops) for loops in re.findall(r"loops=(\d+)", "\n".join(plan))) <= 100, plan
     else:
-        assert any(re.fullmatch(r"SCAN agent_session USING INDEX agent_session_updated_idx", line) for line in plan), plan
+        assert "SCAN agent_session USING INDEX agent_session_updated_idx" in plan, plan
         assert not any("TEMP B-TREE" in line for line in plan), plan
 
 
