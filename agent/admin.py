@@ -265,8 +265,13 @@ class SessionAdmin(PersonSearch, ReadOnlyMixin, admin.ModelAdmin):
         return chat_label(obj, BEGINS_CHARS)
 
     def get_search_results(self, request, queryset, search_term):
-        qs, dup = super().get_search_results(request, queryset, search_term)
-        return qs.distinct(), dup
+        """The chats a search finds, each once: when it reaches their messages' parts (many a chat), as the
+        chats whose ids it finds, not Django's `DISTINCT` over the list's columns, which made the count
+        compute every found chat's first words and the page sort every found chat."""
+        found, duplicates = super().get_search_results(request, self.model._default_manager.all(), search_term)
+        if not duplicates:
+            return super().get_search_results(request, queryset, search_term)
+        return queryset.filter(pk__in=found.values("pk")), False
 
     def get_formset_kwargs(self, request, obj, inline, prefix):
         """A paged inline's rows of the page asked for (`?<prefix>-page=N`), else of its last page."""

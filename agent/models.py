@@ -34,7 +34,13 @@ class Session(models.Model):
     awaiting_people = models.BooleanField(default=False)
 
     class Meta:
-        indexes = [models.Index(fields=["user", "-updated_at"])]
+        indexes = [
+            models.Index(fields=["user", "-updated_at"]),
+            # The admin's list of chats, latest activity first (its `ordering`, and the primary key Django adds
+            # to make the order total): a page is read in order, not every chat sorted. A turn writes
+            # `updated_at` once, as it takes the lease (`sql.take_lease`).
+            models.Index(fields=["-updated_at", "-id"], name="agent_session_updated_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Session {self.pk}"

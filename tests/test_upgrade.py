@@ -201,3 +201,30 @@ def test_a_former_owners_seat_the_admin_left_an_owners_is_an_editors_after_the_u
     assert roles[former.pk] == (Seat.EDITOR, False)
     assert roles[new_owner.pk] == (Seat.OWNER, Seat.objects.get(pk=new_owner.pk).may_use_assistant)
     assert [s for s, (role, _) in roles.items() if role == Seat.OWNER] == [new_owner.pk]
+
+
+def test_the_chats_list_index_is_built_without_holding_turns_on_postgresql():
+    """Every turn writes its chat's row as it starts: on PostgreSQL the list's index on `agent_session` is
+    built `CONCURRENTLY`, outside a transaction, and one an interrupted build left behind is built again."""
+
+    def built() -> bool:
+        with connection.cursor() as cursor:
+            return "agent_session_updated_idx" in connection.introspection.get_constraints(cursor, "agent_session")
+
+    assert built()
+    try:
+        call_command("migrate", "agent", "0016_part_audit_indexes", verbosity=0)
+        assert not built()
+        with connection.cursor() as cursor:  # (an interrupted build left one behind, on another column)
+            cursor.execute('CREATE INDEX "agent_session_updated_idx" ON "agent_session" ("created_at")')
+        with CaptureQueriesContext(connection) as run:
+            call_command("migrate", "agent", "0017_session_updated_index", verbosity=0)
+    finally:
+        call_command("migrate", verbosity=0)
+    made = [q["sql"] for q in run.captured_queries if "CREATE INDEX" in q["sql"]]
+    assert len(made) == 1, made
+    if connection.vendor == "postgresql":
+        assert "CREATE INDEX CONCURRENTLY" in made[0], made
+    with connection.cursor() as cursor:
+        columns = connection.introspection.get_constraints(cursor, "agent_session")["agent_session_updated_idx"]
+    assert columns["columns"] == ["updated_at", "id"], columns
