@@ -165,7 +165,7 @@ def blog_hand_over(*, blog: Blog, to_seat: Seat, actor: User) -> Seat:
     with transaction.atomic():
         locked = Blog.objects.select_for_update().filter(pk=blog.pk).first()
         if locked is None or locked.owner_id != actor.pk:
-            raise HandOverRefused("You no longer own this blog: nothing changed.", "owner")
+            raise HandOverRefused(NO_LONGER_OWNER, "owner")
         both = Q(user_id=actor.pk) | Q(pk=to_seat.pk)
         seats = Seat.objects.select_for_update(of=("self",)).filter(both, blog=locked).select_related("user")
         seat = next((s for s in seats.order_by("pk") if s.pk == to_seat.pk and s.user_id != actor.pk), None)
@@ -180,6 +180,16 @@ def blog_hand_over(*, blog: Blog, to_seat: Seat, actor: User) -> Seat:
     blog.owner = locked.owner
     logger.info("blog %s handed over by %s to %s", blog.pk, actor.pk, seat.user_id)
     return Seat.objects.get(pk=seat.pk)
+
+
+#: What an owner's screen says to a change sent by an owner who has since handed the blog over (another tab).
+NO_LONGER_OWNER = "You no longer own this blog: nothing changed."
+
+
+def still_owned(blog: Blog, user: Any) -> bool:
+    """Whether `user` owns `blog` still, its row locked till the caller's transaction ends: a change an
+    owner's screen makes waits for a hand-over under way (`blog_hand_over` locks the row first), then sees it."""
+    return Blog.objects.select_for_update().filter(pk=blog.pk, owner=user).exists()
 
 
 #: What the Settings page says to a seat id that is not another member's of the blog (forged, or gone).

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,7 +20,7 @@ from accounts.http import AuthenticatedHttpRequest
 from agent.models import Session
 from agent.upload_handler import OVERHEAD, UploadLimitHandler, refusal_of
 from agent.uploads import MB, Limits
-from blog import export, grants, imports, team
+from blog import blogs, export, grants, imports, team
 from blog.access import scope_choices
 from blog.chat_panel import labelled
 from blog.models import Blog, Consent, PostRevision, Seat
@@ -37,7 +37,8 @@ def members(request: HttpRequest, slug: str) -> HttpResponse:
         if action == "remove":  # a form from before removing asked first: ask now
             return redirect("blog:member_remove", slug=blog.slug, pk=posted_seat(request))
         if action != "add":
-            _update_member(request, blog)
+            if not _update_member(request, blog):
+                return redirect("blog:detail", slug=blog.slug)
             return redirect("blog:members", slug=blog.slug)
         adding = _add_member(request, blog)
         if not adding["error"]:
@@ -57,7 +58,11 @@ def member_remove(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     blog = _owned_blog(request, slug)
     target = get_object_or_404(Seat.objects.select_related("user").exclude(role=Seat.OWNER), blog=blog, pk=pk)
     if request.method == "POST":
-        team.seat_remove(seat=target)
+        with transaction.atomic():
+            if not blogs.still_owned(blog, request.user):  # (handed over from another tab meanwhile)
+                messages.error(request, blogs.NO_LONGER_OWNER)
+                return redirect("blog:detail", slug=blog.slug)
+            team.seat_remove(seat=target)
         messages.success(request, f"Removed {target.user.username}.")
         return redirect("blog:members", slug=blog.slug)
     return render(request, "blog/member_confirm_remove.html", {"blog": blog, "seat": target})
@@ -190,17 +195,25 @@ def posted_seat(request: HttpRequest) -> int:
     return int(seat) if seat.isascii() and seat.isdigit() and len(seat) < 19 else 0
 
 
-def _update_member(request: HttpRequest, blog: Blog) -> None:
+def _update_member(request: HttpRequest, blog: Blog) -> bool:
+    """Change a member's role and assistant from the Members screen; False when the blog is no longer the
+    requester's (handed over from another tab meanwhile: the change waited for it, then made none)."""
     role = request.POST.get("role", Seat.AUTHOR)
     if role not in dict(_GRANTABLE_ROLES):
         messages.error(request, "Choose editor, author or viewer.")
-        return
-    target = Seat.objects.filter(blog=blog, pk=posted_seat(request)).exclude(role=Seat.OWNER).first()
-    if target is None:
-        messages.error(request, "That member can't be changed.")
-        return
-    seat = team.seat_update(seat=target, role=role, may_use_assistant=request.POST.get("may_use_assistant") == "on")
+        return True
+    with transaction.atomic():
+        if not blogs.still_owned(blog, request.user):
+            messages.error(request, blogs.NO_LONGER_OWNER)
+            return False
+        target = Seat.objects.filter(blog=blog, pk=posted_seat(request)).exclude(role=Seat.OWNER).first()
+        if target is None:
+            messages.error(request, "That member can't be changed.")
+            return True
+        may_use = request.POST.get("may_use_assistant") == "on"
+        seat = team.seat_update(seat=target, role=role, may_use_assistant=may_use)
     messages.success(request, _now_said(seat))
+    return True
 
 
 def _now_said(seat: Seat) -> str:

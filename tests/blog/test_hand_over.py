@@ -310,3 +310,45 @@ def test_a_former_owners_seat_left_an_owners_opens_none_of_the_owners_screens(te
     assert getattr(former, method)(path, data).status_code == 404
     team.blog.refresh_from_db()
     assert (team.blog.title, team.blog.owner) == ("Notes", new_owner)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("path", "data"),
+    [
+        ("/blogs/notes/members/", {"action": "change", "role": "author"}),
+        ("/blogs/notes/members/{seat}/remove/", {}),
+    ],
+    ids=["change-role", "remove"],
+)
+def test_a_members_change_sent_while_the_blog_is_handed_over_to_them_changes_nothing(django_user_model, path, data):
+    """Her Members tab changes (or removes) the editor's seat while her Settings tab hands the blog over to
+    that editor. The change waits on the hand-over's lock on the blog's row (PostgreSQL; SQLite's write
+    lock), then finds the blog no longer hers. Without it, it wrote over the new owner's seat: an owner
+    with an author's seat (or none) could not open their own blog's owner's screens."""
+    team = make_blog(django_user_model)
+    editor_seat = team.seat("editor")
+    holds, release = threading.Event(), threading.Event()
+
+    def hand_over_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                blog = Blog.objects.get(pk=team.blog.pk)
+                blogs.blog_hand_over(blog=blog, to_seat=Seat.objects.get(pk=editor_seat.pk), actor=team.owner)
+                holds.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    owner = browser(team.owner)
+    assert owner.get("/blogs/notes/members/").status_code == 200  # (her tab was open)
+    handing = threading.Thread(target=hand_over_and_hold)
+    handing.start()
+    assert holds.wait(10)
+    threading.Timer(0.5, release.set).start()  # (the hand-over commits while her change waits)
+    response = owner.post(path.format(seat=editor_seat.pk), {**data, "seat": editor_seat.pk})
+    handing.join(10)
+    assert response.status_code in (302, 404), response.status_code
+    assert Blog.objects.get(pk=team.blog.pk).owner == team.editor
+    assert Seat.objects.get(pk=editor_seat.pk).role == Seat.OWNER
+    assert Seat.objects.get(blog=team.blog, user=team.owner).role == Seat.EDITOR
