@@ -1,5 +1,5 @@
-"""Starting a blog (New blog, from the home page), and its owner's Settings: its title, handing it over
-to a member, and deleting it."""
+"""Starting a blog (New blog, from the home page), and its owner's Settings: its title and description,
+handing it over to a member, and deleting it."""
 
 from __future__ import annotations
 
@@ -23,14 +23,15 @@ def blog_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The New blog form; its POST makes the blog, its person the owner, and opens it."""
     if blogs.blogs_allowed() == 0:  # (only the admin makes blogs: no form at all)
         return render(request, "blog/blog_new.html", {"refusal": blogs.limit_reached()}, status=403)
-    typed = {"title": request.POST.get("title", ""), "slug": request.POST.get("slug", "")}
+    typed = {name: request.POST.get(name, "") for name in ("title", "slug", "description")}
+    context = {"typed": typed, "description_max": blogs.DESCRIPTION_MAX}
     if request.method != "POST":
         refusal = "" if blogs.may_start(request.user) else blogs.limit_reached()
-        return render(request, "blog/blog_new.html", {"typed": typed, "refusal": refusal})
+        return render(request, "blog/blog_new.html", {**context, "refusal": refusal})
     try:
-        blog = blogs.blog_create(owner=request.user, title=typed["title"], slug=typed["slug"])
+        blog = blogs.blog_create(owner=request.user, **typed)
     except blogs.BlogRefused as exc:
-        context = {"typed": typed, "error": exc.public_message, "field": exc.field}
+        context.update(error=exc.public_message, field=exc.field)
         return render(request, "blog/blog_new.html", context, status=400)
     except OperationError as exc:  # (past BLOGS_PER_PERSON)
         return render(request, "blog/blog_new.html", {"refusal": exc.public_message}, status=403)
@@ -38,19 +39,30 @@ def blog_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect("blog:detail", slug=blog.slug)
 
 
+#: What Settings says it saved, by the fields that changed (`blogs.blog_rename`).
+SAVED = {
+    ("title",): "Saved the title.",
+    ("description",): "Saved the description.",
+    ("title", "description"): "Saved the title and the description.",
+    (): "Saved: nothing had changed.",
+}
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 def blog_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    """The owner's: change the blog's title (its address never changes)."""
+    """The owner's: change the blog's title (its address never changes) and what it is about. A form
+    without the description (a page opened before it was there) leaves the description as it is."""
     blog, _actor = ownership(request, slug)
     if request.method != "POST":
         return _settings_page(request, blog)
-    title = request.POST.get("title", "")
+    title, description = request.POST.get("title", ""), request.POST.get("description")
     try:
-        blogs.blog_rename(blog=blog, title=title)
-    except OperationError as exc:  # (the blog's title unchanged: `blog_rename` checks it first)
-        return _settings_page(request, blog, title=title, title_error=exc.public_message, status=400)
-    messages.success(request, "Saved the title.")
+        changed = blogs.blog_rename(blog=blog, title=title, description=description)
+    except blogs.BlogRefused as exc:  # (nothing saved: `blog_rename` checks both first)
+        shown = {"title": title, "description": blog.description if description is None else description}
+        return _settings_page(request, blog, status=400, **shown, **{f"{exc.field}_error": exc.public_message})
+    messages.success(request, SAVED[tuple(changed)])
     return redirect("blog:settings", slug=blog.slug)
 
 
@@ -105,7 +117,14 @@ def _hand_over_refused(
 
 def _settings_page(request: AuthenticatedHttpRequest, blog: Blog, status: int = 200, **shown: str) -> HttpResponse:
     members = _other_members(request, blog).order_by("user__username")
-    context = {"blog": blog, "title": shown.get("title", blog.title), "members": members, **shown}
+    context = {
+        "blog": blog,
+        "title": shown.get("title", blog.title),
+        "description": shown.get("description", blog.description),
+        "description_max": blogs.DESCRIPTION_MAX,
+        "members": members,
+        **shown,
+    }
     return render(request, "blog/blog_settings.html", context, status=status)
 
 

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("blog.blogs")
 
 TITLE_MAX = Blog._meta.get_field("title").max_length or 200
+DESCRIPTION_MAX = Blog._meta.get_field("description").max_length or 300
+#: The most of a description a card in the lists of blogs to read shows (`shortened`, ending in "…").
+DESCRIPTION_SHOWN = 140
 SLUG_MAX = Blog._meta.get_field("slug").max_length or 100
 #: A blog's address: lowercase ASCII letters and digits in words joined by single hyphens (`field-notes`).
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -82,6 +85,19 @@ def clean_title(title: str) -> str:
     return title
 
 
+def clean_description(description: str) -> str:
+    """What the blog is about as kept: one paragraph of plain text in one composed form (NFC), every run
+    of spaces, tabs and line breaks one space, trimmed, and control characters (NUL among them) removed;
+    "" for one with nothing else (no description). Refused past DESCRIPTION_MAX characters."""
+    text = " ".join(unicodedata.normalize("NFC", description or "").split())
+    text = " ".join("".join(c for c in text if unicodedata.category(c) != "Cc").split())
+    if all(unicodedata.category(c)[0] in "ZC" for c in text):
+        return ""
+    if len(text) > DESCRIPTION_MAX:
+        raise BlogRefused(f"A blog's description can be at most {DESCRIPTION_MAX} characters.", "description")
+    return text
+
+
 def clean_slug(slug: str) -> str:
     """An address typed by its person, lowercased; refused unless it is one a blog may take."""
     slug = (slug or "").strip().lower()
@@ -110,12 +126,14 @@ def slug_for(title: str) -> str:
     return slug
 
 
-def blog_create(*, owner: User, title: str, slug: str = "") -> Blog:
+def blog_create(*, owner: User, title: str, slug: str = "", description: str = "") -> Blog:
     """A new blog of `owner`, who gets its owner's seat with the assistant (`team.owner_seat`), at `slug`,
-    or with none an address made from the title. Refused (OperationError) past `BLOGS_PER_PERSON`, for a
+    or with none an address made from the title, saying what it is about when `description` has words.
+    Refused (OperationError) past `BLOGS_PER_PERSON`, for a
     title or address that will not do, and for an address taken, also by a blog made meanwhile (the
     unique slug decides: nothing is made)."""
     title = clean_title(title)
+    description = clean_description(description)
     slug = clean_slug(slug) if slug.strip() else slug_for(title)
     try:
         with transaction.atomic():
@@ -123,7 +141,7 @@ def blog_create(*, owner: User, title: str, slug: str = "") -> Blog:
             get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
             if not may_start(owner):
                 raise OperationError(limit_reached(), "denied")
-            blog = Blog.objects.create(owner=owner, title=title, slug=slug)
+            blog = Blog.objects.create(owner=owner, title=title, slug=slug, description=description)
             team.owner_seat(blog=blog)
     except IntegrityError:
         if not Blog.objects.filter(slug=slug).exists():
@@ -144,11 +162,17 @@ def limit_reached() -> str:
     )
 
 
-def blog_rename(*, blog: Blog, title: str) -> Blog:
-    """Give the blog a new title (its address stays: public links and feeds use it)."""
-    blog.title = clean_title(title)
-    blog.save(update_fields=["title"])
-    return blog
+def blog_rename(*, blog: Blog, title: str, description: str | None = None) -> list[str]:
+    """Give the blog a new title (its address stays: public links and feeds use it) and, unless None, a
+    new description; the fields that changed (`title`, `description`), in that order. Both are checked
+    before either is saved: a refusal (BlogRefused, about the title first) changes nothing."""
+    title = clean_title(title)
+    description = blog.description if description is None else clean_description(description)
+    changed = [name for name, value in (("title", title), ("description", description)) if getattr(blog, name) != value]
+    blog.title, blog.description = title, description
+    if changed:
+        blog.save(update_fields=changed)
+    return changed
 
 
 def blog_hand_over(*, blog: Blog, to_seat: Seat, actor: User) -> Seat:

@@ -134,8 +134,9 @@ def write_archive(out: IO[bytes], blog: Blog, posts: Iterable[Post], now: dateti
             # Under gevent the worker's other requests take their turn between posts (a no-op without it):
             # compressing thousands of posts is CPU work that would otherwise hold the worker throughout.
             time.sleep(0)
+        about = f"Description: {blog.description}\n" if blog.description else ""  # (one line: `clean_description`)
         readme = (
-            f"Blog: {blog.title}\nAddress: {blog.slug}\nExported: {now.isoformat(timespec='seconds')}\n"
+            f"Blog: {blog.title}\nAddress: {blog.slug}\n{about}Exported: {now.isoformat(timespec='seconds')}\n"
             f"Posts: {count}\n\nposts/ holds each post as Markdown after a YAML front matter block;\n"
             "covers/ holds the cover images the front matter names.\n"
         )

@@ -21,6 +21,8 @@ class Blog(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owned_blogs")
     title = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
+    # What the blog is about: one paragraph of plain text, never markdown (`blogs.clean_description`).
+    description = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

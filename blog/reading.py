@@ -207,7 +207,8 @@ class BlogFeed(Feed):
         return reverse("blog:public_index", args=[blog.slug])
 
     def subtitle(self, blog: Blog) -> str:
-        return f"Posts published on {blog.title}"
+        """What the blog is about (Atom's `<subtitle>`, escaped as XML text), else a sentence naming it."""
+        return blog.description or f"Posts published on {blog.title}"
 
     def items(self, blog: Blog):
         return published(blog)[: self.limit]

@@ -245,7 +245,7 @@ gevent.spawn(other_request)
 gevent.sleep(0)
 out = io.BytesIO()
 before = len(ticks)
-write_archive(out, types.SimpleNamespace(title="T", slug="t"), posts, when)
+write_archive(out, types.SimpleNamespace(title="T", slug="t", description=""), posts, when)
 print(len(ticks) - before, len(zipfile.ZipFile(out).namelist()))
 """
 

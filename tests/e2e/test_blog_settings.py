@@ -1,6 +1,7 @@
 """A person's own blog, in Chromium: started from the home page (its address made as the title is
 typed), renamed on its Settings page, then deleted there by typing its address; its page still open
-in another tab says it no longer has access. And field-notes handed over by alice to bob."""
+in another tab says it no longer has access. alice says what field-notes is about, and a visitor reads it
+on its public index. And field-notes handed over by alice to bob."""
 
 from __future__ import annotations
 
@@ -59,6 +60,31 @@ def test_a_person_starts_renames_and_deletes_a_blog(server, page, context):
     expect(page.locator(".flash")).to_contain_text("Deleted Herons of the marsh, with its posts and chats.")
     expect(page.locator("main").get_by_role("link", name="Herons of the marsh")).to_have_count(0)
     expect(other_tab.locator("#live-status")).to_contain_text("Live updates stopped: you no longer have access to")
+
+
+def test_alice_says_what_her_blog_is_about_and_readers_see_it(server, page, browser):
+    """Typed on two lines in Settings, kept as one paragraph: under the title on her blog's page, and on its
+    public index for a visitor (and as the page's description)."""
+    base = server.url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/settings/")
+    page.get_by_label("Description").fill("Notes from long walks\nnear the coast.")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".flash")).to_contain_text("Saved the description.")
+    expect(page.get_by_label("Description")).to_have_value("Notes from long walks near the coast.")
+    page.get_by_role("link", name="← Field Notes").click()
+    expect(page.locator(".pane-head .blog-about")).to_have_text("Notes from long walks near the coast.")
+
+    visitor = browser.new_context().new_page()
+    try:
+        visitor.goto(f"{base}/read/{BLOG}/")
+        expect(visitor.get_by_role("heading", level=1)).to_have_text("Field Notes")
+        expect(visitor.locator("main .blog-about")).to_have_text("Notes from long walks near the coast.")
+        expect(visitor.locator('meta[name="description"]')).to_have_attribute(
+            "content", "Notes from long walks near the coast."
+        )
+    finally:
+        visitor.context.close()
 
 
 def test_alice_hands_her_blog_over_to_bob_and_stays_on_as_an_editor(server, page, browser):
