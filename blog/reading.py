@@ -191,8 +191,20 @@ def post_url(post: Post) -> str:
     return reverse("blog:public_post", args=[post.blog.slug, post.slug])
 
 
+#: What XML 1.0 has no place for: the C0 control characters but tab, line feed and carriage return, and
+#: U+FFFE, U+FFFF (a lone surrogate never reaches here: the write path replaces it).
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` without what XML 1.0 cannot carry: a control character pasted into a title or a body would
+    otherwise make Django's feed writer refuse the blog's whole feed."""
+    return NOT_XML.sub("", text)
+
+
 class BlogFeed(Feed):
-    """A blog's published posts as Atom (`/read/<slug>/feed/`), newest first, bodies as sanitised HTML."""
+    """A blog's published posts as Atom (`/read/<slug>/feed/`), newest first, bodies as sanitised HTML;
+    every text without what XML cannot carry (`xml_text`)."""
 
     feed_type = Atom1Feed
     limit = 20
@@ -201,23 +213,23 @@ class BlogFeed(Feed):
         return _readable_blog(slug)
 
     def title(self, blog: Blog) -> str:
-        return blog.title
+        return xml_text(blog.title)
 
     def link(self, blog: Blog) -> str:
         return reverse("blog:public_index", args=[blog.slug])
 
     def subtitle(self, blog: Blog) -> str:
         """What the blog is about (Atom's `<subtitle>`, escaped as XML text), else a sentence naming it."""
-        return blog.description or f"Posts published on {blog.title}"
+        return xml_text(blog.description or f"Posts published on {blog.title}")
 
     def items(self, blog: Blog):
         return published(blog)[: self.limit]
 
     def item_title(self, post: Post) -> str:
-        return post.title
+        return xml_text(post.title)
 
     def item_description(self, post: Post) -> str:
-        return body_html(post)
+        return xml_text(body_html(post))
 
     def item_link(self, post: Post) -> str:
         return post_url(post)

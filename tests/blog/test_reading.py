@@ -184,6 +184,24 @@ def test_atom_feed_lists_published_posts_with_sanitised_bodies(team):
     assert "&lt;script&gt;" in summary.text
 
 
+def test_a_control_character_in_a_title_or_body_leaves_the_feed_readable(team):
+    """XML 1.0 has no place for most control characters (a bell pasted into a title, a form feed in a
+    body), and Django's feed writer refused them: the blog's whole feed answered 500. Its texts are written
+    without them; the pages keep them as stored."""
+    team.blog.title = "Notes\x07 of a bell"
+    team.blog.description = "About\x0b bells"  # (written before descriptions were cleaned, or by the admin)
+    team.blog.save()
+    make_post(team.blog, "Bell\x07post", "ding\x0cdong\x1b and \ufffe more", published=True)
+    response = browser().get("/read/notes/feed/")
+    assert response.status_code == 200
+    feed = ElementTree.fromstring(response.content)
+    assert feed.find(f"{ATOM}title").text == "Notes of a bell"
+    assert feed.find(f"{ATOM}subtitle").text == "About bells"
+    entry = feed.find(f"{ATOM}entry")
+    assert entry.find(f"{ATOM}title").text == "Bellpost"
+    assert "dingdong and  more" in entry.find(f"{ATOM}summary").text
+
+
 def test_sitemap_lists_public_pages_only(team, other_team):
     live = make_post(team.blog, "Live", published=True)
     draft = make_post(team.blog, "Draft")
