@@ -47,6 +47,7 @@ def test_seed_demo_creates_the_contract_data():
 
     blog = Blog.objects.get(slug="field-notes")
     assert blog.owner.username == "alice"
+    assert blog.description.startswith("Small observations from the field")  # (so the demo shows one)
     seats = {s.user.username: (s.role, s.may_use_assistant) for s in Seat.objects.filter(blog=blog)}
     assert seats == {"alice": ("owner", True), "bob": ("editor", True), "carol": ("viewer", False)}
 

@@ -11,6 +11,9 @@ from blog.access import ROLE_SCOPES
 from blog.models import Blog, Consent, Post, PostRevision, Seat
 
 PASSWORD = "demo-pass-1234"
+#: What the demo blog says it is about (its public index, feed and cards show it).
+DESCRIPTION = "Small observations from the field, written down with an assistant that asks before it acts."
+
 USERS = [
     ("alice", Seat.OWNER, True),
     ("bob", Seat.EDITOR, True),
@@ -30,7 +33,8 @@ class Command(BaseCommand):
             if not User.objects.filter(username="admin").exists():
                 User.objects.create_superuser("admin", "admin@example.com", PASSWORD)
             blog, created = Blog.objects.get_or_create(
-                slug="field-notes", defaults={"title": "Field Notes", "owner": people["alice"]}
+                slug="field-notes",
+                defaults={"title": "Field Notes", "owner": people["alice"], "description": DESCRIPTION},
             )
             for name, role, allowed in USERS:
                 Seat.objects.get_or_create(
