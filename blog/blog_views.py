@@ -39,7 +39,7 @@ def blog_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect("blog:detail", slug=blog.slug)
 
 
-#: What Settings says it saved, by the fields that changed (`blogs.blog_rename`).
+#: What Settings says it saved, by the fields that changed (`blogs.blog_update`).
 SAVED = {
     ("title",): "Saved the title.",
     ("description",): "Saved the description.",
@@ -58,8 +58,8 @@ def blog_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         return _settings_page(request, blog)
     title, description = request.POST.get("title", ""), request.POST.get("description")
     try:
-        changed = blogs.blog_rename(blog=blog, title=title, description=description)
-    except blogs.BlogRefused as exc:  # (nothing saved: `blog_rename` checks both first)
+        changed = blogs.blog_update(blog=blog, title=title, description=description)
+    except blogs.BlogRefused as exc:  # (nothing saved: `blog_update` checks both first)
         shown = {"title": title, "description": blog.description if description is None else description}
         return _settings_page(request, blog, status=400, **shown, **{f"{exc.field}_error": exc.public_message})
     messages.success(request, SAVED[tuple(changed)])

@@ -42,7 +42,6 @@ DESCRIPTION_SHOWN = 140
 SLUG_MAX = Blog._meta.get_field("slug").max_length or 100
 #: A blog's address: lowercase ASCII letters and digits in words joined by single hyphens (`field-notes`).
 SLUG_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-RESERVED_SLUGS = RESERVED_BLOG_SLUGS
 #: The address of a blog whose title has no letter or digit slugify keeps (a title in another script).
 FALLBACK_SLUG = "blog"
 
@@ -108,7 +107,7 @@ def clean_slug(slug: str) -> str:
         )
     if len(slug) > SLUG_MAX:
         raise BlogRefused(f"An address can be at most {SLUG_MAX} characters.", "slug")
-    if slug in RESERVED_SLUGS:
+    if slug in RESERVED_BLOG_SLUGS:
         raise BlogRefused(f"The address “{slug}” is reserved: choose another.", "slug")
     return slug
 
@@ -117,7 +116,7 @@ def slug_for(title: str) -> str:
     """An address made from the title, one no blog has yet: its ASCII letters and digits (`slugify`,
     accents dropped), else `blog`; then `-2`, `-3`… past those taken."""
     base = re.sub(r"[-_]+", "-", slugify(title)).strip("-")[: SLUG_MAX - 8].strip("-")
-    if not base or base in RESERVED_SLUGS:
+    if not base or base in RESERVED_BLOG_SLUGS:
         base = FALLBACK_SLUG
     taken = set(Blog.objects.filter(slug__startswith=base).values_list("slug", flat=True))
     n = 1
@@ -162,7 +161,7 @@ def limit_reached() -> str:
     )
 
 
-def blog_rename(*, blog: Blog, title: str, description: str | None = None) -> list[str]:
+def blog_update(*, blog: Blog, title: str, description: str | None = None) -> list[str]:
     """Give the blog a new title (its address stays: public links and feeds use it) and, unless None, a
     new description; the fields that changed (`title`, `description`), in that order. Both are checked
     before either is saved: a refusal (BlogRefused, about the title first) changes nothing."""
