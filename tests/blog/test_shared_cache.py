@@ -166,3 +166,19 @@ def test_previews_pause_while_the_cache_does_not_answer(team, down):
     text = response.content.decode()
     assert "The preview is paused for a moment" in text and "within 30 seconds" in text
     assert "bold" not in text
+
+
+def test_after_a_failure_the_worker_leaves_the_cache_alone_a_moment(shared, settings):
+    """So a feed of twenty posts does not wait out twenty timeouts on a Redis that does not answer."""
+    from config import cache as shared_cache
+
+    cache.set("kept", "here")
+    settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": f"redis://127.0.0.1:{closed_port()}/0"}}
+    try:
+        assert shared_cache.get_if_answering("kept", "testing") is None  # (failed)
+        settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": shared}}  # (back at once)
+        assert shared_cache.get_if_answering("kept", "testing") is None  # (not asked, for the moment)
+        shared_cache.health.down_until -= shared_cache.DOWN_SECONDS  # (the moment over)
+        assert shared_cache.get_if_answering("kept", "testing") == "here"
+    finally:
+        shared_cache.health.reset()
