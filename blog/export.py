@@ -28,6 +28,7 @@ from django.utils.text import slugify
 
 from blog.covers import EXTENSIONS
 from blog.models import Blog, Post
+from config.cache import UNAVAILABLE, health, needed
 
 logger = logging.getLogger("blog.export")
 
@@ -169,12 +170,20 @@ def one_at_a_time(user_id: int) -> Iterator[None]:
     """Hold the person's one place for an export while the block runs; ExportRunning when another holds it.
 
     In Django's cache (`cache.add`, which sets a key only when absent): shared by every worker and host
-    when the cache is (Redis, Memcached), else per worker process."""
+    with `CACHE_URL`, else per worker process. While that cache does not answer no place can be taken,
+    and none is: CacheUnavailable (the limit holds; the export waits for the cache). A place that cannot
+    be given back once the export is written (the cache went away meanwhile) lapses by itself after
+    RUNNING_SECONDS; the export is not failed for it."""
     key, mine = f"blog:export-running:{user_id}", uuid.uuid4().hex
-    if not cache.add(key, mine, RUNNING_SECONDS):
+    with needed("exports are refused until it answers"):
+        taken = cache.add(key, mine, RUNNING_SECONDS)
+    if not taken:
         raise ExportRunning
     try:
         yield
     finally:
-        if cache.get(key) == mine:  # (not a later export's place, should this one have outlived its own)
-            cache.delete(key)
+        try:  # (tried even in the moment the process leaves the cache alone: else the place stays taken)
+            if cache.get(key) == mine:  # (not a later export's place, should this one have outlived its own)
+                cache.delete(key)
+        except UNAVAILABLE as exc:
+            health.failed("an export's place is left to lapse", exc)

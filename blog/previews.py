@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import suppress
 from typing import Any
 
 from django.core.cache import cache
 from django.utils.safestring import SafeString
 
 from blog import reading
+from config.cache import CacheUnavailable, needed
 
 #: The rendering each person's previews may spend per minute (in milliseconds of CPU), in each worker
-#: process (the cache is the process's own unless one is configured). Ordinary editing, even of a long
+#: process (the cache is the process's own unless `CACHE_URL` shares it). Ordinary editing, even of a long
 #: post, spends a small part of it; a body built to be slow reaches it after a few previews.
 PREVIEW_CPU_MS_PER_MINUTE = 10_000
 #: What a preview is charged before it is rendered, per character (the slowest inputs measured, about
@@ -45,6 +47,8 @@ def bucket(user_id: int, now: float) -> str:
 
 def render(user: Any, body: str) -> tuple[SafeString | None, int]:
     """The preview of `body` for a person, and 0; or None and the seconds until their previews resume.
+    CacheUnavailable while the cache that keeps their budget does not answer (a text it had rendered
+    is not served from it either, then).
 
     A text rendered before (previewed, or published: the same cache as the public page) is served from
     the cache whatever was spent; only a render is charged."""
@@ -53,11 +57,12 @@ def render(user: Any, body: str) -> tuple[SafeString | None, int]:
         return cached, 0
     now = time.time()
     key = bucket(user.pk, now)
-    cache.add(key, 0, 120)
-    if (cache.get(key) or 0) >= PREVIEW_CPU_MS_PER_MINUTE:
-        return None, max(1, math.ceil(60 - now % 60))
     estimate = math.ceil(len(body) * ESTIMATE_MS_PER_CHAR)
-    charge(key, estimate)
+    with needed("editor previews are paused until it answers"):  # (no budget to read: no render)
+        cache.add(key, 0, 120)
+        if (cache.get(key) or 0) >= PREVIEW_CPU_MS_PER_MINUTE:
+            return None, max(1, math.ceil(60 - now % 60))
+        charge(key, estimate)
     start = cpu_clock()
     try:
         if len(body) >= PREVIEW_CACHE_MIN_CHARS:
@@ -65,7 +70,8 @@ def render(user: Any, body: str) -> tuple[SafeString | None, int]:
         else:
             html = reading.render_markdown(body, top_heading=2)
     finally:
-        charge(key, math.ceil((cpu_clock() - start) * 1000) - estimate)
+        with suppress(CacheUnavailable), needed("a preview's render was not charged"):
+            charge(key, math.ceil((cpu_clock() - start) * 1000) - estimate)
     return html, 0
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib.sitemaps import Sitemap
 from django.contrib.syndication.views import Feed
-from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
@@ -32,6 +31,7 @@ from django.views.decorators.http import require_safe
 from agent.markdown import render_markdown
 from blog import covers
 from blog.models import Blog, Post
+from config.cache import get_if_answering, set_if_answering
 
 #: Posts per page of a blog's public index.
 PER_PAGE = 10
@@ -51,6 +51,8 @@ def published(blog: Blog | None = None):
 
 #: How long a rendered body stays cached (its key is its text, so an edit is never served stale).
 RENDERED_SECONDS = 24 * 3600
+#: While the cache does not answer, bodies are rendered at each visit: the cache only saves that work.
+WITHOUT_CACHE = "post bodies are rendered at each visit"
 
 
 def body_html(post: Post) -> SafeString:
@@ -68,7 +70,7 @@ def _body_key(body: str) -> str:
 
 def cached_body_html(body: str) -> SafeString | None:
     """A body's rendering if the cache has it (the editor's preview asks this before it spends a render)."""
-    rendered = cache.get(_body_key(body))
+    rendered = get_if_answering(_body_key(body), WITHOUT_CACHE)
     return None if rendered is None else mark_safe(rendered)  # noqa: S308 - render_markdown's, as stored
 
 
@@ -77,10 +79,10 @@ def rendered_body_html(body: str, seconds: int = RENDERED_SECONDS) -> SafeString
     and kept there: the public page and the editor's preview share it, so a preview is what the page
     will show, and a text previewed is not rendered again."""
     key = _body_key(body)
-    rendered = cache.get(key)
+    rendered = get_if_answering(key, WITHOUT_CACHE)
     if rendered is None:
         rendered = str(render_markdown(body, top_heading=2))  # (under the page's h1, its title)
-        cache.set(key, rendered, seconds)
+        set_if_answering(key, rendered, seconds, WITHOUT_CACHE)
     return mark_safe(rendered)  # noqa: S308 - render_markdown's sanitised output, as it was stored
 
 

@@ -25,6 +25,7 @@ from blog.access import scope_choices
 from blog.chat_panel import labelled
 from blog.models import Blog, Consent, PostRevision, Seat
 from blog.views import membership
+from config.cache import RETRY_SECONDS, CacheUnavailable
 
 
 @require_http_methods(["GET", "POST"])
@@ -84,6 +85,10 @@ def blog_export(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse | 
         busy = render(request, "blog/export_running.html", {"blog": blog}, status=429)
         busy["Retry-After"] = str(export.RETRY_SECONDS)
         return busy
+    except CacheUnavailable:  # (the cache that holds the place does not answer: no export starts meanwhile)
+        paused = render(request, "blog/export_unavailable.html", {"blog": blog}, status=503)
+        paused["Retry-After"] = str(RETRY_SECONDS)
+        return paused
     return FileResponse(archive, as_attachment=True, filename=name, content_type="application/zip")
 
 

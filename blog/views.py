@@ -21,6 +21,7 @@ from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
 from blog.services import OperationError
+from config.cache import RETRY_SECONDS, CacheUnavailable
 
 
 def membership(request: HttpRequest, slug: str) -> tuple[Blog, Seat, grants.Actor]:
@@ -312,7 +313,11 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     body = services.as_typed(request.POST.get("body", ""))
     if len(body) > services.MAX_BODY_CHARS:
         return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
-    html, wait = previews.render(request.user, body)
+    try:
+        html, wait = previews.render(request.user, body)
+    except CacheUnavailable:  # (the budget cannot be read: previews pause rather than go unlimited)
+        context = {"unavailable": True, "retry_after": RETRY_SECONDS}
+        return render(request, "blog/_preview.html", context, status=429)
     if html is None:  # this person's previews spent their rendering for now (blog/previews.py)
         return render(request, "blog/_preview.html", {"paused": True, "retry_after": wait}, status=429)
     return render(request, "blog/_preview.html", {"body_html": html})

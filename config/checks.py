@@ -48,3 +48,21 @@ def proxy_addresses_readable(app_configs=None, **kwargs):
     except ImproperlyConfigured as e:
         return [checks.Error(str(e), id="config.E002")]
     return []
+
+
+@checks.register(checks.Tags.caches)
+def cache_shared_with_the_events(app_configs=None, **kwargs):
+    """AGENT_EVENTS_URL says the site runs on several workers (or hosts); a cache left in each worker's
+    memory then keeps each limit in it per worker, as many times over as there are workers."""
+    backend = settings.CACHES.get("default", {}).get("BACKEND", "")
+    if not settings.AGENT_EVENTS_URL or backend != "django.core.cache.backends.locmem.LocMemCache":
+        return []
+    return [
+        checks.Warning(
+            "AGENT_EVENTS_URL is set but CACHE_URL is not, so Django's cache stays each worker's own memory: "
+            "one export at a time a person, the client registrations per address (DCR_REGISTRATIONS_PER_HOUR) "
+            "and the editor's preview budget hold per worker, not for the site, and each worker renders post "
+            "bodies for itself. Set CACHE_URL=redis://host:6379/1 to share them.",
+            id="config.W001",
+        )
+    ]

@@ -270,6 +270,37 @@ STORAGES = {
     },
 }
 
+
+def cache_backend(environ: Mapping[str, str]) -> dict:
+    """Django's CACHES["default"] from CACHE_URL: unset = each worker process's own memory (Django's
+    default); redis:// or rediss:// = Django's own RedisCache, one cache for every worker and host that
+    names the same server (the one-export-at-a-time place, the registration count, the preview budget
+    and the rendered post bodies; `config/cache.py` says what each does while it does not answer)."""
+    url = environ.get("CACHE_URL", "").strip()
+    if not url:
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for its ValueError: a port that is no number
+    except ValueError:
+        parts = None
+    db = parts.path.strip("/") if parts else ""
+    if parts is None or parts.scheme not in ("redis", "rediss") or not parts.hostname or not (db == "" or db.isdigit()):
+        raise ImproperlyConfigured(  # (not echoed: the URL may hold a password)
+            "CACHE_URL must be a Redis URL such as redis://host:6379/1 or rediss://:password@host:6380/1."
+        )
+    return {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": url,
+        # Passed by Django to redis-py's connection pool: a Redis that does not answer holds a cache call
+        # 1 s at most to connect and 2 s for an answer (redis-py's defaults: 5 s each), never for good.
+        "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
+    }
+
+
+# Django's cache (CACHE_URL; README, "Deploying past one box").
+CACHES = {"default": cache_backend(os.environ)}
+
 # Blogs one person may start on the site (`/blogs/new/`) and own at once; 0 = only the admin makes blogs.
 BLOGS_PER_PERSON = env_int("BLOGS_PER_PERSON", 10)
 

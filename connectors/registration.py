@@ -27,6 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from oauth2_provider.models import get_application_model
 
+from config.cache import RETRY_SECONDS, CacheUnavailable, needed
 from config.middleware import counted_address
 
 log = logging.getLogger(__name__)
@@ -161,19 +162,20 @@ def seconds_limited(request: HttpRequest) -> int:
 
     Registration needs no account, so without a limit anyone could fill the database with clients.
     Counted per address (an IPv6 client per /64: `config.middleware.counted_address`) and clock hour
-    in Django's cache: shared by every worker when the cache is (Redis, Memcached), else each worker
-    counts its own.
+    in Django's cache: shared by every worker and host with `CACHE_URL`, else each worker counts its own.
+    While that cache does not answer nothing can be counted, and nothing is registered: CacheUnavailable.
     """
     limit = settings.DCR_REGISTRATIONS_PER_HOUR
     if not limit:
         return 0
     now = time.time()
     key = f"connectors:registrations:{counted_address(request.META.get('REMOTE_ADDR', ''))}:{int(now // 3600)}"
-    cache.add(key, 0, 3600)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # (gone between the two calls: evicted or expired)
-        cache.set(key, count := 1, 3600)
+    with needed("client registrations are refused until it answers"):
+        cache.add(key, 0, 3600)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # (gone between the two calls: evicted or expired)
+            cache.set(key, count := 1, 3600)
     return 0 if count <= limit else max(1, int(3600 - now % 3600))
 
 
@@ -190,7 +192,15 @@ def register(request: HttpRequest) -> JsonResponse:
         declared = 0
     if declared > MAX_BODY_BYTES:
         return _error("The registration request is too large.", 413)
-    if wait := seconds_limited(request):
+    try:
+        wait = seconds_limited(request)
+    except CacheUnavailable:  # (the count cannot be kept: the limit holds by registering no one meanwhile)
+        paused = {
+            "error": "temporarily_unavailable",
+            "error_description": "Registration is unavailable for a moment; try again later.",
+        }
+        return JsonResponse(paused, status=503, headers={"Retry-After": str(RETRY_SECONDS)})
+    if wait:
         body: dict[str, Any] = {
             "error": "temporarily_unavailable",
             "error_description": "Too many registrations; try again later.",

@@ -41,3 +41,32 @@ def test_static_files_collected_with_debug_on_are_told_apart(served):
 def test_static_files_collected_with_their_manifest_pass(served):
     (served / "staticfiles.json").write_text('{"paths": {}, "version": "1.1", "hash": ""}')
     assert static_files_collected() == []
+
+
+REDIS_CACHE = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://r:6379/1"}}
+
+
+def test_several_workers_with_each_its_own_cache_are_warned_of(settings):
+    """AGENT_EVENTS_URL is set for a site of several workers; with the cache left in each one's memory,
+    the limits kept in it held per worker, silently."""
+    from django.core import checks
+
+    settings.AGENT_EVENTS_URL = "redis://:s3cret@redis.internal:6379/0"
+    (warning,) = [m for m in checks.run_checks(tags=[checks.Tags.caches]) if m.id.startswith("config.")]
+    assert (warning.id, warning.level) == ("config.W001", checks.WARNING)
+    assert warning.msg == (
+        "AGENT_EVENTS_URL is set but CACHE_URL is not, so Django's cache stays each worker's own memory: "
+        "one export at a time a person, the client registrations per address (DCR_REGISTRATIONS_PER_HOUR) "
+        "and the editor's preview budget hold per worker, not for the site, and each worker renders post "
+        "bodies for itself. Set CACHE_URL=redis://host:6379/1 to share them."
+    )
+
+
+def test_a_shared_cache_or_a_single_worker_is_not_warned_of(settings):
+    from config.checks import cache_shared_with_the_events
+
+    settings.AGENT_EVENTS_URL = ""
+    assert cache_shared_with_the_events() == []  # (one worker: the in-process bus, its own cache)
+    settings.AGENT_EVENTS_URL = "redis://redis.internal:6379/0"
+    settings.CACHES = REDIS_CACHE
+    assert cache_shared_with_the_events() == []

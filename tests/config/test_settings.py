@@ -3,6 +3,7 @@ sentence naming its variable, never a traceback inside a request or a silent fal
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -161,3 +162,63 @@ def test_manage_py_still_takes_its_settings_option():
     )
     assert result.returncode == 0, result.stderr
     assert "ROOT_URLCONF = 'tests.agent.urls'" in result.stdout
+
+
+CACHES_OF = "from django.conf import settings; import json; print(json.dumps(settings.CACHES))"
+
+
+def test_without_cache_url_the_cache_is_each_processs_own_memory_as_djangos_default():
+    from django.conf import global_settings
+
+    result = load_settings(CACHES_OF)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == global_settings.CACHES, result.stderr
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://redis.internal:6379/1", "rediss://:s3cret@redis.internal:6380/2", "redis://cache.internal"]
+)
+def test_cache_url_makes_djangos_own_redis_cache_with_short_timeouts(url):
+    result = load_settings(CACHES_OF, CACHE_URL=f" {url} ")
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 2.0},
+        }
+    }, result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "memcached://u:s3cret@127.0.0.1:11211",
+        "http://u:s3cret@127.0.0.1:6379/0",
+        "127.0.0.1:6379",
+        "redis://:s3cret@127.0.0.1:notaport/0",
+        "redis://:s3cret@/0",
+        "redis://:s3cret@127.0.0.1:6379/cache",
+    ],
+)
+def test_a_cache_url_that_is_no_redis_url_is_refused_naming_it_and_not_echoing_it(url):
+    result = load_settings(CACHE_URL=url)
+    assert refusal(result) == (
+        "django.core.exceptions.ImproperlyConfigured: CACHE_URL must be a Redis URL such as "
+        "redis://host:6379/1 or rediss://:password@host:6380/1."
+    )
+    assert "s3cret" not in result.stderr
+
+
+def test_manage_py_check_says_a_refused_cache_url_in_its_sentence_alone():
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**base, "DEBUG": "1", "CACHE_URL": "memcached://u:s3cret@127.0.0.1:11211"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "CACHE_URL must be a Redis URL such as redis://host:6379/1 or rediss://:password@host:6380/1.\n"
+    )
