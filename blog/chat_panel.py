@@ -23,7 +23,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap
 
-from accounts.http import HtmxHttpRequest
+from accounts.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from agent import budget, display, intake, titles
 from agent.api import message_text
 from agent.chat_views import conversation, notice
@@ -143,7 +143,7 @@ def _chats_page(
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def chat_rename(request: HttpRequest, slug: str, chat_id: uuid.UUID) -> HttpResponse:
+def chat_rename(request: AuthenticatedHttpRequest, slug: str, chat_id: uuid.UUID) -> HttpResponse:
     """The person's own chat on this blog given a name of theirs, from the chats page, which it goes back
     to (the same page of it); a name refused shows that page again, the refusal beside what was typed.
     Anyone else's chat, or another blog's, is 404. A GET (back from signing in, the form's address as
