@@ -198,3 +198,12 @@ def test_the_panel_links_to_the_chats_page_whenever_it_lists_earlier_chats(team)
     said_chat(team.editor, team.blog, text="two")
     html = browser(team.editor).get(f"/blogs/notes/?chat={first.pk}").content.decode()
     assert '<a href="/blogs/notes/chats/" class="all-chats">All chats…</a>' in html
+
+
+def test_the_admin_names_a_renamed_chat_by_its_name_and_keeps_its_transcript(team, auditor):
+    chat = said_chat(team.editor, team.blog, text="What the person first said")
+    assert browser(team.editor).post(rename_url(chat), {"title": "Audit <me>"}).status_code == 302
+    listing = auditor.get("/admin/agent/session/").content.decode()
+    assert "Audit &lt;me&gt;" in listing and "What the person first said" not in listing
+    page = auditor.get(f"/admin/agent/session/{chat.pk}/change/").content.decode()
+    assert "Audit &lt;me&gt;" in page and "What the person first said" in page  # (its first message, as it was)
