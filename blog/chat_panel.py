@@ -20,11 +20,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, reswap
 
-from accounts.http import HtmxHttpRequest
-from agent import budget, display, intake
+from accounts.http import AuthenticatedHttpRequest, HtmxHttpRequest
+from agent import budget, display, intake, titles
 from agent.api import message_text
 from agent.chat_views import conversation, notice
 from agent.models import Message, Session
@@ -77,9 +77,7 @@ def panel_context(
     if not grants.may_summon(seat):
         return {"assistant": False}
     own = blog_sessions(request.user, blog, post)
-    sessions = labelled(listed(own, chat_id or "")[: PANEL_CHATS + 1])
-    more_chats = len(sessions) > PANEL_CHATS
-    sessions = sessions[:PANEL_CHATS]
+    sessions = labelled(listed(own, chat_id or "")[:PANEL_CHATS])
     current = next((s for s in sessions if str(s.pk) == chat_id), None) if chat_id else None
     if current is None and chat_id and is_uuid(chat_id):  # an older chat of theirs, named by its link
         current = own.filter(pk=chat_id).first()
@@ -91,7 +89,7 @@ def panel_context(
     return {
         "assistant": True,
         "chat_sessions": sessions,
-        "all_chats_url": _panel_url("chats", blog, post) if more_chats else "",
+        "all_chats_url": _panel_url("chats", blog, post),  # (always: chats are renamed there)
         **shown,
         "meter": display.meter_display(meter),
         "grant_scopes": _grant_scopes(request.user, blog),
@@ -115,18 +113,55 @@ def is_uuid(text: str) -> bool:
 @login_required
 def chats(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """All of the person's chats on the blog (or beside one post's editor), the latest first, a page at
-    a time: the panel lists only the latest, and every older one stays a link away."""
+    a time: the panel lists only the latest, and every older one stays a link away. Each can be renamed
+    here (`chat_rename`)."""
     blog = _summoner_blog(request, slug)
-    post = _panel_post(blog, pk)
-    page = Paginator(listed(blog_sessions(request.user, blog, post)), CHATS_PER_PAGE).get_page(request.GET.get("page"))
+    return _chats_page(request, blog, _panel_post(blog, pk), request.GET.get("page"))
+
+
+def _chats_page(
+    request: HttpRequest, blog: Blog, post: Post | None, number: Any, rename: dict[str, Any] | None = None
+) -> HttpResponse:
+    """The chats page; with `rename` (`chat`, `typed`, `error`), again after a refused name, that chat's
+    field open with what was typed and the refusal beside it: on the page the form came from, first
+    when newer chats have moved it to a later page meanwhile."""
+    page = Paginator(listed(blog_sessions(request.user, blog, post)), CHATS_PER_PAGE).get_page(number)
+    sessions = labelled(page.object_list)
+    if rename and not any(s.pk == rename["chat"].pk for s in sessions):
+        sessions = labelled(Session.objects.filter(pk=rename["chat"].pk)) + sessions
     context = {
         "blog": blog,
         "panel_post": post,
         "page": page,
-        "chat_sessions": labelled(page.object_list),
+        "chat_sessions": sessions,
         "panel_url": _panel_page(blog, post),
+        "title_max": titles.TITLE_MAX,
+        "rename": rename,
     }
-    return render(request, "blog/chats.html", context)
+    return render(request, "blog/chats.html", context, status=400 if rename else 200)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def chat_rename(request: AuthenticatedHttpRequest, slug: str, chat_id: uuid.UUID) -> HttpResponse:
+    """The person's own chat on this blog given a name of theirs, from the chats page, which it goes back
+    to (the same page of it); a name refused shows that page again, the refusal beside what was typed.
+    Anyone else's chat, or another blog's, is 404. A GET (back from signing in, the form's address as
+    `next`) goes to the chats page."""
+    blog = _summoner_blog(request, slug)
+    own = Session.objects.filter(user=request.user, blog_link__blog=blog).select_related("blog_link__post")
+    session = get_object_or_404(own, pk=chat_id)
+    post = session.blog_link.post  # (the panel the chat is listed in: the blog page's, or a post's)
+    back = _panel_url("chats", blog, post)
+    if request.method != "POST":
+        return redirect(back)
+    typed, number = request.POST.get("title", ""), request.POST.get("page", "")
+    try:
+        title = titles.session_rename(session=session, title=typed)
+    except titles.TitleRefused as exc:
+        return _chats_page(request, blog, post, number, {"chat": session, "typed": typed, "error": exc.args[0]})
+    messages.success(request, f"Renamed the chat “{title}”.")
+    return redirect(back + (f"?page={number}" if number.isascii() and number.isdigit() else ""))
 
 
 def _grant_scopes(user: Any, blog: Blog) -> list[str]:
@@ -233,10 +268,10 @@ def chat_list(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRes
         return HttpResponse(status=204)
     blog, post = panel
     chat_id = request.GET.get("chat", "")
-    sessions = labelled(listed(blog_sessions(request.user, blog, post), chat_id)[: PANEL_CHATS + 1])
+    sessions = labelled(listed(blog_sessions(request.user, blog, post), chat_id)[:PANEL_CHATS])
     context = {
-        "chat_sessions": sessions[:PANEL_CHATS],
-        "all_chats_url": _panel_url("chats", blog, post) if len(sessions) > PANEL_CHATS else "",
+        "chat_sessions": sessions,
+        "all_chats_url": _panel_url("chats", blog, post),
         "chat": next((s for s in sessions if str(s.pk) == chat_id), None),
     }
     return render(request, "blog/_chat_history.html", context)

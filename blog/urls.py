@@ -53,6 +53,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/chats/send", chat_panel.first_message, name="first_message"),
     path("blogs/<slug:slug>/chats/panel", chat_panel.panel_chat, name="panel_chat"),
     path("blogs/<slug:slug>/chats/list", chat_panel.chat_list, name="chat_list"),
+    path("blogs/<slug:slug>/chats/<uuid:chat_id>/rename", chat_panel.chat_rename, name="chat_rename"),
     path("blogs/<slug:slug>/posts/<int:pk>/chats/", chat_panel.chats, name="post_chats"),
     path("blogs/<slug:slug>/posts/<int:pk>/chats/new/", chat_panel.new_chat, name="post_new_chat"),
     path("blogs/<slug:slug>/posts/<int:pk>/chats/send", chat_panel.first_message, name="post_first_message"),

@@ -56,6 +56,7 @@ def _counts(app) -> dict[str, int]:
     counts["blogs"] = app.database.query("SELECT id, title, slug, owner_id FROM blog_blog ORDER BY id")
     counts["grants"] = app.database.query("SELECT id, scopes, revoked_at FROM blog_consent ORDER BY id")
     counts["seats"] = app.database.query("SELECT id, role, may_use_assistant FROM blog_seat ORDER BY id")
+    counts["chats"] = app.database.query("SELECT id, title FROM agent_session ORDER BY id")
     return counts
 
 
@@ -94,6 +95,7 @@ def test_other_users_sessions_streams_approvals_and_stop_are_404(app, provider, 
             (f"/chat/{other_sid}/send", {"text": "hijack"}),
             (f"/chat/{other_sid}/stop", {}),
             (f"/chat/{sid}/approvals/{approval_id}", {"approve": "1"}),
+            (f"/blogs/field-notes/chats/{sid}/rename", {"title": "hijacked"}),  # (bob: a member of its blog)
         ):
             assert intruder.post_form(path, data).status_code == 404, path
     anonymous = login(None)
@@ -419,6 +421,7 @@ def test_every_state_changing_request_needs_the_csrf_token(app, provider, alice,
         "/blogs/field-notes/clients/": {"action": "revoke"},
         "/blogs/field-notes/chats/new/": {},
         "/blogs/field-notes/chats/send": {"text": "forged first message"},
+        f"/blogs/field-notes/chats/{sid}/rename": {"title": "forged name"},
         "/blogs/new/": {"title": "Forged blog"},
         "/blogs/field-notes/settings/": {"title": "Forged title"},
         "/blogs/field-notes/delete/": {"confirm": "field-notes"},
