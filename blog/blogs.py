@@ -26,7 +26,7 @@ from django.db.models import Q
 from django.utils.text import slugify
 
 from agent.values import without_nul
-from blog import team
+from blog import live, team
 from blog.models import RESERVED_BLOG_SLUGS, Blog, Post, Seat
 from blog.services import OperationError, discard_cover
 
@@ -164,13 +164,16 @@ def limit_reached() -> str:
 def blog_update(*, blog: Blog, title: str, description: str | None = None) -> list[str]:
     """Give the blog a new title (its address stays: public links and feeds use it) and, unless None, a
     new description; the fields that changed (`title`, `description`), in that order. Both are checked
-    before either is saved: a refusal (BlogRefused, about the title first) changes nothing."""
+    before either is saved: a refusal (BlogRefused, about the title first) changes nothing. A change is
+    announced to the blog's open pages once committed (`live.blog_updated`); saving the same leaves them be."""
     title = clean_title(title)
     description = blog.description if description is None else clean_description(description)
     changed = [name for name, value in (("title", title), ("description", description)) if getattr(blog, name) != value]
     blog.title, blog.description = title, description
     if changed:
-        blog.save(update_fields=changed)
+        with transaction.atomic():
+            blog.save(update_fields=changed)
+            live.blog_updated(blog)  # (its open pages show the new title and description)
     return changed
 
 

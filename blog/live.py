@@ -84,6 +84,13 @@ def announce(blog: Blog, effect: dict[str, Any]) -> None:
     transaction.on_commit(lambda: events.publish(name, [effect]))
 
 
+def blog_updated(blog: Blog) -> None:
+    """The blog was renamed, described anew or handed over: once committed, its open pages redraw their
+    header (`blog_views.blog_head`: the title, the description, the links each member's seat opens) and
+    their document's title (never raises)."""
+    announce(blog, {"type": "blog.updated", "id": blog.pk})
+
+
 def page_mark(blog: Blog | int) -> str:
     """What a page of the blog is drawn from, as far as the blog's changes go: how many revisions it has.
     Every change a page hears of (`announce`) writes one revision in its transaction (`blog.services`),
