@@ -41,7 +41,7 @@ class BlogAdmin(admin.ModelAdmin):
         team.owner_changed(blog=form.instance, former_owner_id=former)
 
     def delete_model(self, request, obj):
-        blogs.blog_delete(blog=obj, actor=request.user)
+        blogs.blog_delete(blog=obj, actor=request.user, owner_only=False)  # (the admin need not own it)
 
     def delete_queryset(self, request, queryset):
         # All or none: each blog's files go once this one transaction commits (`blogs.blog_delete`).

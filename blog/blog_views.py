@@ -88,7 +88,11 @@ def blog_delete(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         said = f"Type the blog's address, {blog.slug}, to delete it. Nothing was deleted."
         return _settings_page(request, blog, confirm=confirm, delete_error=said, status=400)
     title = blog.title
-    blogs.blog_delete(blog=blog, actor=request.user)
+    try:
+        blogs.blog_delete(blog=blog, actor=request.user)
+    except OperationError as exc:  # (handed over meanwhile, from another tab: not hers to delete any more)
+        messages.error(request, exc.public_message)
+        return redirect("blog:detail", slug=blog.slug)
     messages.success(request, f"Deleted {title}, with its posts and chats.")
     return redirect("blog:home")
 

@@ -4,14 +4,16 @@ and the owner's deletion, which rechecks under a lock that the blog is still the
 
 from __future__ import annotations
 
+import threading
 from html import unescape
 
 import pytest
+from django.db import connection, connections, transaction
 
 from agent import events
 from blog import blogs, live
-from blog.models import Blog
-from tests.blog.conftest import browser
+from blog.models import Blog, Post, Seat
+from tests.blog.conftest import browser, make_blog, make_post
 
 pytestmark = pytest.mark.django_db
 
@@ -151,3 +153,60 @@ def test_the_admins_change_of_owner_is_announced_too(team, django_user_model, dj
     finally:
         events.unsubscribe(probe)
     assert Blog.objects.get(pk=team.blog.pk).owner == team.author
+
+
+# --- Deleting, rechecked under a lock ------------------------------------------------------------------
+
+
+def test_a_deletion_by_a_former_owner_is_refused_and_deletes_nothing(team):
+    """The tab she deletes from was opened before she handed the blog over: its blog is as it was then."""
+    stale = Blog.objects.get(pk=team.blog.pk)
+    blogs.blog_hand_over(blog=Blog.objects.get(pk=team.blog.pk), to_seat=team.seat("editor"), actor=team.owner)
+    with pytest.raises(blogs.OperationError) as refused:
+        blogs.blog_delete(blog=stale, actor=team.owner)
+    assert refused.value.args == ("You no longer own this blog: nothing was deleted.",)
+    assert Blog.objects.filter(pk=team.blog.pk, owner=team.editor).exists()
+    assert Seat.objects.filter(blog=team.blog).count() == 4
+    # Posted from that tab, it is not hers to post any more: the Settings' own check (404), nothing deleted.
+    assert browser(team.owner).post("/blogs/notes/delete/", {"confirm": "notes"}).status_code == 404
+    assert Blog.objects.filter(pk=team.blog.pk).exists()
+
+
+def test_the_admins_deletion_is_not_held_to_owning_it(team, django_user_model):
+    root = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    blogs.blog_delete(blog=team.blog, actor=root, owner_only=False)
+    assert not Blog.objects.filter(slug="notes").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deletion_sent_while_the_blog_is_handed_over_deletes_nothing(django_user_model):
+    """Her Settings tab deletes the blog while another of her tabs hands it over. The deletion passed the
+    page's check (the hand-over not yet committed), then waits on the hand-over's lock on the blog's row
+    (PostgreSQL; SQLite's write lock) and finds the blog no longer hers. Without the lock and the check it
+    deleted the blog just handed over, the new owner's."""
+    team = make_blog(django_user_model)
+    make_post(team.blog, "Kept")
+    holds, release = threading.Event(), threading.Event()
+
+    def hand_over_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                blog = Blog.objects.get(pk=team.blog.pk)
+                blogs.blog_hand_over(blog=blog, to_seat=team.seat("editor"), actor=team.owner)
+                holds.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    owner = browser(team.owner)
+    handing = threading.Thread(target=hand_over_and_hold)
+    handing.start()
+    assert holds.wait(10)
+    threading.Timer(0.5, release.set).start()  # (the hand-over commits while her deletion waits)
+    response = owner.post("/blogs/notes/delete/", {"confirm": "notes"})
+    handing.join(10)
+    assert Blog.objects.filter(pk=team.blog.pk, owner=team.editor).exists(), connection.vendor
+    assert Post.objects.filter(blog=team.blog.pk).count() == 1
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/"
+    page = text(owner.get("/blogs/notes/"))
+    assert "You no longer own this blog: nothing was deleted." in page
