@@ -155,6 +155,22 @@ def test_the_admins_change_of_owner_is_announced_too(team, django_user_model, dj
     assert Blog.objects.get(pk=team.blog.pk).owner == team.author
 
 
+def test_the_admins_rename_is_announced_too(team, django_user_model, django_capture_on_commit_callbacks):
+    root = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    form = {"title": "Renamed", "slug": "notes", "description": "", "owner": team.owner.pk}
+    form.update({"seats-TOTAL_FORMS": "0", "seats-INITIAL_FORMS": "0"})
+    probe = events.subscribe(live.channel_name(team.blog))
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert browser(root).post(f"/admin/blog/blog/{team.blog.pk}/change/", form).status_code == 302
+        assert probe.wait(0.0) == [updated(team.blog)]
+        with django_capture_on_commit_callbacks(execute=True):  # (saved again, unchanged: nothing to say)
+            assert browser(root).post(f"/admin/blog/blog/{team.blog.pk}/change/", form).status_code == 302
+        assert probe.wait(0.0) == []
+    finally:
+        events.unsubscribe(probe)
+
+
 # --- Deleting, rechecked under a lock ------------------------------------------------------------------
 
 
