@@ -9,7 +9,7 @@ from django.utils.text import Truncator
 
 from agent.admin import DeletedWithItsOwner, SessionAdmin
 from agent.models import Session
-from blog import blogs, services, team
+from blog import blogs, live, services, team
 from blog.chat import blog_of
 from blog.grants import Actor
 from blog.models import Blog, ChatLink, Consent, Post, PostRevision, Seat
@@ -38,10 +38,12 @@ class BlogAdmin(admin.ModelAdmin):
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)  # (the seats typed below first)
         former = form.initial.get("owner") if change and "owner" in form.changed_data else None
-        team.owner_changed(blog=form.instance, former_owner_id=former)
+        team.owner_changed(blog=form.instance, former_owner_id=former)  # (a new owner: announced there)
+        if former is None and change and {"title", "description"} & set(form.changed_data):
+            live.blog_updated(form.instance)  # (renamed here: the blog's open pages redraw their header)
 
     def delete_model(self, request, obj):
-        blogs.blog_delete(blog=obj, actor=request.user)
+        blogs.blog_delete(blog=obj, actor=request.user, owner_only=False)  # (the admin need not own it)
 
     def delete_queryset(self, request, queryset):
         # All or none: each blog's files go once this one transaction commits (`blogs.blog_delete`).

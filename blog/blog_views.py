@@ -1,5 +1,5 @@
 """Starting a blog (New blog, from the home page), and its owner's Settings: its title and description,
-handing it over to a member, and deleting it."""
+handing it over to a member, and deleting it; and the blog page's header, which follows them live."""
 
 from __future__ import annotations
 
@@ -8,13 +8,25 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.http import AuthenticatedHttpRequest
 from blog import blogs
 from blog.models import Blog, Seat
 from blog.services import OperationError
 from blog.team_views import ownership, posted_seat
+from blog.views import membership
+
+
+@require_GET
+@login_required
+def blog_head(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    """The blog page's header as its member sees it now (title, description, the links their seat opens)
+    and the page's title: what an open page redraws when the blog is renamed, described or handed over
+    (`live.blog_updated`). Members only, as the page (anyone else: 404)."""
+    blog, seat, actor = membership(request, slug)
+    context = {"blog": blog, "seat": seat, "scopes": actor.scopes, "assistant": "assistant" in request.GET}
+    return render(request, "blog/_blog_head.html", {**context, "redrawn": True})
 
 
 @require_http_methods(["GET", "POST"])
@@ -76,7 +88,11 @@ def blog_delete(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         said = f"Type the blog's address, {blog.slug}, to delete it. Nothing was deleted."
         return _settings_page(request, blog, confirm=confirm, delete_error=said, status=400)
     title = blog.title
-    blogs.blog_delete(blog=blog, actor=request.user)
+    try:
+        blogs.blog_delete(blog=blog, actor=request.user)
+    except OperationError as exc:  # (handed over meanwhile, from another tab: not hers to delete any more)
+        messages.error(request, exc.public_message)
+        return redirect("blog:detail", slug=blog.slug)
     messages.success(request, f"Deleted {title}, with its posts and chats.")
     return redirect("blog:home")
 

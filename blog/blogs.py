@@ -26,7 +26,7 @@ from django.db.models import Q
 from django.utils.text import slugify
 
 from agent.values import without_nul
-from blog import team
+from blog import live, team
 from blog.models import RESERVED_BLOG_SLUGS, Blog, Post, Seat
 from blog.services import OperationError, discard_cover
 
@@ -164,13 +164,16 @@ def limit_reached() -> str:
 def blog_update(*, blog: Blog, title: str, description: str | None = None) -> list[str]:
     """Give the blog a new title (its address stays: public links and feeds use it) and, unless None, a
     new description; the fields that changed (`title`, `description`), in that order. Both are checked
-    before either is saved: a refusal (BlogRefused, about the title first) changes nothing."""
+    before either is saved: a refusal (BlogRefused, about the title first) changes nothing. A change is
+    announced to the blog's open pages once committed (`live.blog_updated`); saving the same leaves them be."""
     title = clean_title(title)
     description = blog.description if description is None else clean_description(description)
     changed = [name for name, value in (("title", title), ("description", description)) if getattr(blog, name) != value]
     blog.title, blog.description = title, description
     if changed:
-        blog.save(update_fields=changed)
+        with transaction.atomic():
+            blog.save(update_fields=changed)
+            live.blog_updated(blog)  # (its open pages show the new title and description)
     return changed
 
 
@@ -231,17 +234,29 @@ def owns_enough(username: str) -> str:
     )
 
 
-def blog_delete(*, blog: Blog, actor: User) -> None:
+def blog_delete(*, blog: Blog, actor: User, owner_only: bool = True) -> None:
     """Delete the blog with all it holds; its posts' covers go from storage once that commits.
+
+    The owner's deletion (Settings) locks the blog's row and checks under the lock that `actor` owns it
+    still: one sent from a tab left open after a hand-over, or while one is under way (which it then waits
+    for: `blog_hand_over` locks the row first), is refused (OperationError `NOT_DELETED`, nothing deleted).
+    The admin's (`owner_only=False`) is not held to it.
 
     Its members' chats on it go with it, their attachments' files after the commit (`chat.drop_chats_with_blog`);
     each seat deleted wakes the blog's open pages, which find their member can no longer read it and
     say so (`live.seat_changed`), and takes its member's connected clients' tokens on it
     (`connectors.clients.seat_removed`). A deletion that fails deletes no file."""
     with transaction.atomic():
+        locked = Blog.objects.select_for_update().filter(pk=blog.pk).first()
+        if owner_only and (locked is None or locked.owner_id != actor.pk):
+            raise OperationError(NOT_DELETED, "denied")
         covers = list(Post.objects.filter(blog=blog).exclude(cover_ref="").values_list("cover_ref", flat=True))
         blog_id, slug = blog.pk, blog.slug
         blog.delete()
         for key in covers:
             discard_cover(key)
     logger.info("blog %s (%s) deleted by %s", blog_id, slug, actor.pk)
+
+
+#: What the owner's deletion says when the blog is no longer theirs (handed over from another tab) or gone.
+NOT_DELETED = "You no longer own this blog: nothing was deleted."

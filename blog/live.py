@@ -36,13 +36,15 @@ shown stays. No one else's page listens to that channel.
 What changed between a page's drawing and its stream's first opening was published to no one who
 listened. So the page is drawn with a mark of the blog's posts (`page_mark`, read before the posts it
 vouches for), and its stream, once listening, sends the mark as it is now (a `mark` event, its first):
-the page, finding it different, reads again what a change refreshes, as after an outage (static/js/chat/tabs.js). A
+the page, finding it different, reads again what a change refreshes, as after an outage (static/js/chat/tabs.js). So
+for the blog's own title, description and owner (`head_mark`: a rename or a hand-over writes no revision). A
 page showing no chat hears in the same event the person's latest chat of its panel, and takes it up.
 Anything committed after the stream's mark was read is published after it listened, so it is heard.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -84,6 +86,13 @@ def announce(blog: Blog, effect: dict[str, Any]) -> None:
     transaction.on_commit(lambda: events.publish(name, [effect]))
 
 
+def blog_updated(blog: Blog) -> None:
+    """The blog was renamed, described anew or handed over: once committed, its open pages redraw their
+    header (`blog_views.blog_head`: the title, the description, the links each member's seat opens) and
+    their document's title (never raises)."""
+    announce(blog, {"type": "blog.updated", "id": blog.pk})
+
+
 def page_mark(blog: Blog | int) -> str:
     """What a page of the blog is drawn from, as far as the blog's changes go: how many revisions it has.
     Every change a page hears of (`announce`) writes one revision in its transaction (`blog.services`),
@@ -91,6 +100,14 @@ def page_mark(blog: Blog | int) -> str:
     different, whatever order concurrent transactions took their ids in (the last id would not do: on
     PostgreSQL a smaller id can commit after a larger one was read). One query, an index-only count."""
     return str(PostRevision.objects.filter(blog=blog).aggregate(n=Count("*"))["n"])
+
+
+def head_mark(blog: Blog) -> str:
+    """What a page's header is drawn from, as a short digest: the blog's title, description and owner (the
+    owner's links), as `blog` was read. A `blog.updated` change (`blog_updated`) writes no revision, so
+    `page_mark` does not see it: this does, for a page whose stream opened after it (no query)."""
+    drawn = f"{blog.owner_id}\n{blog.title}\n{blog.description}"
+    return hashlib.sha256(drawn.encode()).hexdigest()[:16]
 
 
 def panel_channel(blog_id: int, user_id: int, post_id: int | None = None) -> str:
@@ -180,8 +197,9 @@ def panel_of(request: AuthenticatedHttpRequest, blog: Blog) -> tuple[int | None]
 
 
 class Mark:
-    """What the page's stream says first, once it listens (`page_mark`): the blog's mark now and, for a
-    page showing no chat (`panel`), the id of the person's latest chat of that panel ("" for none)."""
+    """What the page's stream says first, once it listens (`page_mark`): the blog's mark now, its header's
+    (`head_mark`, the blog read again) and, for a page showing no chat (`panel`), the id of the person's
+    latest chat of that panel ("" for none)."""
 
     def __init__(self, blog: Blog, user_id: int, panel: tuple[int | None] | None) -> None:
         self.blog, self.user_id, self.panel = blog, user_id, panel
@@ -190,6 +208,8 @@ class Mark:
         from blog.chat_panel import blog_sessions  # (it imports this module)
 
         mark = {"posts": page_mark(self.blog)}
+        now = Blog.objects.filter(pk=self.blog.pk).first()
+        mark["head"] = "" if now is None else head_mark(now)  # (renamed or handed over since the page was drawn?)
         if self.panel is not None:  # the chat `?latest=1` would take up (chat_panel.panel_chat)
             latest = blog_sessions(self.user_id, self.blog, self.panel[0])
             mark["chat"] = str(latest.values_list("pk", flat=True).first() or "")

@@ -5,7 +5,7 @@ making (`blog.blogs`, the admin) call these;
 the checks (who may ask, which role or scopes may be given) stay with their callers, who explain a
 refusal on their own page. A module of its own rather than `blog.services`, which is the posts'
 write path (revisions, covers, each change announced to the blog's pages): none of that applies
-here, and its screens are `blog.team_views`.
+here but a new owner's announcement (`owner_changed`), and its screens are `blog.team_views`.
 
 What else a seat's change brings happens in Seat signals, so the admin and cascades get it too:
 a changed or removed seat wakes the blog's open pages (`live.seat_changed`), a removed one drops
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 from django.utils import timezone
 
-from blog import signals
+from blog import live, signals
 from blog.models import Blog, Consent, Seat
 
 if TYPE_CHECKING:
@@ -56,13 +56,15 @@ def owner_changed(*, blog: Blog, former_owner_id: int | None) -> None:
     (`owner_seat`), the former owner's, if still an owner's, made an editor's that keeps whether it may use
     the assistant. So a blog has one owner's seat after a hand-over on its Settings page
     (`blogs.blog_hand_over`) and after the admin's change of its owner alike. Each seat saved wakes the
-    blog's open pages (`live.seat_changed`)."""
+    blog's open pages (`live.seat_changed`), and a new owner is announced to them (`live.blog_updated`): each
+    redraws its header, the owner's links (Members, Export, Import, Settings) now on the new owner's pages only."""
     owner_seat(blog=blog)
     if former_owner_id is None or former_owner_id == blog.owner_id:
         return
     former = Seat.objects.filter(blog=blog, user_id=former_owner_id, role=Seat.OWNER).first()
     if former is not None:
         seat_update(seat=former, role=Seat.EDITOR, may_use_assistant=former.may_use_assistant)
+    live.blog_updated(blog)  # (open pages redraw their header: the owner's links follow the owner)
 
 
 def seat_update(*, seat: Seat, role: str, may_use_assistant: bool) -> Seat:

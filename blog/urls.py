@@ -25,6 +25,7 @@ urlpatterns = [
     path("blogs/new/", blog_views.blog_new, name="blog_new"),  # (before the blog's page: "new" is no blog's address)
     path("blogs/<slug:slug>/", views.blog_detail, name="detail"),
     path("blogs/<slug:slug>/events/", live.blog_events, name="events"),
+    path("blogs/<slug:slug>/head/", blog_views.blog_head, name="head"),
     path("blogs/<slug:slug>/posts/", views.post_list, name="post_list"),
     path("blogs/<slug:slug>/posts/all/", views.all_posts, name="all_posts"),
     path("blogs/<slug:slug>/posts/new/", views.post_new, name="post_new"),

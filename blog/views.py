@@ -96,7 +96,7 @@ def home(request: HttpRequest) -> HttpResponse:
 def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     drawn = live.page_mark(blog)  # (before the posts it vouches for: blog/live.py)
-    context = {"seat": seat, "drawn": drawn, **post_list_context(request, blog, actor)}
+    context = {"seat": seat, "drawn": drawn, "head": live.head_mark(blog), **post_list_context(request, blog, actor)}
     context.update(panel_context(request, blog, seat, request.GET.get("chat")))
     return render(request, "blog/blog_detail.html", context)
 

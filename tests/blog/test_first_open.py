@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from blog import live, services
+from blog import blogs, live, services
 from blog.chat import start_session
 from blog.grants import Actor
-from blog.models import PostRevision
+from blog.models import Blog, PostRevision
 from tests.blog.conftest import ALL, browser, make_post
 
 EVENT_SOURCE = {"HTTP_ACCEPT": "text/event-stream"}
@@ -92,14 +92,14 @@ def test_a_stream_opening_after_a_change_says_the_mark_as_it_is_now(team, opened
     page_drawn = drawn(browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode())
     services.post_create(blog=team.blog, actor=Actor(team.editor, frozenset(ALL)), title="Meanwhile")
     mark, _ = opened(browser(team.owner), team.blog.slug)
-    assert mark == {"posts": live.page_mark(team.blog)}
+    assert mark == {"posts": live.page_mark(team.blog), "head": live.head_mark(team.blog)}
     assert mark["posts"] != page_drawn
 
 
 def test_a_stream_opening_on_what_the_page_was_drawn_from_says_the_same_mark(team, opened):
     page_drawn = drawn(browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode())
     mark, _ = opened(browser(team.owner), team.blog.slug, "?panel=blog")
-    assert mark == {"posts": page_drawn, "chat": ""}
+    assert mark == {"posts": page_drawn, "head": live.head_mark(team.blog), "chat": ""}
 
 
 def test_a_change_committed_after_the_stream_read_its_mark_is_heard(
@@ -137,4 +137,31 @@ def test_a_page_showing_a_chat_hears_no_chat_in_its_mark(team, opened):
     chat = start_session(team.owner, team.blog)
     start_session(team.owner, team.blog)
     mark, _ = opened(browser(team.owner), team.blog.slug, f"?chat={chat.pk}")
-    assert list(mark) == ["posts"]
+    assert list(mark) == ["posts", "head"]
+
+
+def test_the_blog_page_carries_its_headers_mark(team):
+    """The header's mark (title, description, owner) the page was drawn from, beside the posts' mark."""
+    page = browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode()
+    assert re.search(r'<div id="page-stream"[^>]*\sdata-head="([^"]*)"', page).group(1) == live.head_mark(team.blog)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda team: blogs.blog_update(blog=team.blog, title="Renamed"),
+        lambda team: blogs.blog_update(blog=team.blog, title=team.blog.title, description="About"),
+        lambda team: blogs.blog_hand_over(blog=team.blog, to_seat=team.seat("editor"), actor=team.owner),
+    ],
+    ids=["renamed", "described", "handed-over"],
+)
+def test_a_stream_opening_after_a_rename_or_a_hand_over_says_the_header_changed(team, opened, change):
+    """Neither writes a revision (the posts' mark stays): the header's mark, the blog read again as the
+    stream opens, tells the page drawn before it to read its header again (chat:missed, chat/tabs.js)."""
+    page = browser(team.viewer).get(f"/blogs/{team.blog.slug}/").content.decode()
+    drawn_head = re.search(r'\sdata-head="([^"]*)"', page).group(1)
+    change(team)
+    mark, _ = opened(browser(team.viewer), team.blog.slug)
+    assert mark["posts"] == drawn(page)
+    assert mark["head"] != drawn_head
+    assert mark["head"] == live.head_mark(Blog.objects.get(pk=team.blog.pk))

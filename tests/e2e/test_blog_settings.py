@@ -1,7 +1,8 @@
 """A person's own blog, in Chromium: started from the home page (its address made as the title is
 typed), renamed on its Settings page, then deleted there by typing its address; its page still open
-in another tab says it no longer has access. alice says what field-notes is about, and a visitor reads it
-on its public index. And field-notes handed over by alice to bob."""
+in another tab shows the new title (and, once deleted, says it no longer has access). alice says what
+field-notes is about, and a visitor reads it on its public index. And field-notes handed over by alice to
+bob, their open pages of it following."""
 
 from __future__ import annotations
 
@@ -43,9 +44,15 @@ def test_a_person_starts_renames_and_deletes_a_blog(server, page, context):
     expect(page).to_have_url(f"{base}/blogs/heron-log/settings/")
     title = page.get_by_role("textbox", name="Title")
     title.fill("Herons of the marsh")
+    page.get_by_label("Description").fill("Reeds & <b>rails</b>")
     page.get_by_role("button", name="Save").click()
-    expect(page.locator(".flash")).to_contain_text("Saved the title.")
+    expect(page.locator(".flash")).to_contain_text("Saved the title and the description.")
     expect(page.get_by_role("textbox", name="Title")).to_have_value("Herons of the marsh")
+    # The other tab, left open on the blog, shows the new title and description without a reload, as text.
+    expect(other_tab.get_by_role("heading", level=1)).to_have_text("Herons of the marsh")
+    expect(other_tab).to_have_title("Herons of the marsh · Field Desk")
+    expect(other_tab.locator(".pane-head .blog-about")).to_have_text("Reeds & <b>rails</b>")
+    expect(other_tab.locator(".pane-head .blog-about b")).to_have_count(0)
 
     confirm = page.get_by_label("Type the blog's address")
     confirm.fill("Herons of the marsh")
@@ -87,19 +94,29 @@ def test_alice_says_what_her_blog_is_about_and_readers_see_it(server, page, brow
         visitor.context.close()
 
 
-def test_alice_hands_her_blog_over_to_bob_and_stays_on_as_an_editor(server, page, browser):
+def test_alice_hands_her_blog_over_to_bob_and_stays_on_as_an_editor(server, page, context, browser):
     """Chosen in the select, refused with a wrong username, then handed over: she lands on the blog's page,
-    an editor there (no Settings), and bob, its owner now, finds Settings with her listed as an editor."""
+    an editor there (no Settings), and bob, its owner now, finds Settings with her listed as an editor.
+    Their pages of the blog left open follow without a reload: hers loses the owner's links, his gains them."""
     base = server.url
-    bob = browser.new_context().new_page()
+    context.add_init_script(MARK_BLOG_LIVE)
+    bob_context = browser.new_context()
+    bob_context.add_init_script(MARK_BLOG_LIVE)
+    bob = bob_context.new_page()
     try:
         login(bob, base, "bob")
         bob.goto(f"{base}/blogs/{BLOG}/")
         blog_nav = bob.get_by_role("navigation", name="Blog")
         expect(blog_nav.get_by_role("link", name="All posts")).to_be_visible()
         expect(blog_nav.get_by_role("link", name="Settings")).to_have_count(0)
+        expect_blog_live(bob)
 
         login(page, base, "alice")
+        her_other_tab = context.new_page()
+        her_other_tab.goto(f"{base}/blogs/{BLOG}/")
+        her_nav = her_other_tab.get_by_role("navigation", name="Blog")
+        expect(her_nav.get_by_role("link", name="Settings")).to_be_visible()
+        expect_blog_live(her_other_tab)
         page.goto(f"{base}/blogs/{BLOG}/settings/")
         page.get_by_label("New owner", exact=True).select_option(label="bob (editor)")
         page.get_by_label("Type the new owner's username").fill("carol")
@@ -118,9 +135,13 @@ def test_alice_hands_her_blog_over_to_bob_and_stays_on_as_an_editor(server, page
         expect(alice_nav.get_by_role("link", name="Settings")).to_have_count(0)
         expect(alice_nav.get_by_role("link", name="Members")).to_have_count(0)
 
-        bob.reload()
+        for owners_link in ("Members", "Export", "Import", "Settings"):  # (her tab opened before: no reload)
+            expect(her_nav.get_by_role("link", name=owners_link)).to_have_count(0)
+        expect(her_nav.get_by_role("link", name="All posts")).to_be_visible()
+        for owners_link in ("Members", "Export", "Import"):  # (his page, open all along: no reload)
+            expect(blog_nav.get_by_role("link", name=owners_link)).to_be_visible()
         blog_nav.get_by_role("link", name="Settings").click()
         expect(bob).to_have_url(f"{base}/blogs/{BLOG}/settings/")
         expect(bob.get_by_label("New owner", exact=True).get_by_role("option", name="alice (editor)")).to_have_count(1)
     finally:
-        bob.context.close()
+        bob_context.close()

@@ -141,3 +141,24 @@ def test_a_page_drawn_on_what_is_still_true_asks_for_nothing_more_when_its_strea
     page.wait_for_timeout(1_000)  # (a catch-up would have asked by now)
     assert asked == []
     assert page.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_rename_before_a_blog_tabs_stream_first_opens_shows_once_it_opens(server_factory, page):
+    """A rename writes no revision, so the posts' mark alone would not tell: the header's mark does, and B's
+    header and title follow once its stream opens (before, they stayed as drawn until the blog's next rename)."""
+    base = server_factory("first-open-head", AGENT_BACKEND="demo", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "alice")
+    other = held_tab(page, f"{base}/blogs/{BLOG}/")
+    expect(other.get_by_role("heading", level=1)).to_have_text("Field Notes")
+
+    page.goto(f"{base}/blogs/{BLOG}/settings/")
+    page.get_by_role("textbox", name="Title").fill("Field Notes, renamed")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".flash")).to_contain_text("Saved the title.")
+    release(other)
+
+    expect_blog_live(other)
+    expect(other.get_by_role("heading", level=1)).to_have_text("Field Notes, renamed")
+    expect(other).to_have_title("Field Notes, renamed · Field Desk")
+    assert other.js_errors == []  # type: ignore[attr-defined]

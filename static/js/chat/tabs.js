@@ -75,14 +75,18 @@
   // mark as it is now (`mark`, blog/live.py), which the page compares with the one it was drawn from
   // (data-drawn) or last heard; a page showing no chat hears in it its person's latest chat of the panel,
   // if any (started since it was drawn: it would show it), and takes that up. Nothing changed: no request.
-  var streamDown = false, reopened = false, drawnMark = null;
+  // The blog's page compares its header's mark too (`head`: its title, description and owner, which a rename or a
+  // hand-over changes without a revision), and reads its header again (chat:missed) when that differs.
+  var streamDown = false, reopened = false, drawnMark = null, drawnHead = null;
 
   document.addEventListener("htmx:sseMessage", function (e) {
     if (!e.detail || e.detail.type !== "mark" || !e.target || !e.target.closest("#page-stream")) return;
     var mark;
     try { mark = JSON.parse(e.detail.data); } catch (err) { return; }
-    var changed = drawnMark !== null && mark.posts !== drawnMark, f = form();
+    var changed = (drawnMark !== null && mark.posts !== drawnMark) || (drawnHead !== null && mark.head !== drawnHead);
+    var f = form();
     drawnMark = mark.posts;
+    if (drawnHead !== null) drawnHead = mark.head;
     if (reopened) return;  // (caught up already as it opened, below)
     if (changed) htmx.trigger(document.body, "chat:missed");
     if (mark.chat && f && !f.dataset.chat && f.dataset.panelUrl) {
@@ -136,6 +140,7 @@
   document.addEventListener("htmx:beforeProcessNode", function (e) {
     var elt = e.target, url = elt && elt.id === "page-stream" && elt.getAttribute("sse-connect");
     if (url && drawnMark === null && elt.dataset.drawn) drawnMark = elt.dataset.drawn;  // (the page's, as drawn)
+    if (url && drawnHead === null && elt.dataset.head) drawnHead = elt.dataset.head;
     if (!url || /[?&]page=/.test(url)) return;
     elt.setAttribute("sse-connect", url + (url.indexOf("?") === -1 ? "?" : "&") + "page=" + pageKey);
   });
