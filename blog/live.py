@@ -57,6 +57,7 @@ from django.contrib import auth
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Count
+from django.db.models.signals import post_save
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.crypto import constant_time_compare
@@ -141,11 +142,17 @@ def first_message(sender: Any, session: Session, message: Message, **kwargs: Any
 
 def seat_changed(sender: Any, instance: Seat, created: bool = False, **kwargs: Any) -> None:
     """`post_save` and `post_delete` of a Seat (connected in `BlogConfig.ready`): once the change is
-    committed, every open page of the blog checks its member's seat again (a message with no effects),
-    whoever changed it: the Members screen, the admin, an account or a blog deleted."""
-    if not created:
-        name = channel_name(instance.blog_id)
-        transaction.on_commit(lambda: events.publish(name, []))
+    committed, every open page of the blog checks its member's seat again, whoever changed it: the
+    Members screen, the admin, an account or a blog deleted. A seat saved anew (a role, the assistant
+    allowed or not) comes as `blog.updated`, so each page also redraws its header and post list for its
+    member's seat now (a viewer's page loses New post and Edit at once); a seat deleted as a message
+    with no effects (its member's page ends, and the others have nothing to redraw)."""
+    if created:
+        return  # (a new member has no page open yet)
+    name = channel_name(instance.blog_id)
+    saved = kwargs.get("signal") is post_save
+    effects = [{"type": "blog.updated", "id": instance.blog_id}] if saved else []
+    transaction.on_commit(lambda: events.publish(name, effects))
 
 
 @require_GET

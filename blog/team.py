@@ -55,9 +55,10 @@ def owner_changed(*, blog: Blog, former_owner_id: int | None) -> None:
     """The seats once `blog.owner` changed hands (saved): the new owner's made or raised to owner's
     (`owner_seat`), the former owner's, if still an owner's, made an editor's that keeps whether it may use
     the assistant. So a blog has one owner's seat after a hand-over on its Settings page
-    (`blogs.blog_hand_over`) and after the admin's change of its owner alike. Each seat saved wakes the
-    blog's open pages (`live.seat_changed`), and a new owner is announced to them (`live.blog_updated`): each
-    redraws its header, the owner's links (Members, Export, Import, Settings) now on the new owner's pages only."""
+    (`blogs.blog_hand_over`) and after the admin's change of its owner alike. Each seat changed wakes the
+    blog's open pages (`live.seat_changed`), and the new owner is announced to them (`live.blog_updated`,
+    also when their seat was made, which wakes no page): each redraws its header, the owner's links
+    (Members, Export, Import, Settings) now on the new owner's pages only."""
     owner_seat(blog=blog)
     if former_owner_id is None or former_owner_id == blog.owner_id:
         return

@@ -121,14 +121,15 @@ def test_a_former_owner_not_allowed_the_assistant_loses_it_as_an_editor(team):
 
 
 def test_the_blogs_open_pages_hear_both_seats_change(team, django_capture_on_commit_callbacks):
-    """As for a role changed on the Members screen (`live.seat_changed`): one message with no effects
-    per seat changed, once the hand-over commits, so every open page checks its member's seat again; then
-    the new owner announced (`live.blog_updated`), on which each page redraws its header and owner's links."""
+    """As for a role changed on the Members screen (`live.seat_changed`): one `blog.updated` per seat
+    changed, once the hand-over commits, so every open page checks its member's seat again and redraws its
+    header and post list; then the new owner announced (`live.blog_updated`), which a seat made rather than
+    changed would not have said."""
     probe = events.subscribe(live.channel_name(team.blog))
     try:
         with django_capture_on_commit_callbacks(execute=True):
             assert hand_over(browser(team.owner), team.seat("viewer"), "viewer").status_code == 302
-        assert probe.wait(0.0) == [[], [], [{"type": "blog.updated", "id": team.blog.pk}]]  # (and the new owner)
+        assert probe.wait(0.0) == [[{"type": "blog.updated", "id": team.blog.pk}]] * 3  # (two seats, the new owner)
     finally:
         events.unsubscribe(probe)
     assert roles(team.blog)["viewer"] == (Seat.OWNER, False)

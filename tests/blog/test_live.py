@@ -115,18 +115,23 @@ def test_a_member_removed_on_the_members_screen_hears_nothing_more(
 def test_changing_or_removing_a_seat_wakes_the_blogs_pages_to_check_again(
     team, django_capture_on_commit_callbacks, open_stream
 ):
-    """A seat changed or removed (the Members screen, the admin, an account deleted) sends the blog's
-    channel a message with no effects: every open page checks its member's seat again at once, not
-    at the next change or heartbeat. A member who still reads goes on listening."""
+    """A seat changed or removed (the Members screen, the admin, an account deleted) wakes the blog's
+    channel once committed: every open page checks its member's seat again at once, not at the next
+    change or heartbeat. A member who still reads goes on listening. A changed seat comes as a
+    `blog.updated` effect, on which each page redraws its header and post list for its member's seat
+    now (the links a new role opens or closes); a removed one as a message with no effects (its
+    member's page ends; the others have nothing to redraw)."""
     probe = events.subscribe(live.channel_name(team.blog))
     response, chunks = open_stream(browser(team.editor), team.blog.slug)
+    updated = [{"type": "blog.updated", "id": team.blog.pk}]
     try:
         with django_capture_on_commit_callbacks(execute=True):
             browser(team.owner).post(
                 f"/blogs/{team.blog.slug}/members/",
                 {"action": "update", "seat": team.seat("editor").pk, "role": "author"},
             )
-        assert probe.wait(0.0) == [[]]
+        assert probe.wait(0.0) == [updated]
+        assert next(chunks) == f'event: effects\ndata: [{{"type":"blog.updated","id":{team.blog.pk}}}]\n\n'.encode()
         with django_capture_on_commit_callbacks(execute=True):
             team.viewer.delete()  # its seat goes with it
         assert probe.wait(0.0) == [[]]
@@ -137,6 +142,24 @@ def test_changing_or_removing_a_seat_wakes_the_blogs_pages_to_check_again(
     finally:
         events.unsubscribe(probe)
         response.close()
+
+
+def test_a_seat_changed_in_the_admin_is_announced_as_on_the_members_screen(
+    team, admin_client, django_capture_on_commit_callbacks
+):
+    """The admin's edit of a seat saves it as the Members screen does: its blog's open pages redraw."""
+    seat = team.seat("editor")
+    probe = events.subscribe(live.channel_name(team.blog))
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin_client.post(
+                f"/admin/blog/seat/{seat.pk}/change/",
+                {"user": seat.user_id, "blog": team.blog.pk, "role": "viewer"},
+            )
+        assert response.status_code == 302
+        assert probe.wait(0.0) == [[{"type": "blog.updated", "id": team.blog.pk}]]
+    finally:
+        events.unsubscribe(probe)
 
 
 def test_a_change_after_the_seat_went_is_never_relayed_even_if_its_wake_up_was_lost(

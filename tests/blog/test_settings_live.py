@@ -124,7 +124,7 @@ def test_a_hand_over_is_announced_and_each_header_follows_the_owner(team, django
                 "/blogs/notes/hand-over/", {"seat": team.seat("editor").pk, "confirm": "editor"}
             )
             assert response.status_code == 302
-        assert probe.wait(0.0) == [[], [], updated(team.blog)]  # (each seat, then the blog)
+        assert probe.wait(0.0) == [updated(team.blog)] * 3  # (each seat saved, then the blog)
     finally:
         events.unsubscribe(probe)
     former = browser(team.owner).get("/blogs/notes/head/").content.decode()

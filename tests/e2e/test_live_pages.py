@@ -1,7 +1,7 @@
 """A blog page listens for the blog's changes on a stream its worker holds open. Past
 AGENT_MAX_STREAMS_PER_USER open pages the oldest stops listening, says so, and does not reconnect
 (which would only stop another). A member removed while their page is open stops hearing the blog
-at once, and the page says so."""
+at once, and the page says so; one whose role changes sees the links of their new role at once."""
 
 from __future__ import annotations
 
@@ -123,3 +123,37 @@ def test_show_more_posts_moves_focus_to_the_first_added_and_live_redraws_keep_th
     other.get_by_role("button", name="Create draft").click()
     expect(page.locator("#post-list")).to_contain_text("Written meanwhile")
     expect(items).to_have_count(63)
+
+
+def test_a_member_whose_role_changes_while_their_page_is_open_sees_their_new_links_at_once(
+    server_factory, browser, context
+):
+    """Alice makes Bob a viewer on the Members screen while Bob's blog page is open: without a reload,
+    Bob's page loses New post and each post's Edit (a viewer may only read); made an editor again, they
+    come back."""
+    server = server_factory("demo-role-changed", AGENT_BACKEND="demo", **NO_LIMITS)
+    bob = context.new_page()
+    login(bob, server.url, "bob")
+    bob.goto(f"{server.url}/blogs/{BLOG}/")
+    new_post, edits = bob.locator("#blog-nav-new-post"), bob.locator("#post-list").get_by_role("link", name="Edit")
+    expect(new_post).to_be_visible()
+    expect(edits.first).to_be_visible()
+
+    alice_context = browser.new_context()
+    try:
+        alice_context.set_default_timeout(15_000)
+        alice = alice_context.new_page()
+        login(alice, server.url, "alice")
+        for role, shown in (("viewer", 0), ("editor", 1)):
+            alice.goto(f"{server.url}/blogs/{BLOG}/members/")
+            alice.get_by_label("Role of bob").select_option(role)
+            alice.get_by_role("button", name="Save bob").click()
+            expect(alice.locator(".messages, [role=status]").first).to_be_visible()
+            expect(new_post).to_have_count(shown)
+            if shown:
+                expect(edits.first).to_be_visible()
+            else:
+                expect(edits).to_have_count(0)
+        expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
+    finally:
+        alice_context.close()
