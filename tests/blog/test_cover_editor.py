@@ -123,7 +123,12 @@ def test_a_new_cover_replaces_the_old_whose_file_goes_after_the_commit(team, med
         client.post(edit_url(post), data)
     post.refresh_from_db()
     first = post.cover_ref
-    data = {"title": "Walk", "body": "Words.", "version": version_of(client, post), "cover": image("two.gif", files.gif_animated())}
+    data = {
+        "title": "Walk",
+        "body": "Words.",
+        "version": version_of(client, post),
+        "cover": image("two.gif", files.gif_animated()),
+    }
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert client.post(edit_url(post), data).status_code == 302
         assert first in covers_stored(media)  # (not before the change is committed)
@@ -174,7 +179,7 @@ def test_removing_the_cover_through_the_write_path_announces_the_change(team, me
 REFUSED = [
     ("notes.png", b"Just a text file, renamed.\n", "“notes.png” is not an image: only PNG, JPEG, GIF and WebP images"),
     ("broken.png", b"\x89PNG\r\n\x1a\nnot really", "“broken.png” couldn't be read as an image."),
-    ("bomb.png", files.png_bomb(), "“bomb.png” is too large an image (30000×30000 pixels): the limit is 25 megapixels."),
+    ("bomb.png", files.png_bomb(), "“bomb.png” is too large an image: the limit is 25 megapixels."),
     ("big.png", noise_png(), "“big.png” is larger than the 0.0195 MB allowed for one file."),
     ("logo.png", files.svg_with_script(), "“logo.png” can't be attached: SVG and HTML files are not accepted."),
 ]
@@ -182,7 +187,8 @@ REFUSED = [
 
 @pytest.mark.parametrize(("name", "data", "said"), REFUSED, ids=[r[0] for r in REFUSED])
 def test_a_refused_image_keeps_the_words_and_stores_nothing(team, media, settings, name, data, said):
-    settings.AGENT_MAX_UPLOAD_MB = 20 / 1024  # 20 KB: big.png is 30 KB
+    if name == "big.png":
+        settings.AGENT_MAX_UPLOAD_MB = 20 / 1024  # 20 KB: big.png is 30 KB
     client = browser(team.owner)
     response = client.post(NEW, {"title": "My title", "body": "My words.", "cover": image(name, data)})
     assert response.status_code in (200, 413)
@@ -190,7 +196,7 @@ def test_a_refused_image_keeps_the_words_and_stores_nothing(team, media, setting
     assert said.replace("'", "&#x27;") in field_error(html)
     assert "choose the image again" in field_error(html)
     assert 'value="My title"' in html and ">My words.</textarea>" in html
-    assert 'aria-invalid="true" aria-describedby="cover-error"' in html
+    assert 'aria-describedby="cover-hint cover-error" aria-invalid="true"' in html
     assert (Post.objects.count(), covers_stored(media)) == (0, [])
 
     post = make_post(team.blog, "Walk", "Words.")
