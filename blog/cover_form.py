@@ -1,14 +1,17 @@
 """The editor's cover field: the image a person chooses for a post by hand, read within the chat's
-per-file cap (`AGENT_MAX_UPLOAD_MB`, through the same upload handler) and checked and stored as
+per-file cap (`AGENT_MAX_UPLOAD_MB`, through the chat's upload handler) and checked and stored as
 the assistant's covers are (`covers.store_image`); or the box that takes the cover away.
 
-A body longer than one image and the form's words may be is not read at all (Content-Length);
-an image that grows past the cap as it arrives stops the parse, and the fields sent before it (the
-editor's form puts the file last) are kept, so the person's words come back with the refusal.
+A body longer than one image and the form's words may be is not read at all (Content-Length); an
+image that grows past the cap as it arrives is dropped, and the rest of the form is still read, so
+the person's words come back with the refusal.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.core.files.uploadhandler import SkipFile, StopUpload
 from django.http import HttpRequest
 
 from agent.upload_handler import OVERHEAD, UploadLimitHandler, refusal_of
@@ -64,10 +67,31 @@ def unreadable(request: HttpRequest) -> str:
     )
 
 
+class CoverLimitHandler(UploadLimitHandler):
+    """The chat's handler with the cover's limits, which skips a file it refuses rather than ending the
+    parse: the fields after it (the title, the body, the version) are still read. What is read past a
+    skipped file is bounded by the Content-Length check (`unreadable`)."""
+
+    def __init__(self, request: HttpRequest | None = None) -> None:
+        super().__init__(request)
+        self.limits = limits()
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().new_file(*args, **kwargs)
+        except StopUpload:
+            raise SkipFile() from None
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        try:
+            return super().receive_data_chunk(raw_data, start)
+        except StopUpload:
+            raise SkipFile() from None
+
+
 def accept(request: HttpRequest) -> None:
     """Read the form's upload with the cover's cap (before anything reads the form: the CSRF check does)."""
-    handler = UploadLimitHandler(request)
-    handler.limits = limits()
+    handler = CoverLimitHandler(request)
     others = [h for h in request.upload_handlers if not isinstance(h, UploadLimitHandler)]
     request.upload_handlers = [handler, *others]
 
