@@ -264,3 +264,26 @@ def test_an_edit_conflict_saves_nothing_and_leaves_no_stray_file(team, media, dj
     assert "choose the image again" in field_error(html) and 'value="My title"' in html
     post.refresh_from_db()
     assert (post.body, post.cover_ref, covers_stored(media)) == ("Editor's words.", "", [])
+
+
+def test_restoring_a_version_brings_back_its_words_and_leaves_the_cover_as_it_is(
+    team, media, django_capture_on_commit_callbacks
+):
+    """A revision records the cover's key, but a removed cover's file is gone: restoring the version
+    before the removal brings back its title and body, not the cover, and the history says so."""
+    post = make_post(team.blog, "Walk", "Words.")
+    client = browser(team.owner)
+    data = {"title": "Walk", "body": "Words.", "version": version_of(client, post), "cover": image()}
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(edit_url(post), data)
+    data = {"title": "Walk, renamed", "body": "Other.", "version": version_of(client, post), "remove_cover": "on"}
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(edit_url(post), data)
+    removal = PostRevision.objects.filter(post=post).first()
+    history = f"/blogs/notes/posts/{post.pk}/history/"
+    assert "Restoring brings back a version's title and text; whether the post is published, and its cover," in (
+        client.get(history).content.decode()
+    )
+    assert client.post(f"/blogs/notes/posts/{post.pk}/revert/{removal.pk}/").status_code == 302
+    post.refresh_from_db()
+    assert (post.title, post.body, post.cover_ref, covers_stored(media)) == ("Walk", "Words.", "", [])
