@@ -155,7 +155,8 @@ def _post_new(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpResp
     if request.method == "POST":
         title, body = request.POST.get("title", ""), request.POST.get("body", "")
         try:
-            services.clean_title(title), services.clean_body(body)  # refused before any image is stored
+            services.clean_title(title)  # (a title or body refused before any image is stored)
+            services.clean_body(body)
             cover = cover_form.store(request, blog)
             post = services.post_create(blog=blog, actor=actor, title=title, body=body, cover=cover)
         except cover_form.CoverRefused as exc:
@@ -222,7 +223,8 @@ def _post_edit(request: HttpRequest, blog: Blog, seat: Seat, actor: grants.Actor
     error, incoming, cover_error, invalid = None, None, "", False  # (incoming: the saved version, when changed)
     if request.method == "POST":
         try:
-            services.clean_title(mine["title"]), services.clean_body(mine["body"])  # before any image is stored
+            services.clean_title(mine["title"])  # (a title or body refused before any image is stored)
+            services.clean_body(mine["body"])
             cover = cover_form.store(request, blog)
             services.post_update(
                 post=post,
