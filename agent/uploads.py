@@ -45,6 +45,7 @@ _MARKUP_START = re.compile(
 _KEEP_INFO = frozenset({"transparency", "duration", "loop", "background", "disposal"})
 _MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
 
+IMAGES_ACCEPTED = "only PNG, JPEG, GIF and WebP images are accepted"
 ACCEPTED = "only PNG, JPEG, GIF and WebP images, PDFs, and plain-text or Markdown files can be attached"
 
 
@@ -131,6 +132,28 @@ def too_large_file(name: str, limits: Limits) -> str:
 
 
 def check_one(raw_name: str, data: bytes, limits: Limits) -> Upload:
+    name = _checked_name(raw_name, data, limits)
+    ext = os.path.splitext(name)[1].lower()
+    if _looks_like_image(data):
+        return _image(name, data, limits)
+    if data.startswith(b"%PDF-"):
+        return Upload(name, "document", "application/pdf", "pdf", data, pages=pdf_pages(data))
+    if ext in TEXT_EXTENSIONS and _is_text(data):
+        return Upload(name, "document", TEXT_EXTENSIONS[ext], ext.lstrip("."), data)
+    raise UploadRefused(f"“{name}” can't be attached: {ACCEPTED}.", "unsupported_type")
+
+
+def check_image(raw_name: str, data: bytes, limits: Limits) -> Upload:
+    """One image, checked exactly as an attached image is (the same refusals, the pixel and frame caps
+    before decoding, re-encoded without its metadata); anything that is not one is refused."""
+    name = _checked_name(raw_name, data, limits)
+    if not _looks_like_image(data):
+        raise UploadRefused(f"“{name}” is not an image: {IMAGES_ACCEPTED}.", "unsupported_type")
+    return _image(name, data, limits)
+
+
+def _checked_name(raw_name: str, data: bytes, limits: Limits) -> str:
+    """The file's shown name, once the refusals every file meets first are passed (markup, empty, too large)."""
     name = clean_name(raw_name)
     ext = os.path.splitext(name)[1].lower()
     if ext in MARKUP_EXTENSIONS or _MARKUP_START.match(data.lstrip(b"\xef\xbb\xbf \t\r\n\x0c")[:64]):
@@ -139,13 +162,11 @@ def check_one(raw_name: str, data: bytes, limits: Limits) -> Upload:
         raise UploadRefused(f"“{name}” is empty.", "empty_file")
     if len(data) > limits.per_file:
         raise UploadRefused(too_large_file(name, limits), "too_large", 413)
-    if data.startswith(_MAGIC) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP"):
-        return _image(name, data, limits)
-    if data.startswith(b"%PDF-"):
-        return Upload(name, "document", "application/pdf", "pdf", data, pages=pdf_pages(data))
-    if ext in TEXT_EXTENSIONS and _is_text(data):
-        return Upload(name, "document", TEXT_EXTENSIONS[ext], ext.lstrip("."), data)
-    raise UploadRefused(f"“{name}” can't be attached: {ACCEPTED}.", "unsupported_type")
+    return name
+
+
+def _looks_like_image(data: bytes) -> bool:
+    return data.startswith(_MAGIC) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
 
 
 def _is_text(data: bytes) -> bool:

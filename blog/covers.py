@@ -1,4 +1,5 @@
-"""Post covers: an image attached in the assistant's chat, copied to the post's own storage key.
+"""Post covers: an image attached in the assistant's chat, chosen in the editor or brought by an import,
+stored at the post's own storage key.
 
 The copy (not a reference to the attachment) is what lets a chat be deleted, by its person or by
 `chat_cleanup`, while the post keeps its cover. Covers are served by `blog.views.post_cover`
@@ -17,7 +18,7 @@ from django.http import FileResponse, Http404
 
 from agent.media_views import stored_file_response
 from agent.models import Part
-from agent.uploads import Limits, UploadRefused, check_one
+from agent.uploads import Limits, UploadRefused, check_image
 from blog.grants import Actor
 from blog.models import Blog, Post
 from blog.services import OperationError
@@ -48,17 +49,15 @@ def copy_attachment(actor: Actor, blog: Blog, attachment_id: int) -> tuple[str, 
 
 
 def store_image(blog: Blog, name: str, data: bytes) -> tuple[str, str]:
-    """A cover from an image's bytes (an import's), as (key, media type); or OperationError. Checked as an
-    attachment is before any cover is copied from one (`agent.uploads`: the type sniffed from the bytes,
-    never the name; the size, pixel and frame caps; re-encoded without its metadata)."""
+    """A cover from an image's bytes (an import's, the editor's), as (key, media type); or OperationError.
+    Checked as an attached image is before anything is stored (`agent.uploads.check_image`: the type
+    sniffed from the bytes, never the name; the size, pixel and frame caps; re-encoded without its
+    metadata)."""
     try:
-        upload = check_one(name, data, Limits.from_settings())
+        upload = check_image(name, data, Limits.from_settings())
     except UploadRefused as exc:
         raise OperationError(exc.message) from None
-    if upload.kind != "image" or upload.media_type not in EXTENSIONS:
-        raise OperationError(f"“{upload.name}” is not an image: only an image can be a cover.")
-    extension = EXTENSIONS[upload.media_type]
-    key = default_storage.save(f"covers/{blog.pk}/{uuid.uuid4().hex}.{extension}", ContentFile(upload.data))
+    key = default_storage.save(f"covers/{blog.pk}/{uuid.uuid4().hex}.{upload.extension}", ContentFile(upload.data))
     return key, upload.media_type
 
 

@@ -55,7 +55,7 @@ def diff_lines(old: str, new: str, context: int = CONTEXT) -> list[Line]:
 
 
 def version_diff(old: dict | None, new: dict | None) -> dict:
-    """Title and body of two post snapshots (`Post.snapshot()`; None for "nothing yet") compared."""
+    """Title, status, body and cover of two post snapshots (`Post.snapshot()`; None for "nothing yet") compared."""
     old, new = old or {}, new or {}
     old_title, new_title = old.get("title", ""), new.get("title", "")
     body = diff_lines(old.get("body", ""), new.get("body", ""))
@@ -68,4 +68,8 @@ def version_diff(old: dict | None, new: dict | None) -> dict:
         "new_status": new.get("status"),
         "body": body,
         "body_changed": any(line.kind in ("added", "removed") for line in body),
+        # The cover, by its storage key (each new cover has its own): added, replaced or removed.
+        "cover_changed": old.get("cover", "") != new.get("cover", ""),
+        "old_cover": bool(old.get("cover")),
+        "new_cover": bool(new.get("cover")),
     }

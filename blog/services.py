@@ -217,9 +217,11 @@ def post_update(
     title: str | None = None,
     body: str | None = None,
     cover: Cover | None = None,
+    clear_cover: bool = False,
     version: str | None = None,
 ) -> Post:
-    """Change the title, body and/or cover (the previous cover's object goes once this is committed).
+    """Change the title, body and/or cover (the previous cover's object goes once this is committed);
+    `clear_cover` takes the cover away (a new `cover` given as well wins), recorded as any change is.
     With `version` (`post_version` of the post the editor opened), refuse with PostChanged when the
     post was saved since: checked and written in one transaction. The assistant and the API pass none;
     only what they change is written, so a change saved since they read the post keeps the rest."""
@@ -236,8 +238,8 @@ def post_update(
         if body is not None:
             post.body = body
             changed.append("body")
-        if cover:
-            post.cover_ref, post.cover_type = cover
+        if cover or (clear_cover and post.cover_ref):
+            post.cover_ref, post.cover_type = cover or ("", "")
             changed += ["cover_ref", "cover_type"]
         with transaction.atomic():
             if version is not None:
@@ -248,7 +250,7 @@ def post_update(
     except BaseException:
         discard_cover(cover[0] if cover else "")
         raise
-    if cover:
+    if old_cover != post.cover_ref:
         discard_cover(old_cover)
     return post
 

@@ -12,11 +12,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.http import HtmxHttpRequest
-from blog import blogs, covers, diffs, grants, live, post_search, previews, reading, services
+from blog import blogs, cover_form, covers, diffs, grants, live, post_search, previews, reading, services
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
@@ -131,30 +132,66 @@ def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/all_posts.html", context)
 
 
+# The editor's form may carry a cover image, read with the cover's cap (`blog/cover_form.py`), which
+# must be in place before the form is read: so the CSRF check, which reads it, comes after
+# (`csrf_protect`), as Django's documentation on modifying upload handlers shows (and as Import does).
+# Only the upload of someone who may write here is read at all.
+@csrf_exempt
 @require_http_methods(["GET", "POST"])
 @login_required
 def post_new(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
-    error = None
     if request.method == "POST":
+        unread = cover_form.unreadable(request)
+        if unread:  # (its body is never read, nor its CSRF token: nothing is written)
+            return _new_page(request, blog, actor, {}, cover_error=unread, status=413)
+        cover_form.accept(request)
+    return _post_new(request, blog, actor)
+
+
+@csrf_protect
+def _post_new(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpResponse:
+    error, cover_error, invalid = None, "", False
+    if request.method == "POST":
+        title, body = request.POST.get("title", ""), request.POST.get("body", "")
         try:
-            post = services.post_create(
-                blog=blog, actor=actor, title=request.POST.get("title", ""), body=request.POST.get("body", "")
-            )
+            services.clean_title(title)  # (a title or body refused before any image is stored)
+            services.clean_body(body)
+            cover = cover_form.store(request, blog)
+            post = services.post_create(blog=blog, actor=actor, title=title, body=body, cover=cover)
+        except cover_form.CoverRefused as exc:
+            cover_error, invalid = cover_form.refusal(exc.message), True
         except OperationError as exc:
             error = exc.public_message
+            cover_error = cover_form.not_kept() if cover_form.chosen(request) else ""
         else:
             messages.success(request, f"Draft “{post.title}” created.")
             warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
+    return _new_page(request, blog, actor, request.POST, error=error, cover_error=cover_error, invalid=invalid)
+
+
+def _new_page(
+    request: HttpRequest,
+    blog: Blog,
+    actor: grants.Actor,
+    data: Any,
+    *,
+    error: str | None = None,
+    cover_error: str = "",
+    invalid: bool = False,
+    status: int = 200,
+) -> HttpResponse:
     # (a Create refused comes back with the typed title and its note; a new form, with no title, has none)
-    note = title_note(actor, blog, request.POST.get("title", ""))
-    context = {"blog": blog, "post": None, "error": error, "data": request.POST, "title_note": note}
-    return render(request, "blog/post_form.html", context)
+    note = title_note(actor, blog, data.get("title", ""))
+    context = {"blog": blog, "post": None, "error": error, "data": data, "title_note": note}
+    context.update(cover_error=cover_error, cover_invalid=invalid or status == 413, **cover_form.field_context())
+    return render(request, "blog/post_form.html", context, status=status)
 
 
 @never_cache
+@csrf_exempt  # (checked by `_post_edit`, once the upload's cap is in place: see `post_new`)
 @require_http_methods(["GET", "POST"])
 @login_required
 def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
@@ -164,17 +201,43 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     Save, now knowing, keeps theirs."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
+    if request.method == "POST":
+        unread = cover_form.unreadable(request)
+        if unread:  # (its body is never read, nor its CSRF token: nothing is written)
+            drawn = live.page_mark(blog)
+            post = Post.objects.filter(blog=blog, pk=pk).first()
+            if post is None or not grants.may_change(actor, post):
+                raise Http404("Not found.")
+            saved = {"title": post.title, "body": post.body}
+            return _edit_page(request, blog, seat, actor, post, drawn, saved, cover_error=unread, status=413)
+        cover_form.accept(request)
+    return _post_edit(request, blog, seat, actor, pk)
+
+
+@csrf_protect
+def _post_edit(request: HttpRequest, blog: Blog, seat: Seat, actor: grants.Actor, pk: int) -> HttpResponse:
     drawn = live.page_mark(blog)  # (before the post it vouches for: blog/live.py)
     mine = {"title": request.POST.get("title", ""), "body": request.POST.get("body", "")}
     post = Post.objects.filter(blog=blog, pk=pk).first()
     if post is None or not grants.may_change(actor, post):
         return uneditable(request, blog, post, mine)
-    error, incoming = None, None  # (incoming: the saved version, when a Save found it changed)
+    error, incoming, cover_error, invalid = None, None, "", False  # (incoming: the saved version, when changed)
     if request.method == "POST":
         try:
+            services.clean_title(mine["title"])  # (a title or body refused before any image is stored)
+            services.clean_body(mine["body"])
+            cover = cover_form.store(request, blog)
             services.post_update(
-                post=post, actor=actor, title=mine["title"], body=mine["body"], version=request.POST.get("version")
+                post=post,
+                actor=actor,
+                title=mine["title"],
+                body=mine["body"],
+                cover=cover,
+                clear_cover=request.POST.get(cover_form.REMOVE) == "on",
+                version=request.POST.get("version"),
             )
+        except cover_form.CoverRefused as exc:
+            cover_error, invalid = cover_form.refusal(exc.message), True
         except services.PostChanged:
             post = _post(blog, pk)  # as saved now: the form takes its version, the card shows it
             incoming = incoming_context(request, post, mine)
@@ -184,13 +247,45 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
                 if incoming["differs"]
                 else "The form holds the saved words; Save again to save them."
             )
+            cover_error = cover_form.not_kept() if cover_form.chosen(request) else ""
         except OperationError as exc:
             error = exc.public_message
+            cover_error = cover_form.not_kept() if cover_form.chosen(request) else ""
         else:
             messages.success(request, f"Saved “{post.title}”.")
             warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
     data = request.POST or {"title": post.title, "body": post.body}
+    return _edit_page(
+        request,
+        blog,
+        seat,
+        actor,
+        post,
+        drawn,
+        data,
+        error=error,
+        incoming=incoming,
+        cover_error=cover_error,
+        invalid=invalid,
+    )
+
+
+def _edit_page(
+    request: HttpRequest,
+    blog: Blog,
+    seat: Seat,
+    actor: grants.Actor,
+    post: Post,
+    drawn: str,
+    data: Any,
+    *,
+    error: str | None = None,
+    incoming: dict | None = None,
+    cover_error: str = "",
+    invalid: bool = False,
+    status: int = 200,
+) -> HttpResponse:
     context = {
         "blog": blog,
         "post": post,
@@ -202,9 +297,12 @@ def post_edit(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         # (the note on the title in the box: the saved one, or the one typed when a Save was refused)
         "title_note": title_note(actor, blog, data.get("title", ""), exclude=post.pk),
         "data": data,
+        "cover_error": cover_error,
+        "cover_invalid": invalid or status == 413,
+        **cover_form.field_context(),
     }
     context.update(panel_context(request, blog, seat, request.GET.get("chat"), post=post))
-    return render(request, "blog/post_form.html", context)
+    return render(request, "blog/post_form.html", context, status=status)
 
 
 def title_note(actor: grants.Actor, blog: Blog, typed: str, exclude: int | None = None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from agent import attachments, budget, context
 from agent.backends import get_backend
 from agent.models import Message, Part, RateEvent, Session
 from agent.state import Run
-from agent.uploads import Limits, UploadRefused, check_all, check_one
+from agent.uploads import Limits, UploadRefused, check_all, check_image, check_one
 from tests import files
 
 pytestmark = pytest.mark.django_db
@@ -178,6 +178,27 @@ def test_a_pdfs_text_is_read_once_for_every_call_that_sends_it(monkeypatch):
     assert reads == [200_000]
     assert attachments.pdf_text(files.pdf("Another one")) == "Another one"
     assert len(reads) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("r.pdf", files.pdf(), "“r.pdf” is not an image: only PNG, JPEG, GIF and WebP images are accepted."),
+        ("notes.png", b"plain text", "“notes.png” is not an image: only PNG, JPEG, GIF and WebP images are accepted."),
+        ("logo.png", files.svg_with_script(), "“logo.png” can't be attached: SVG and HTML files are not accepted."),
+        ("bomb.png", files.png_bomb(), "“bomb.png” is too large an image: the limit is 25 megapixels."),
+        ("big.png", files.png(), "“big.png” is larger than the 9.54e-05 MB allowed for one file."),
+    ],
+    ids=["pdf", "text", "svg", "bomb", "big"],
+)
+def test_check_image_takes_an_image_as_an_attachment_is_and_nothing_else(name, data, message):
+    """`check_image` (a post's cover chosen in the editor): an attached image's checks, images only."""
+    u = check_image("holiday.jpg", files.jpeg_with_gps(40, 20), LIMITS)
+    assert (u.kind, u.media_type, u.width, u.height, b"SecretCam" in u.data) == ("image", "image/jpeg", 20, 40, False)
+    limits = Limits(per_file=100, per_message=100, files=1, pixels=25_000_000) if name == "big.png" else LIMITS
+    with pytest.raises(UploadRefused) as refused:
+        check_image(name, data, limits)
+    assert refused.value.args == (message,)
 
 
 def test_limits_per_file_per_message_and_count():

@@ -531,7 +531,10 @@ def test_history_lists_revisions_with_actors(team):
     # a publish changed no words: nothing of it to restore (the row after it offers the same words).
     assert ">Restore the version before it</button>" in html
     assert ">Restore version 1</button>" not in html and ">Restore version 2</button>" not in html
-    assert "Restoring brings back a version's title and text; whether the post is published stays" in html
+    assert (
+        "Restoring brings back a version's title and text; whether the post is published, and its cover, stay as they are."
+        in html
+    )
     assert (
         "Restoring brings back"
         not in browser(team.viewer).get(f"/blogs/notes/posts/{post.pk}/history/").content.decode()

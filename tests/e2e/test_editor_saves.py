@@ -9,6 +9,7 @@ import re
 from playwright.sync_api import expect
 
 from blog.services import MAX_BODY_CHARS
+from tests import files
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item, send, wait_turn_finished
 
@@ -225,3 +226,32 @@ def test_the_assistant_deleting_the_open_post_is_said_quietly_and_a_save_gives_t
         "Your words are below: copy them to keep them, or start a new post with them."
     )
     expect(page.get_by_label("Body (markdown)")).to_have_value(typed)
+
+
+def test_alice_chooses_a_cover_in_the_editor_sees_it_and_removes_it(server_factory, page):
+    """The editor's "Cover image" field: a PNG chosen with Create draft becomes the post's cover, shown in
+    the editor (loaded from the server) and on the post list; "Remove the cover" takes it away."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Title").fill("Cover by hand check")
+    page.get_by_label("Body (markdown)").fill("A sunset.")
+    page.get_by_label("Cover image").set_input_files(
+        {"name": "sunset.png", "mimeType": "image/png", "buffer": files.png()}
+    )
+    page.locator("#post-form").get_by_role("button", name="Create draft").click()
+    page.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    item = post_item(page, "Cover by hand check")
+    expect(item.locator("img.post-thumb")).to_have_count(1)
+
+    item.get_by_role("link", name="Edit", exact=True).click()
+    cover = page.locator("#post-cover")
+    expect(cover).to_be_visible()
+    assert cover.evaluate("img => img.complete && img.naturalWidth === 64")
+    page.get_by_label("Remove the cover").check()
+    page.locator("#post-form").get_by_role("button", name="Save").click()
+    page.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    expect(post_item(page, "Cover by hand check").locator("img.post-thumb")).to_have_count(0)
+    assert errors == []
