@@ -475,7 +475,8 @@ def test_the_panels_list_names_the_persons_chats_there_the_one_shown_marked(team
     answer = browser(team.owner).get(f"/blogs/{team.blog.slug}/chats/list?chat={shown.pk}")
     assert answer.status_code == 200
     html = answer.content.decode()
-    assert html.count("<li>") == 2 and str(about_post.pk) not in html
+    assert html.count('<li><a href="?chat=') == 2 and str(about_post.pk) not in html
+    assert '<li><a href="/blogs/notes/chats/" class="all-chats">All chats…</a></li>' in html  # (renamed there)
     assert (
         f'<a href="?chat={shown.pk}" aria-current="true"><span class="chat-label" data-untitled>Untitled chat' in html
     )
