@@ -27,9 +27,7 @@ pytestmark = pytest.mark.django_db
 
 DONE_TOOLS = {"kind": "done", "stop_reason": "tool_use"}
 DONE = {"kind": "done", "stop_reason": "end_turn"}
-BOTH = (
-    "Give either cover_attachment_id (a new cover) or remove_cover (no cover), not both: nothing was changed."
-)
+BOTH = "Give either cover_attachment_id (a new cover) or remove_cover (no cover), not both: nothing was changed."
 
 
 @pytest.fixture
@@ -126,7 +124,11 @@ def test_removing_a_cover_a_post_does_not_have_is_a_calm_no_op(team, media):
     result, effects = perform_json(
         "update_post", actor, team.blog, {"post_id": post.pk, "title": "Run", "remove_cover": True}
     )
-    assert (result["title"], result["cover_removed"], effects) == ("Run", False, [{"type": "post.updated", "id": post.pk}])
+    assert (result["title"], result["cover_removed"], effects) == (
+        "Run",
+        False,
+        [{"type": "post.updated", "id": post.pk}],
+    )
     assert result["note"] == "The post had no cover to remove; the rest was saved."
     # remove_cover false alone changes nothing, as an empty update does.
     with pytest.raises(OperationError) as caught:
@@ -182,6 +184,26 @@ def test_a_both_given_call_in_a_turn_is_a_tool_error_the_model_reads(team, media
     assert covers_stored(media) == [post.cover_ref]
 
 
+def test_removing_a_published_posts_cover_waits_for_approval_as_any_live_change(
+    team, media, script, django_capture_on_commit_callbacks
+):
+    """The approval flow is the one of every update: a draft's cover goes at once (above); a published
+    post's, a change to what readers see, waits for the person's Approve, its card saying so."""
+    from tests.blog.test_assistant_turns import approve, update_awaiting_approval
+
+    set_consent(team.owner, team.blog, ALL)
+    live = with_cover(make_post(team.blog, "Live one", published=True))
+    api, session, pending = update_awaiting_approval(team, script, team.owner, live, {"remove_cover": True})
+    assert (pending["description"], pending["detail"]) == ("Change the published post “Live one”", "Cover: removed")
+    live.refresh_from_db()
+    assert live.cover_ref and covers_stored(media) == [live.cover_ref]  # nothing removed before the Approve
+    with django_capture_on_commit_callbacks(execute=True):
+        events = api.events(approve(api, session, pending["id"]).json()["stream_url"])
+    assert [n for n, _ in events] == ["tool_result", "effects", "token", "done"]
+    live.refresh_from_db()
+    assert (live.cover_ref, live.status, covers_stored(media)) == ("", Post.PUBLISHED, [])
+
+
 def test_a_chip_reads_remove_cover_in_words(team):
     post = make_post(team.blog, "Morning light")
     session = chat_with_calls(team.owner, team.blog, [])
@@ -190,7 +212,10 @@ def test_a_chip_reads_remove_cover_in_words(team):
         ("update_post", {"post_id": post.pk, "remove_cover": False, "body": "x"}),
     ]
     add_calls(session, session.turns.get(), calls)
-    assert chip_inputs(team.owner, session) == ["post: “Morning light”, cover: removed", "post: “Morning light”, body: x"]
+    assert chip_inputs(team.owner, session) == [
+        "post: “Morning light”, cover: removed",
+        "post: “Morning light”, body: x",
+    ]
 
 
 def test_an_approval_to_remove_a_cover_says_so(team, media):
