@@ -190,7 +190,8 @@ def describe_call(session: Session, name: str, data: dict[str, Any]) -> Descript
     if name == "update_post" and post is not None:
         live = "the published post" if post.status == Post.PUBLISHED else "the post"
         cover = chips.attachment_name(session, data.get("cover_attachment_id"))
-        detail = change_detail(post, data.get("title"), data.get("body"), cover)
+        removed = data.get("remove_cover") is True and bool(post.cover_ref)
+        detail = change_detail(post, data.get("title"), data.get("body"), cover, removed)
         return Description(f"Change {live} “{post.title}”", detail)
     if name == "publish_post" and post is not None and post.status != Post.PUBLISHED:
         # Published before: what goes live again is shown against what was live, so a post taken
@@ -210,19 +211,23 @@ def last_live(post: Post) -> dict[str, Any] | None:
     return revision.after if (revision.after or {}).get("status") == Post.PUBLISHED else revision.before
 
 
-def change_detail(post: Post, title: Any, body: Any, cover: str | None = None) -> str:
-    """What an edit changes: the title's old and new lines, a new cover, and the body's lines removed
-    ("- "), added ("+ ") and kept ("  "), long unchanged runs folded to "  …" (`blog.diffs`, as the
-    history page shows them)."""
-    return _detail(post.title, post.body, title, body, cover)
+def change_detail(post: Post, title: Any, body: Any, cover: str | None = None, cover_removed: bool = False) -> str:
+    """What an edit changes: the title's old and new lines, a new cover or the cover removed (in the
+    history's words), and the body's lines removed ("- "), added ("+ ") and kept ("  "), long unchanged
+    runs folded to "  …" (`blog.diffs`, as the history page shows them)."""
+    return _detail(post.title, post.body, title, body, cover, cover_removed)
 
 
-def _detail(old_title: str, old_body: str, title: Any, body: Any, cover: str | None = None) -> str:
+def _detail(
+    old_title: str, old_body: str, title: Any, body: Any, cover: str | None = None, cover_removed: bool = False
+) -> str:
     lines: list[str] = []
     if isinstance(title, str) and title.strip() != old_title:
         lines += ["Title:", f"- {old_title}", f"+ {title.strip()}"]
     if cover is not None:  # the attachment's file name in this chat (`chips.file_names`)
         lines += ["Cover:", f"+ {cover}"]
+    elif cover_removed:
+        lines.append("Cover: removed")
     if isinstance(body, str) and body != old_body:
         lines += ["Body:", *(_marked(line) for line in diff_lines(old_body, body))]
     return "\n".join(lines)

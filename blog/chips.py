@@ -23,6 +23,8 @@ NOT_FOUND = "not found"
 #: The ids a call may carry, and the word a person reads in their place.
 POST_KEY, COVER_KEY = "post_id", "cover_attachment_id"
 SHOWN_AS = {POST_KEY: "post", COVER_KEY: "cover"}
+#: `update_post`'s flag that takes the cover away, read as "cover: removed".
+REMOVE_COVER_KEY = "remove_cover"
 
 
 def shown_inputs(session: Session, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -44,6 +46,8 @@ def shown_inputs(session: Session, calls: list[tuple[str, dict[str, Any]]]) -> l
             value = data[key]
             if key in names and _is_id(value):
                 said[SHOWN_AS[key]] = names[key].get(value, NOT_FOUND)
+            elif key == REMOVE_COVER_KEY and value is True:
+                said[SHOWN_AS[COVER_KEY]] = "removed"
             else:
                 said[key] = value
         shown.append(said)

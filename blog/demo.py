@@ -233,12 +233,15 @@ class DemoBackend(Backend):
             if open_post is None:
                 return "Which post? Open it in the editor and ask me there.", []
             return f"Renaming it to “{title}”.", [("update_post", {"post_id": int(open_post["id"]), "title": title})]
+        if kind == "uncover" and PRONOUN.match(title) and (open_post := OPEN_POST.search(system or "")):
+            # Beside an editor "this post" is the open one: no need to look it up.
+            return "Removing its cover.", [("update_post", {"post_id": int(open_post["id"]), "remove_cover": True})]
         if kind == "draft":
             body = "A first draft, written by the demo assistant. Edit me!"  # (the post's page heads it with its title)
             return f"Drafting “{title}”.", [("create_post", {"title": title, "body": body})]
         named = named_post(messages, last_user, title, step)
         if named is None:
-            return f"Which post? Say its title, like “{kind} Morning light”.", []
+            return f"Which post? Say its title, like “{ASKED_AS.get(kind, kind)} Morning light”.", []
         title = named
         if kind == "delete" and "delete_post" not in settings.AGENT_CONFIRM_TOOLS:
             # Without the approval buttons the model itself must ask first.
@@ -318,7 +321,7 @@ class DemoBackend(Backend):
             )
         if name == "get_post" and kind == "tighten":
             return writing.tighten_reply(result, title)
-        if name == "list_posts" and kind in ("publish", "unpublish", "delete"):
+        if name == "list_posts" and kind in ("publish", "unpublish", "delete", "uncover"):
             title = named_post(messages, last_user, title, step) or title
             return self._act_on(kind, title, result.get("items", []), offered)
         return self._done(name, result, title), []
@@ -351,6 +354,11 @@ class DemoBackend(Backend):
             "delete_post": "deleted",
             "update_post": "updated",
         }
+        if name == "update_post" and "cover_removed" in result:  # (blog.operations: remove_cover's answer)
+            titled = result.get("title", title)
+            if not result["cover_removed"]:
+                return f"“{titled}” has no cover, so there was nothing to remove."
+            return f"Done: I removed the cover of “{titled}”."
         # (a result says whether the post has a cover; only the draft made from a photo set it)
         cover = " with your photo as its cover" if name == "create_post" and result.get("cover") else ""
         done = f"Done: I {verbs.get(name, 'finished')} “{result.get('title', title)}”{cover}."
@@ -375,19 +383,33 @@ class DemoBackend(Backend):
         tool = NEEDS[kind]
         if tool not in offered:
             return not_allowed(tool), []
-        fits = {"publish": Post.DRAFT, "unpublish": Post.PUBLISHED}.get(kind)
-        candidates = [p for p in exact if p.get("status") == fits] or exact
+        if kind == "uncover":  # the one with a cover to remove (a listed post says `"cover": true`)
+            candidates = [p for p in exact if p.get("cover")] or exact
+        else:
+            fits = {"publish": Post.DRAFT, "unpublish": Post.PUBLISHED}.get(kind)
+            candidates = [p for p in exact if p.get("status") == fits] or exact
         candidates.sort(key=lambda p: (_edited(p), p["id"]), reverse=True)
         match, said = candidates[0], ""
         if len(exact) > 1:
-            doing = {"publish": "publishing", "unpublish": "unpublishing", "delete": "deleting"}[kind]
-            which = "the one edited most recently" if len(candidates) > 1 else STATE_WORDS.get(match["status"], "it")
+            doing = DOING[kind]
+            fitting = "the one that has one" if kind == "uncover" else STATE_WORDS.get(match["status"], "it")
+            which = "the one edited most recently" if len(candidates) > 1 else fitting
             said = f"{len(exact)} posts are titled “{match['title']}”: I'm {doing} {which} (id {match['id']})."
-        return said, [(tool, {"post_id": match["id"]})]
+        args = {"post_id": match["id"], "remove_cover": True} if kind == "uncover" else {"post_id": match["id"]}
+        return said, [(tool, args)]
 
 
 #: What a list of posts of a status is called.
 LISTED = {"": "posts", Post.DRAFT: "drafts", Post.PUBLISHED: "published posts"}
+#: What the demo says it is doing to one of several posts of a title.
+DOING = {
+    "publish": "publishing",
+    "unpublish": "unpublishing",
+    "delete": "deleting",
+    "uncover": "removing the cover of",
+}
+#: How a request of a kind is asked for, when the demo asks which post it means.
+ASKED_AS = {"uncover": "remove the cover of"}
 #: A post named by its state, among posts of one title.
 STATE_WORDS = {Post.DRAFT: "the draft", Post.PUBLISHED: "the published one"}
 

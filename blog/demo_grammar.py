@@ -17,7 +17,7 @@ HELP = (
     "I'm the offline demo assistant. Try: “list my posts” (or “list my drafts”), “draft a post titled Morning light”, "
     "“write a post about autumn birds”, “publish Morning light” (or “publish it” after a draft), "
     "several at once (“write a post about autumn birds and publish it”), "
-    "“unpublish Morning light”, “delete Morning light”, “write something long”, "
+    "“unpublish Morning light”, “delete Morning light”, “remove the cover of Morning light”, “write something long”, "
     "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
     "Evening light”, “tighten the second paragraph” or “suggest three titles”."
 )
@@ -81,6 +81,13 @@ PATTERNS = [
             re.I,
         ),
     ),
+    (  # before "delete": "delete the cover of Old notes" keeps the post
+        "uncover",
+        re.compile(
+            rf"^\s*(?:remove|delete|drop|take\s+off)\s+(?:the\s+)?cover(?:\s+(?:image|photo|picture))?\s+(?:of|from)\s+{TITLE}",
+            re.I,
+        ),
+    ),
     ("unpublish", re.compile(rf"^\s*unpublish\s+{TITLE}", re.I)),
     ("publish", re.compile(rf"^\s*publish\s+{TITLE}", re.I)),
     ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
@@ -105,6 +112,7 @@ NEEDS = {
     "publish": "publish_post",
     "unpublish": "unpublish_post",
     "delete": "delete_post",
+    "uncover": "update_post",
     "rename": "update_post",
     "titles": "get_post",
     "tighten": "update_post",

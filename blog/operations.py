@@ -64,14 +64,30 @@ def _update(
     title: str | None = None,
     body: str | None = None,
     cover_attachment_id: int | None = None,
+    remove_cover: bool = False,
 ):
-    if title is None and body is None and cover_attachment_id is None:
+    if remove_cover and cover_attachment_id is not None:
+        raise OperationError(
+            "Give either cover_attachment_id (a new cover) or remove_cover (no cover), not both: nothing was changed."
+        )
+    if title is None and body is None and cover_attachment_id is None and not remove_cover:
         raise OperationError("Give a new title, body or cover to change.")
     post = _post(blog, post_id)
     services.check_may_change(post, actor)  # refused before any cover is copied
+    had_cover = bool(post.cover_ref)
+    if remove_cover and not had_cover and title is None and body is None:
+        # Nothing to write (no revision, no announcement): a success that says why, so the model moves on.
+        said = f"“{post.title}” has no cover: nothing was changed."
+        return {**services.post_summary(post), "cover_removed": False, "note": said}, []
     cover = covers.copy_attachment(actor, blog, cover_attachment_id) if cover_attachment_id else None
-    post = services.post_update(post=post, actor=actor, title=title, body=body, cover=cover)
-    return _with_namesakes(post, title is not None), [{"type": "post.updated", "id": post.pk}]
+    post = services.post_update(post=post, actor=actor, title=title, body=body, cover=cover, clear_cover=remove_cover)
+    summary = _with_namesakes(post, title is not None)
+    if remove_cover:
+        summary["cover_removed"] = had_cover
+        if not had_cover:
+            notes = [summary.get("note", ""), "The post had no cover to remove; the rest was saved."]
+            summary["note"] = " ".join(n for n in notes if n)
+    return summary, [{"type": "post.updated", "id": post.pk}]
 
 
 def _with_namesakes(post: Post, titled: bool = True) -> dict[str, Any]:
@@ -120,6 +136,10 @@ COVER = {
     "minimum": 1,
     "description": "The id of an image attached in this chat (its “[Attachment #id: …]” line), to be the post's cover.",
 }
+REMOVE_COVER = {
+    "type": "boolean",
+    "description": "true to remove the post's cover image (not together with cover_attachment_id).",
+}
 
 OPERATIONS: dict[str, Operation] = {
     op.name: op
@@ -149,8 +169,18 @@ OPERATIONS: dict[str, Operation] = {
         ),
         Operation(
             "update_post",
-            "Change a post's title, markdown body and/or cover image (an image attached in this chat).",
-            _obj({"post_id": POST_ID, "title": TITLE, "body": BODY, "cover_attachment_id": COVER}, ["post_id"]),
+            "Change a post's title, markdown body and/or cover image (an image attached in this chat, "
+            "or remove_cover to take the cover away).",
+            _obj(
+                {
+                    "post_id": POST_ID,
+                    "title": TITLE,
+                    "body": BODY,
+                    "cover_attachment_id": COVER,
+                    "remove_cover": REMOVE_COVER,
+                },
+                ["post_id"],
+            ),
             WRITE,
             _update,
         ),

@@ -39,6 +39,30 @@ def test_the_catalogue_is_the_assistants(team):
         assert (tool["description"], tool["inputSchema"]) == (op.description, op.input_schema)
 
 
+def test_a_client_sees_and_uses_update_posts_remove_cover(team, tmp_path, settings, django_capture_on_commit_callbacks):
+    """The same schema as the assistant's: a connected client may remove a cover too (no chat needed, unlike
+    a new cover from an attachment), through the one write path, its file deleted after commit."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from tests import files
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    conn = connect(team.owner, team.blog.slug, ALL)
+    tools = {t["name"]: t for t in conn.rpc("tools/list")["result"]["tools"]}
+    properties = tools["update_post"]["inputSchema"]["properties"]
+    assert list(properties) == ["post_id", "title", "body", "cover_attachment_id", "remove_cover"]
+    assert properties["remove_cover"]["type"] == "boolean"
+    key = default_storage.save(f"covers/{team.blog.pk}/c.png", ContentFile(files.png()))
+    post = Post.objects.create(blog=team.blog, title="Walk", slug="walk", cover_ref=key, cover_type="image/png")
+    with django_capture_on_commit_callbacks(execute=True):
+        result = conn.call("update_post", {"post_id": post.pk, "remove_cover": True})["result"]
+    assert (result["isError"], result["structuredContent"]["cover_removed"]) == (False, True)
+    post.refresh_from_db()
+    assert (post.cover_ref, default_storage.exists(key)) == ("", False)
+    assert PostRevision.objects.get(post=post).before["cover"] == key
+
+
 def test_calls_go_through_the_one_write_path_and_are_audited(team):
     conn = connect(team.owner, team.blog.slug, ALL)
     result = conn.call("create_post", {"title": "Via MCP", "body": "Hi"})["result"]
