@@ -87,6 +87,7 @@ def test_only_text_is_searched_not_tool_calls_nor_thinking(team):
 def test_a_search_finds_only_the_persons_own_chats_of_that_panel(team, other_team):
     post = make_post(team.blog)
     said_chat(team.editor, team.blog, text="heron on the blog page")
+    said_chat(team.editor, team.blog, text="owls on the blog page")
     said_chat(team.editor, team.blog, post, text="heron beside the post")
     said_chat(team.owner, team.blog, text="heron of the owner")
     said_chat(other_team.editor, other_team.blog, text="heron elsewhere")
