@@ -31,7 +31,7 @@ from agent.models import Message, Session
 from agent.policy import Access
 from agent.templatetags.agent_waits import wait
 from agent.views import stream_url
-from blog import grants, live
+from blog import chat_search, grants, live
 from blog.chat import start_session
 from blog.models import Blog, Post, Seat
 
@@ -113,28 +113,44 @@ def is_uuid(text: str) -> bool:
 @login_required
 def chats(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
     """All of the person's chats on the blog (or beside one post's editor), the latest first, a page at
-    a time: the panel lists only the latest, and every older one stays a link away. Each can be renamed
+    a time: the panel lists only the latest, and every older one stays a link away. Its form finds
+    them by their name or by what was said in them (`?q=`, `blog/chat_search.py`). Each can be renamed
     here (`chat_rename`)."""
     blog = _summoner_blog(request, slug)
-    return _chats_page(request, blog, _panel_post(blog, pk), request.GET.get("page"))
+    return _chats_page(request, blog, _panel_post(blog, pk), request.GET.get("page"), chat_search.read(request.GET))
 
 
 def _chats_page(
-    request: HttpRequest, blog: Blog, post: Post | None, number: Any, rename: dict[str, Any] | None = None
+    request: HttpRequest,
+    blog: Blog,
+    post: Post | None,
+    number: Any,
+    search: chat_search.ChatSearch,
+    rename: dict[str, Any] | None = None,
 ) -> HttpResponse:
-    """The chats page; with `rename` (`chat`, `typed`, `error`), again after a refused name, that chat's
-    field open with what was typed and the refusal beside it: on the page the form came from, first
-    when newer chats have moved it to a later page meanwhile."""
-    page = Paginator(listed(blog_sessions(request.user, blog, post)), CHATS_PER_PAGE).get_page(number)
-    sessions = labelled(page.object_list)
-    if rename and not any(s.pk == rename["chat"].pk for s in sessions):
-        sessions = labelled(Session.objects.filter(pk=rename["chat"].pk)) + sessions
+    """The chats page, or those of its chats a `search` finds; with `rename` (`chat`, `typed`, `error`),
+    again after a refused name, that chat's field open with what was typed and the refusal beside it:
+    on the page the form came from, first when newer chats have moved it to a later page meanwhile."""
+    sessions = listed(blog_sessions(request.user, blog, post))
+    if search.problem:
+        sessions = sessions.none()
+    elif search.words:
+        sessions = chat_search.matching(sessions, search.words)
+    page = Paginator(sessions, CHATS_PER_PAGE).get_page(number)
+    shown: list[Any] = labelled(page.object_list)  # (each given its `snippet` too)
+    if rename and not any(s.pk == rename["chat"].pk for s in shown):
+        shown = labelled(Session.objects.filter(pk=rename["chat"].pk)) + shown
+    for session in shown:
+        session.snippet = chat_search.snippet(session, search.words) if search.words else ""
     context = {
         "blog": blog,
         "panel_post": post,
         "page": page,
-        "chat_sessions": sessions,
+        "chat_sessions": shown,
         "panel_url": _panel_page(blog, post),
+        "chats_url": _panel_url("chats", blog, post),
+        "search": search,
+        "max_query": chat_search.MAX_QUERY_CHARS,
         "title_max": titles.TITLE_MAX,
         "rename": rename,
     }
@@ -145,9 +161,9 @@ def _chats_page(
 @login_required
 def chat_rename(request: AuthenticatedHttpRequest, slug: str, chat_id: uuid.UUID) -> HttpResponse:
     """The person's own chat on this blog given a name of theirs, from the chats page, which it goes back
-    to (the same page of it); a name refused shows that page again, the refusal beside what was typed.
-    Anyone else's chat, or another blog's, is 404. A GET (back from signing in, the form's address as
-    `next`) goes to the chats page."""
+    to (the same page of it, and the same search); a name refused shows that page again, the refusal
+    beside what was typed. Anyone else's chat, or another blog's, is 404. A GET (back from signing in,
+    the form's address as `next`) goes to the chats page."""
     blog = _summoner_blog(request, slug)
     own = Session.objects.filter(user=request.user, blog_link__blog=blog).select_related("blog_link__post")
     session = get_object_or_404(own, pk=chat_id)
@@ -156,12 +172,17 @@ def chat_rename(request: AuthenticatedHttpRequest, slug: str, chat_id: uuid.UUID
     if request.method != "POST":
         return redirect(back)
     typed, number = request.POST.get("title", ""), request.POST.get("page", "")
+    search = chat_search.read(request.POST)
     try:
         title = titles.session_rename(session=session, title=typed)
     except titles.TitleRefused as exc:
-        return _chats_page(request, blog, post, number, {"chat": session, "typed": typed, "error": exc.args[0]})
+        refused = {"chat": session, "typed": typed, "error": exc.args[0]}
+        return _chats_page(request, blog, post, number, search, refused)
     messages.success(request, f"Renamed the chat “{title}”.")
-    return redirect(back + (f"?page={number}" if number.isascii() and number.isdigit() else ""))
+    kept = [search.params] if search.params else []  # (the search and the page the form came from)
+    if number.isascii() and number.isdigit():
+        kept.append(f"page={number}")
+    return redirect(back + ("?" + "&".join(kept) if kept else ""))
 
 
 def _grant_scopes(user: Any, blog: Blog) -> list[str]:

@@ -17,7 +17,7 @@ from agent import budget
 from agent.state import Run
 from agent.transcript import add_message
 from blog.chat import start_session
-from tests.blog.conftest import ALL, make_post, set_consent
+from tests.blog.conftest import ALL, browser, make_post, said_chat, set_consent
 from tests.conftest import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -71,3 +71,26 @@ def test_a_tool_round_trip_takes_the_same_queries_whatever_the_transcript_length
     tool = http_turn_queries(team, script, earlier, before + [LIST, TEXT])
     # The round trip writes two more messages: the model's call of the tool, and the tool's result.
     assert (text, tool - text) == (TEXT_TURN, TOOL_ROUND_TRIP)
+
+
+# The chats page: the person's session and user, the blog and their seat on it (may they summon the
+# assistant there), a COUNT of the chats for the pager, and one read of the page's chats with their
+# labels (a subquery each: the first words). A search adds no statement: its match is in the COUNT and
+# the read, and each found chat's snippet is one more subquery of the read.
+CHATS_PAGE = 6
+
+
+@pytest.mark.parametrize("chats", [3, 30])
+@pytest.mark.parametrize("q", ["", "heron"])
+def test_the_chats_page_and_a_search_of_it_take_the_same_queries_whatever_the_chats(team, chats, q):
+    for i in range(chats):
+        session = said_chat(team.editor, team.blog, text=f"heron {i}")
+        add_message(Run(session), "assistant", [{"type": "text", "text": "Herons wade."}])
+    client = browser(team.editor)
+    with CaptureQueriesContext(connection) as ctx:
+        html = client.get("/blogs/notes/chats/", {"q": q} if q else {}).content.decode()
+    assert html.count('class="chat-label"') == chats
+    assert html.count("<mark>") == (chats if q else 0)
+    assert len(ctx.captured_queries) == CHATS_PAGE
+    reads = [query["sql"] for query in ctx.captured_queries if "agent_part" in query["sql"]]
+    assert len(reads) == (2 if q else 1)  # (a search's COUNT reads the parts too; the page's read, always)

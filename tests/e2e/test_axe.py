@@ -5,8 +5,8 @@ the editor lay the assistant out differently there, tests/e2e/test_phone.py).
 Signed out: the sign-in page (and after a failed sign-in), the public blog, a public post and the 404 page.
 As alice, the owner: the blog page with the chat panel after an answered turn and with its list of earlier
 chats open, then after a turn that waits on an approval card; the consent page a client sends her to; a
-post's editor; its history and a comparison of two versions; the list of chats, and a chat's name refused
-there; the Clients screen with a client connected; the Members screen; her blog's Settings, refused a
+post's editor; its history and a comparison of two versions; the list of chats, a chat's name refused
+there, and a search of them with a result; the Clients screen with a client connected; the Members screen; her blog's Settings, refused a
 deletion and a hand-over (wrong confirmations: nothing changes). As carol, a viewer: the blog page.
 
 No violation of impact "serious" or "critical" may remain; the moderate and minor ones are written, with
@@ -193,6 +193,9 @@ def test_alices_pages(server, page, context_options):
     rename.get_by_role("button", name="Save name").click()
     expect(page.get_by_role("alert")).to_have_text("Give the chat a name.")
     audit(page, "chats-rename-refused")
+    page.goto(f"{base}/blogs/{BLOG}/chats/?q=my+posts")  # its search, with a result (the match marked)
+    expect(page.locator(".chat-snippet mark").first).to_have_text("my posts")
+    audit(page, "chats-found")
     page.goto(f"{base}/accounts/password_change/")
     audit(page, "password-change")
     page.goto(f"{base}/blogs/{BLOG}/import/")

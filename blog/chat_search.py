@@ -1,0 +1,119 @@
+"""The chats page's search: what its form asked (`?q=`), read without ever failing, the chats it finds
+(by their name or by what was said in them), and each found chat's snippet with the match marked.
+
+A chat is found when its title, or the text of any of its messages (what its person typed, the
+assistant's answers: the `text` parts, as the admin's search of chats reads `messages__parts__text`),
+holds the words, by `icontains`: the database folds the case of ASCII letters (SQLite's LIKE folds no
+others; PostgreSQL's follows the server's locale). No index serves a search inside text: a person's
+chats on one blog are few enough to be read through.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.db.models import CharField, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Cast, Concat, Greatest, StrIndex, Substr, Upper
+from django.http import QueryDict
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from agent.models import Part, Session
+from agent.values import without_nul
+
+#: The longest search, as the longest name a chat can have (`agent.titles.TITLE_MAX`).
+MAX_QUERY_CHARS = 200
+#: How much of a snippet comes before the match, and after it.
+BEFORE_CHARS = 40
+AFTER_CHARS = 70
+
+
+@dataclass(frozen=True)
+class ChatSearch:
+    """A search as asked: `q` as typed (the form shows it again), the words it looks for (trimmed, each
+    run of spaces one space; "" for none: the whole list, unless it was refused), and a sentence on why
+    it was refused (else "")."""
+
+    q: str
+    words: str
+    problem: str = ""
+
+    @property
+    def params(self) -> str:
+        """The search as a URL's query, for the pages of its results and a rename's way back."""
+        return urlencode({"q": self.words}) if self.words else ""
+
+
+def read(params: QueryDict) -> ChatSearch:
+    """The search a page's query (or a rename's form) asks for. Words longer than any chat's name
+    search nothing, and say so."""
+    q = params.get("q", "")
+    words = " ".join(unicodedata.normalize("NFC", without_nul(q)).split())
+    if len(words) > MAX_QUERY_CHARS:
+        problem = f"A search can be at most {MAX_QUERY_CHARS} characters, and this one has {len(words):,}: shorten it."
+        return ChatSearch(q=q, words="", problem=problem)
+    return ChatSearch(q=q, words=words)
+
+
+def matching(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
+    """Those of `sessions` whose title or whose said text holds `words`, in their order, each with
+    `found`: "<position>:<window>" of its first text that holds them (None when only its title does),
+    the window the text around the match (from BEFORE_CHARS before it, one character more than a
+    snippet shows after it), so no whole answer is read to show a line of it.
+
+    One query with the chats, its text searched chat by chat: `found` is a subquery of each chat's
+    parts (by the message and part indexes, stopping at the first match), and the filter asks whether
+    it found one. An EXISTS would say the same, but under the OR with the title PostgreSQL may read
+    it as one set, every person's parts scanned (a hashed subplan over the whole table); a subquery
+    with LIMIT 1 is never read so."""
+    hit = StrIndex(Upper("text"), Upper(Value(words)))
+    start = Greatest(hit - BEFORE_CHARS, Value(1), output_field=IntegerField())
+    window = Substr("text", start, BEFORE_CHARS + len(words) + AFTER_CHARS + 1)
+    parts = Part.objects.filter(message__session=OuterRef("pk"), type="text", text__icontains=words)
+    found = parts.order_by("message__position", "position").annotate(
+        found=Concat(Cast(hit, CharField()), Value(":"), window, output_field=CharField())
+    )
+    sessions = sessions.annotate(found=Subquery(found.values("found")[:1]))
+    return sessions.filter(Q(title__icontains=words) | Q(found__isnull=False))
+
+
+def snippet(session: Any, words: str) -> SafeString:
+    """A line of the chat around its first match, the match in <mark> (escaped, as all of it): from its
+    said text (`matching`'s `found`), else from its title; "" when neither shows the words to Python
+    (a letter the database folded another way)."""
+    found = getattr(session, "found", None)
+    if found:
+        at, _, window = found.partition(":")
+        return _marked(window, words, cut_start=int(at) > BEFORE_CHARS + 1)
+    return _marked(session.title, words)
+
+
+def _marked(text: str, words: str, *, cut_start: bool = False) -> SafeString:
+    """`text` around the first match of `words`, on one line, "…" where it is cut, from and to a word's
+    edge there (never inside a word, nor a letter and its accent)."""
+    match = re.search(re.escape(words), text, re.IGNORECASE)
+    if match is None:
+        return SafeString("")
+    begin, end = max(match.start() - BEFORE_CHARS, 0), match.end() + AFTER_CHARS
+    before, after = _one_line(text[begin : match.start()]), _one_line(text[match.end() : end])
+    cut_start, cut_end = cut_start or begin > 0, end < len(text)
+    if cut_start:
+        before = before.split(" ", 1)[1] if " " in before else before
+    if cut_end:
+        after = after.rsplit(" ", 1)[0] if " " in after else after
+    return format_html(
+        "{}{}<mark>{}</mark>{}{}",
+        "…" if cut_start else "",
+        before.lstrip(),
+        _one_line(match.group(0)),
+        after.rstrip(),
+        "…" if cut_end else "",
+    )
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
