@@ -42,6 +42,20 @@ def test_the_person_renames_their_chat_and_is_sent_back_to_the_chats_page(team):
     assert ">Herons and egrets</span>" in panel  # (the panel's list of earlier chats names it so too)
 
 
+def test_the_name_field_starts_from_what_names_the_chat_now(team):
+    """A chat nobody named offers its first words to edit (as the list shows them), a named one its name:
+    a person changes a word or two rather than typing the name again."""
+    untitled = said_chat(team.editor, team.blog, text="Draft something about herons")
+    named = said_chat(team.editor, team.blog, text="hello")
+    Session.objects.filter(pk=named.pk).update(title="Egrets & <co>")
+    html = browser(team.editor).get("/blogs/notes/chats/").content.decode()
+    assert f'id="rename-{untitled.pk}" name="title"' in html
+    field = re.search(rf'<input type="text" id="rename-{untitled.pk}"[^>]*>', html).group(0)
+    assert 'value="Draft something about herons"' in field
+    field = re.search(rf'<input type="text" id="rename-{named.pk}"[^>]*>', html).group(0)
+    assert 'value="Egrets &amp; &lt;co&gt;"' in field
+
+
 def test_a_rename_is_no_message_and_keeps_the_chats_order(team):
     """The name is the chat's, not a turn of it: nothing is added to the transcript, and the chat does
     not become the latest (the one the panel resumes) by being renamed."""

@@ -32,7 +32,7 @@ def server(server_factory):
 
 
 def test_a_chat_is_renamed_on_the_chats_page_with_the_keyboard(page, server):
-    """Tab to the chat's Rename, open it, type the name, Enter: the page comes back with focus on what it
+    """Tab to the chat's Rename, open it, type the name over its first words, Enter: the page comes back with focus on what it
     did and the chat named so (in the panel's list too). A name refused comes back with focus in its field,
     what was typed kept and the refusal its description."""
     login(page, server.url, "alice")
@@ -44,7 +44,8 @@ def test_a_chat_is_renamed_on_the_chats_page_with_the_keyboard(page, server):
     page.keyboard.press("Enter")
     page.keyboard.press("Tab")
     field = page.get_by_role("textbox", name="New name").and_(page.locator(":focus"))
-    expect(field).to_have_value("")  # (named by nobody yet: its first words name it)
+    expect(field).to_have_value("Herons at dawn on the river")  # (named by nobody yet: its first words, to edit)
+    page.keyboard.press("ControlOrMeta+A")
     page.keyboard.type("Dawn chorus")
     page.keyboard.press("Enter")
     expect(page.locator(".flash")).to_be_focused()
