@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import redis
 from django.conf import settings
 from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.core import checks
+from django.core.cache import caches
 from django.core.exceptions import ImproperlyConfigured
 
 
@@ -66,3 +68,33 @@ def cache_shared_with_the_events(app_configs=None, **kwargs):
             id="config.W001",
         )
     ]
+
+
+#: A key nothing sets: reading it asks the cache's Redis one cheap thing.
+PROBE_KEY = "config.checks.cache-answers"
+
+
+@checks.register(checks.Tags.caches)
+def cache_answers(app_configs=None, **kwargs):
+    """CACHE_URL names a Redis, which answers (a warning: the site serves without it, see config/cache.py).
+
+    One `get`, held at most by the connect and read timeouts `config.settings.cache_backend` gives."""
+    backend = settings.CACHES.get("default", {}).get("BACKEND", "")
+    if backend != "django.core.cache.backends.redis.RedisCache":
+        return []
+    try:
+        caches["default"].get(PROBE_KEY)
+    except redis.RedisError as exc:  # named by its kind alone: the URL, and redis-py's message, may hold the password
+        kind = type(exc).__name__
+        if isinstance(exc, redis.AuthenticationError):  # (it answers: the server to look at is up)
+            problem, until = f"refuses its user or password ({kind})", "until it accepts them"
+        else:
+            problem, until = f"does not answer ({kind})", "until it does"
+        return [
+            checks.Warning(
+                f"The Redis server of CACHE_URL {problem}: {until}, exports and client registrations are "
+                "refused, previews pause, and post bodies are rendered afresh for every page.",
+                id="config.W002",
+            )
+        ]
+    return []

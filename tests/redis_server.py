@@ -28,21 +28,28 @@ def executable() -> str:
 
 
 class RedisServer:
-    """`start()` it, read `url`, `kill()` it mid-test (SIGKILL), `start()` it again on the same port, `stop()`."""
+    """`start()` it, read `url`, `kill()` it mid-test (SIGKILL), `start()` it again on the same port, `stop()`.
 
-    def __init__(self, log: Path | None = None) -> None:
+    With `password` it asks every client for it (`requirepass`), and `url` carries it."""
+
+    def __init__(self, log: Path | None = None, password: str = "") -> None:
         self.port = free_port()
         self.log = log
+        self.password = password
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         out = self.log.open("a") if self.log else subprocess.DEVNULL
+        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        if self.password:
+            args += ["--requirepass", self.password]
         self.process = subprocess.Popen(
-            [executable(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            [executable(), *args],
             stdout=out,
             stderr=out,
             preexec_fn=_die_with_parent,
@@ -53,8 +60,11 @@ class RedisServer:
                 raise RuntimeError(f"redis-server exited with {self.process.returncode}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
+                    s.sendall((f"AUTH {self.password}\r\n" if self.password else "").encode() + b"PING\r\n")
+                    answer = b""
+                    while b"\r\n" not in answer.removeprefix(b"+OK\r\n") and len(answer) < 64:
+                        answer += s.recv(64) or b"\r\n"  # (closed: not ready)
+                    if answer.removeprefix(b"+OK\r\n").startswith(b"+PONG"):
                         return self
             except OSError:
                 pass

@@ -70,3 +70,111 @@ def test_a_shared_cache_or_a_single_worker_is_not_warned_of(settings):
     settings.AGENT_EVENTS_URL = "redis://redis.internal:6379/0"
     settings.CACHES = REDIS_CACHE
     assert cache_shared_with_the_events() == []
+
+
+# --- config.W002: the cache's Redis answers ---------------------------------------------------------------
+
+
+@pytest.fixture
+def cache_url(settings):
+    """Set the cache as CACHE_URL would (`config.settings.cache_backend`, its timeouts included)."""
+    from config.settings import cache_backend
+
+    def use(url: str) -> None:
+        settings.CACHES = {"default": cache_backend({"CACHE_URL": url})}
+
+    return use
+
+
+def test_a_cache_redis_that_answers_is_not_warned_of(cache_url, redis_server):
+    from config.checks import cache_answers
+
+    cache_url(redis_server.url)
+    assert cache_answers() == []
+
+
+def test_a_cache_redis_that_does_not_answer_is_warned_of_without_its_url(cache_url):
+    """(Nothing said so at start-up: a wrong host showed only in the log and in refused exports.)"""
+    from django.core import checks
+
+    from tests.agent.backends.openai_server import closed_port
+
+    cache_url(f"redis://:s3cret@127.0.0.1:{closed_port()}/1")
+    (warning,) = [m for m in checks.run_checks(tags=[checks.Tags.caches]) if m.id.startswith("config.")]
+    assert (warning.id, warning.level) == ("config.W002", checks.WARNING)
+    assert warning.msg == (
+        "The Redis server of CACHE_URL does not answer (ConnectionError): until it does, exports and client "
+        "registrations are refused, previews pause, and post bodies are rendered afresh for every page."
+    )
+
+
+def test_a_cache_redis_that_refuses_its_password_is_warned_of_without_it(cache_url, tmp_path):
+    from config.checks import cache_answers
+    from tests.redis_server import RedisServer
+
+    server = RedisServer(password="right-pass").start()
+    try:
+        cache_url(server.url)
+        assert cache_answers() == []  # (the right one passes)
+        cache_url(server.url.replace("right-pass", "wrong-pass"))
+        (warning,) = cache_answers()
+    finally:
+        server.stop()
+    assert warning.id == "config.W002"
+    assert warning.msg == (
+        "The Redis server of CACHE_URL refuses its user or password (AuthenticationError): until it accepts "
+        "them, exports and client registrations are refused, previews pause, and post bodies are rendered "
+        "afresh for every page."
+    )
+
+
+def test_a_silent_cache_redis_holds_the_check_no_longer_than_its_timeout(cache_url):
+    """A host that takes the connection and never answers: the check waits out the 2 s read timeout once."""
+    import socket
+    import time
+
+    from config.checks import cache_answers
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # (connections queue in the kernel; none is ever read)
+        cache_url(f"redis://127.0.0.1:{silent.getsockname()[1]}/1")
+        started = time.monotonic()
+        (warning,) = cache_answers()
+        took = time.monotonic() - started
+    assert "does not answer (TimeoutError)" in warning.msg
+    assert took < 3.5
+
+
+def test_without_cache_url_the_cache_is_not_asked(settings, monkeypatch):
+    from config import checks as config_checks
+
+    class NoCaches:
+        def __getitem__(self, alias):
+            raise AssertionError("the cache was asked")
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    monkeypatch.setattr(config_checks, "caches", NoCaches(), raising=False)
+    assert config_checks.cache_answers() == []
+
+
+def test_manage_py_check_warns_of_a_cache_redis_that_does_not_answer_without_its_password():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.agent.backends.openai_server import closed_port
+
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**base, "DEBUG": "1", "CACHE_URL": f"redis://:s3cret@127.0.0.1:{closed_port()}/1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "(config.W002) The Redis server of CACHE_URL does not answer (ConnectionError)" in result.stderr
+    assert "s3cret" not in result.stdout + result.stderr and "127.0.0.1" not in result.stdout + result.stderr
