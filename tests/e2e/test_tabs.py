@@ -380,7 +380,7 @@ def test_a_chat_started_in_another_tab_joins_the_list_of_a_tab_showing_a_chat_wi
     expect(page.locator("#assistant .history")).to_have_count(0)  # (Y, nothing said in it, is not listed in A)
 
     ask(other, "list my posts")
-    entries = page.locator("#assistant .history li a")
+    entries = page.locator("#assistant .history li a:not(.all-chats)")  # (the chats, not the link to them all)
     expect(page.locator(f'#assistant .history a[href="?chat={started}"] .chat-label')).to_have_text("list my posts")
     expect(entries).to_have_count(2)
     current = shown.split("chat=")[1]
@@ -445,7 +445,7 @@ def test_the_list_of_earlier_chats_follows_chats_deleted_elsewhere_down_to_none(
     first = page.url.split("chat=")[1]
     page.locator("#assistant").get_by_role("button", name="New chat").click()
     page.wait_for_url(lambda url: "chat=" in url and not url.endswith(first))
-    entries = page.locator("#assistant .history li a")
+    entries = page.locator("#assistant .history li a:not(.all-chats)")  # (the chats, not the link to them all)
     expect(entries).to_have_count(2)
 
     manage(
