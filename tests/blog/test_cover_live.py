@@ -19,7 +19,9 @@ from tests.blog.conftest import browser, make_post
 
 pytestmark = pytest.mark.django_db
 
-REMOVE_BOX = '<label class="check"><input type="checkbox" name="remove_cover" id="remove-cover"> Remove the cover</label>'
+REMOVE_BOX = (
+    '<label class="check"><input type="checkbox" name="remove_cover" id="remove-cover"> Remove the cover</label>'
+)
 REPLACES = "A new image replaces the cover."
 
 
