@@ -178,7 +178,8 @@ def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse
         "body_html": rendered,
         "description": excerpt(rendered, 30),
         "canonical": request.build_absolute_uri(post_url(post)),
-        "cover_url": request.build_absolute_uri(reverse("blog:public_cover", args=[slug, post_slug])),
+        "cover_url": request.build_absolute_uri(reverse("blog:public_cover", args=[slug, post_slug]))
+        + f"?v={post.cover_version}",
     }
     return render(request, "blog/public_post.html", context)
 

@@ -388,7 +388,8 @@ def post_incoming(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     mine = {"title": request.POST.get("title", ""), "body": services.as_typed(request.POST.get("body", ""))}
     if len(mine["body"]) > services.MAX_BODY_CHARS:  # (it could not be saved; nothing to compare)
         return HttpResponse(status=413)
-    context = {"blog": blog, "post": post, **incoming_context(request, post, mine)}
+    # (with the cover as saved now, which the editor puts in place of the one it shows: `blog/_cover.html`)
+    context = {"blog": blog, "post": post, **incoming_context(request, post, mine), **cover_form.field_context()}
     return render(request, "blog/_incoming.html", context)
 
 

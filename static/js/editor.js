@@ -58,7 +58,7 @@
 
     // A cover image over the cap is said beside its field before anything is sent (the server refuses one
     // too, blog/cover_form.py; one far over it, unread, could not give the typed words back).
-    var cover = form.elements.cover, removing = form.elements.remove_cover;
+    var cover = form.elements.cover;
     if (cover) {
       form.addEventListener("submit", function (event) {
         var file = cover.files && cover.files[0], max = Number(cover.dataset.maxBytes);
@@ -81,6 +81,7 @@
     }
 
     function coverChanged() {
+      var removing = form.elements.remove_cover;  // (read each time: it comes and goes with the cover)
       return Boolean((cover && cover.files && cover.files.length) || (removing && removing.checked));
     }
 
@@ -137,6 +138,30 @@
       if (shown) offer(shown, saved);
     }
 
+    // The cover as saved now (blog/_cover.html, in the editor's look at its post) put in place of the one shown:
+    // the picture (its URL names the cover, so a replaced one is not the cached one), the Remove box (one
+    // already shown stays, ticked or not, while there is a cover) and the field's hint. The field itself,
+    // and the image chosen in it, are never touched. Whether the cover changed, as the page knew it.
+    function showCover(holder) {
+      var next = holder.querySelector("#incoming-cover"), field = cover && cover.closest(".cover-field");
+      if (!next || !field) return false;
+      var parts = next.content;
+      var figure = form.querySelector("figure.cover"), fresh = parts.querySelector("figure.cover");
+      if (figure && !fresh) figure.remove();
+      else if (fresh && !(figure && figure.isEqualNode(fresh))) {
+        if (figure) figure.replaceWith(fresh);
+        else field.before(fresh);
+      }
+      var box = form.elements.remove_cover, freshBox = parts.querySelector("#remove-cover");
+      if (box && !freshBox) box.closest("label").remove();
+      else if (freshBox && !box) field.prepend(freshBox.closest("label"));
+      var hint = document.getElementById("cover-hint"), freshHint = parts.querySelector("#cover-hint");
+      if (hint && freshHint && hint.textContent !== freshHint.textContent) hint.textContent = freshHint.textContent;
+      var changed = (next.dataset.cover || "") !== (form.dataset.cover || "");
+      form.dataset.cover = next.dataset.cover || "";
+      return changed;
+    }
+
     function say(text) {
       box.innerHTML = "";
       var notice = document.createElement("p");
@@ -156,9 +181,24 @@
         var holder = document.createElement("div");
         holder.innerHTML = request.responseText;
         var version = JSON.parse(holder.querySelector("#incoming-saved").textContent);
+        var newCover = showCover(holder);
         // One change can be announced twice (the chat's stream and the blog's channel): once is enough.
         if (same(version, seen) && version.status === seen.status) {
-          if (!box.querySelector(".incoming") && same(fields(form), saved)) known(version);
+          var open = box.querySelector(".incoming");
+          if (!open && same(fields(form), saved)) known(version);
+          else if (newCover && !open && same(version, saved)) {
+            // Only the cover changed, and the person sees it now: their words are still based on the saved
+            // ones, so the form moves on to this version (a Save keeps the words, and the cover as they chose).
+            known(version);
+          }
+          if (newCover && !open) {
+            box.innerHTML = "";
+            var said = document.createElement("p");
+            said.className = "notice incoming-note";
+            said.textContent = (version.changed || "This post changed") + "; " +
+              (form.dataset.cover ? "the editor shows its cover now." : "it has no cover now.");
+            box.appendChild(said);
+          }
           return;
         }
         seen = version;

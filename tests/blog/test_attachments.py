@@ -104,8 +104,11 @@ def test_make_a_post_from_this_photo_drafts_it_with_a_copied_cover(
     post.save()
     assert Client().get(public).status_code == 200
     page = Client().get(f"/read/{team.blog.slug}/{post.slug}/").content.decode()
-    assert f'<img class="post-cover" src="{public}"' in page
-    assert f'src="{cover_url}"' in client.get(f"/blogs/{team.blog.slug}/posts/{post.pk}/edit/").content.decode()
+    assert f'<img class="post-cover" src="{public}?v={post.cover_version}"' in page
+    assert (
+        f'src="{cover_url}?v={post.cover_version}"'
+        in client.get(f"/blogs/{team.blog.slug}/posts/{post.pk}/edit/").content.decode()
+    )
 
     # Deleting the chat (here by chat_cleanup) deletes the attachment, never the post's copy.
     Session.objects.filter(pk=chat.pk).update(updated_at="2000-01-01T00:00:00Z", turn=None)

@@ -92,12 +92,15 @@ def test_a_new_post_gets_the_cover_chosen_in_the_editor(team, media):
     assert PostRevision.objects.get(post=post).after["cover"] == post.cover_ref
     # The editor shows it to members; the public page once the post is published.
     cover_url = f"/blogs/notes/posts/{post.pk}/cover"
-    assert f'src="{cover_url}"' in client.get(edit_url(post)).content.decode()
+    assert f'src="{cover_url}?v={post.cover_version}"' in client.get(edit_url(post)).content.decode()
     assert client.get(cover_url).status_code == 200
     public = f"/read/notes/{post.slug}/cover"
     assert browser().get(public).status_code == 404
     assert client.post(f"/blogs/notes/posts/{post.pk}/publish/").status_code == 302
-    assert f'<img class="post-cover" src="{public}"' in browser().get(f"/read/notes/{post.slug}/").content.decode()
+    assert (
+        f'<img class="post-cover" src="{public}?v={post.cover_version}"'
+        in browser().get(f"/read/notes/{post.slug}/").content.decode()
+    )
     assert browser().get(public).status_code == 200
 
 
@@ -108,7 +111,10 @@ def test_an_edit_sets_a_cover_and_the_history_says_so(team, media):
     assert client.post(edit_url(post), data).status_code == 302
     post.refresh_from_db()
     assert post.cover_type == "image/png" and covers_stored(media) == [post.cover_ref]
-    assert f'src="/blogs/notes/posts/{post.pk}/cover"' in client.get(edit_url(post)).content.decode()
+    assert (
+        f'src="/blogs/notes/posts/{post.pk}/cover?v={post.cover_version}"'
+        in client.get(edit_url(post)).content.decode()
+    )
     revision = PostRevision.objects.filter(post=post).first()
     assert (revision.action, "cover" in revision.before, revision.after["cover"]) == ("update", False, post.cover_ref)
     compare = client.get(f"/blogs/notes/posts/{post.pk}/history/compare/?change={revision.pk}").content.decode()
