@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,3 +117,17 @@ def browser(user: Any = None, *, csrf: bool = False) -> Client:
     if user is not None:
         client.force_login(user)
     return client
+
+
+@pytest.fixture
+def media(tmp_path, settings) -> Path:
+    """MEDIA_ROOT a folder of the test's own (covers and attachments land there), returned."""
+    root = tmp_path / "media"
+    settings.MEDIA_ROOT = str(root)
+    return root
+
+
+def covers_stored(root: Path) -> list[str]:
+    """The cover files in storage under `root` (the `media` fixture's), as paths relative to it, sorted."""
+    base = root / "covers"
+    return sorted(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file()) if base.exists() else []

@@ -4,8 +4,6 @@ model and the chips and approval card people read."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
@@ -19,7 +17,7 @@ from blog.models import Post, PostRevision
 from blog.operations import OPERATIONS, perform_json
 from blog.services import OperationError
 from tests import files
-from tests.blog.conftest import ALL, blog_chat, make_post, set_consent
+from tests.blog.conftest import ALL, blog_chat, covers_stored, make_post, set_consent
 from tests.blog.test_chips import add_calls, chat_with_calls, chip_inputs
 from tests.conftest import ApiClient
 
@@ -28,18 +26,6 @@ pytestmark = pytest.mark.django_db
 DONE_TOOLS = {"kind": "done", "stop_reason": "tool_use"}
 DONE = {"kind": "done", "stop_reason": "end_turn"}
 BOTH = "Give either cover_attachment_id (a new cover) or remove_cover (no cover), not both: nothing was changed."
-
-
-@pytest.fixture
-def media(tmp_path, settings) -> Path:
-    root = tmp_path / "media"
-    settings.MEDIA_ROOT = str(root)
-    return root
-
-
-def covers_stored(root: Path) -> list[str]:
-    base = root / "covers"
-    return sorted(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file()) if base.exists() else []
 
 
 def with_cover(post: Post) -> Post:

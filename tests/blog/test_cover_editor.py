@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import re
-from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -16,23 +15,11 @@ from PIL import Image
 
 from blog.models import Post, PostRevision
 from tests import files
-from tests.blog.conftest import browser, make_post
+from tests.blog.conftest import browser, covers_stored, make_post
 
 pytestmark = pytest.mark.django_db
 
 NEW = "/blogs/notes/posts/new/"
-
-
-@pytest.fixture
-def media(tmp_path, settings) -> Path:
-    root = tmp_path / "media"
-    settings.MEDIA_ROOT = str(root)
-    return root
-
-
-def covers_stored(root: Path) -> list[str]:
-    base = root / "covers"
-    return sorted(str(p.relative_to(root)) for p in base.rglob("*") if p.is_file()) if base.exists() else []
 
 
 def edit_url(post: Post) -> str:

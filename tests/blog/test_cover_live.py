@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
 import pytest
 from django.core.files.base import ContentFile
@@ -23,13 +22,6 @@ REMOVE_BOX = (
     '<label class="check"><input type="checkbox" name="remove_cover" id="remove-cover"> Remove the cover</label>'
 )
 REPLACES = "A new image replaces the cover."
-
-
-@pytest.fixture
-def media(tmp_path, settings) -> Path:
-    root = tmp_path / "media"
-    settings.MEDIA_ROOT = str(root)
-    return root
 
 
 def with_cover(post: Post, name: str) -> str:

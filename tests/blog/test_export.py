@@ -23,12 +23,6 @@ from tests.blog.conftest import browser, make_post
 URL = "/blogs/notes/export/"
 
 
-@pytest.fixture
-def media(tmp_path, settings):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
-
-
 def download(client) -> zipfile.ZipFile:
     response = client.get(URL)
     assert response.status_code == 200

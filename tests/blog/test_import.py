@@ -23,12 +23,6 @@ from tests.blog.test_export import with_cover
 URL = "/blogs/notes/import/"
 
 
-@pytest.fixture
-def media(tmp_path, settings):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
-
-
 def stored_covers(media) -> list[str]:
     return sorted(str(p.relative_to(media)) for p in media.rglob("*") if p.is_file()) if media.exists() else []
 
