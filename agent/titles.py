@@ -47,3 +47,10 @@ def session_rename(*, session: Session, title: str) -> str:
     Session.objects.filter(pk=session.pk).update(title=title)
     session.title = title
     return title
+
+
+def session_unname(*, session: Session) -> None:
+    """Take away the name `session`'s person gave it: the lists name it by its first words again. As a
+    rename, only the title is written (the caller checks the chat is theirs)."""
+    Session.objects.filter(pk=session.pk).update(title="")
+    session.title = ""

@@ -162,7 +162,7 @@ def _chats_page(
 def chat_rename(request: AuthenticatedHttpRequest, slug: str, chat_id: uuid.UUID) -> HttpResponse:
     """The person's own chat on this blog given a name of theirs, from the chats page, which it goes back
     to (the same page of it, and the same search); a name refused shows that page again, the refusal
-    beside what was typed. Anyone else's chat, or another blog's, is 404. A GET (back from signing in,
+    beside what was typed. `action=unname` takes the name away (the chat named by its first words again). Anyone else's chat, or another blog's, is 404. A GET (back from signing in,
     the form's address as `next`) goes to the chats page."""
     blog = _summoner_blog(request, slug)
     own = Session.objects.filter(user=request.user, blog_link__blog=blog).select_related("blog_link__post")
@@ -173,12 +173,16 @@ def chat_rename(request: AuthenticatedHttpRequest, slug: str, chat_id: uuid.UUID
         return redirect(back)
     typed, number = request.POST.get("title", ""), request.POST.get("page", "")
     search = chat_search.read(request.POST)
-    try:
-        title = titles.session_rename(session=session, title=typed)
-    except titles.TitleRefused as exc:
-        refused = {"chat": session, "typed": typed, "error": exc.args[0]}
-        return _chats_page(request, blog, post, number, search, refused)
-    messages.success(request, f"Renamed the chat “{title}”.")
+    if request.POST.get("action") == "unname":  # (its **Use its first words**)
+        titles.session_unname(session=session)
+        messages.success(request, "The chat is named by its first words again.")
+    else:
+        try:
+            title = titles.session_rename(session=session, title=typed)
+        except titles.TitleRefused as exc:
+            refused = {"chat": session, "typed": typed, "error": exc.args[0]}
+            return _chats_page(request, blog, post, number, search, refused)
+        messages.success(request, f"Renamed the chat “{title}”.")
     kept = [search.params] if search.params else []  # (the search and the page the form came from)
     if number.isascii() and number.isdigit():
         kept.append(f"page={number}")

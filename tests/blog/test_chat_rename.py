@@ -56,6 +56,24 @@ def test_the_name_field_starts_from_what_names_the_chat_now(team):
     assert 'value="Egrets &amp; &lt;co&gt;"' in field
 
 
+def test_a_named_chat_can_be_named_by_its_first_words_again(team):
+    """**Use its first words** (offered only on a chat with a name) takes the person's name away: the lists
+    name the chat by its first words again, and the field starts from them."""
+    chat = said_chat(team.editor, team.blog, text="Draft something about herons")
+    client = browser(team.editor)
+    html = client.get("/blogs/notes/chats/").content.decode()
+    assert 'value="unname"' not in html  # (named by nobody: nothing to take away)
+    assert client.post(rename_url(chat), {"title": "Herons"}).status_code == 302
+    assert 'name="action" value="unname"' in client.get("/blogs/notes/chats/").content.decode()
+    response = client.post(rename_url(chat), {"title": "", "action": "unname", "page": "1"})
+    assert response.status_code == 302 and response["Location"] == "/blogs/notes/chats/?page=1"
+    assert Session.objects.get(pk=chat.pk).title == ""
+    html = client.get("/blogs/notes/chats/").content.decode()
+    assert "The chat is named by its first words again." in html
+    assert labels(html) == ["Draft something about herons"]
+    assert 'value="unname"' not in html
+
+
 def test_a_rename_is_no_message_and_keeps_the_chats_order(team):
     """The name is the chat's, not a turn of it: nothing is added to the transcript, and the chat does
     not become the latest (the one the panel resumes) by being renamed."""
