@@ -11,7 +11,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.http import AuthenticatedHttpRequest
-from blog import blogs
+from blog import blogs, grants
+from blog.chat_panel import panel_context
 from blog.models import Blog, Seat
 from blog.services import OperationError
 from blog.team_views import ownership, posted_seat
@@ -23,9 +24,28 @@ from blog.views import membership
 def blog_head(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The blog page's header as its member sees it now (title, description, the links their seat opens)
     and the page's title: what an open page redraws when the blog is renamed, described or handed over
-    (`live.blog_updated`). Members only, as the page (anyone else: 404)."""
+    (`live.blog_updated`), or its member's seat is saved (`live.seat_changed`). Members only, as the page
+    (anyone else: 404).
+
+    The assistant's column follows the seat, decided here: the page says which it shows (`?assistant=1`
+    the panel, `0` the note in its place). When the seat no longer matches it (the assistant taken away,
+    or allowed again), the other column comes out of band, with the page's stream naming the chat the new
+    panel shows (the latest, as a page load resumes it). A note, which holds nothing of the person's, is
+    drawn again each time (the blog's title in it); a panel that stays is never touched here: words may be
+    typed in it, an answer streaming. Asked without either (a page drawn before), the header alone, its
+    assistant's link as the page's column has it (`assistant` present: the panel)."""
     blog, seat, actor = membership(request, slug)
-    context = {"blog": blog, "seat": seat, "scopes": actor.scopes, "assistant": "assistant" in request.GET}
+    shown = request.GET.get("assistant")
+    context = {"blog": blog, "seat": seat, "scopes": actor.scopes, "assistant": shown is not None}
+    if shown in ("0", "1"):
+        allowed, drawn = grants.may_summon(seat), shown == "1"
+        context["assistant"] = allowed
+        if allowed != drawn:
+            context.update(oob_column="#assistant" if drawn else "#assistant-off", oob_stream=True)
+            if allowed:
+                context.update(panel_context(request, blog, seat, None))
+        elif not allowed:
+            context["oob_column"] = "#assistant-off"
     return render(request, "blog/_blog_head.html", {**context, "redrawn": True})
 
 

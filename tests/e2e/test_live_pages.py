@@ -8,7 +8,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
-from tests.e2e.ui import BLOG, login
+from tests.e2e.ui import BLOG, ask, chat_input, login, replies
 
 # Counts the page's opened SSE connections (htmx's SSE extension fires `htmx:sseOpen` on each) in an
 # attribute of <html>, which `expect` reads (the site's CSP lets no test script be evaluated there).
@@ -154,6 +154,59 @@ def test_a_member_whose_role_changes_while_their_page_is_open_sees_their_new_lin
                 expect(edits.first).to_be_visible()
             else:
                 expect(edits).to_have_count(0)
+        expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
+    finally:
+        alice_context.close()
+
+
+def test_a_members_assistant_column_follows_may_use_the_assistant_without_a_reload(server_factory, browser, context):
+    """Bob's blog page is open, words typed in the assistant's box. Alice makes him an author, the assistant
+    still allowed: his header is redrawn, his panel is not (the words are still there). She unticks "may
+    use the assistant": the note takes the panel's place, keeping his words, said not to have been sent.
+    She ticks it again: the panel comes back, and answers."""
+    server = server_factory("demo-assistant-follows", AGENT_BACKEND="demo", **NO_LIMITS)
+    bob = context.new_page()
+    login(bob, server.url, "bob")
+    bob.goto(f"{server.url}/blogs/{BLOG}/")
+    panel, note = bob.locator("#assistant"), bob.locator("#assistant-off")
+    expect(panel).to_be_visible()
+    chat_input(bob).fill("words typed before")
+    # (marks a redrawing takes away: the header's shows the change was heard, the panel's that it stayed)
+    bob.evaluate(
+        "document.getElementById('blog-head').dataset.seen = document.getElementById('assistant').dataset.seen = '1'"
+    )
+
+    alice_context = browser.new_context()
+    try:
+        alice_context.set_default_timeout(15_000)
+        alice = alice_context.new_page()
+        login(alice, server.url, "alice")
+
+        def save(role: str, allowed: bool) -> None:
+            alice.goto(f"{server.url}/blogs/{BLOG}/members/")
+            alice.get_by_label("Role of bob").select_option(role)
+            alice.get_by_label("bob may use the assistant").set_checked(allowed)
+            alice.get_by_role("button", name="Save bob").click()
+            expect(alice.locator(".messages, [role=status]").first).to_be_visible()
+
+        save("author", True)
+        expect(bob.locator("#blog-head[data-seen]")).to_have_count(0)  # (heard, the header redrawn)
+        expect(bob.locator("#assistant[data-seen]")).to_have_count(1)  # (the panel not)
+        expect(chat_input(bob)).to_have_value("words typed before")
+
+        save("author", False)
+        expect(note).to_contain_text("The assistant is off for you on Field Notes.")
+        expect(panel).to_have_count(0)
+        expect(bob.locator("#blog-nav-assistant")).to_have_count(0)
+        expect(note.locator("[data-unsent]")).to_contain_text("What you had typed wasn't sent.")
+        expect(note.get_by_role("textbox", name="What you had typed wasn't sent.")).to_have_value("words typed before")
+
+        save("author", True)
+        expect(panel).to_be_visible()
+        expect(note).to_have_count(0)
+        expect(bob.locator("#blog-nav-assistant")).to_have_count(1)  # (shown on a narrow screen)
+        expect(ask(bob, "list my posts")).to_be_visible()
+        expect(replies(bob)).to_have_count(1)
         expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
     finally:
         alice_context.close()

@@ -4,7 +4,7 @@
 // listens to with sse-swap="effects".
 //
 // Plain deferred scripts, run in the order templates/base.html names them, sharing this one object:
-// core.js (this: the form, the tab's storage), log.js, tabs.js, history.js, composer.js, waits.js, start.js.
+// core.js (this: the form, the tab's storage), log.js, tabs.js, history.js, composer.js, seat.js, waits.js, start.js.
 // The order is the order their listeners are added in: where two files listen to the same event
 // (htmx:afterRequest, htmx:beforeRequest, htmx:sseMessage, htmx.onLoad), the earlier file's listener runs first.
 (function () {
