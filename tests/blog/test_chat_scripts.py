@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 from django.test import Client
 
-ORDER = ["core", "log", "tabs", "history", "composer", "waits", "start"]
+ORDER = ["core", "log", "tabs", "history", "composer", "seat", "waits", "start"]
 
 
 def test_every_page_loads_the_chat_files_deferred_in_their_order(db):
