@@ -10,6 +10,7 @@ from __future__ import annotations
 import unicodedata
 
 from agent.models import Session
+from agent.values import nothing_visible
 
 TITLE_MAX = Session._meta.get_field("title").max_length or 200
 #: Control characters a pasted name may carry as line breaks and tabs: they become one space each run.
@@ -32,7 +33,7 @@ def clean_title(text: str) -> str:
     if any(unicodedata.category(c) == "Cc" and c not in LINE_BREAKS for c in text):
         raise TitleRefused(CONTROL)
     text = " ".join(text.split())
-    if all(unicodedata.category(c)[0] in "ZC" for c in text):
+    if nothing_visible(text):
         raise TitleRefused(EMPTY)
     if len(text) > TITLE_MAX:
         raise TitleRefused(TOO_LONG)

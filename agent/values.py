@@ -9,6 +9,7 @@ surfaces (`agent.sse`, the chat panel, the terminal) encode them.
 from __future__ import annotations
 
 import re
+import unicodedata
 from enum import Enum
 from typing import Any, Literal, Never, NotRequired, TypedDict
 
@@ -302,6 +303,12 @@ def storable(value: Any) -> Any:
     if isinstance(value, list):
         return [storable(v) for v in value]
     return value
+
+
+def nothing_visible(text: str) -> bool:
+    """Whether `text` shows nothing: empty, or only spaces and invisible characters (separators, control
+    and format characters such as the zero-width space and joiners). A name or title of these is none."""
+    return all(unicodedata.category(c)[0] in "ZC" for c in text)
 
 
 def without_nul(value: Any) -> Any:

@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils.text import slugify
 
-from agent.values import without_nul
+from agent.values import nothing_visible, without_nul
 from blog import live, team
 from blog.models import RESERVED_BLOG_SLUGS, Blog, Post, Seat
 from blog.services import OperationError, discard_cover
@@ -77,7 +77,7 @@ def may_start(user: Any) -> bool:
 def clean_title(title: str) -> str:
     """The title as kept: trimmed, in one composed form (NFC), no NUL (as a post's title)."""
     title = without_nul(unicodedata.normalize("NFC", title or "").strip())
-    if all(unicodedata.category(c)[0] in "ZC" for c in title):
+    if nothing_visible(title):
         raise BlogRefused("Give the blog a title.", "title")
     if len(title) > TITLE_MAX:
         raise BlogRefused(f"A blog's title can be at most {TITLE_MAX} characters.", "title")
@@ -90,7 +90,7 @@ def clean_description(description: str) -> str:
     "" for one with nothing else (no description). Refused past DESCRIPTION_MAX characters."""
     text = " ".join(unicodedata.normalize("NFC", description or "").split())
     text = " ".join("".join(c for c in text if unicodedata.category(c) != "Cc").split())
-    if all(unicodedata.category(c)[0] in "ZC" for c in text):
+    if nothing_visible(text):
         return ""
     if len(text) > DESCRIPTION_MAX:
         raise BlogRefused(f"A blog's description can be at most {DESCRIPTION_MAX} characters.", "description")

@@ -16,7 +16,7 @@ from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agent.values import without_nul
+from agent.values import nothing_visible, without_nul
 from blog import grants, live
 from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
@@ -163,7 +163,7 @@ def clean_title(title: str) -> str:
     the assistant find it however it was typed); one of spaces and invisible characters (zero-width
     space, joiners) only is no title."""
     title = without_nul(unicodedata.normalize("NFC", title or "").strip())
-    if all(unicodedata.category(c)[0] in "ZC" for c in title):
+    if nothing_visible(title):
         raise OperationError("A post needs a title.")
     if len(title) > 200:
         raise OperationError("A title can be at most 200 characters.")
