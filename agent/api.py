@@ -125,28 +125,42 @@ def _whole_number(request: HttpRequest, name: str, sentence: str) -> int | None:
     return int(digits) if len(digits) <= 12 else POSITION_MAX + 1  # (past any position or limit)
 
 
-def take_rate_slot(user: Any) -> int | None:
-    """Record one accepted message; None when allowed, else seconds until a slot frees.
+class RateSlot(NamedTuple):
+    """One slot of AGENT_MESSAGES_PER_MINUTE a message took: the RateEvent recorded for it (None: no
+    limit, so nothing was recorded). What `give_back_rate_slot` undoes, that one and no other."""
+
+    pk: int | None
+
+
+class RateLimited(Exception):
+    """`take_rate_slot` found the minute's slots taken; `wait` is the seconds until one frees."""
+
+    def __init__(self, wait: int) -> None:
+        super().__init__(wait)
+        self.wait = wait
+
+
+def take_rate_slot(user: Any) -> RateSlot:
+    """Record one accepted message and return its slot; RateLimited when the limit is spent.
 
     Insert first, then count: racing requests each see the others, so the limit holds.
     """
     limit = settings.AGENT_MESSAGES_PER_MINUTE
     if not limit:
-        return None
+        return RateSlot(None)
     now = timezone.now()
     window = now - timedelta(minutes=1)
     event = RateEvent.objects.create(user=user, created_at=now)
     recent = list(RateEvent.objects.filter(user=user, created_at__gt=window).order_by("created_at", "pk")[: limit + 1])
     if len(recent) <= limit or event.pk in [e.pk for e in recent[:limit]]:
-        return None
+        return RateSlot(event.pk)
     RateEvent.objects.filter(pk=event.pk).delete()
-    return max(1, math.ceil((recent[0].created_at + timedelta(minutes=1) - now).total_seconds()))
+    raise RateLimited(max(1, math.ceil((recent[0].created_at + timedelta(minutes=1) - now).total_seconds())))
 
 
-def give_back_rate_slot(user: Any) -> None:
-    """Undo `take_rate_slot` for a message refused after it was taken (its files): the user's latest slot."""
-    if not settings.AGENT_MESSAGES_PER_MINUTE:
-        return  # (no slot was taken)
-    latest = RateEvent.objects.filter(user=user).order_by("-created_at", "-pk").values_list("pk", flat=True).first()
-    if latest is not None:
-        RateEvent.objects.filter(pk=latest).delete()
+def give_back_rate_slot(slot: RateSlot) -> None:
+    """Undo `take_rate_slot` for a message refused after it was taken (its files): that slot alone.
+
+    (Not the person's latest: another tab's message may have taken one since.)"""
+    if slot.pk is not None:
+        RateEvent.objects.filter(pk=slot.pk).delete()

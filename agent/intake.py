@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest
 
 from agent import media, signals, turns
-from agent.api import give_back_rate_slot, message_text, take_rate_slot
+from agent.api import RateLimited, RateSlot, give_back_rate_slot, message_text, take_rate_slot
 from agent.conf import settings
 from agent.exceptions import TurnInProgress
 from agent.models import Message, Session
@@ -44,11 +44,12 @@ TOO_QUICKLY = "You're sending messages too quickly."
 RATE_LIMITED = f"{TOO_QUICKLY} Please wait a moment."  # (the API's: its wait is `retry_after_seconds`)
 
 
-def rate_slot(user: Any) -> None:
-    """Take one slot of AGENT_MESSAGES_PER_MINUTE, or raise Refused 429 rate_limited."""
-    wait = take_rate_slot(user)
-    if wait is not None:
-        raise Refused(429, "rate_limited", RATE_LIMITED, wait, reason=TOO_QUICKLY)
+def rate_slot(user: Any) -> RateSlot:
+    """Take one slot of AGENT_MESSAGES_PER_MINUTE and return it, or raise Refused 429 rate_limited."""
+    try:
+        return take_rate_slot(user)
+    except RateLimited as exc:
+        raise Refused(429, "rate_limited", RATE_LIMITED, exc.wait, reason=TOO_QUICKLY) from None
 
 
 def open_session(user: Any, data: dict[str, Any]) -> Session:
@@ -98,15 +99,15 @@ def check_uploads(files: list[tuple[str, bytes]]) -> list[Upload]:
     return uploads
 
 
-def uploads_for_slot(user: Any, files: Sequence[tuple[str, bytes]]) -> list[Upload]:
-    """The checked attachments of a message whose rate slot is taken; refused, the slot is given back
-    (refused files cost no slot) and Refused raised."""
+def uploads_for_slot(slot: RateSlot, files: Sequence[tuple[str, bytes]]) -> list[Upload]:
+    """The checked attachments of a message whose rate slot (`rate_slot`'s) is taken; refused, that
+    slot is given back (refused files cost no slot) and Refused raised."""
     if not files:
         return []
     try:
         return check_uploads(list(files))
     except Refused:
-        give_back_rate_slot(user)
+        give_back_rate_slot(slot)
         raise
 
 
@@ -117,15 +118,15 @@ def accept(
     files: Sequence[tuple[str, bytes]] = (),
     *,
     access: Access | None = None,
-    slot_taken: bool = False,
+    slot: RateSlot | None = None,
     checked: Sequence[Upload] | None = None,
 ) -> tuple[TurnRun, Message]:
     """Validate, authorise, rate-limit and store the message with its attachments, then start its
     turn; or raise Refused, having stored nothing (no file, no message; refused files take no slot).
 
     `access`: what the policy answered for this session in this request, if it was asked already.
-    `slot_taken`: the caller took the message's rate slot already (`rate_slot`), before work the limit
-    must spare (a chat made for the message); files refused still give it back.
+    `slot`: the message's rate slot, when the caller took it already (`rate_slot`), before work the
+    limit must spare (a chat made for the message); files refused still give it back.
     `checked`: the attachments the caller checked already (`check_uploads`), instead of `files`; each
     is decoded once, and a caller can refuse them before it writes anything for the message.
     """
@@ -136,9 +137,9 @@ def accept(
         raise Refused(403, "forbidden", "You may not use the assistant here.")
     # The slot first: checking files decodes and re-encodes every image (seconds for large ones),
     # which a message the limit refuses must not cost. Files refused give the slot back.
-    if not slot_taken:
-        rate_slot(user)
-    uploads = list(checked) if checked is not None else uploads_for_slot(user, files)
+    if slot is None:
+        slot = rate_slot(user)
+    uploads = list(checked) if checked is not None else uploads_for_slot(slot, files)
     parts = media.store(session, uploads) if uploads else []
     try:
         run, message = turns.begin(session, text, parts)

@@ -351,18 +351,18 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     if message_text({"text": text}) is None:
         return notice(request, intake.BAD_MESSAGE)
     try:
-        intake.rate_slot(request.user)  # (before the files: checking them can take seconds the limit spares)
+        slot = intake.rate_slot(request.user)  # (before the files: checking them can take seconds the limit spares)
     except intake.Refused as exc:
         return notice(request, exc.reason, exc.retry_after_seconds)
     try:
-        uploads = intake.uploads_for_slot(request.user, files)
+        uploads = intake.uploads_for_slot(slot, files)
     except intake.Refused as exc:
         return notice(request, exc.reason, exc.retry_after_seconds)
     session, created = _chat_for_first_message(request.user, blog, post, request.POST.get("drawn"))
     try:
         # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
         access = Access(read=True, use=True)
-        run, message = intake.accept(session, request.user, text, access=access, slot_taken=True, checked=uploads)
+        run, message = intake.accept(session, request.user, text, access=access, slot=slot, checked=uploads)
     except intake.Refused as exc:
         # Only "still answering" is expected (the other tab's first message went first): the checks
         # above were made. The chat stays either way, never deleted: another tab may have joined it.

@@ -88,6 +88,15 @@ PATTERNS = [
             re.I,
         ),
     ),
+    (  # no post named, "remove the cover", "remove its cover": read as "of it" (blog.demo: beside an editor,
+        # its post; else the chat's last one, or it asks which). Also before "delete": "delete the cover".
+        "uncover_it",
+        re.compile(
+            r"^\s*(?:remove|delete|drop|take\s+off)\s+(?:(?:the|its|(?:this|the|my)\s+(?:post|draft)['’]s)\s+)?"
+            r"cover(?:\s+(?:image|photo|picture))?\s*$",
+            re.I,
+        ),
+    ),
     ("unpublish", re.compile(rf"^\s*unpublish\s+{TITLE}", re.I)),
     ("publish", re.compile(rf"^\s*publish\s+{TITLE}", re.I)),
     ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
@@ -138,6 +147,8 @@ def intent(text: str) -> tuple[str, str]:
         m = pattern.search(text)
         if m:
             title = (m.groupdict().get("t") or "").strip()
+            if name == "uncover_it":
+                return "uncover", "it"
             if name == "draft_about":
                 return "draft", title[:1].upper() + title[1:]
             if name == "tighten":

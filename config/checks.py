@@ -11,6 +11,8 @@ from django.core import checks
 from django.core.cache import caches
 from django.core.exceptions import ImproperlyConfigured
 
+from config.cache import health
+
 
 @checks.register()
 def static_files_collected(app_configs=None, **kwargs):
@@ -78,13 +80,17 @@ PROBE_KEY = "config.checks.cache-answers"
 def cache_answers(app_configs=None, **kwargs):
     """CACHE_URL names a Redis, which answers (a warning: the site serves without it, see config/cache.py).
 
-    One `get`, held at most by the connect and read timeouts `config.settings.cache_backend` gives."""
+    One `get`, held at most by the connect and read timeouts `config.settings.cache_backend` gives. When
+    it fails, this process leaves the cache alone a moment, as after a request's failed call
+    (`config.cache.health`): a worker whose boot found the cache away does not wait out a timeout again
+    at its first request that uses it."""
     backend = settings.CACHES.get("default", {}).get("BACKEND", "")
     if backend != "django.core.cache.backends.redis.RedisCache":
         return []
     try:
         caches["default"].get(PROBE_KEY)
     except redis.RedisError as exc:  # named by its kind alone: the URL, and redis-py's message, may hold the password
+        health.failed("checked at start-up (config.W002)", exc)
         kind = type(exc).__name__
         if isinstance(exc, redis.AuthenticationError):  # (it answers: the server to look at is up)
             problem, until = f"refuses its user or password ({kind})", "until it accepts them"

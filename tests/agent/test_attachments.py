@@ -477,3 +477,47 @@ def test_a_message_past_the_rate_limit_is_refused_before_its_files_are_opened(
     assert (response.status_code, response.json()["error"]["code"]) == (429, "rate_limited")
     assert opened == [1]  # the eight were never opened
     assert (Message.objects.filter(role="user").count(), RateEvent.objects.count()) == (1, 1)
+
+
+def test_refused_files_give_back_their_own_rate_slot_not_the_latest(chat, media, settings, monkeypatch):
+    """Two tabs send at once: the second's slot is taken while the first's files are checked, and the
+    first's files are refused. Was: giving the slot back deleted the person's latest one, the second's,
+    so the refused message kept a slot and the accepted one had none."""
+    from agent import intake
+    from agent.api import take_rate_slot
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 5
+    others = []
+    real = intake.check_all
+
+    def checked_while_another_tab_sends(named, *a):
+        take_rate_slot(chat.user)  # (the other tab's message, meanwhile)
+        others.append(RateEvent.objects.latest("pk").pk)
+        return real(named, *a)
+
+    monkeypatch.setattr(intake, "check_all", checked_while_another_tab_sends)
+    with pytest.raises(intake.Refused):
+        intake.accept(chat, chat.user, "Look", [("setup.png", files.exe_as_png())])
+    assert list(RateEvent.objects.values_list("pk", flat=True)) == others  # the other tab's slot, kept
+
+
+def test_giving_back_a_rate_slot_removes_that_slot(user, settings):
+    """With two slots taken, giving back the first removes the first, not the latest."""
+    from agent.api import give_back_rate_slot, take_rate_slot
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 5
+    first, second = take_rate_slot(user), take_rate_slot(user)
+    give_back_rate_slot(first)
+    assert list(RateEvent.objects.values_list("pk", flat=True)) == [second.pk]
+    give_back_rate_slot(first)  # (twice: nothing more)
+    assert RateEvent.objects.count() == 1
+
+
+def test_without_a_rate_limit_no_slot_is_recorded(user, settings):
+    from agent.api import give_back_rate_slot, take_rate_slot
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 0
+    slot = take_rate_slot(user)
+    assert slot.pk is None and not RateEvent.objects.exists()
+    give_back_rate_slot(slot)
+    assert not RateEvent.objects.exists()

@@ -225,6 +225,12 @@ def test_an_approval_to_remove_a_cover_says_so(team, media):
         ("remove the cover of it", ("uncover", "it")),
         ("remove the cover of this post", ("uncover", "this post")),
         ("delete Old notes", ("delete", "Old notes")),
+        # No post named: "it", the open post beside an editor, else the chat's last one (as "this post")
+        ("remove the cover", ("uncover", "it")),
+        ("Remove its cover, please.", ("uncover", "it")),
+        ("remove the cover image", ("uncover", "it")),
+        ("take off this post’s cover", ("uncover", "it")),
+        ("delete the cover", ("uncover", "it")),  # (not a delete of a post titled “the cover”)
     ],
 )
 def test_the_demo_reads_remove_the_cover_of_a_title(text, expected):
@@ -233,6 +239,7 @@ def test_the_demo_reads_remove_the_cover_of_a_title(text, expected):
 
 def test_the_demo_splits_a_cover_removal_from_the_next_request():
     assert requests("remove the cover of Walk and publish it") == ["remove the cover of Walk", "publish it"]
+    assert requests("remove its cover and publish it") == ["remove its cover", "publish it"]
 
 
 @pytest.mark.parametrize("confirm", [[], ["delete_post", "publish_post"]])
@@ -274,7 +281,9 @@ def test_the_demo_removes_a_cover_in_a_real_turn(
     assert said.endswith("“Walk” has no cover, so there was nothing to remove.")
 
 
-def test_the_demo_removes_the_open_posts_cover_beside_its_editor(team, consent, media, settings):
+@pytest.mark.parametrize("asked", ["remove the cover of this post", "remove the cover", "remove its cover"])
+def test_the_demo_removes_the_open_posts_cover_beside_its_editor(team, consent, media, settings, asked):
+    """Beside the editor the post is the open one, named or not ("remove the cover" was help's answer)."""
     from agent import turns
     from agent.backends import reset_backends
     from blog.chat import start_session
@@ -284,13 +293,38 @@ def test_the_demo_removes_the_open_posts_cover_beside_its_editor(team, consent, 
     consent(team.owner, team.blog, ALL)
     post = with_cover(make_post(team.blog, "Walk", "Words."))
     session = start_session(team.owner, team.blog, post)
-    run, _ = turns.begin(session, "remove the cover of this post")
+    run, _ = turns.begin(session, asked)
     steps = [s for s in turns.drive(run) if isinstance(s, tuple)]
     assert [(s[1]["name"], s[1]["input"]) for s in steps if s[0] == "tool_use"] == [
         ("update_post", {"post_id": post.pk, "remove_cover": True}),
     ]
+    assert "".join(s[1]["text"] for s in steps if s[0] == "token") == (
+        "Removing its cover.Done: I removed the cover of “Walk”."
+    )
     post.refresh_from_db()
     assert post.cover_ref == ""
+
+
+@pytest.mark.parametrize("asked", ["remove the cover", "remove its cover"])
+def test_on_the_blog_page_the_demo_asks_which_posts_cover_to_remove(team, consent, media, settings, asked):
+    """No editor and nothing done in the chat yet: no post is implied, so it asks which, and changes nothing."""
+    from agent import turns
+    from agent.backends import reset_backends
+    from blog.chat import start_session
+
+    settings.AGENT_BACKEND, settings.AGENT_DEMO_DELAY_MS = "demo", 0
+    reset_backends()
+    consent(team.owner, team.blog, ALL)
+    post = with_cover(make_post(team.blog, "Walk", "Words."))
+    session = start_session(team.owner, team.blog)
+    run, _ = turns.begin(session, asked)
+    steps = [s for s in turns.drive(run) if isinstance(s, tuple)]
+    assert [s for s in steps if s[0] == "tool_use"] == []
+    assert "".join(s[1]["text"] for s in steps if s[0] == "token") == (
+        "Which post? Say its title, like “remove the cover of Morning light”."
+    )
+    post.refresh_from_db()
+    assert post.cover_ref
 
 
 def test_the_demos_help_names_removing_a_cover():

@@ -631,6 +631,20 @@ def test_tighten_without_the_write_grant_is_refused_before_reading(settings):
     )
 
 
+@pytest.mark.parametrize("request_", ["remove the cover", "remove its cover"])
+def test_remove_the_cover_names_no_post_so_it_is_the_open_one_or_the_chats_last(settings, request_):
+    """Beside an editor, the open post; on the blog page, the post the chat last drafted or changed, as for
+    "remove the cover of this post"; with none, a question. (Each was help's answer.)"""
+    removed = [("update_post", {"post_id": 7, "remove_cover": True})]
+    assert _turn(settings, EDITOR, _user(request_)) == ("Removing its cover.", removed)
+    drafted = _called("c1", "create_post", {"id": 3, "title": "Fish", "status": "draft"})
+    done = {"role": "assistant", "parts": [{"type": "text", "text": "Done: I drafted “Fish”."}]}
+    text, calls = _turn(settings, "A blog chat.", _user("draft a post titled Fish"), *drafted, done, _user(request_))
+    assert (text, calls) == ("Looking for “Fish”.", [("list_posts", {"query": "Fish"})])
+    text, calls = _turn(settings, "A blog chat.", _user(request_))
+    assert (text, calls) == ("Which post? Say its title, like “remove the cover of Morning light”.", [])
+
+
 @pytest.mark.parametrize(
     "request_,status,heading",
     [

@@ -86,11 +86,58 @@ def cache_url(settings):
     return use
 
 
-def test_a_cache_redis_that_answers_is_not_warned_of(cache_url, redis_server):
+@pytest.fixture(autouse=True)
+def cache_health():
+    """This process's cache health (`config.cache.health`), answering before and after each test: a
+    check that fails marks it down, which is not to last into the next test."""
+    from config.cache import health
+
+    health.reset()
+    yield health
+    health.reset()
+
+
+def test_a_cache_redis_that_answers_is_not_warned_of(cache_url, redis_server, cache_health):
     from config.checks import cache_answers
 
     cache_url(redis_server.url)
     assert cache_answers() == []
+    assert cache_health.answering()
+
+
+def test_a_failed_check_leaves_the_cache_alone_a_moment_as_a_failed_request_does(cache_url, cache_health, caplog):
+    """(The worker's boot had just found the cache's Redis away, and its first request that used the cache
+    still waited out a connect timeout to find it again.) The check marks the process's cache as down."""
+    import logging
+
+    from config import cache as shared_cache
+    from config.checks import cache_answers
+    from tests.agent.backends.openai_server import closed_port
+
+    cache_url(f"redis://:s3cret@127.0.0.1:{closed_port()}/1")
+    with caplog.at_level(logging.WARNING, logger="config.cache"):
+        (warning,) = cache_answers()
+    assert warning.id == "config.W002"
+    assert not cache_health.answering()
+    assert shared_cache.get_if_answering("any", "testing") is None  # (not asked: nothing more logged)
+    assert [r.getMessage() for r in caplog.records] == [
+        "the cache does not answer (ConnectionError): checked at start-up (config.W002)"
+    ]
+    assert "s3cret" not in caplog.text
+
+
+def test_a_cache_redis_that_refuses_its_password_is_left_alone_a_moment_too(cache_url, cache_health):
+    from config.checks import cache_answers
+    from tests.redis_server import RedisServer
+
+    server = RedisServer(password="right-pass").start()
+    try:
+        cache_url(server.url.replace("right-pass", "wrong-pass"))
+        (warning,) = cache_answers()
+    finally:
+        server.stop()
+    assert "AuthenticationError" in warning.msg
+    assert not cache_health.answering()
 
 
 def test_a_cache_redis_that_does_not_answer_is_warned_of_without_its_url(cache_url):
