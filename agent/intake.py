@@ -126,7 +126,8 @@ def accept(
 
     `access`: what the policy answered for this session in this request, if it was asked already.
     `slot`: the message's rate slot, when the caller took it already (`rate_slot`), before work the
-    limit must spare (a chat made for the message); files refused still give it back.
+    limit must spare (a chat made for the message); files refused, or a message refused because the
+    assistant is still answering, give it back.
     `checked`: the attachments the caller checked already (`check_uploads`), instead of `files`; each
     is decoded once, and a caller can refuse them before it writes anything for the message.
     """
@@ -145,6 +146,7 @@ def accept(
         run, message = turns.begin(session, text, parts)
     except TurnInProgress:
         media.delete(p["media_ref"] for p in parts)
+        give_back_rate_slot(slot)  # (refused as a whole: nothing of the message is kept)
         raise Refused(409, "turn_in_progress", "The assistant is still answering. Wait for it or stop it.") from None
     except BaseException:
         media.delete(p["media_ref"] for p in parts)

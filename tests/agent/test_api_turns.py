@@ -245,6 +245,20 @@ def test_turn_in_progress(api, chat, script):
     assert not Message.objects.filter(session=chat).exists()
 
 
+def test_a_message_refused_as_still_answering_costs_no_rate_slot(api, chat, script, settings):
+    """Sent while the assistant is still answering, the message is refused (409) and nothing of it is
+    kept: not its rate slot either. Was: the slot stayed taken, so a person who sent twice during a
+    long answer had, under AGENT_MESSAGES_PER_MINUTE, fewer messages left for the minute."""
+    from agent.models import RateEvent
+    from agent.turns import claim
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 5
+    claim(chat)
+    for _ in range(3):
+        assert api.send(chat, "hello").json()["error"]["code"] == "turn_in_progress"
+    assert not RateEvent.objects.filter(user=chat.user).exists()
+
+
 def test_a_message_that_cannot_be_stored_leaves_the_chat_free_for_the_next(api, chat, script, monkeypatch):
     """The user's message fails to write after the lease was taken: the turn ends as an error and
     gives the lease back, so sending again works at once (not "still answering" for two minutes)."""
