@@ -40,12 +40,14 @@ LABEL_CHARS = 48
 #: How many of the latest chats the panel lists; the rest are on the chats page, a page at a time.
 PANEL_CHATS = 20
 CHATS_PER_PAGE = 50
+#: The order of a person's chats in every list of them.
+LATEST_FIRST = "-updated_at"
 
 
 def blog_sessions(user: Any, blog: Blog, post: Post | int | None = None):
     """The user's chats on the blog page (`post` None), or beside one post's editor (the post or its id), the
     latest first."""
-    return Session.objects.filter(user=user, blog_link__blog=blog, blog_link__post=post).order_by("-updated_at")
+    return Session.objects.filter(user=user, blog_link__blog=blog, blog_link__post=post).order_by(LATEST_FIRST)
 
 
 def listed(sessions: QuerySet[Session], shown: str = "") -> QuerySet[Session]:
@@ -73,6 +75,14 @@ def labelled(sessions) -> list[Session]:
     for session in found:
         session.label = display.chat_label(session, LABEL_CHARS)
     return found
+
+
+def shown_chats(ids: Any, words: str = "") -> list[Session]:
+    """The chats of a page of a list (`ids`: a slice of its `values("pk")`), latest first, `labelled`, each
+    with `found` for its snippet when a search found them (`words`). One statement: the slice is its
+    subquery, so the earlier chats the slice skips cost no label, no snippet."""
+    chats = Session.objects.filter(pk__in=ids).order_by(LATEST_FIRST)
+    return labelled(chat_search.with_found(chats, words) if words else chats)
 
 
 def panel_context(
@@ -135,14 +145,20 @@ def _chats_page(
 ) -> HttpResponse:
     """The chats page, or those of its chats a `search` finds; with `rename` (`chat`, `typed`, `error`),
     again after a refused name, that chat's field open with what was typed and the refusal beside it:
-    on the page the form came from, first when newer chats have moved it to a later page meanwhile."""
+    on the page the form came from, first when newer chats have moved it to a later page meanwhile.
+
+    The count and the page's slice of the list are of chats' ids: whether a chat is listed (and a
+    search's match) is read for each chat up to the page, as any count or OFFSET must, but only the
+    chats shown have their label and snippet read, in the statement around that slice (`shown_chats`).
+    With the labels in the statement that pages, PostgreSQL worked out every skipped chat's label
+    before its OFFSET. Two statements (the count, the page), whatever the chats."""
     sessions = listed(blog_sessions(request.user, blog, post))
     if search.problem:
         sessions = sessions.none()
     elif search.words:
         sessions = chat_search.matching(sessions, search.words)
-    page = Paginator(sessions, CHATS_PER_PAGE).get_page(number)
-    shown: list[Any] = labelled(page.object_list)  # (each given its `snippet` too)
+    page = Paginator(sessions.values("pk"), CHATS_PER_PAGE).get_page(number)
+    shown: list[Any] = shown_chats(page.object_list, search.words)  # (each given its `snippet` too)
     if rename and not any(s.pk == rename["chat"].pk for s in shown):
         shown = labelled(Session.objects.filter(pk=rename["chat"].pk)) + shown
     for session in shown:

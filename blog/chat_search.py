@@ -61,15 +61,22 @@ def read(params: QueryDict) -> ChatSearch:
 
 def matching(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
     """Those of `sessions` whose title or whose said text holds `words`, in their order, each with
-    `found`: "<position>:<window>" of its first text that holds them (None when only its title does),
-    the window the text around the match (from BEFORE_CHARS before it, one character more than a
-    snippet shows after it), so no whole answer is read to show a line of it.
+    `found` (`with_found`).
 
     One query with the chats, its text searched chat by chat: `found` is a subquery of each chat's
     parts (by the message and part indexes, stopping at the first match), and the filter asks whether
     it found one. An EXISTS would say the same, but under the OR with the title PostgreSQL may read
     it as one set, every person's parts scanned (a hashed subplan over the whole table); a subquery
     with LIMIT 1 is never read so."""
+    sessions = with_found(sessions, words)
+    return sessions.filter(Q(title__icontains=words) | Q(found__isnull=False))
+
+
+def with_found(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
+    """`sessions` each with `found`: "<position>:<window>" of its first text that holds `words` (None
+    when none does), the window the text around the match (from BEFORE_CHARS before it, one character
+    more than a snippet shows after it), so no whole answer is read to show a line of it. Alone, for
+    the chats a page shows of those `matching` found: their snippets read, not every chat's."""
     hit = StrIndex(Upper("text"), Upper(Value(words)))
     start = Greatest(hit - BEFORE_CHARS, Value(1), output_field=IntegerField())
     window = Substr("text", start, BEFORE_CHARS + len(words) + AFTER_CHARS + 1)
@@ -77,13 +84,12 @@ def matching(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
     found = parts.order_by("message__position", "position").annotate(
         found=Concat(Cast(hit, CharField()), Value(":"), window, output_field=CharField())
     )
-    sessions = sessions.annotate(found=Subquery(found.values("found")[:1]))
-    return sessions.filter(Q(title__icontains=words) | Q(found__isnull=False))
+    return sessions.annotate(found=Subquery(found.values("found")[:1]))
 
 
 def snippet(session: Any, words: str) -> SafeString:
     """A line of the chat around its first match, the match in <mark> (escaped, as all of it): from its
-    said text (`matching`'s `found`), else from its title; "" when neither shows the words to Python
+    said text (`with_found`'s `found`), else from its title; "" when neither shows the words to Python
     (a letter the database folded another way)."""
     found = getattr(session, "found", None)
     if found:

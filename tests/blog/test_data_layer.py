@@ -323,3 +323,33 @@ def test_the_panels_list_of_chats_reads_only_the_persons_chats_messages(team, ot
     for i in reads:  # each read of the messages is one chat's, through the (session, position) index
         assert "agent_message_position_unique" in plan[i], plan
         assert plan[i + 1].strip().startswith("Index Cond: (session_id = "), plan
+
+
+def test_a_later_chats_page_reads_the_first_words_of_its_own_chats_only(team):
+    """The chats page's later page reads each shown chat's first words (its label), not every earlier
+    chat's as well before skipping them (the label was in the SELECT of the statement with the OFFSET:
+    the last page of 3,000 chats read about 2,950 of them). PostgreSQL's own count of the reads of the
+    parts, EXPLAIN ANALYZE of the page's statement: once per chat shown."""
+    if connection.vendor != "postgresql":
+        pytest.skip(
+            "PostgreSQL only (CI runs it there): it reads PostgreSQL's count of a plan's reads; the statement's shape is checked on both databases by tests/blog/test_query_counts.py"
+        )
+    sessions = Session.objects.bulk_create(Session(user=team.editor) for _ in range(130))
+    ChatLink.objects.bulk_create(ChatLink(session=s, blog=team.blog) for s in sessions)
+    messages = Message.objects.bulk_create(Message(session=s, role=Message.USER, position=0) for s in sessions)
+    Part.objects.bulk_create(Part(message=m, position=0, type="text", text="hello") for m in messages)
+    with CaptureQueriesContext(connection) as run:
+        response = browser(team.editor).get(f"/blogs/{team.blog.slug}/chats/", {"page": 3})
+    assert response.status_code == 200
+    assert len(response.context["chat_sessions"]) == 30
+    (query,) = [q["sql"] for q in run.captured_queries if "first_words" in q["sql"]]
+    with connection.cursor() as cursor:
+        for table in ("agent_session", "agent_message", "agent_part", "blog_chatlink"):
+            cursor.execute(f"ANALYZE {table}")  # the planner sees the tables as they are
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + query)
+        plan = [row[0] for row in cursor.fetchall()]
+    reads = [line for line in plan if re.search(r" on agent_part\b", line)]
+    assert reads, plan
+    for line in reads:  # the label's read of the parts: once per chat shown, or fewer
+        loops = re.search(r"loops=(\d+)", line)
+        assert loops and int(loops.group(1)) <= 30, plan

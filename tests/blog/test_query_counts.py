@@ -17,6 +17,7 @@ from agent import budget
 from agent.state import Run
 from agent.transcript import add_message
 from blog.chat import start_session
+from blog.chat_panel import CHATS_PER_PAGE
 from tests.blog.conftest import ALL, browser, make_post, said_chat, set_consent
 from tests.conftest import ApiClient
 
@@ -94,3 +95,34 @@ def test_the_chats_page_and_a_search_of_it_take_the_same_queries_whatever_the_ch
     assert len(ctx.captured_queries) == CHATS_PAGE
     reads = [query["sql"] for query in ctx.captured_queries if "agent_part" in query["sql"]]
     assert len(reads) == (2 if q else 1)  # (a search's COUNT reads the parts too; the page's read, always)
+
+
+def paging_part(sql: str) -> str:
+    """The part of a statement that skips a list's earlier rows: the innermost parenthesised SELECT holding
+    its OFFSET, or the whole statement when the OFFSET is its own."""
+    at, depth = sql.index(" OFFSET "), 0
+    for start in range(at, -1, -1):
+        depth += {")": 1, "(": -1}.get(sql[start], 0)
+        if depth < 0:
+            return sql[start : sql.index(")", at) + 1]
+    return sql
+
+
+@pytest.mark.parametrize("q", ["", "heron"])
+def test_a_later_chats_page_reads_only_its_own_chats_labels_and_snippets(team, q):
+    """A later page of the chats page skips the earlier chats without reading their labels (a subquery of
+    each chat's first words) or their snippets: those are read for the page's chats only, outside the
+    part of the statement that pages. What pages reads each chat's parts only for a search's match."""
+    for i in range(CHATS_PER_PAGE + 5):
+        said_chat(team.editor, team.blog, text=f"heron {i}")
+    client = browser(team.editor)
+    with CaptureQueriesContext(connection) as ctx:
+        html = client.get("/blogs/notes/chats/", {"page": 2, "q": q} if q else {"page": 2}).content.decode()
+    assert html.count('class="chat-label"') == 5
+    assert "heron 4<" in html and "heron 5<" not in html  # (the five oldest: page 2, the latest first)
+    assert len(ctx.captured_queries) == CHATS_PAGE
+    (paged,) = [query["sql"] for query in ctx.captured_queries if " OFFSET " in query["sql"]]
+    paging = paging_part(paged)
+    assert paging != paged  # (the OFFSET is a subquery's: the chats it finds are labelled outside it)
+    assert "first_words" not in paging
+    assert paging.count('FROM "agent_part"') == (1 if q else 0)  # (a search's filter: no snippet read)
