@@ -1,5 +1,6 @@
 """Starting a blog (New blog, from the home page), and its owner's Settings: its title and description,
-handing it over to a member, and deleting it; and the blog page's header, which follows them live."""
+handing it over to a member, and deleting it; and the blog page's header (and the editor's top line),
+which follow them live, the assistant's column with them."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.http import AuthenticatedHttpRequest
-from blog import blogs, grants
+from blog import blogs, grants, live
 from blog.chat_panel import panel_context
-from blog.models import Blog, Seat
+from blog.models import Blog, Post, Seat
 from blog.services import OperationError
 from blog.team_views import ownership, posted_seat
 from blog.views import membership
@@ -25,28 +26,47 @@ def blog_head(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     """The blog page's header as its member sees it now (title, description, the links their seat opens)
     and the page's title: what an open page redraws when the blog is renamed, described or handed over
     (`live.blog_updated`), or its member's seat is saved (`live.seat_changed`). Members only, as the page
-    (anyone else: 404).
-
-    The assistant's column follows the seat, decided here: the page says which it shows (`?assistant=1`
-    the panel, `0` the note in its place). When the seat no longer matches it (the assistant taken away,
-    or allowed again), the other column comes out of band, with the page's stream naming the chat the new
-    panel shows (the latest, as a page load resumes it). A note, which holds nothing of the person's, is
-    drawn again each time (the blog's title in it); a panel that stays is never touched here: words may be
-    typed in it, an answer streaming. Asked without either (a page drawn before), the header alone, its
-    assistant's link as the page's column has it (`assistant` present: the panel)."""
+    (anyone else: 404). The assistant's column follows the seat with it (`column_context`)."""
     blog, seat, actor = membership(request, slug)
+    context = {**column_context(request, blog, seat), "scopes": actor.scopes}
+    return render(request, "blog/_blog_head.html", {**context, "redrawn": True})
+
+
+@require_GET
+@login_required
+def post_head(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    """The editor's top line (back to the blog, the post's history, the link to the assistant beside it),
+    redrawn as the blog page's header is, and for the same reasons: the assistant's column beside the
+    editor follows the seat with it (`column_context`, the panel of chats about this post). The post's
+    form is never part of the answer: what is typed in it stays the page's. Members only, posts of this
+    blog only (anything else: 404)."""
+    blog, seat, _actor = membership(request, slug)
+    post = get_object_or_404(Post, blog=blog, pk=pk)
+    return render(request, "blog/_editor_head.html", {**column_context(request, blog, seat, post), "post": post})
+
+
+def column_context(request: AuthenticatedHttpRequest, blog: Blog, seat: Seat, post: Post | None = None) -> dict:
+    """The assistant's column as a redrawn header brings it, decided here: the page says which it shows
+    (`?assistant=1` the panel, `0` the note in its place). When the seat no longer matches it (the
+    assistant taken away, or allowed again), the other column comes out of band, with the page's stream
+    naming the chat the new panel shows (the latest of its panel, as a page load resumes it) and the
+    header's mark (`live.head_mark`, read from what is drawn: no query), which the stream's first answers.
+    A note, which holds nothing of the person's, is drawn again each time (the blog's title in it); a
+    panel that stays is never touched here: words may be typed in it, an answer streaming. Asked without
+    either (a page drawn before), the header alone, its assistant's link as the page's column has it
+    (`assistant` present: the panel)."""
     shown = request.GET.get("assistant")
-    context = {"blog": blog, "seat": seat, "scopes": actor.scopes, "assistant": shown is not None}
+    context = {"blog": blog, "seat": seat, "assistant": shown is not None, "head": live.head_mark(blog, seat)}
     if shown in ("0", "1"):
         allowed, drawn = grants.may_summon(seat), shown == "1"
         context["assistant"] = allowed
         if allowed != drawn:
             context.update(oob_column="#assistant" if drawn else "#assistant-off", oob_stream=True)
             if allowed:
-                context.update(panel_context(request, blog, seat, None))
+                context.update(panel_context(request, blog, seat, None, post=post))
         elif not allowed:
             context["oob_column"] = "#assistant-off"
-    return render(request, "blog/_blog_head.html", {**context, "redrawn": True})
+    return context
 
 
 @require_http_methods(["GET", "POST"])

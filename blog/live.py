@@ -37,7 +37,8 @@ What changed between a page's drawing and its stream's first opening was publish
 listened. So the page is drawn with a mark of the blog's posts (`page_mark`, read before the posts it
 vouches for), and its stream, once listening, sends the mark as it is now (a `mark` event, its first):
 the page, finding it different, reads again what a change refreshes, as after an outage (static/js/chat/tabs.js). So
-for the blog's own title, description and owner (`head_mark`: a rename or a hand-over writes no revision). A
+for the blog's own title, description and owner and the member's seat (`head_mark`: a rename, a hand-over or a
+seat saved writes no revision; the seat decides the page's links and its assistant's column). A
 page showing no chat hears in the same event the person's latest chat of its panel, and takes it up.
 Anything committed after the stream's mark was read is published after it listened, so it is heard.
 """
@@ -103,11 +104,15 @@ def page_mark(blog: Blog | int) -> str:
     return str(PostRevision.objects.filter(blog=blog).aggregate(n=Count("*"))["n"])
 
 
-def head_mark(blog: Blog) -> str:
-    """What a page's header is drawn from, as a short digest: the blog's title, description and owner (the
-    owner's links), as `blog` was read. A `blog.updated` change (`blog_updated`) writes no revision, so
-    `page_mark` does not see it: this does, for a page whose stream opened after it (no query)."""
-    drawn = f"{blog.owner_id}\n{blog.title}\n{blog.description}"
+def head_mark(blog: Blog, seat: Seat | None) -> str:
+    """What a page's header and its assistant's column are drawn from, as a short digest: the blog's title,
+    description and owner (the owner's links), and its member's seat (their links, and whether they may
+    summon the assistant: the panel or the note in its place), as `blog` and `seat` were read; "" for one
+    who is no longer a member. A `blog.updated` change (`blog_updated`, `seat_changed`) writes no
+    revision, so `page_mark` does not see it: this does, for a page whose stream opened after it (no query)."""
+    if seat is None:
+        return ""
+    drawn = f"{blog.owner_id}\n{blog.title}\n{blog.description}\n{seat.role}\n{grants.may_summon(seat):d}"
     return hashlib.sha256(drawn.encode()).hexdigest()[:16]
 
 
@@ -205,7 +210,7 @@ def panel_of(request: AuthenticatedHttpRequest, blog: Blog) -> tuple[int | None]
 
 class Mark:
     """What the page's stream says first, once it listens (`page_mark`): the blog's mark now, its header's
-    (`head_mark`, the blog read again) and, for a page showing no chat (`panel`), the id of the person's
+    (`head_mark`, the blog read again with its member's seat) and, for a page showing no chat (`panel`), the id of the person's
     latest chat of that panel ("" for none)."""
 
     def __init__(self, blog: Blog, user_id: int, panel: tuple[int | None] | None) -> None:
@@ -215,8 +220,9 @@ class Mark:
         from blog.chat_panel import blog_sessions  # (it imports this module)
 
         mark = {"posts": page_mark(self.blog)}
-        now = Blog.objects.filter(pk=self.blog.pk).first()
-        mark["head"] = "" if now is None else head_mark(now)  # (renamed or handed over since the page was drawn?)
+        # (renamed, handed over, or the member's seat changed since the page was drawn? one query for both)
+        seat = Seat.objects.filter(blog=self.blog.pk, user=self.user_id).select_related("blog").first()
+        mark["head"] = "" if seat is None else head_mark(seat.blog, seat)
         if self.panel is not None:  # the chat `?latest=1` would take up (chat_panel.panel_chat)
             latest = blog_sessions(self.user_id, self.blog, self.panel[0])
             mark["chat"] = str(latest.values_list("pk", flat=True).first() or "")

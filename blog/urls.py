@@ -32,6 +32,7 @@ urlpatterns = [
     path("blogs/<slug:slug>/posts/preview/", views.post_preview, name="post_preview"),
     path("blogs/<slug:slug>/posts/namesakes/", views.post_namesakes, name="namesakes"),
     path("blogs/<slug:slug>/posts/<int:pk>/edit/", views.post_edit, name="post_edit"),
+    path("blogs/<slug:slug>/posts/<int:pk>/head/", blog_views.post_head, name="post_head"),
     path("blogs/<slug:slug>/posts/<int:pk>/namesakes/", views.post_namesakes, name="post_namesakes"),
     path("blogs/<slug:slug>/posts/<int:pk>/publish/", views.post_publish, name="post_publish"),
     path("blogs/<slug:slug>/posts/<int:pk>/unpublish/", views.post_unpublish, name="post_unpublish"),

@@ -97,7 +97,8 @@ def home(request: HttpRequest) -> HttpResponse:
 def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
     blog, seat, actor = membership(request, slug)
     drawn = live.page_mark(blog)  # (before the posts it vouches for: blog/live.py)
-    context = {"seat": seat, "drawn": drawn, "head": live.head_mark(blog), **post_list_context(request, blog, actor)}
+    head = live.head_mark(blog, seat)
+    context = {"seat": seat, "drawn": drawn, "head": head, **post_list_context(request, blog, actor)}
     context.update(panel_context(request, blog, seat, request.GET.get("chat")))
     return render(request, "blog/blog_detail.html", context)
 
@@ -293,6 +294,8 @@ def _edit_page(
         **(incoming or {}),
         "conflict": incoming is not None,
         "drawn": drawn,
+        "seat": seat,  # (the note in the assistant's place says why: blog/_assistant_off.html)
+        "head": live.head_mark(blog, seat),  # (the column's mark, which the page's stream answers: blog/live.py)
         "version": services.post_version(post),
         # (the note on the title in the box: the saved one, or the one typed when a Save was refused)
         "title_note": title_note(actor, blog, data.get("title", ""), exclude=post.pk),

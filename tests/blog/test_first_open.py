@@ -11,7 +11,7 @@ import pytest
 from blog import blogs, live, services
 from blog.chat import start_session
 from blog.grants import Actor
-from blog.models import Blog, PostRevision
+from blog.models import Blog, PostRevision, Seat
 from tests.blog.conftest import ALL, browser, make_post
 
 EVENT_SOURCE = {"HTTP_ACCEPT": "text/event-stream"}
@@ -92,14 +92,14 @@ def test_a_stream_opening_after_a_change_says_the_mark_as_it_is_now(team, opened
     page_drawn = drawn(browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode())
     services.post_create(blog=team.blog, actor=Actor(team.editor, frozenset(ALL)), title="Meanwhile")
     mark, _ = opened(browser(team.owner), team.blog.slug)
-    assert mark == {"posts": live.page_mark(team.blog), "head": live.head_mark(team.blog)}
+    assert mark == {"posts": live.page_mark(team.blog), "head": live.head_mark(team.blog, team.seat("owner"))}
     assert mark["posts"] != page_drawn
 
 
 def test_a_stream_opening_on_what_the_page_was_drawn_from_says_the_same_mark(team, opened):
     page_drawn = drawn(browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode())
     mark, _ = opened(browser(team.owner), team.blog.slug, "?panel=blog")
-    assert mark == {"posts": page_drawn, "head": live.head_mark(team.blog), "chat": ""}
+    assert mark == {"posts": page_drawn, "head": live.head_mark(team.blog, team.seat("owner")), "chat": ""}
 
 
 def test_a_change_committed_after_the_stream_read_its_mark_is_heard(
@@ -140,10 +140,72 @@ def test_a_page_showing_a_chat_hears_no_chat_in_its_mark(team, opened):
     assert list(mark) == ["posts", "head"]
 
 
+def head(html: str) -> str | None:
+    found = re.search(r'<div id="page-stream"[^>]*\sdata-head="([^"]*)"', html)
+    return found.group(1) if found else None
+
+
 def test_the_blog_page_carries_its_headers_mark(team):
-    """The header's mark (title, description, owner) the page was drawn from, beside the posts' mark."""
+    """The header's mark (title, description, owner, the member's seat) the page was drawn from, beside
+    the posts' mark."""
     page = browser(team.owner).get(f"/blogs/{team.blog.slug}/").content.decode()
-    assert re.search(r'<div id="page-stream"[^>]*\sdata-head="([^"]*)"', page).group(1) == live.head_mark(team.blog)
+    assert head(page) == live.head_mark(team.blog, team.seat("owner"))
+
+
+def test_the_editor_carries_its_columns_mark(team):
+    """The editor has no header of the blog's, but its assistant's column follows the seat as the blog
+    page's does: it is drawn with the same mark, which the stream's first answers."""
+    post = make_post(team.blog)
+    editor = browser(team.editor).get(f"/blogs/{team.blog.slug}/posts/{post.pk}/edit/").content.decode()
+    assert head(editor) == live.head_mark(team.blog, team.seat("editor"))
+
+
+def test_the_headers_mark_says_whether_its_member_may_summon_the_assistant(team):
+    marks = {live.head_mark(team.blog, team.seat(role)) for role in ("owner", "editor", "author", "viewer")}
+    assert len(marks) == 4  # (each seat's links differ: the owner's, New post, the assistant)
+    allowed = live.head_mark(team.blog, team.seat("editor"))
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(may_use_assistant=False)
+    assert live.head_mark(team.blog, team.seat("editor")) != allowed
+    assert live.head_mark(team.blog, None) == ""  # (no longer a member: the page's stream ends anyway)
+
+
+def assistant_taken_away(team, role: str) -> None:
+    Seat.objects.filter(blog=team.blog, user=team.user(role)).update(may_use_assistant=False)
+
+
+def made_a_viewer(team, role: str) -> None:
+    Seat.objects.filter(blog=team.blog, user=team.user(role)).update(role=Seat.VIEWER)
+
+
+def allowed_again(team, role: str) -> None:
+    Seat.objects.filter(blog=team.blog, user=team.user(role)).update(may_use_assistant=True)
+
+
+@pytest.mark.parametrize("change", [assistant_taken_away, made_a_viewer, allowed_again])
+@pytest.mark.parametrize("where", ["blog", "editor"])
+def test_a_stream_opening_after_the_members_seat_changed_says_the_header_changed(team, opened, change, where):
+    """A seat saved between the page's drawing and its stream's first opening: the header's mark, the seat
+    read with the blog as the stream opens (no query more), tells the page to read its header (or the
+    editor's line) again, whose answer brings the column the seat allows now (chat:missed, chat/tabs.js)."""
+    post = make_post(team.blog)
+    if change is allowed_again:
+        assistant_taken_away(team, "author")
+    url = f"/blogs/{team.blog.slug}/" if where == "blog" else f"/blogs/{team.blog.slug}/posts/{post.pk}/edit/"
+    page = browser(team.author).get(url).content.decode()
+    change(team, "author")
+    mark, _ = opened(browser(team.author), team.blog.slug)
+    assert mark["posts"] == drawn(page)
+    assert mark["head"] != head(page)
+    assert mark["head"] == live.head_mark(team.blog, team.seat("author"))
+
+
+def test_the_stream_reads_its_mark_with_no_query_more_for_the_seat(team, django_assert_num_queries):
+    """The blog's mark, then the blog read again with the member's seat (one query for both), then the
+    panel's latest chat."""
+    with django_assert_num_queries(2):
+        live.Mark(team.blog, team.editor.pk, None).read()
+    with django_assert_num_queries(3):
+        live.Mark(team.blog, team.editor.pk, (None,)).read()
 
 
 @pytest.mark.parametrize(
@@ -164,4 +226,4 @@ def test_a_stream_opening_after_a_rename_or_a_hand_over_says_the_header_changed(
     mark, _ = opened(browser(team.viewer), team.blog.slug)
     assert mark["posts"] == drawn(page)
     assert mark["head"] != drawn_head
-    assert mark["head"] == live.head_mark(Blog.objects.get(pk=team.blog.pk))
+    assert mark["head"] == live.head_mark(Blog.objects.get(pk=team.blog.pk), team.seat("viewer"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import NO_LIMITS
@@ -161,4 +162,49 @@ def test_a_rename_before_a_blog_tabs_stream_first_opens_shows_once_it_opens(serv
     expect_blog_live(other)
     expect(other.get_by_role("heading", level=1)).to_have_text("Field Notes, renamed")
     expect(other).to_have_title("Field Notes, renamed · Field Desk")
+    assert other.js_errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("where", ["blog", "editor"])
+def test_the_assistant_taken_away_before_a_tabs_stream_first_opens_shows_once_it_opens(
+    server_factory, page, browser, where
+):
+    """A seat saved writes no revision, and the header's mark said nothing of the seat: B kept its panel until
+    the blog's next change. The mark now carries whether its member may summon the assistant, and B shows the
+    note in the panel's place once it listens (the blog page, or beside a post's editor), the words typed in
+    its box kept, said not to have been sent; the post's words typed in B's editor stay as they are."""
+    base = server_factory(f"first-open-seat-{where}", AGENT_BACKEND="demo", **NO_LIMITS).url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    login(page, base, "bob")
+    if where == "editor":
+        open_editor(page, base)
+    else:
+        open_blog(page, base)
+    other = held_tab(page, page.url)
+    expect(other.locator("#assistant")).to_be_visible()
+    chat_input(other).fill("words typed in B")
+    if where == "editor":
+        other.get_by_label("Body (markdown)").fill("Post words typed in B.")
+
+    alice_context = browser.new_context()
+    try:
+        alice = alice_context.new_page()
+        login(alice, base, "alice")
+        alice.goto(f"{base}/blogs/{BLOG}/members/")
+        alice.get_by_label("bob may use the assistant").set_checked(False)
+        alice.get_by_role("button", name="Save bob").click()
+        expect(alice.locator(".messages, [role=status]").first).to_be_visible()
+    finally:
+        alice_context.close()
+    other.wait_for_timeout(500)  # (nothing heard yet: B's stream is held)
+    expect(other.locator("#assistant")).to_be_visible()
+    release(other)
+
+    expect_blog_live(other)
+    note = other.locator("#assistant-off")
+    expect(note).to_contain_text("The assistant is off for you on Field Notes.", timeout=LONG_WAIT)
+    expect(other.locator("#assistant")).to_have_count(0)
+    expect(note.get_by_role("textbox", name="What you had typed wasn't sent.")).to_have_value("words typed in B")
+    if where == "editor":
+        expect(other.get_by_label("Body (markdown)")).to_have_value("Post words typed in B.")
     assert other.js_errors == []  # type: ignore[attr-defined]

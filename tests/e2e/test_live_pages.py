@@ -5,10 +5,12 @@ at once, and the page says so; one whose role changes sees the links of their ne
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
-from tests.e2e.ui import BLOG, ask, chat_input, login, replies
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, ask, chat_input, expect_blog_live, login, replies
 
 # Counts the page's opened SSE connections (htmx's SSE extension fires `htmx:sseOpen` on each) in an
 # attribute of <html>, which `expect` reads (the site's CSP lets no test script be evaluated there).
@@ -208,5 +210,79 @@ def test_a_members_assistant_column_follows_may_use_the_assistant_without_a_relo
         expect(ask(bob, "list my posts")).to_be_visible()
         expect(replies(bob)).to_have_count(1)
         expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
+    finally:
+        alice_context.close()
+
+
+def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_without_a_reload(
+    server_factory, browser, context
+):
+    """Bob edits a post, words typed in its title and body and in the assistant's box beside it. Alice unticks
+    "may use the assistant": the note takes the panel's place, keeping his words for the assistant, said not to
+    have been sent; the post's words stay as typed. Another member's seat saved meanwhile draws the note again:
+    it keeps them. She ticks it again: the panel comes back, answers, and the post's words are still his."""
+    server = server_factory("demo-editor-assistant-follows", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(MARK_BLOG_LIVE)
+    bob = context.new_page()
+    errors: list[str] = []
+    bob.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(bob, server.url, "bob")
+    bob.goto(f"{server.url}/blogs/{BLOG}/")
+    bob.locator("#post-list li.post").first.get_by_role("link", name="Edit").click()
+    bob.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+    panel, note = bob.locator("#assistant"), bob.locator("#assistant-off")
+    title, body = bob.locator("#post-form").get_by_label("Title"), bob.get_by_label("Body (markdown)")
+    expect(panel).to_be_visible()
+    title.fill("Bob's title, not saved")
+    body.fill("Bob's words in the post, not saved.")
+    chat_input(bob).fill("words for the assistant")
+    unsent = note.get_by_role("textbox", name="What you had typed wasn't sent.")
+    asked: list[str] = []  # (the line's redraws and the editor's catch-ups)
+    bob.on(
+        "request", lambda request: asked.append(request.url) if re.search(r"/(head|incoming)/", request.url) else None
+    )
+
+    alice_context = browser.new_context()
+    try:
+        alice_context.set_default_timeout(15_000)
+        alice = alice_context.new_page()
+        login(alice, server.url, "alice")
+
+        def save(who: str, role: str, allowed: bool | None = None) -> None:
+            alice.goto(f"{server.url}/blogs/{BLOG}/members/")
+            alice.get_by_label(f"Role of {who}").select_option(role)
+            if allowed is not None:
+                alice.get_by_label(f"{who} may use the assistant").set_checked(allowed)
+            alice.get_by_role("button", name=f"Save {who}").click()
+            expect(alice.locator(".messages, [role=status]").first).to_be_visible()
+
+        expect_blog_live(bob)
+        bob.evaluate("document.documentElement.removeAttribute('data-blog-live')")  # (to see the next stream open)
+        save("bob", "editor", False)
+        expect(note).to_contain_text("The assistant is off for you on Field Notes.")
+        expect(panel).to_have_count(0)
+        expect(bob.locator("#editor-nav-assistant")).to_have_count(0)
+        expect(unsent).to_have_value("words for the assistant")
+        expect(title).to_have_value("Bob's title, not saved")
+        expect(body).to_have_value("Bob's words in the post, not saved.")
+        expect_blog_live(bob)  # (the stream sent with the note is open, its first mark heard)
+        bob.wait_for_timeout(1_000)  # (a catch-up would have asked by now)
+        assert [re.sub(r".*/posts/\d+/", "", url) for url in asked] == ["head/?assistant=1"]  # (one redraw, no more)
+
+        bob.evaluate("document.getElementById('assistant-off').dataset.seen = '1'")
+        save("carol", "author")
+        expect(bob.locator("#assistant-off[data-seen]")).to_have_count(0)  # (the note drawn again)
+        expect(unsent).to_have_value("words for the assistant")
+
+        save("bob", "editor", True)
+        expect(panel).to_be_visible()
+        expect(note).to_have_count(0)
+        expect(bob.locator("#editor-nav-assistant")).to_have_count(1)  # (shown on a narrow screen)
+        expect(ask(bob, "list my posts")).to_be_visible()
+        expect(replies(bob)).to_have_count(1)
+        expect(title).to_have_value("Bob's title, not saved")
+        expect(body).to_have_value("Bob's words in the post, not saved.")
+        expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
+        assert errors == []
     finally:
         alice_context.close()

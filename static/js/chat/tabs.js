@@ -75,8 +75,10 @@
   // mark as it is now (`mark`, blog/live.py), which the page compares with the one it was drawn from
   // (data-drawn) or last heard; a page showing no chat hears in it its person's latest chat of the panel,
   // if any (started since it was drawn: it would show it), and takes that up. Nothing changed: no request.
-  // The blog's page compares its header's mark too (`head`: its title, description and owner, which a rename or a
-  // hand-over changes without a revision), and reads its header again (chat:missed) when that differs.
+  // The page compares its header's mark too (`head`: the blog's title, description and owner and its member's seat,
+  // which a rename, a hand-over or a seat saved changes without a revision), and reads its header (the blog's, or
+  // the editor's line) again (chat:missed) when that differs, whose answer brings the assistant's column the seat
+  // allows now (blog_views.column_context).
   var streamDown = false, reopened = false, drawnMark = null, drawnHead = null;
 
   document.addEventListener("htmx:sseMessage", function (e) {
@@ -140,7 +142,9 @@
   document.addEventListener("htmx:beforeProcessNode", function (e) {
     var elt = e.target, url = elt && elt.id === "page-stream" && elt.getAttribute("sse-connect");
     if (url && drawnMark === null && elt.dataset.drawn) drawnMark = elt.dataset.drawn;  // (the page's, as drawn)
-    if (url && drawnHead === null && elt.dataset.head) drawnHead = elt.dataset.head;
+    // (the page's as drawn; or a stream sent with a redrawn header and assistant's column, which says what they
+    // show now: its first mark is compared with that, not with what the page first showed)
+    if (url && elt.dataset.head) drawnHead = elt.dataset.head;
     if (!url || /[?&]page=/.test(url)) return;
     elt.setAttribute("sse-connect", url + (url.indexOf("?") === -1 ? "?" : "&") + "page=" + pageKey);
   });
