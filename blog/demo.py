@@ -26,7 +26,18 @@ from agent.tools import not_available
 from agent.values import ModelEvent, NeutralMessage, ToolSpec
 from blog import demo_writing as writing
 from blog.access import SCOPE_WORDS
-from blog.demo_grammar import CONFIRM_DELETE, END, HELP, NEEDS, OPEN, OPEN_POST, PRONOUN, intent, requests
+from blog.demo_grammar import (
+    CONFIRM_DELETE,
+    END,
+    HELP,
+    NEEDS,
+    OPEN,
+    OPEN_POST,
+    PRONOUN,
+    intent,
+    requests,
+    search_args,
+)
 from blog.models import Post
 from blog.operations import OPERATIONS
 
@@ -226,6 +237,9 @@ class DemoBackend(Backend):
             return not_allowed(needed), []
         if kind == "list":
             return f"Let me look at your {LISTED[title]}.", [("list_posts", {"status": title} if title else {})]
+        if kind == "search":  # posts by their words: list_posts' query (a title search), and a status if named
+            args = search_args(text)
+            return f"Looking for {LISTED[args.get('status', '')]} that mention “{title}”.", [("list_posts", args)]
         if kind in ("titles", "tighten"):
             return self._read_open_post(offered, system)
         if kind == "rename":
@@ -303,7 +317,7 @@ class DemoBackend(Backend):
         asked = requests(_text_of(last_user))
         step, finished = progress(messages, asked)
         if finished:  # that request is done: say so, then start the next one asked for, if any
-            said = self._finished(messages, name, result, *intent(asked[step - 1]))
+            said = self._finished(messages, name, result, asked[step - 1])
             if step == len(asked):
                 return said, []
             text, calls = self._reply(messages, last_user, offered, system, asked[step], step)
@@ -326,10 +340,11 @@ class DemoBackend(Backend):
             return self._act_on(kind, title, result.get("items", []), offered)
         return self._done(name, result, title), []
 
-    def _finished(
-        self, messages: list[NeutralMessage], name: str, result: dict[str, Any], kind: str, title: str
-    ) -> str:
-        """What the tool that ends a request of this kind did."""
+    def _finished(self, messages: list[NeutralMessage], name: str, result: dict[str, Any], request: str) -> str:
+        """What the tool that ends this request did."""
+        kind, title = intent(request)
+        if kind == "search" and name == "list_posts":
+            return self._found(result, search_args(request))
         if kind == "titles" and name == "get_post":
             return writing.titles_reply(result)
         if kind == "tighten" and name == "update_post":
@@ -345,8 +360,7 @@ class DemoBackend(Backend):
                 return (
                     f"You have no {listed}." if listed != LISTED[""] else "You have no posts yet. Ask me to draft one!"
                 )
-            lines = "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
-            return f"Here are your {listed}:\n\n{lines}\n"
+            return f"Here are your {listed}:\n\n{_lines(items)}\n"
         verbs = {
             "create_post": "drafted",
             "publish_post": "published",
@@ -370,6 +384,13 @@ class DemoBackend(Backend):
                 "a different title would tell them apart."
             )
         return done
+
+    def _found(self, result: dict[str, Any], args: dict[str, str]) -> str:
+        """What a search found, listed as a list is; it searched the titles (`list_posts`' query), and says so."""
+        items, listed, words = result.get("items", []), LISTED[args.get("status", "")], args.get("query", "")
+        if not items:
+            return f"No {listed} mention “{words}” in their titles."
+        return f"Here are your {listed} whose titles mention “{words}”:\n\n{_lines(items)}\n"
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
         """Act on the listed post titled `title` (or the one post the search found). Titles may repeat:
@@ -412,6 +433,11 @@ DOING = {
 ASKED_AS = {"uncover": "remove the cover of"}
 #: A post named by its state, among posts of one title.
 STATE_WORDS = {Post.DRAFT: "the draft", Post.PUBLISHED: "the published one"}
+
+
+def _lines(items: list[dict[str, Any]]) -> str:
+    """Listed posts, one line each: the title, then the status."""
+    return "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
 
 
 def _edited(summary: dict[str, Any]) -> datetime:

@@ -14,12 +14,12 @@ import re
 from blog.models import Post
 
 HELP = (
-    "I'm the offline demo assistant. Try: “list my posts” (or “list my drafts”), “draft a post titled Morning light”, "
-    "“write a post about autumn birds”, “publish Morning light” (or “publish it” after a draft), "
-    "several at once (“write a post about autumn birds and publish it”), "
+    "I'm the offline demo assistant. Try: “list my posts” (or “list my drafts”), “find posts about birds”, "
+    "“draft a post titled Morning light”, “write a post about autumn birds”, “publish Morning light” (or "
+    "“publish it” after a draft), several at once (“write a post about autumn birds and publish it”), "
     "“unpublish Morning light”, “delete Morning light”, “remove the cover of Morning light”, “write something long”, "
     "or attach a photo and say “make a post from this photo”; beside a post's editor, “rename this post to "
-    "Evening light”, “tighten the second paragraph” or “suggest three titles”."
+    "Evening light”, “remove the cover”, “tighten the second paragraph” or “suggest three titles”."
 )
 
 #: Quotation marks around a title, as each language writes them: “…” "…" '…' ‘…’ „…“ ‚…‘ «…» « … »
@@ -56,6 +56,21 @@ STATUS_WORDS = (
     (re.compile(r"\bpublished\b", re.I), Post.PUBLISHED),
 )
 
+#: Posts asked for by their words, then the words (`t`): "search my posts for birds", "find drafts about
+#: birds", "which posts mention birds", "posts about birds". Each form starts the request, so "write a post
+#: about autumn birds" stays a draft. A status is read from the words before the subject (`search_args`).
+POSTS = r"(?:(?:all|any)\s+)?(?:(?:of\s+)?(?:the|my|our)\s+)?(?:(?:draft|published|unpublished)\s+)?(?:posts?|drafts?)"
+SEARCH = re.compile(
+    rf"^(?:search\s+(?:(?:through|in)\s+)?{POSTS}\s+for"
+    rf"|(?:find|search\s+for|look\s+(?:for|up)|list|show(?:\s+me)?|get(?:\s+me)?)\s+{POSTS}\s+"
+    r"(?:about|mentioning|(?:that|which)\s+mentions?|titled|called|named)"
+    rf"|(?:which|what)\s+{POSTS}\s+(?:mentions?|(?:is|are)\s+about|talks?\s+about)"
+    rf"|{POSTS}\s+(?:about|mentioning|(?:that|which)\s+mentions?)"
+    r"|search\s+(?:(?:the|my|this)\s+blog\s+)?for"
+    rf")\s+{OPEN}(?P<t>.+?){END}",
+    re.I,
+)
+
 PATTERNS = [
     (
         "photo_post",
@@ -68,6 +83,7 @@ PATTERNS = [
     # Beside an editor, about its post: "suggest three titles", "tighten the second paragraph".
     ("titles", re.compile(r"^(?:suggest|propose|give\s+me|come\s+up\s+with|brainstorm)\b.*\btitles?\b", re.I)),
     ("tighten", TIGHTEN),
+    ("search", SEARCH),  # (before "list": "list my posts about birds" is a search)
     ("list", re.compile(r"\b(list|show)\b.*\b(?:posts?|drafts)\b", re.I)),
     (
         "draft",
@@ -117,6 +133,7 @@ OPEN_POST = re.compile(r"\(post_id (?P<id>\d+)\) open in the editor")
 NEEDS = {
     "photo_post": "create_post",
     "list": "list_posts",
+    "search": "list_posts",
     "draft": "create_post",
     "publish": "publish_post",
     "unpublish": "unpublish_post",
@@ -136,13 +153,29 @@ PRONOUN = re.compile(
 )
 
 
-def intent(text: str) -> tuple[str, str]:
-    """One request's kind ("publish", "tighten", "help" when none fits) and what it names: a title, which
-    paragraph, or a list's status."""
+def plain(text: str) -> str:
+    """A request without its line breaks and courtesy: "Could you publish it,\nplease?" is "publish it"."""
     text = " ".join(text.split())  # a request typed over several lines reads as one
     courteous = COURTESY.fullmatch(text)
     assert courteous is not None  # (every one-line text matches: each of the pattern's parts may be empty)
-    text = courteous["request"] or text
+    return courteous["request"] or text
+
+
+def search_args(text: str) -> dict[str, str]:
+    """What `list_posts` is asked for a search request ("find drafts about birds"): its words as the query,
+    and the status its posts are named by, if any (never read from the words searched for)."""
+    m = SEARCH.search(plain(text))
+    if m is None:
+        return {}
+    before = m.string[: m.start("t")]
+    status = next((status for words, status in STATUS_WORDS if words.search(before)), "")
+    return {"query": m["t"].strip(), "status": status} if status else {"query": m["t"].strip()}
+
+
+def intent(text: str) -> tuple[str, str]:
+    """One request's kind ("publish", "tighten", "help" when none fits) and what it names: a title, which
+    paragraph, a list's status, or the words a search looks for."""
+    text = plain(text)
     for name, pattern in PATTERNS:
         m = pattern.search(text)
         if m:

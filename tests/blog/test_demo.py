@@ -408,6 +408,9 @@ def test_the_help_names_what_the_demo_does_beside_the_editor_and_the_drafts_list
 
     for phrase in ("“list my drafts”", "“suggest three titles”", "“tighten the second paragraph”"):
         assert phrase in HELP
+    # Finding posts by their words, and beside the editor the cover removed with no title named.
+    editor = HELP.split("beside a post's editor")[1]
+    assert "“find posts about birds”" in HELP and "“remove the cover”" in editor
 
 
 def test_the_empty_editor_chat_suggests_only_what_the_demo_does():
@@ -698,3 +701,146 @@ def test_tightening_through_real_turns_waits_for_approval_like_any_update(team, 
         assert post.body == body
         assert said == "All right, I left it as it was."
     assert post.status == Post.DRAFT
+
+
+# Asking for posts by their words: a search through list_posts' query --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("search posts for birds", ("search", "birds")),
+        ("search my posts for birds", ("search", "birds")),
+        ("Search my posts for “autumn birds”, please.", ("search", "autumn birds")),
+        ("search for birds", ("search", "birds")),
+        ("find posts about birds", ("search", "birds")),
+        ("find posts mentioning birds", ("search", "birds")),
+        ("find the posts that mention birds", ("search", "birds")),
+        ("Which posts mention birds?", ("search", "birds")),
+        ("what posts mention birds?", ("search", "birds")),
+        ("posts about birds", ("search", "birds")),
+        ("my posts about birds", ("search", "birds")),
+        ("show me posts about birds", ("search", "birds")),
+        ("list my posts about birds", ("search", "birds")),
+        ("could you find posts about\nbirds?", ("search", "birds")),
+        ("find drafts about birds", ("search", "birds")),
+        ("which of my drafts mention birds", ("search", "birds")),
+        ("find posts about a long walk", ("search", "a long walk")),  # (not "write something long")
+        ("find posts about publishing", ("search", "publishing")),
+        # The requests around it are what they were.
+        ("list my posts", ("list", "")),
+        ("list my drafts", ("list", "draft")),
+        ("what posts do I have?", ("list", "")),
+        ("show me the post", ("list", "")),
+        ("write a post about autumn birds", ("draft", "Autumn birds")),
+        ("draft a post titled Posts about birds", ("draft", "Posts about birds")),
+        ("write a short draft about posts about birds", ("draft", "Posts about birds")),
+        ("publish Posts about birds", ("publish", "Posts about birds")),
+        ("remove the cover of Posts about birds", ("uncover", "Posts about birds")),
+        ("remove the cover", ("uncover", "it")),
+    ],
+)
+def test_asking_for_posts_by_their_words_is_a_search(text, expected):
+    assert intent(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("find posts about birds", {"query": "birds"}),
+        ("search posts for birds", {"query": "birds"}),
+        ("find drafts about birds", {"query": "birds", "status": "draft"}),
+        ("search my unpublished posts for birds", {"query": "birds", "status": "draft"}),
+        ("which of my published posts mention birds?", {"query": "birds", "status": "published"}),
+        # The status is read from the words before the subject, never from the subject itself.
+        ("find posts about published drafts", {"query": "published drafts"}),
+    ],
+)
+def test_a_search_asks_list_posts_for_its_words_and_the_status_named(text, expected):
+    from blog.demo_grammar import search_args
+
+    assert search_args(text) == expected
+
+
+def test_a_search_is_split_from_the_requests_around_it():
+    assert requests("find posts about salt and pepper") == ["find posts about salt and pepper"]
+    assert requests("find drafts about birds, then publish Morning light") == [
+        "find drafts about birds",
+        "publish Morning light",
+    ]
+    assert requests("write a post about autumn birds and find posts about birds") == [
+        "write a post about autumn birds",
+        "find posts about birds",
+    ]
+
+
+@pytest.mark.parametrize(
+    "request_,args,found,none",
+    [
+        (
+            "find posts about birds",
+            {"query": "birds"},
+            "Here are your posts whose titles mention “birds”:",
+            "No posts mention “birds” in their titles.",
+        ),
+        (
+            "find drafts about birds",
+            {"query": "birds", "status": "draft"},
+            "Here are your drafts whose titles mention “birds”:",
+            "No drafts mention “birds” in their titles.",
+        ),
+    ],
+)
+def test_a_search_lists_what_it_found_as_a_list_does_or_says_none_match(settings, request_, args, found, none):
+    user = _user(request_)
+    text, calls = _turn(settings, "", user)
+    assert calls == [("list_posts", args)]
+    items = [{"id": 1, "title": "Autumn birds", "status": "draft"}]
+    text, calls = _turn(settings, "", user, *_called("c1", "list_posts", {"items": items}, args))
+    assert (text, calls) == (f"{found}\n\n- **Autumn birds** (draft)\n", [])
+    text, calls = _turn(settings, "", user, *_called("c1", "list_posts", {"items": []}, args))
+    assert (text, calls) == (none, [])
+
+
+def test_a_search_without_the_read_grant_is_refused_in_the_clients_screens_words(settings):
+    text, calls = _turn(settings, "", _user("find posts about birds"), tools=[])
+    assert calls == []
+    assert text.startswith("I'm not allowed to ")
+
+
+@pytest.mark.django_db
+def test_the_demo_finds_posts_by_their_words_in_real_turns(team, consent, settings):
+    """Through real turns and tools: "find posts about birds" was help's answer; now it searches the titles,
+    by status when asked, and says so plainly when nothing matches."""
+    from agent import turns
+    from agent.backends import reset_backends
+    from blog.chat import start_session
+    from tests.blog.conftest import ALL, make_post
+
+    settings.AGENT_BACKEND, settings.AGENT_DEMO_DELAY_MS = "demo", 0
+    reset_backends()
+    consent(team.owner, team.blog, ALL)
+    make_post(team.blog, "Tide pools")
+    make_post(team.blog, "Birds of the shore", published=True)
+    make_post(team.blog, "Autumn birds")
+    session = start_session(team.owner, team.blog)
+
+    def turn(text):
+        run, _ = turns.begin(session, text)
+        steps = [s for s in turns.drive(run) if isinstance(s, tuple)]
+        calls = [(s[1]["name"], s[1]["input"]) for s in steps if s[0] == "tool_use"]
+        return "".join(s[1]["text"] for s in steps if s[0] == "token"), calls
+
+    said, calls = turn("find posts about birds")
+    assert calls == [("list_posts", {"query": "birds"})]
+    assert said == (
+        "Looking for posts that mention “birds”."
+        "Here are your posts whose titles mention “birds”:\n\n"
+        "- **Autumn birds** (draft)\n- **Birds of the shore** (published)\n"
+    )
+    said, calls = turn("find drafts about birds")
+    assert calls == [("list_posts", {"query": "birds", "status": "draft"})]
+    assert said.endswith("Here are your drafts whose titles mention “birds”:\n\n- **Autumn birds** (draft)\n")
+    said, calls = turn("Which posts mention herons?")
+    assert calls == [("list_posts", {"query": "herons"})]
+    assert said.endswith("No posts mention “herons” in their titles.")
