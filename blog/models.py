@@ -24,7 +24,8 @@ class Blog(models.Model):
     title = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     # What the blog is about: one paragraph of plain text, never markdown (`blogs.clean_description`).
-    description = models.CharField(max_length=300, blank=True, default="")
+    # Empty in the database too, for the INSERTs of an older release's workers, which name no such column.
+    description = models.CharField(max_length=300, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
