@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.http import AuthenticatedHttpRequest
 from blog import blogs, grants, live
+from blog.access import WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, Seat
 from blog.services import OperationError
@@ -39,10 +40,23 @@ def post_head(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResp
     redrawn as the blog page's header is, and for the same reasons: the assistant's column beside the
     editor follows the seat with it (`column_context`, the panel of chats about this post). The post's
     form is never part of the answer: what is typed in it stays the page's. Members only, posts of this
-    blog only (anything else: 404)."""
-    blog, seat, _actor = membership(request, slug)
+    blog only (anything else: 404).
+
+    Whether the member may still edit the post is decided here too (the editor's Save asks the same:
+    the write scope, and the publish scope for a published post, `grants.may_change`): the line says
+    it (`data-editable`, which the editor's form follows, editor.js) and brings out of band the notice
+    that says why, or the notice's empty place once they may again."""
+    blog, seat, actor = membership(request, slug)
     post = get_object_or_404(Post, blog=blog, pk=pk)
-    return render(request, "blog/_editor_head.html", {**column_context(request, blog, seat, post), "post": post})
+    may_write = WRITE in actor.scopes
+    context = {
+        **column_context(request, blog, seat, post),
+        "post": post,
+        "editable": may_write and grants.may_change(actor, post),
+        "published_only": may_write,  # (what stops them then: the post is published, their role does not publish)
+        "redrawn": True,
+    }
+    return render(request, "blog/_editor_head.html", context)
 
 
 def column_context(request: AuthenticatedHttpRequest, blog: Blog, seat: Seat, post: Post | None = None) -> dict:

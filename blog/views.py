@@ -296,6 +296,7 @@ def _edit_page(
         "drawn": drawn,
         "seat": seat,  # (the note in the assistant's place says why: blog/_assistant_off.html)
         "head": live.head_mark(blog, seat),  # (the column's mark, which the page's stream answers: blog/live.py)
+        "editable": True,  # (it could not be drawn otherwise; blog_views.post_head says when that changes)
         "version": services.post_version(post),
         # (the note on the title in the box: the saved one, or the one typed when a Save was refused)
         "title_note": title_note(actor, blog, data.get("title", ""), exclude=post.pk),

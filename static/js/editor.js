@@ -56,6 +56,33 @@
     var seen = { title: saved.title, body: saved.body, status: form.dataset.postStatus };  // the latest taken in or offered
     var submitting = false;
 
+    // The member may no longer edit the post (made a viewer, or an author beside a published post): the
+    // editor's line, redrawn, says so (data-editable="0", blog_views.post_head), with the notice that says why.
+    // The title and body become read-only, not disabled, so what was typed can still be selected and copied
+    // (a disabled field is also left out of the form); the cover's field and its Remove box, which hold no
+    // words, are disabled, and Save with them. Given back (data-editable="1"), all is as it was, the words
+    // still there. Leaving still asks while they differ from the saved ones.
+    var locked = false;
+    function follow(line) {
+      if (!line || line.id !== "editor-head" || !line.dataset.editable) return;
+      locked = line.dataset.editable === "0";
+      form.elements.title.readOnly = form.elements.body.readOnly = locked;
+      form.querySelectorAll("input[type=file], input[type=checkbox], button[type=submit]").forEach(function (elt) {
+        if (locked && !elt.disabled) { elt.disabled = true; elt.dataset.locked = "1"; }
+        else if (!locked && elt.dataset.locked) { elt.disabled = false; delete elt.dataset.locked; }
+      });
+    }
+    document.body.addEventListener("htmx:load", function (event) { follow(event.detail && event.detail.elt); });
+    form.addEventListener("submit", function (event) { if (locked) event.preventDefault(); });  // (Enter in the title)
+
+    // The same notice again (the blog renamed while it shows) is not put in again, so it is not read out again.
+    document.body.addEventListener("htmx:oobBeforeSwap", function (event) {
+      var old = event.detail.target, fresh = event.detail.fragment && event.detail.fragment.querySelector("#editor-lock");
+      if (old && old.id === "editor-lock" && fresh && old.tagName === fresh.tagName && old.textContent === fresh.textContent) {
+        event.detail.shouldSwap = false;
+      }
+    });
+
     // A cover image over the cap is said beside its field before anything is sent (the server refuses one
     // too, blog/cover_form.py; one far over it, unread, could not give the typed words back).
     var cover = form.elements.cover;

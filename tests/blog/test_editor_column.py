@@ -13,7 +13,7 @@ import pytest
 
 from blog import live
 from blog.chat import start_session
-from blog.models import Seat
+from blog.models import Blog, Seat
 from tests.blog.conftest import browser, make_post
 
 pytestmark = pytest.mark.django_db
@@ -105,3 +105,64 @@ def test_the_line_is_the_members_only_and_of_this_blogs_posts(team, other_team, 
     assert browser(team.editor).get(f"/blogs/notes/posts/{elsewhere.pk}/head/?assistant={shown}").status_code == 404
     assert client.get(f"/blogs/notes/posts/{post.pk}/head/?assistant={shown}").status_code == 302  # (to sign in)
     assert browser(team.editor).post(f"/blogs/notes/posts/{post.pk}/head/?assistant={shown}").status_code == 405
+
+
+def lock(body: str) -> str:
+    """The notice (or its empty place) the redrawn line sends out of band, by `#editor-lock`."""
+    found = re.search(r'<(p|div) id="editor-lock"[^>]*>.*?</\1>', body, re.S)
+    assert found, body
+    return found[0]
+
+
+def test_the_editor_is_drawn_editable_with_the_place_of_its_notice(team, post):
+    page = browser(team.editor).get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()
+    head = re.search(r'<p id="editor-head"[^>]*>', page)
+    assert head and 'data-editable="1"' in head[0]
+    assert f'data-head="{live.head_mark(team.blog, team.seat("editor"))}"' in head[0]  # (the line's mark)
+    assert '<div id="editor-lock"></div>' in page  # (not out of band: the page's own)
+
+
+def test_made_a_viewer_the_line_says_the_post_can_no_longer_be_edited(team, post):
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(role=Seat.VIEWER)
+    body = line(team.editor, post, "1")
+    head = re.search(r'<p id="editor-head"[^>]*>', body)
+    assert head and 'data-editable="0"' in head[0]
+    notice = lock(body)
+    assert 'class="error" role="alert"' in notice and 'hx-swap-oob="true"' in notice
+    assert (
+        "You can no longer edit this post: your role on Notes changed. "
+        "What you typed is kept below; copy it before you leave."
+    ) in notice
+    assert 'id="post-form"' not in body  # (the words typed stay the page's)
+
+
+def test_made_an_author_beside_a_published_post_the_line_says_why(team):
+    published = make_post(team.blog, "Live now", published=True)
+    assert 'data-editable="1"' in line(team.editor, published, "1")
+    Seat.objects.filter(blog=team.blog, user=team.editor).update(role=Seat.AUTHOR)
+    body = line(team.editor, published, "1")
+    assert 'data-editable="0"' in body
+    assert (
+        "You can no longer edit this post: it is published, and changing a published post needs the "
+        "permission to publish, which your role on Notes does not give. "
+        "What you typed is kept below; copy it before you leave."
+    ) in lock(body)
+    assert 'data-editable="1"' in line(team.author, make_post(team.blog, "A draft of theirs"), "1")  # (drafts: yes)
+
+
+def test_the_role_given_back_the_line_takes_the_notice_away(team, post):
+    body = line(team.editor, post, "1")
+    assert 'data-editable="1"' in body
+    assert lock(body) == '<div id="editor-lock" hx-swap-oob="true"></div>'  # (a notice shown goes)
+    assert "You can no longer edit" not in body
+
+
+def test_every_redrawn_line_and_header_carries_its_mark(team, post):
+    Blog.objects.filter(pk=team.blog.pk).update(title="Notes renamed")  # (no column change)
+    team.blog.refresh_from_db()
+    mark = live.head_mark(team.blog, team.seat("editor"))
+    head = re.search(r'<p id="editor-head"[^>]*>', line(team.editor, post, "1"))
+    assert head and f'data-head="{mark}"' in head[0]
+    header = browser(team.editor).get("/blogs/notes/head/?assistant=1").content.decode()
+    found = re.search(r'<header class="pane-head" id="blog-head"[^>]*>', header)
+    assert found and f'data-head="{mark}"' in found[0]

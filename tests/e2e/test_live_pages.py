@@ -286,3 +286,119 @@ def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_witho
         assert errors == []
     finally:
         alice_context.close()
+
+
+def _edit_the_draft(bob, server) -> None:
+    login(bob, server.url, "bob")
+    bob.goto(f"{server.url}/blogs/{BLOG}/")
+    bob.locator("#post-list li.post", has_text="Notes from the river").get_by_role("link", name="Edit").click()
+    bob.wait_for_url(re.compile(r"/posts/\d+/edit/$"))
+
+
+def _seat_saver(alice, server):
+    def save(who: str, role: str, allowed: bool | None = None) -> None:
+        alice.goto(f"{server.url}/blogs/{BLOG}/members/")
+        alice.get_by_label(f"Role of {who}").select_option(role)
+        if allowed is not None:
+            alice.get_by_label(f"{who} may use the assistant").set_checked(allowed)
+        alice.get_by_role("button", name=f"Save {who}").click()
+        expect(alice.locator(".messages, [role=status]").first).to_be_visible()
+
+    return save
+
+
+def test_a_posts_editor_says_at_once_when_its_member_may_no_longer_edit_and_keeps_their_words(
+    server_factory, browser, context
+):
+    """Bob edits a draft, words typed. Alice makes him a viewer: without a reload his editor says he can no
+    longer edit it and why, his title and body stay as typed, read-only (still selectable, to copy) and Save
+    is disabled. She makes him an editor again: the notice goes, the fields are his again, and Save keeps his
+    words."""
+    from tests.e2e.test_axe import audit
+
+    server = server_factory("demo-editor-role", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(MARK_BLOG_LIVE)
+    bob = context.new_page()
+    errors: list[str] = []
+    bob.on("pageerror", lambda exc: errors.append(str(exc)))
+    _edit_the_draft(bob, server)
+    title, body = bob.locator("#post-form").get_by_label("Title"), bob.get_by_label("Body (markdown)")
+    save_button, notice = bob.get_by_role("button", name="Save", exact=True), bob.locator("#editor-lock")
+    title.fill("Bob's title, not saved")
+    body.fill("Bob's words in the post, not saved.")
+    expect(notice).to_be_empty()
+    expect_blog_live(bob)
+
+    alice_context = browser.new_context()
+    try:
+        alice_context.set_default_timeout(15_000)
+        alice = alice_context.new_page()
+        login(alice, server.url, "alice")
+        save = _seat_saver(alice, server)
+
+        save("bob", "viewer")
+        expect(bob.get_by_role("alert")).to_have_text(
+            "You can no longer edit this post: your role on Field Notes changed. "
+            "What you typed is kept below; copy it before you leave."
+        )
+        for field in (title, body):
+            expect(field).not_to_be_editable()
+            expect(field).to_be_enabled()  # (read-only, not disabled: its words can be selected and copied)
+        expect(save_button).to_be_disabled()
+        expect(title).to_have_value("Bob's title, not saved")
+        expect(body).to_have_value("Bob's words in the post, not saved.")
+        body.select_text()
+        assert bob.evaluate("getSelection().toString() || document.activeElement.value") != ""
+        audit(bob, "editor-no-longer-editable")
+
+        save("bob", "editor", True)
+        expect(notice).to_be_empty()
+        expect(bob.get_by_role("alert")).to_have_count(0)
+        expect(title).to_be_editable()
+        expect(body).to_be_editable()
+        expect(save_button).to_be_enabled()
+        expect(title).to_have_value("Bob's title, not saved")
+        body.press("End")
+        body.press_sequentially(" More.")
+        save_button.click()
+        expect(bob.locator(".flash")).to_contain_text("Saved “Bob's title, not saved”.")
+        assert errors == []
+    finally:
+        alice_context.close()
+
+
+def test_a_role_that_keeps_the_column_redraws_the_editors_line_once_and_a_stream_put_in_later_asks_nothing(
+    server_factory, browser, context
+):
+    """Bob edits a draft, no chat beside it yet. Alice makes him an author (the assistant still his): his
+    editor's line is redrawn once, carrying its new mark. His first message then puts a stream naming the chat
+    in place of the page's: its first mark is the line's, so nothing more is asked (before, it was compared
+    with the mark the page was drawn with: a second line redraw and a look at the post, for nothing)."""
+    server = server_factory("demo-editor-line-mark", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(MARK_BLOG_LIVE)
+    bob = context.new_page()
+    _edit_the_draft(bob, server)
+    line = bob.locator("#editor-head")
+    drawn = line.get_attribute("data-head")
+    asked: list[str] = []  # (the line's redraws and the editor's catch-ups)
+    bob.on(
+        "request", lambda request: asked.append(request.url) if re.search(r"/(head|incoming)/", request.url) else None
+    )
+    expect_blog_live(bob)
+
+    alice_context = browser.new_context()
+    try:
+        alice_context.set_default_timeout(15_000)
+        alice = alice_context.new_page()
+        login(alice, server.url, "alice")
+        _seat_saver(alice, server)("bob", "author", True)
+        expect(line).not_to_have_attribute("data-head", drawn or "")  # (heard, the line redrawn)
+        expect(line).to_have_attribute("data-editable", "1")  # (a draft: an author may edit it)
+        bob.evaluate("document.documentElement.removeAttribute('data-blog-live')")  # (to see the next stream open)
+        expect(ask(bob, "list my posts")).to_be_visible()
+        expect(replies(bob)).to_have_count(1)
+        expect_blog_live(bob)  # (the stream naming the chat is open, its first mark heard)
+        bob.wait_for_timeout(1_000)  # (a catch-up would have asked by now)
+        assert [re.sub(r".*/posts/\d+/", "", url) for url in asked] == ["head/?assistant=1"]  # (one redraw, no more)
+    finally:
+        alice_context.close()

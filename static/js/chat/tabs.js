@@ -145,6 +145,10 @@
     // (the page's as drawn; or a stream sent with a redrawn header and assistant's column, which says what they
     // show now: its first mark is compared with that, not with what the page first showed)
     if (url && elt.dataset.head) drawnHead = elt.dataset.head;
+    // (a header or editor's line, drawn or redrawn, carries the mark it was drawn from: a rename or a role that
+    // keeps the column sends no stream, and a stream put in place later, e.g. naming a chat taken up, would
+    // otherwise be compared with the mark of before and ask a needless catch-up)
+    if (elt && (elt.id === "blog-head" || elt.id === "editor-head") && elt.dataset.head) drawnHead = elt.dataset.head;
     if (!url || /[?&]page=/.test(url)) return;
     elt.setAttribute("sse-connect", url + (url.indexOf("?") === -1 ? "?" : "&") + "page=" + pageKey);
   });
