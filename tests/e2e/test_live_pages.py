@@ -248,13 +248,7 @@ def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_witho
         alice = alice_context.new_page()
         login(alice, server.url, "alice")
 
-        def save(who: str, role: str, allowed: bool | None = None) -> None:
-            alice.goto(f"{server.url}/blogs/{BLOG}/members/")
-            alice.get_by_label(f"Role of {who}").select_option(role)
-            if allowed is not None:
-                alice.get_by_label(f"{who} may use the assistant").set_checked(allowed)
-            alice.get_by_role("button", name=f"Save {who}").click()
-            expect(alice.locator(".messages, [role=status]").first).to_be_visible()
+        save = _seat_saver(alice, server)
 
         expect_blog_live(bob)
         bob.evaluate("document.documentElement.removeAttribute('data-blog-live')")  # (to see the next stream open)
