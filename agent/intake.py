@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest
+from django.utils import timezone
 
 from agent import media, signals, turns
 from agent.api import RateLimited, RateSlot, give_back_rate_slot, message_text, take_rate_slot
@@ -42,6 +43,16 @@ class Refused(Exception):
 
 TOO_QUICKLY = "You're sending messages too quickly."
 RATE_LIMITED = f"{TOO_QUICKLY} Please wait a moment."  # (the API's: its wait is `retry_after_seconds`)
+
+
+STILL_ANSWERING = "The assistant is still answering. Wait for it or stop it."
+
+
+def answering(session: Session) -> bool:
+    """Whether a turn held the chat's lease when this request read the session (no query): a message
+    sent now would be refused by `turns.begin`, which decides under its UPDATE."""
+    until = session.lease_until
+    return session.turn_id is not None and until is not None and until > timezone.now()
 
 
 def rate_slot(user: Any) -> RateSlot:
@@ -126,8 +137,8 @@ def accept(
 
     `access`: what the policy answered for this session in this request, if it was asked already.
     `slot`: the message's rate slot, when the caller took it already (`rate_slot`), before work the
-    limit must spare (a chat made for the message); files refused, or a message refused because the
-    assistant is still answering, give it back.
+    limit must spare (a chat made for the message); files refused give it back, as does a message
+    refused because the assistant is still answering, unless its files were decoded by then.
     `checked`: the attachments the caller checked already (`check_uploads`), instead of `files`; each
     is decoded once, and a caller can refuse them before it writes anything for the message.
     """
@@ -136,6 +147,12 @@ def accept(
         raise Refused(400, "bad_message", BAD_MESSAGE)
     if not (access.use if access is not None else get_policy().may_use(session)):
         raise Refused(403, "forbidden", "You may not use the assistant here.")
+    # A chat seen answering (the session as this request read it: no query) refuses before the slot
+    # and the files, so sending again and again during an answer costs neither a slot nor decoding.
+    if answering(session):
+        if slot is not None and not checked:
+            give_back_rate_slot(slot)
+        raise Refused(409, "turn_in_progress", STILL_ANSWERING)
     # The slot first: checking files decodes and re-encodes every image (seconds for large ones),
     # which a message the limit refuses must not cost. Files refused give the slot back.
     if slot is None:
@@ -146,8 +163,9 @@ def accept(
         run, message = turns.begin(session, text, parts)
     except TurnInProgress:
         media.delete(p["media_ref"] for p in parts)
-        give_back_rate_slot(slot)  # (refused as a whole: nothing of the message is kept)
-        raise Refused(409, "turn_in_progress", "The assistant is still answering. Wait for it or stop it.") from None
+        if not uploads:  # (a message whose files were decoded keeps its slot: that work was done)
+            give_back_rate_slot(slot)
+        raise Refused(409, "turn_in_progress", STILL_ANSWERING) from None
     except BaseException:
         media.delete(p["media_ref"] for p in parts)
         raise

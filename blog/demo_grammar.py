@@ -71,12 +71,22 @@ SEARCH = re.compile(
     re.I,
 )
 
+#: How much of a message the grammar reads: its first requests, however long the message. The patterns
+#: are matched by backtracking; on the whole of a 20,000-character message (the chat's limit) some took
+#: minutes of a worker's CPU, and a gevent worker serves nobody else meanwhile. A request, its title
+#: (200 characters at most) and a few more after it fit in this.
+READ_CHARS = 500
+
+#: Each pattern's words in order ("make … post … photo"): an atomic group `(?>.*?\bword\b)` takes each
+#: word's first place after the one before and never tries a later one, which could only match where the
+#: first did; without it a message of many such words, none completing the pattern, was tried in every
+#: combination of their places (cubic in its length).
 PATTERNS = [
     (
         "photo_post",
         re.compile(
-            r"\b(make|create|draft|write|turn|start)\b.*\bposts?\b.*\b(photo|picture|image|pic|snapshot)s?\b"
-            r"|\b(photo|picture|image|pic)\b.*\binto an? (blog )?post\b",
+            r"^(?>.*?\b(make|create|draft|write|turn|start)\b)(?>.*?\bposts?\b).*\b(photo|picture|image|pic|snapshot)s?\b"
+            r"|^(?>.*?\b(photo|picture|image|pic)\b).*\binto an? (blog )?post\b",
             re.I,
         ),
     ),
@@ -84,10 +94,12 @@ PATTERNS = [
     ("titles", re.compile(r"^(?:suggest|propose|give\s+me|come\s+up\s+with|brainstorm)\b.*\btitles?\b", re.I)),
     ("tighten", TIGHTEN),
     ("search", SEARCH),  # (before "list": "list my posts about birds" is a search)
-    ("list", re.compile(r"\b(list|show)\b.*\b(?:posts?|drafts)\b", re.I)),
+    ("list", re.compile(r"^(?>.*?\b(list|show)\b).*\b(?:posts?|drafts)\b", re.I)),
     (
         "draft",
-        re.compile(rf"\b(draft|write|create)\b.*\bpost\b.*\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){END}", re.I),
+        re.compile(
+            rf"^(?>.*?\b(draft|write|create)\b)(?>.*?\bpost\b).*\b(?:titled|called|named)\s+{OPEN}(?P<t>.+?){END}", re.I
+        ),
     ),
     (  # "write a short draft about autumn birds": titled after its subject
         "draft_about",
@@ -117,7 +129,7 @@ PATTERNS = [
     ("publish", re.compile(rf"^\s*publish\s+{TITLE}", re.I)),
     ("delete", re.compile(rf"^\s*delete\s+{TITLE}", re.I)),
     ("yes", re.compile(r"^\s*(yes|y|yes please|confirm|do it)[.!]?\s*$", re.I)),
-    ("list", re.compile(r"\bwhat\b.*\b(?:posts?|drafts)\b|\b(?:posts?|drafts)\b.*\bdo i have\b", re.I)),
+    ("list", re.compile(r"^(?>.*?\bwhat\b).*\b(?:posts?|drafts)\b|^(?>.*?\b(?:posts?|drafts)\b).*\bdo i have\b", re.I)),
     (
         "rename",
         re.compile(rf"\b(?:rename|retitle)\s+(?:this|the open)\s+post\s+(?:to\s+)?{OPEN}(?P<t>.+?){END}", re.I),
@@ -155,7 +167,7 @@ PRONOUN = re.compile(
 
 def plain(text: str) -> str:
     """A request without its line breaks and courtesy: "Could you publish it,\nplease?" is "publish it"."""
-    text = " ".join(text.split())  # a request typed over several lines reads as one
+    text = " ".join(text.split())[:READ_CHARS]  # a request typed over several lines reads as one
     courteous = COURTESY.fullmatch(text)
     assert courteous is not None  # (every one-line text matches: each of the pattern's parts may be empty)
     return courteous["request"] or text
@@ -198,8 +210,9 @@ JOINS = re.compile(r"(\s*,?\s+(?:and then|and|then)\s+|\s*;\s*)", re.I)
 
 def requests(text: str) -> list[str]:
     """The requests in what the person typed, in order: split at "and"/"then" only where what follows
-    is a request of its own, so "draft a post titled Salt and pepper" stays one."""
-    text = " ".join(text.split())
+    is a request of its own, so "draft a post titled Salt and pepper" stays one. Of the message's first
+    READ_CHARS characters."""
+    text = " ".join(text.split())[:READ_CHARS]
     pieces = JOINS.split(text)
     found = [pieces[0]]
     for join, piece in zip(pieces[1::2], pieces[2::2], strict=True):

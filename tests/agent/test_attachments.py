@@ -521,3 +521,44 @@ def test_without_a_rate_limit_no_slot_is_recorded(user, settings):
     assert slot.pk is None and not RateEvent.objects.exists()
     give_back_rate_slot(slot)
     assert not RateEvent.objects.exists()
+
+
+def test_a_message_with_files_sent_while_answering_is_refused_before_its_files_are_read(
+    api, chat, media, settings, monkeypatch
+):
+    """Sent again and again while the assistant is still answering, a message with images is refused (409)
+    before its rate slot is taken and before its images are decoded: a refusal costs neither. Was (this
+    session's first version): the images were decoded, then the slot given back, so resending during an
+    answer decoded images without any limit."""
+    from agent import intake
+    from agent.turns import claim
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 2
+    opened = []
+    real = intake.check_all
+    monkeypatch.setattr(intake, "check_all", lambda files, *a: opened.append(len(files)) or real(files, *a))
+    claim(chat)
+    for _ in range(5):
+        response = upload(api, chat, "Again", *((f"{n}.png", files.png()) for n in range(3)))
+        assert (response.status_code, response.json()["error"]["code"]) == (409, "turn_in_progress")
+    assert opened == []
+    assert not RateEvent.objects.exists()
+    assert not Message.objects.filter(session=chat).exists()
+
+
+def test_files_decoded_before_the_chat_turned_out_to_be_answering_keep_their_slot(
+    api, chat, media, settings, monkeypatch
+):
+    """A turn that takes the chat between the request's read of it and its own claim (another tab): the
+    message is refused (409) after its images were decoded, and keeps its slot, so that work still counts
+    against the limit; one without files gives its slot back."""
+    from agent import intake, turns
+
+    settings.AGENT_MESSAGES_PER_MINUTE = 5
+    monkeypatch.setattr(intake, "answering", lambda session: False)  # (the read saw it free)
+    turns.claim(chat)
+    response = upload(api, chat, "With files", ("a.png", files.png()))
+    assert (response.status_code, response.json()["error"]["code"]) == (409, "turn_in_progress")
+    assert RateEvent.objects.count() == 1
+    assert api.send(chat, "Without").json()["error"]["code"] == "turn_in_progress"
+    assert RateEvent.objects.count() == 1

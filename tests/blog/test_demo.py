@@ -844,3 +844,54 @@ def test_the_demo_finds_posts_by_their_words_in_real_turns(team, consent, settin
     said, calls = turn("Which posts mention herons?")
     assert calls == [("list_posts", {"query": "herons"})]
     assert said.endswith("No posts mention “herons” in their titles.")
+
+
+class Recorded:
+    """A compiled pattern that notes the length of every text it is matched against."""
+
+    def __init__(self, pattern: re.Pattern[str], lengths: list[int]) -> None:
+        self.pattern, self.lengths = pattern, lengths
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.lengths.append(len(text))
+        return self.pattern.search(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        self.lengths.append(len(text))
+        return self.pattern.fullmatch(text)
+
+
+@pytest.mark.parametrize(
+    "filler", ["make post ", "draft a post about ", ", ", "x and publish it and ", "list posts ", "!"]
+)
+def test_a_long_message_is_read_for_its_first_requests_only(filler, monkeypatch):
+    """The demo is the default model: a message as long as the chat allows (20,000 characters) made of
+    words its patterns backtrack over ("make post make post ...") held a worker's CPU for minutes, and
+    a gevent worker answers nobody else meanwhile. The grammar reads a message's first READ_CHARS
+    characters: no pattern is ever matched against more. Was: each was matched against all 20,000."""
+    from blog import demo_grammar
+
+    lengths: list[int] = []
+    monkeypatch.setattr(demo_grammar, "PATTERNS", [(name, Recorded(p, lengths)) for name, p in demo_grammar.PATTERNS])
+    for name in ("SEARCH", "COURTESY"):
+        monkeypatch.setattr(demo_grammar, name, Recorded(getattr(demo_grammar, name), lengths))
+    text = (filler * (20_000 // len(filler) + 1))[:20_000]
+    for request in requests(text):
+        intent(request)
+        demo_grammar.search_args(request)
+    assert lengths and max(lengths) <= demo_grammar.READ_CHARS
+
+
+def test_the_words_of_a_pattern_are_still_found_in_their_order():
+    """The patterns take each of their words' first place (atomic groups, so a long message is not tried in
+    every combination of places): what they find is unchanged, words in order, the title the last one."""
+    assert intent("please make a new blog post from this photo")[0] == "photo_post"
+    assert intent("turn this picture into a blog post")[0] == "photo_post"
+    assert intent("post a photo")[0] != "photo_post"  # (the words out of order)
+    assert intent("show me every post")[0] == "list"
+    assert intent("what posts do I have?")[0] == "list"
+    assert intent("draft a post titled Salt and pepper") == ("draft", "Salt and pepper")
+    assert intent("write a post, a short one, called “Tide pools”") == ("draft", "Tide pools")
+    assert intent("create a post post named Two titled words") == ("draft", "words")
+    assert intent(("make post " * 40) + "from this photo")[0] == "photo_post"
+    assert intent(("make post " * 60) + "from this photo")[0] == "help"  # (its last word past READ_CHARS)
