@@ -13,6 +13,7 @@ conftest.py.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
@@ -50,6 +51,13 @@ NOT_INHERITED = (
     "MEDIA_ROOT",
 )
 SEED = (("migrate", "--noinput"), ("seed_demo",))
+# What a server's environment may set that has no bearing on the database its seed commands make: the engine's
+# and the connectors' settings (no migration or seed command reads them; migrations read only AUTH_USER_MODEL),
+# where it listens, its database and media folder, and how it logs and serves. Servers whose environments agree
+# on everything else start from copies of one seeded template (`Templates`).
+RUNTIME_ONLY = re.compile(
+    r"^(AGENT_|MCP_)|^(BIND|DATABASE_URL|MEDIA_ROOT|LOG_LEVEL|WEB_CONCURRENCY|DATABASE_POOL_MAX_SIZE|PYTHONUNBUFFERED)$"
+)
 # Deprecations fail the suite in the processes it starts too (pyproject.toml, `filterwarnings`, does it in pytest's):
 # a server or manage.py command that raises one stops, and the test that started it fails with it in the log.
 SERVER_WARNINGS = "error::DeprecationWarning,error::PendingDeprecationWarning"
@@ -88,19 +96,33 @@ class Database:
     dropped: bool = field(default=False, repr=False)
 
     @classmethod
-    def create(cls, suite: str, tag: str) -> Database:
-        """A fresh, empty database: PostgreSQL `<base>_<suite>_<tag>_<hex>` or a SQLite file in a temp folder."""
+    def create(cls, suite: str, tag: str, template: Database | None = None) -> Database:
+        """A new database: PostgreSQL `<base>_<suite>_<tag>_<hex>` or a SQLite file in a temp folder; empty, or a
+        copy of `template` (a database of the same kind that nobody is connected to)."""
         env_url = os.environ.get("DATABASE_URL", "")
         if is_postgres(env_url):
             from psycopg import sql
 
             parts = urlsplit(env_url)
             name = f"{parts.path.lstrip('/') or 'postgres'}_{suite}_{tag}_{uuid.uuid4().hex[:8]}"
+            create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+            if template is not None:
+                assert template.pg_name is not None, "a PostgreSQL database is copied from a PostgreSQL template"
+                create = sql.SQL("{} TEMPLATE {}").format(create, sql.Identifier(template.pg_name))
             with pg_connect(env_url, "postgres") as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                conn.execute(create)
             return cls(urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment)), pg_name=name)
         folder = tempfile.mkdtemp(prefix=f"{suite}-{tag}-")
-        return cls(f"sqlite:///{folder}/db.sqlite3", folder=folder)
+        database = cls(f"sqlite:///{folder}/db.sqlite3", folder=folder)
+        if template is not None:
+            assert template.folder is not None, "a SQLite database is copied from a SQLite template"
+            source, target = template.connect(), database.connect()
+            try:
+                source.backup(target)  # sqlite3's online backup: a consistent copy, whatever the journal mode
+            finally:
+                source.close()
+                target.close()
+        return database
 
     @property
     def postgres(self) -> bool:
@@ -310,6 +332,49 @@ class Server:
         _stop_process(self.process)
 
 
+class Templates:
+    """Seeded databases to copy: migrating and seeding a new database costs seconds of CPU (two `manage.py`
+    runs), copying one a few milliseconds, and the browser and reliability tests start some seventy servers.
+
+    One template per seed commands and seed-relevant environment (everything `RUNTIME_ONLY` does not name),
+    made on first use and dropped when the test process exits. A template's rows are those of its first
+    server's seed: the same users, blog, posts and ids; timestamps from when it was made.
+    """
+
+    def __init__(self) -> None:
+        self.databases: dict[tuple, Database] = {}
+        atexit.register(self.drop_all)
+
+    def seeded(self, suite: str, tag: str, seed: Sequence[Sequence[str]], env: dict[str, str], log: Path) -> Database:
+        """A new database named by `tag`, a copy of the template that `seed` makes with `env`."""
+        key = (
+            suite,
+            is_postgres(),
+            tuple(tuple(command) for command in seed),
+            tuple(sorted((k, v) for k, v in env.items() if not RUNTIME_ONLY.search(k))),
+        )
+        template = self.databases.get(key)
+        if template is None:
+            template = Database.create(suite, "template")
+            try:
+                for command in seed:
+                    manage({**env, "DATABASE_URL": template.url}, log, *command)
+            except BaseException:
+                template.drop()
+                raise
+            self.databases[key] = template
+        return Database.create(suite, tag, template=template)
+
+    def drop_all(self) -> None:
+        for database in self.databases.values():
+            with contextlib.suppress(Exception):  # at exit: a database server already gone leaves nothing to drop
+                database.drop()
+        self.databases.clear()
+
+
+TEMPLATES = Templates()
+
+
 class ServerGroup:
     """The servers one test session starts: each on a free loopback port, stopped and cleaned up by `close`.
 
@@ -336,15 +401,14 @@ class ServerGroup:
     def start(self, name: str, overrides: dict[str, str], database: Database | None = None) -> Server:
         """Start a server with `overrides` on top of the base env; a new database unless one is given."""
         owns = database is None
-        database = database or Database.create(self.suite, re.sub(r"[^a-z0-9]", "_", name.lower())[:20])
         log = self.workdir / f"server-{name}.log"
-        env = {**self.env, "DATABASE_URL": database.url, **overrides}
+        env = {**self.env, **overrides}
         env.setdefault("MEDIA_ROOT", str(self.workdir / f"media-{name}"))  # never the project's media folder
+        if database is None:  # (the seed commands write rows only, no media: a copy is all the server needs)
+            database = TEMPLATES.seeded(self.suite, re.sub(r"[^a-z0-9]", "_", name.lower())[:20], self.seed, env, log)
+        env["DATABASE_URL"] = database.url
         process = None
         try:
-            if owns:
-                for command in self.seed:
-                    manage(env, log, *command)
             port = free_port()
             env["BIND"] = f"127.0.0.1:{port}"
             url = f"http://127.0.0.1:{port}"
