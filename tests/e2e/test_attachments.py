@@ -16,6 +16,7 @@ from tests.e2e.ui import (
     post_item,
     replies,
     send,
+    signed_in,
     user_messages,
     wait_turn_finished,
 )
@@ -65,14 +66,9 @@ def test_attach_an_image_and_a_pdf_send_them_and_find_them_after_a_reload(demo_s
     assert re.fullmatch(r"/api/agent/sessions/[0-9a-f-]+/attachments/\d+", url)
 
     # Bob, another member of the blog, cannot fetch Alice's attachment.
-    other = browser.new_context()
-    try:
-        bob = other.new_page()
-        login(bob, base, "bob")
+    with signed_in(browser, base, "bob") as bob:
         assert bob.request.get(base + url).status == 404
         assert page.request.get(base + url).status == 200
-    finally:
-        other.close()
 
 
 def test_drop_and_paste_add_files_to_the_tray(demo_server, page):

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from blog.services import MAX_BODY_CHARS
 from tests import files
 from tests.e2e.conftest import NO_LIMITS
-from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item, send, wait_turn_finished
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login, post_item, send, signed_in, wait_turn_finished
 
 DOWN = re.compile(r"/events/")
 TOO_LONG_TO_COMPARE = (
@@ -45,16 +45,11 @@ def alice_editing_a_new_draft(server_factory, context, title: str):
 
 def save_as_bob(browser, base: str, edit_url: str, field: str, value: str) -> None:
     """Another member, in a browser of his own, changes one field of the post and saves it."""
-    context = browser.new_context()
-    try:
-        bob = context.new_page()
-        login(bob, base, "bob")
+    with signed_in(browser, base, "bob") as bob:
         bob.goto(edit_url)
         bob.get_by_label(field).fill(value)
         bob.locator("#post-form").get_by_role("button", name="Save").click()
         bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
-    finally:
-        context.close()
 
 
 def saved_body(page, edit_url: str) -> str:
@@ -135,12 +130,7 @@ def test_without_javascript_a_stale_save_is_refused_with_the_words_kept_and_the_
         alice.goto(edit_url)
         alice.get_by_label("Body (markdown)").fill("Alice's words.")
 
-        bob = browser.new_context().new_page()
-        login(bob, base, "bob")
-        bob.goto(edit_url)
-        bob.get_by_label("Body (markdown)").fill("Bob's words.")
-        bob.locator("#post-form").get_by_role("button", name="Save").click()
-        bob.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+        save_as_bob(browser, base, edit_url, "Body (markdown)", "Bob's words.")
 
         alice.locator("#post-form").get_by_role("button", name="Save").click()
         expect(alice.locator("p.error[role=alert]")).to_contain_text(
@@ -155,7 +145,6 @@ def test_without_javascript_a_stale_save_is_refused_with_the_words_kept_and_the_
         alice.locator("#post-form").get_by_role("button", name="Save").click()
         alice.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
         assert saved_body(page, edit_url) == "Alice's words."
-        bob.context.close()
     finally:
         plain.close()
 

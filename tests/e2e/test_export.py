@@ -7,7 +7,7 @@ import zipfile
 
 from playwright.sync_api import expect
 
-from tests.e2e.ui import BLOG, login
+from tests.e2e.ui import BLOG, login, signed_in
 
 
 def test_the_owner_exports_the_blog_and_an_editor_sees_no_export(demo_server, page, browser, tmp_path):
@@ -25,13 +25,8 @@ def test_the_owner_exports_the_blog_and_an_editor_sees_no_export(demo_server, pa
         assert any(name.startswith("posts/") and name.endswith(".md") for name in archive.namelist())
     expect(page).to_have_url(f"{base}/blogs/{BLOG}/")  # (the page stays; the file is a download)
 
-    context = browser.new_context()
-    try:
-        bobs = context.new_page()
-        login(bobs, base, "bob")
+    with signed_in(browser, base, "bob") as bobs:
         bobs.goto(f"{base}/blogs/{BLOG}/")
         nav = bobs.get_by_role("navigation", name="Blog")
         expect(nav.get_by_role("link", name="All posts")).to_be_visible()
         expect(nav.get_by_role("link", name="Export")).to_have_count(0)
-    finally:
-        context.close()

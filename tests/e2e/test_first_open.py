@@ -25,6 +25,7 @@ from tests.e2e.ui import (
     open_blog,
     post_item,
     replies,
+    signed_in,
     user_messages,
     wait_turn_finished,
 )
@@ -186,16 +187,11 @@ def test_the_assistant_taken_away_before_a_tabs_stream_first_opens_shows_once_it
     if where == "editor":
         other.get_by_label("Body (markdown)").fill("Post words typed in B.")
 
-    alice_context = browser.new_context()
-    try:
-        alice = alice_context.new_page()
-        login(alice, base, "alice")
+    with signed_in(browser, base, "alice") as alice:
         alice.goto(f"{base}/blogs/{BLOG}/members/")
         alice.get_by_label("bob may use the assistant").set_checked(False)
         alice.get_by_role("button", name="Save bob").click()
         expect(alice.locator(".messages, [role=status]").first).to_be_visible()
-    finally:
-        alice_context.close()
     other.wait_for_timeout(500)  # (nothing heard yet: B's stream is held)
     expect(other.locator("#assistant")).to_be_visible()
     release(other)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.ui import BLOG, login, post_item
+from tests.e2e.ui import BLOG, login, post_item, signed_in
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +40,7 @@ def test_the_owner_imports_an_export_back_and_an_editor_cannot(server, page, bro
     expect(welcome.locator(".badge")).to_have_text(["Published", "Published"])
     expect(post_item(page, "Notes from the river").locator(".badge")).to_have_text(["Draft", "Draft"])
 
-    context = browser.new_context()
-    try:
-        bobs = context.new_page()
-        login(bobs, base, "bob")
+    with signed_in(browser, base, "bob") as bobs:
         bobs.goto(f"{base}/blogs/{BLOG}/")
         expect(bobs.get_by_role("navigation", name="Blog").get_by_role("link", name="Import")).to_have_count(0)
         assert bobs.goto(f"{base}/blogs/{BLOG}/import/").status == 404
-    finally:
-        context.close()

@@ -10,7 +10,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import NO_LIMITS, SCREENSHOTS
-from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, ask, chat_input, expect_blog_live, login, replies
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, ask, chat_input, expect_blog_live, login, replies, signed_in
 
 # Counts the page's opened SSE connections (htmx's SSE extension fires `htmx:sseOpen` on each) in an
 # attribute of <html>, which `expect` reads (the site's CSP lets no test script be evaluated there).
@@ -64,11 +64,7 @@ def test_a_member_removed_while_their_page_is_open_stops_hearing_the_blog_at_onc
     carol.goto(f"{server.url}/blogs/{BLOG}/")
     opens(carol).to_have_attribute("data-opens", "1")
 
-    alice_context = browser.new_context()
-    try:
-        alice_context.set_default_timeout(15_000)
-        alice = alice_context.new_page()
-        login(alice, server.url, "alice")
+    with signed_in(browser, server.url, "alice") as alice:
         alice.goto(f"{server.url}/blogs/{BLOG}/members/")
         alice.get_by_role("link", name="Remove carol").click()
         alice.get_by_role("button", name="Remove carol").click()
@@ -83,8 +79,6 @@ def test_a_member_removed_while_their_page_is_open_stops_hearing_the_blog_at_onc
         carol.wait_for_timeout(4_000)  # longer than the extension's reconnect delay
         opens(carol).to_have_attribute("data-opens", "1")  # it stopped listening
         expect(carol.get_by_text("Made after Carol left")).to_have_count(0)
-    finally:
-        alice_context.close()
 
 
 def _old_drafts(server, n: int) -> None:
@@ -141,11 +135,7 @@ def test_a_member_whose_role_changes_while_their_page_is_open_sees_their_new_lin
     expect(new_post).to_be_visible()
     expect(edits.first).to_be_visible()
 
-    alice_context = browser.new_context()
-    try:
-        alice_context.set_default_timeout(15_000)
-        alice = alice_context.new_page()
-        login(alice, server.url, "alice")
+    with signed_in(browser, server.url, "alice") as alice:
         for role, shown in (("viewer", 0), ("editor", 1)):
             alice.goto(f"{server.url}/blogs/{BLOG}/members/")
             alice.get_by_label("Role of bob").select_option(role)
@@ -157,8 +147,6 @@ def test_a_member_whose_role_changes_while_their_page_is_open_sees_their_new_lin
             else:
                 expect(edits).to_have_count(0)
         expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
-    finally:
-        alice_context.close()
 
 
 def test_a_members_assistant_column_follows_may_use_the_assistant_without_a_reload(server_factory, browser, context):
@@ -178,11 +166,7 @@ def test_a_members_assistant_column_follows_may_use_the_assistant_without_a_relo
         "document.getElementById('blog-head').dataset.seen = document.getElementById('assistant').dataset.seen = '1'"
     )
 
-    alice_context = browser.new_context()
-    try:
-        alice_context.set_default_timeout(15_000)
-        alice = alice_context.new_page()
-        login(alice, server.url, "alice")
+    with signed_in(browser, server.url, "alice") as alice:
 
         def save(role: str, allowed: bool) -> None:
             alice.goto(f"{server.url}/blogs/{BLOG}/members/")
@@ -210,8 +194,6 @@ def test_a_members_assistant_column_follows_may_use_the_assistant_without_a_relo
         expect(ask(bob, "list my posts")).to_be_visible()
         expect(replies(bob)).to_have_count(1)
         expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
-    finally:
-        alice_context.close()
 
 
 def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_without_a_reload(
@@ -242,12 +224,7 @@ def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_witho
         "request", lambda request: asked.append(request.url) if re.search(r"/(head|incoming)/", request.url) else None
     )
 
-    alice_context = browser.new_context()
-    try:
-        alice_context.set_default_timeout(15_000)
-        alice = alice_context.new_page()
-        login(alice, server.url, "alice")
-
+    with signed_in(browser, server.url, "alice") as alice:
         save = _seat_saver(alice, server)
 
         expect_blog_live(bob)
@@ -278,8 +255,6 @@ def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_witho
         expect(body).to_have_value("Bob's words in the post, not saved.")
         expect(bob.locator("#live-status")).not_to_contain_text("stopped")  # (still listening)
         assert errors == []
-    finally:
-        alice_context.close()
 
 
 def _edit_the_draft(bob, server) -> None:
@@ -323,11 +298,7 @@ def test_a_posts_editor_says_at_once_when_its_member_may_no_longer_edit_and_keep
     expect(notice).to_be_empty()
     expect_blog_live(bob)
 
-    alice_context = browser.new_context()
-    try:
-        alice_context.set_default_timeout(15_000)
-        alice = alice_context.new_page()
-        login(alice, server.url, "alice")
+    with signed_in(browser, server.url, "alice") as alice:
         save = _seat_saver(alice, server)
 
         save("bob", "viewer")
@@ -357,8 +328,6 @@ def test_a_posts_editor_says_at_once_when_its_member_may_no_longer_edit_and_keep
         save_button.click()
         expect(bob.locator(".flash")).to_contain_text("Saved “Bob's title, not saved”.")
         assert errors == []
-    finally:
-        alice_context.close()
 
 
 def test_a_role_that_keeps_the_column_redraws_the_editors_line_once_and_a_stream_put_in_later_asks_nothing(
@@ -380,11 +349,7 @@ def test_a_role_that_keeps_the_column_redraws_the_editors_line_once_and_a_stream
     )
     expect_blog_live(bob)
 
-    alice_context = browser.new_context()
-    try:
-        alice_context.set_default_timeout(15_000)
-        alice = alice_context.new_page()
-        login(alice, server.url, "alice")
+    with signed_in(browser, server.url, "alice") as alice:
         _seat_saver(alice, server)("bob", "author", True)
         expect(line).not_to_have_attribute("data-head", drawn or "")  # (heard, the line redrawn)
         expect(line).to_have_attribute("data-editable", "1")  # (a draft: an author may edit it)
@@ -394,5 +359,43 @@ def test_a_role_that_keeps_the_column_redraws_the_editors_line_once_and_a_stream
         expect_blog_live(bob)  # (the stream naming the chat is open, its first mark heard)
         bob.wait_for_timeout(1_000)  # (a catch-up would have asked by now)
         assert [re.sub(r".*/posts/\d+/", "", url) for url in asked] == ["head/?assistant=1"]  # (one redraw, no more)
-    finally:
-        alice_context.close()
+
+
+def test_an_authors_editor_says_at_once_when_the_draft_is_published_elsewhere_and_keeps_their_words(
+    server_factory, browser, context
+):
+    """Bob, an author, edits a draft, words typed. Alice publishes it from the blog page: without a reload his
+    editor says he can no longer edit it, since it is published and his role does not publish; his words stay,
+    read-only. She unpublishes it: the form is his again, words and all. (Before, the editor said nothing until
+    its line was next redrawn for another reason, and his Save was refused.)"""
+    server = server_factory("demo-editor-published", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(MARK_BLOG_LIVE)
+    with signed_in(browser, server.url, "alice") as alice:
+        _seat_saver(alice, server)("bob", "author")
+        bob = context.new_page()
+        _edit_the_draft(bob, server)
+        title, body = bob.locator("#post-form").get_by_label("Title"), bob.get_by_label("Body (markdown)")
+        save_button = bob.get_by_role("button", name="Save", exact=True)
+        body.fill("Bob's words, not saved.")
+        expect(bob.locator("#editor-lock")).to_be_empty()
+        expect_blog_live(bob)
+
+        alice.goto(f"{server.url}/blogs/{BLOG}/")
+        row = alice.locator("#post-list li.post", has_text="Notes from the river")
+        row.get_by_role("button", name="Publish").click()
+        expect(row.get_by_role("button", name="Unpublish")).to_be_visible()
+        expect(bob.get_by_role("alert")).to_have_text(
+            "You can no longer edit this post: it is published, and changing a published post needs the permission "
+            "to publish, which your role on Field Notes does not give. What you typed is kept below; copy it "
+            "before you leave."
+        )
+        expect(body).not_to_be_editable()
+        expect(save_button).to_be_disabled()
+        expect(body).to_have_value("Bob's words, not saved.")
+
+        row.get_by_role("button", name="Unpublish").click()
+        expect(bob.locator("#editor-lock")).to_be_empty()
+        expect(title).to_be_editable()
+        expect(body).to_be_editable()
+        expect(save_button).to_be_enabled()
+        expect(body).to_have_value("Bob's words, not saved.")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 BLOG = "field-notes"
 PASSWORD = "demo-pass-1234"  # seed_demo's password for every demo user
@@ -74,6 +76,20 @@ def login(page: Page, base: str, username: str, password: str = PASSWORD) -> Non
     page.goto(f"{base}/accounts/login/")
     fill_sign_in(page, username, password)
     expect(page.locator(".topbar .who")).to_have_text(username)
+
+
+@contextlib.contextmanager
+def signed_in(browser: Browser, base: str, username: str) -> Iterator[Page]:
+    """Another person at the same time: a page of a browser context of its own (its own cookies), signed in
+    as `username`; the context closed when the block ends."""
+    context = browser.new_context()
+    try:
+        context.set_default_timeout(15_000)
+        page = context.new_page()
+        login(page, base, username)
+        yield page
+    finally:
+        context.close()
 
 
 def fill_sign_in(page: Page, username: str, password: str = PASSWORD) -> None:
