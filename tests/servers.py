@@ -1,7 +1,8 @@
 """Real servers for tests: gunicorn (gevent worker) as a subprocess, each with its own database.
 
-A server gets a fresh database (a temp SQLite file, or a new PostgreSQL database when
-DATABASE_URL points at PostgreSQL), migrated and seeded by `manage.py`, then
+A server gets a database of its own (a temp SQLite file, or a new PostgreSQL database when
+DATABASE_URL points at PostgreSQL): a copy of a template migrated and seeded once by `manage.py`
+for every server of its kind (`Templates`), then
 `gunicorn config.wsgi -c config/gunicorn.conf.py` bound to a free 127.0.0.1 port. It runs in
 its own session and shuts down if the test process dies (PR_SET_PDEATHSIG); teardown stops it
 by its own PID (SIGINT, then SIGKILL of its own process group) and drops its database.
