@@ -254,6 +254,7 @@ def test_a_long_word_in_a_published_post_never_widens_the_public_pages(server, p
     page.get_by_label("Title").fill(title)
     page.get_by_label("Body (markdown)").fill(f"See https://example.com/{'a' * 150} and {'word' * 50}.")
     page.get_by_role("button", name="Create draft").click()
+    page.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))  # (loaded, its scripts too: Publish is an htmx button)
     row = post_item(page, title).first
     row.get_by_role("button", name="Publish").tap()
     expect(row.locator(".badge")).to_have_text("Published")

@@ -104,6 +104,7 @@ def test_the_assistant_beside_the_editor_changes_the_open_post_and_the_person_ch
     page.get_by_label("Body (markdown)").fill("First line.")
     page.get_by_role("button", name="Create draft").click()
     post_item(page, "Editor chat check").get_by_role("link", name="Edit", exact=True).click()
+    page.wait_for_url(re.compile(r"/posts/\d+/edit/$"))  # (loaded, its scripts too: Enter below needs the composer's)
     title, body = page.get_by_label("Title"), page.get_by_label("Body (markdown)")
     expect(page.locator("#assistant")).to_be_visible()
     expect(page.locator("#assistant .hint")).to_contain_text("Ask me about this post")
