@@ -258,18 +258,17 @@
 
     document.body.addEventListener("chat:effects", function (event) {
       var effects = (event.detail && event.detail.effects) || [];
-      var ours = effects.some(function (effect) {
+      var ours = effects.filter(function (effect) {
         return String(effect.type || "").indexOf("post.") === 0 && String(effect.id) === postId;
-      });
-      if (!ours) return;
+      }).map(function (effect) { return effect.type; });
+      if (!ours.length) return;
       incoming();
       // Its line too when it was published or unpublished: the post may no longer be the member's to change (an
       // author's role does not publish), or be theirs again; blog_views.post_head says so, and the form follows.
       // (Not for a deleted post: it has no line to draw; incoming() says it is gone.)
-      var published = effects.some(function (effect) {
-        return (effect.type === "post.published" || effect.type === "post.unpublished") && String(effect.id) === postId;
-      });
-      if (published) htmx.trigger(document.body, "editor:post-changed");
+      if (ours.indexOf("post.published") >= 0 || ours.indexOf("post.unpublished") >= 0) {
+        htmx.trigger(document.body, "editor:post-changed");
+      }
     });
 
     // The page's stream open again after it was down (chat/tabs.js): a change to the post made meanwhile was not
