@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import resolve, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
@@ -15,6 +16,7 @@ from django_htmx.http import reswap
 
 from agent import display, intake, turns
 from agent.models import Approval, Message, Part, Session, Turn
+from agent.policy import get_policy
 from agent.views import own_session, resolve_approval, stream_url
 
 
@@ -23,18 +25,38 @@ def notice(request: HttpRequest, message: str, retry_after_seconds: int | None =
     return render(request, "agent/_notice.html", {"message": message, "retry_after_seconds": retry_after_seconds})
 
 
+def sent_as_page(request: HttpRequest) -> bool:
+    """Whether the browser sent this form as a page of its own: a plain form's POST, sent before the page's
+    scripts ran (or where they never do), which must be answered with a page. Browsers say so in the
+    `Sec-Fetch-Mode` header (`navigate`); htmx's requests, scripts and other clients of the chat's URLs
+    do not, and are answered with the fragment."""
+    return request.headers.get("Sec-Fetch-Mode") == "navigate" and request.headers.get("HX-Request") != "true"
+
+
+def page_without_scripts(request: HttpRequest, session: Session) -> str | None:
+    """For a chat's form sent as a page (`sent_as_page`), the page to answer with a redirect to: the one the
+    session policy names (`SessionPolicy.page_url`). None otherwise, or when the policy names no page."""
+    return get_policy().page_url(session) if sent_as_page(request) else None
+
+
 @require_POST
 @login_required
 def send(request: HttpRequest, session_id: Any) -> HttpResponse:
     session, access = own_session(request, session_id)
+    page = page_without_scripts(request, session)
     text = request.POST.get("text")
     try:
         files = intake.uploaded_files(request)
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
+        if page is not None:
+            messages.error(request, f"Your message was not sent. {exc.message}")
+            return redirect(page)
         if exc.code == "turn_in_progress":
             return still_answering(request, session)
         return notice(request, exc.reason, exc.retry_after_seconds)
+    if page is not None:
+        return redirect(page)  # (the page draws the message, and the answer as it stands)
     context = {
         "text": text,
         "attachments": display.attachment_items(message.parts.all(), session.pk) if files else [],
@@ -169,6 +191,11 @@ def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpRes
     session, access = own_session(request, session_id)
     approve = request.POST.get("approve") == "1"
     outcome, payload = resolve_approval(request, session, access, approval_id, approve)
+    page = page_without_scripts(request, session)
+    if page is not None:
+        if outcome == "error":
+            messages.error(request, payload[2])
+        return redirect(page)
     context = {"approval_id": approval_id, "approved": approve, "outcome": outcome}
     if outcome == "error":
         context["message"] = payload[2]

@@ -45,6 +45,14 @@ class SessionPolicy:
         """Whether the session's user may still read it (its transcript and streams)."""
         return True
 
+    def page_url(self, session: Session) -> str | None:
+        """The page in the browser where the session's person reads it, or None (the default) for none.
+
+        A chat's forms (a message, an approval) sent without htmx, before the page's scripts have run or
+        where they never do, are answered with a redirect to this page, what they said (or why it was
+        refused) shown there; with None they are answered as htmx is, with the chat's fragment."""
+        return None
+
     def access(self, session: Session) -> Access:
         """Both answers at once, for a request that needs both (sending a message). A policy whose
         two checks read the same rows overrides this to read them once."""

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404
+from django.urls import reverse
 from django.utils import timezone
 
 from agent import media
@@ -50,6 +51,17 @@ def blog_of(session: Session) -> Blog | None:
         return None  # not a blog chat
 
 
+def panel_page(blog: Blog, post_id: int | None, session: Session | None = None) -> str:
+    """The page whose assistant panel shows a chat: the blog's page, or for a chat beside a post's editor
+    that editor; with `session`, opened at that chat (`?chat=`)."""
+    url = (
+        reverse("blog:detail", args=[blog.slug])
+        if post_id is None
+        else reverse("blog:post_edit", args=[blog.slug, post_id])
+    )
+    return url if session is None else f"{url}?chat={session.pk}"
+
+
 class BlogChatPolicy(SessionPolicy):
     """Sessions belong to a blog; only members the owner allows may summon the assistant."""
 
@@ -88,6 +100,11 @@ class BlogChatPolicy(SessionPolicy):
             return Access(read=True, use=True)
         seat = grants.seat_of(session.user, blog)
         return Access(read=seat is not None, use=grants.may_summon(seat))
+
+    def page_url(self, session: Session) -> str | None:
+        """The chat's panel: on its blog's page, or beside its post's editor."""
+        blog = blog_of(session)
+        return None if blog is None else panel_page(blog, session.blog_link.post_id, session)
 
     def may_use(self, session: Session) -> bool:
         return self.access(session).use

@@ -26,13 +26,13 @@ from django_htmx.http import HttpResponseClientRedirect, reswap
 from accounts.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from agent import budget, display, intake, titles
 from agent.api import message_text
-from agent.chat_views import conversation, notice
+from agent.chat_views import conversation, notice, sent_as_page
 from agent.models import Message, Session
 from agent.policy import Access
 from agent.templatetags.agent_waits import wait
 from agent.views import stream_url
 from blog import chat_search, grants, live
-from blog.chat import start_session
+from blog.chat import panel_page, start_session
 from blog.models import Blog, Post, Seat
 
 #: How much of a chat's first message names it in the list of earlier chats.
@@ -227,12 +227,7 @@ def _panel_post(blog: Blog, pk: int | None) -> Post | None:
 
 
 def _panel_page(blog: Blog, post: Post | None, session: Session | None = None) -> str:
-    url = (
-        reverse("blog:detail", args=[blog.slug])
-        if post is None
-        else reverse("blog:post_edit", args=[blog.slug, post.pk])
-    )
-    return url if session is None else f"{url}?chat={session.pk}"
+    return panel_page(blog, None if post is None else post.pk, session)
 
 
 def _summoner_blog(request: HttpRequest, slug: str) -> Blog:
@@ -356,24 +351,36 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
     newer than that one (the other tab's, made a moment ago) takes the message instead, answered as a
     send to it is (`_joined`), so the tabs share one chat. A form that does not say (a client of its
     own) makes a chat each time, as before.
+
+    Sent by the browser as a page (`sent_as_page`: before the page's scripts ran), it is answered with a
+    redirect to the panel's page, at the chat when the message went to one, as `chat:send` is then.
     """
     blog = _summoner_blog(request, slug)
     post = _panel_post(blog, pk)
+
+    as_page = sent_as_page(request)
+
+    def refused(exc: intake.Refused) -> HttpResponse:
+        if as_page:
+            messages.error(request, f"Your message was not sent. {exc.message}")
+            return redirect(_panel_page(blog, post))
+        return notice(request, exc.reason, exc.retry_after_seconds)
+
     try:
         files = intake.uploaded_files(request)  # (first: a body stopped as it arrived has no text either)
     except intake.Refused as exc:
-        return notice(request, exc.reason, exc.retry_after_seconds)
+        return refused(exc)
     text = request.POST.get("text")
     if message_text({"text": text}) is None:
-        return notice(request, intake.BAD_MESSAGE)
+        return refused(intake.Refused(400, "bad_message", intake.BAD_MESSAGE))
     try:
         slot = intake.rate_slot(request.user)  # (before the files: checking them can take seconds the limit spares)
     except intake.Refused as exc:
-        return notice(request, exc.reason, exc.retry_after_seconds)
+        return refused(exc)
     try:
         uploads = intake.uploads_for_slot(slot, files)
     except intake.Refused as exc:
-        return notice(request, exc.reason, exc.retry_after_seconds)
+        return refused(exc)
     session, created = _chat_for_first_message(request.user, blog, post, request.POST.get("drawn"))
     try:
         # (`_summoner_blog` has just read the seat that lets them summon the assistant here)
@@ -384,9 +391,14 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         # above were made. The chat stays either way, never deleted: another tab may have joined it.
         if created:
             live.chat_opened(session, blog, post)
+        if as_page:
+            messages.error(request, f"Your message was not sent. {exc.message}")
+            return redirect(_panel_page(blog, post, session))
         if exc.code == "turn_in_progress":
             return _joined(request, blog, post, session, sent=False)
         return notice(request, exc.reason, exc.retry_after_seconds)
+    if as_page:
+        return redirect(_panel_page(blog, post, session))  # (the page draws the message and the answer so far)
     if not created:
         return _joined(request, blog, post, session, sent=True)
     # (made for this message, it is announced with it: `live.first_message`, a chat to take up)

@@ -42,6 +42,11 @@ class NotebookPolicy(SessionPolicy):
         NotebookLink.objects.create(session=session, notebook=notebook)
         return session
 
+    def page_url(self, session: Session) -> str | None:
+        """Where the project would show a notebook's chat (a plain chat has no page)."""
+        notebook = notebook_of(session)
+        return None if notebook is None else f"/notebooks/{notebook.pk}/?chat={session.pk}"
+
     def may_use(self, session: Session) -> bool:
         notebook = notebook_of(session)
         return notebook is None or notebook.state == Notebook.OPEN
