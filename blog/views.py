@@ -44,14 +44,19 @@ ALL_POSTS_PER_PAGE = 100
 REVISIONS_PER_PAGE = 50
 
 
-def post_list_context(request: HttpRequest, blog: Blog, actor: grants.Actor) -> dict:
-    """The post list as the page shows it: `?shown=` of the blog's posts (in steps of POSTS_SHOWN, up
-    to POSTS_SHOWN_MAX), the most recently changed first; `more` when the blog has others."""
+def posts_shown(request: HttpRequest) -> int:
+    """How many posts the list shows: `?shown=` rounded up to a step of POSTS_SHOWN, within the limits."""
     try:
         asked = int(request.GET.get("shown", POSTS_SHOWN))
     except ValueError:
         asked = POSTS_SHOWN
-    shown = min(max(POSTS_SHOWN, -(-asked // POSTS_SHOWN) * POSTS_SHOWN), POSTS_SHOWN_MAX)
+    return min(max(POSTS_SHOWN, -(-asked // POSTS_SHOWN) * POSTS_SHOWN), POSTS_SHOWN_MAX)
+
+
+def post_list_context(request: HttpRequest, blog: Blog, actor: grants.Actor) -> dict:
+    """The post list as the page shows it: `?shown=` of the blog's posts (in steps of POSTS_SHOWN, up
+    to POSTS_SHOWN_MAX), the most recently changed first; `more` when the blog has others."""
+    shown = posts_shown(request)
     posts = list(Post.objects.filter(blog=blog)[: shown + 1])  # one more says whether there are others
     more = len(posts) > shown
     return {
@@ -455,7 +460,10 @@ def _state_change(request: HtmxHttpRequest, slug: str, pk: int, scope: str, muta
         messages.error(request, exc.public_message)
     if request.htmx:
         return render(request, "blog/_post_list.html", post_list_context(request, blog, actor))
-    return redirect("blog:detail", slug=blog.slug)
+    # A press before the page's scripts ran (a plain form): the blog's page again, as much of the list
+    # shown as before, at the post.
+    query = f"?shown={posts_shown(request)}" if "shown" in request.GET else ""
+    return redirect(f"{reverse('blog:detail', args=[blog.slug])}{query}#post-{post.pk}")
 
 
 @require_POST

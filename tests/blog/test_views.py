@@ -437,7 +437,7 @@ def test_publish_and_unpublish(team):
     client = browser(team.editor)
     assert client.get(f"/blogs/notes/posts/{post.pk}/publish/").status_code == 405
     response = client.post(f"/blogs/notes/posts/{post.pk}/publish/")
-    assert response.status_code == 302 and response["Location"] == "/blogs/notes/"
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/#post-{post.pk}"
     post.refresh_from_db()
     assert post.status == "published" and post.published_at is not None
     rev = PostRevision.objects.first()

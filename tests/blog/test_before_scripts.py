@@ -1,0 +1,155 @@
+"""Forms pressed before the page's scripts have run: ordinary POSTs, answered with a page.
+
+A browser sends a plain form as a navigation (`Sec-Fetch-Mode: navigate`): the chat's message, an
+approval's decision and Publish are then answered with a redirect to the page they were on, never with a
+fragment drawn as a page of its own, and a message's words never go into a URL.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from agent.models import Approval, Message, Session
+from blog.chat import start_session
+from blog.models import Post
+from tests.blog.conftest import ALL, browser, make_post, said_chat, set_consent
+from tests.blog.test_assistant_turns import publish_awaiting_approval, say
+from tests.blog.test_chat_notices import approvals_on  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.django_db
+
+AS_PAGE = {"HTTP_SEC_FETCH_MODE": "navigate", "HTTP_SEC_FETCH_DEST": "document"}
+
+
+class Forms(HTMLParser):
+    """Every form's attributes, and the names of the fields in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict[str, str | None]] = []
+        self.fields: list[set[str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "form":
+            self.forms.append(dict(attrs))
+            self.fields.append(set())
+        elif tag in ("input", "textarea", "button") and self.fields:
+            name = dict(attrs).get("name")
+            if name:
+                self.fields[-1].add(name)
+
+
+def forms(html: str) -> Forms:
+    parser = Forms()
+    parser.feed(html)
+    return parser
+
+
+def posting_to(html: str, url: str) -> tuple[dict[str, str | None], set[str]]:
+    found = forms(html)
+    [(form, fields)] = [
+        (f, names) for f, names in zip(found.forms, found.fields, strict=True) if f.get("hx-post") == url
+    ]
+    return form, fields
+
+
+@pytest.mark.parametrize("has_chat", [False, True])
+def test_the_chat_form_is_a_post_to_where_htmx_sends_it_with_its_token(team, has_chat):
+    if has_chat:
+        chat = said_chat(team.owner, team.blog)
+        url, page = f"/chat/{chat.pk}/send", f"/blogs/notes/?chat={chat.pk}"
+    else:
+        url, page = "/blogs/notes/chats/send", "/blogs/notes/"
+    form, fields = posting_to(browser(team.owner).get(page).content.decode(), url)
+    assert form["method"] == "post" and form["action"] == url
+    assert {"csrfmiddlewaretoken", "text"} <= fields
+
+
+def test_publish_and_unpublish_are_forms_of_their_own(team):
+    draft, live = make_post(team.blog, "A draft"), make_post(team.blog, "Live post", published=True)
+    html = browser(team.owner).get("/blogs/notes/").content.decode()
+    for post, verb in ((draft, "publish"), (live, "unpublish")):
+        url = f"/blogs/notes/posts/{post.pk}/{verb}/?shown=50"
+        form, fields = posting_to(html, url)
+        assert form["method"] == "post" and form["action"] == url and "csrfmiddlewaretoken" in fields
+
+
+def test_publish_pressed_before_the_scripts_comes_back_to_the_blogs_page_at_the_post(team):
+    draft = make_post(team.blog, "A draft")
+    client = browser(team.owner, csrf=True)
+    client.get("/blogs/notes/")  # (the page sets the token's cookie)
+    token = client.cookies["csrftoken"].value
+    url = f"/blogs/notes/posts/{draft.pk}/publish/?shown=100"
+    response = client.post(url, {"csrfmiddlewaretoken": token}, **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?shown=100#post-{draft.pk}"
+    assert Post.objects.get(pk=draft.pk).status == Post.PUBLISHED
+    response = client.post(f"/blogs/notes/posts/{draft.pk}/unpublish/", {"csrfmiddlewaretoken": token}, **AS_PAGE)
+    assert response["Location"] == f"/blogs/notes/#post-{draft.pk}"
+    assert Post.objects.get(pk=draft.pk).status == Post.DRAFT
+
+
+def test_a_first_message_sent_as_a_page_starts_the_chat_and_shows_it(team, script, django_capture_on_commit_callbacks):
+    script([say("Hello there.")])
+    client = browser(team.owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/blogs/notes/chats/send", {"text": "hi from a slow phone", "drawn": ""}, **AS_PAGE)
+    chat = Session.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={chat.pk}"
+    assert list(Message.objects.filter(session=chat, role="user").values_list("position", flat=True)) == [0]
+    page = client.get(response["Location"]).content.decode()
+    assert "hi from a slow phone" in page and "Hello there." in page
+
+
+def test_a_message_sent_as_a_page_beside_the_editor_goes_back_to_the_editor(
+    team, script, django_capture_on_commit_callbacks
+):
+    post = make_post(team.blog, "A draft")
+    chat = start_session(team.owner, team.blog, post)
+    script([say("Tightened.")])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser(team.owner).post(f"/chat/{chat.pk}/send", {"text": "tighten it"}, **AS_PAGE)
+    assert response.status_code == 302
+    assert response["Location"] == f"/blogs/notes/posts/{post.pk}/edit/?chat={chat.pk}"
+    assert Message.objects.filter(session=chat, role="user").count() == 1
+
+
+@pytest.mark.parametrize("where", ["first", "chat"])
+def test_a_refused_message_sent_as_a_page_says_why_on_the_page_and_stores_nothing(team, where):
+    chat = said_chat(team.owner, team.blog) if where == "chat" else None
+    url = "/blogs/notes/chats/send" if chat is None else f"/chat/{chat.pk}/send"
+    client = browser(team.owner)
+    before = Message.objects.count()
+    response = client.post(url, {"text": "x" * 20_001}, **AS_PAGE)
+    assert response.status_code == 302
+    assert response["Location"] == ("/blogs/notes/" if chat is None else f"/blogs/notes/?chat={chat.pk}")
+    assert Message.objects.count() == before and Session.objects.count() == (0 if chat is None else 1)
+    page = client.get(response["Location"]).content.decode()
+    assert re.search(r'class="flash-error"[^>]*>Your message was not sent. Write a message of up to 20,000', page)
+
+
+def test_a_chat_form_sent_by_a_script_is_answered_with_the_fragment_as_before(team, script):
+    chat = said_chat(team.owner, team.blog)
+    script([say("Hi.")])
+    response = browser(team.owner).post(f"/chat/{chat.pk}/send", {"text": "hello"})  # (no Sec-Fetch-Mode)
+    assert response.status_code == 200 and "sse-connect" in response.content.decode()
+    htmx = browser(team.owner).post(
+        f"/chat/{chat.pk}/send", {"text": "again"}, HTTP_HX_REQUEST="true", **AS_PAGE
+    )  # (htmx never navigates; a header says it is htmx whatever else is said)
+    assert htmx.status_code == 200 and "/blogs/notes/" not in htmx.get("Location", "")
+
+
+def test_an_approval_decided_as_a_page_goes_back_to_the_chat(team, script, approvals_on):  # noqa: F811
+    set_consent(team.owner, team.blog, ALL)
+    _api, chat, draft, approval_id = publish_awaiting_approval(team, script, team.owner)
+    client = browser(team.owner)
+    response = client.post(f"/chat/{chat.pk}/approvals/{approval_id}", {"approve": "0"}, **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={chat.pk}"
+    assert Approval.objects.get(pk=approval_id).status == Approval.REJECTED
+    again = client.post(f"/chat/{chat.pk}/approvals/{approval_id}", {"approve": "1"}, **AS_PAGE)
+    assert again["Location"] == f"/blogs/notes/?chat={chat.pk}"
+    page = client.get(again["Location"]).content.decode()
+    assert 'class="flash-error"' in page  # (decided already: said on the page)
+    assert Post.objects.get(pk=draft.pk).status == Post.DRAFT

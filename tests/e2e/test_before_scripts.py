@@ -1,0 +1,49 @@
+"""Pressed before the page's scripts have run (a slow phone, scripts that never load): Publish and the
+chat's Send are ordinary forms, so the press does what it says and the page comes back showing it; a
+message's words never go into an address."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import NO_LIMITS
+from tests.e2e.ui import BLOG, chat_input, fill_sign_in, post_item, replies, send_button, user_messages
+
+
+def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(server_factory, browser):
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    plain = browser.new_context(java_script_enabled=False)
+    try:
+        page = plain.new_page()
+        page.goto(f"{base}/accounts/login/")
+        fill_sign_in(page, "alice")
+        page.wait_for_url(re.compile(r"/$"))
+        page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+        page.get_by_label("Title").fill("Written on a slow phone")
+        page.get_by_label("Body (markdown)").fill("Words.")
+        page.locator("#post-form").get_by_role("button", name="Create draft").click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+
+        row = post_item(page, "Written on a slow phone")
+        expect(row.locator(".badge")).to_have_text("Draft")
+        row.get_by_role("button", name="Publish").click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?shown=\d+#post-\d+$"))
+        expect(post_item(page, "Written on a slow phone").locator(".badge")).to_have_text("Published")
+
+        chat_input(page).fill("what can you do")
+        send_button(page).click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))  # (the words are not in it)
+        expect(user_messages(page)).to_have_text(["what can you do"])
+        # No script follows the answer as it streams: the page shows it once it is read again.
+        answered = page.locator("#chat-log article.msg.assistant:not(.streaming)")
+        for _ in range(50):
+            if answered.count():
+                break
+            page.wait_for_timeout(200)
+            page.reload()
+        expect(replies(page)).to_have_count(1)
+        expect(answered.locator(".flow.final")).not_to_be_empty()
+    finally:
+        plain.close()
