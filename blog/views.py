@@ -348,18 +348,24 @@ def uneditable(request: HttpRequest, blog: Blog, post: Post | None, mine: dict[s
     raise Http404("Not found.")
 
 
+# What a change of the post's state is called; any other change "changed" it.
+STATE_CHANGES = {"publish": "published", "unpublish": "unpublished"}
+
+
 def changed_by(post: Post, user: Any) -> str:
-    """Who made the post's latest change, as the start of a sentence for the person editing it."""
+    """Who made the post's latest change, and which (published, unpublished, else changed), as the start of
+    a sentence for the person editing it."""
     revision = PostRevision.objects.filter(post=post).select_related("user", "consent").first()
     if revision is None:
         return "Someone changed this post"
+    did = STATE_CHANGES.get(revision.action, "changed")
     mine = revision.user_id == user.pk
     if revision.via_assistant:
         who = revision.assistant_label if mine else revision.actor_label
-        return f"{who[:1].upper()}{who[1:]} changed this post"
+        return f"{who[:1].upper()}{who[1:]} {did} this post"
     if mine:
-        return "You changed this post in another tab or window"
-    return f"{revision.user.username if revision.user else 'Someone'} changed this post"
+        return f"You {did} this post in another tab or window"
+    return f"{revision.user.username if revision.user else 'Someone'} {did} this post"
 
 
 def incoming_context(request: HttpRequest, post: Post, mine: dict[str, str]) -> dict:

@@ -71,6 +71,16 @@
         if (locked && !elt.disabled) { elt.disabled = true; elt.dataset.locked = "1"; }
         else if (!locked && elt.dataset.locked) { elt.disabled = false; delete elt.dataset.locked; }
       });
+      lockChoices();
+    }
+
+    // A card offering a change (below: "Use the saved version" / "Keep mine") follows the form too: its choices
+    // are disabled while the form is locked (the saved words into a read-only form, or a version to save from
+    // for a post that cannot be saved now, are nothing to choose), its diff still shown; given back, they work.
+    function lockChoices() {
+      var incoming = document.getElementById("incoming");
+      if (!incoming) return;
+      incoming.querySelectorAll("button[data-incoming]").forEach(function (button) { button.disabled = locked; });
     }
     document.body.addEventListener("htmx:load", function (event) { follow(event.detail && event.detail.elt); });
     form.addEventListener("submit", function (event) { if (locked) event.preventDefault(); });  // (Enter in the title)
@@ -139,20 +149,26 @@
     var box = document.getElementById("incoming");
     if (!postId || !box) return;
 
+    // The version the card shown answers for: the one it offered, or a later one that changed only the
+    // post's state (its words, and so the card's, the same).
+    var offered = null;
+
     function offer(card, version) {
+      offered = version;
       var choices = card.querySelector("[data-needs-script]");
       if (choices) choices.hidden = false;
       // Either choice removes the card with the button that had focus: the editor takes it back.
       card.querySelector("[data-incoming=take]").addEventListener("click", function () {
-        take(version);
+        take(offered);
         box.innerHTML = "";
         form.elements.body.focus();
       });
       card.querySelector("[data-incoming=keep]").addEventListener("click", function () {
-        known(version);  // the form still differs, so leaving asks
+        known(offered);  // the form still differs, so leaving asks
         box.innerHTML = "";
         form.elements.body.focus();
       });
+      lockChoices();
     }
 
     // A Save refused because the post changed meanwhile: the page comes with the card, the person's words in
@@ -228,10 +244,30 @@
           }
           return;
         }
+        // Only its state changed since the page last looked (published or unpublished: the status differs, else
+        // it was answered above).
+        var stateOnly = same(version, seen);
         seen = version;
         var state = holder.querySelector("#incoming-state");
         var current = document.getElementById("post-state");
         if (state && current) current.replaceWith(state.content.cloneNode(true));
+        if (stateOnly) {
+          // Nothing about the words to choose, whatever was typed: the state line above says the new state. Words
+          // based on the saved ones (typed or not) stay, and the form moves on to this version, so a Save keeps
+          // them. A card already open stays as it is (who changed the words, and how) and answers for this
+          // version now; else no card (it would offer the person's own edits as the change), a note of who did it.
+          var based = same(version, saved);
+          if (based) known(version);
+          if (box.querySelector(".incoming")) { offered = version; return; }
+          if (based) {
+            box.innerHTML = "";
+            var told = document.createElement("p");
+            told.className = "notice incoming-note";
+            told.textContent = (version.changed || "This post changed") + ".";
+            box.appendChild(told);
+            return;
+          }
+        }
         var card = holder.querySelector(".incoming");
         box.innerHTML = "";
         if (same(fields(form), saved)) {
@@ -243,7 +279,7 @@
             note.textContent = (version.changed || "This post changed") + "; the editor shows the saved version.";
             box.appendChild(note);
           } else {
-            known(version);  // (a change of its state only: the words are the same)
+            known(version);  // (the saved words are those the form holds)
           }
           return;
         }

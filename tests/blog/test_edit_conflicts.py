@@ -108,6 +108,19 @@ def test_the_editors_look_at_a_change_says_who_made_it_and_carries_the_version(t
     assert f'"version": "{services.post_version(post)}"' in html
 
 
+def test_the_editors_look_at_a_change_of_state_says_published_or_unpublished(team):
+    """A change of the post's state only is named as such (the editor says it in a note, with no card)."""
+    post = make_post(team.blog, "Looked at", "Body.")
+    look = browser(team.owner)
+    url = f"/blogs/notes/posts/{post.pk}/incoming/"
+    services.post_publish(post=Post.objects.get(pk=post.pk), actor=person(team.editor))
+    assert '"changed": "editor published this post"' in look.post(url, {"title": "x", "body": "y"}).content.decode()
+    services.post_unpublish(post=Post.objects.get(pk=post.pk), actor=person(team.owner))
+    html = look.post(url, {"title": "Looked at", "body": "Body."}).content.decode()
+    assert '"changed": "You unpublished this post in another tab or window"' in html
+    assert 'class="card incoming"' not in html
+
+
 def test_a_stale_save_of_the_words_already_saved_says_so_and_saves_on_the_second(team):
     """The post was published meanwhile, the form holds its saved words: no card (nothing differs), the
     message, and a second Save saves."""
@@ -118,7 +131,7 @@ def test_a_stale_save_of_the_words_already_saved_says_so_and_saves_on_the_second
     response = mine.post(edit_url(post), {"title": "Same words", "body": "Unchanged.", "version": version})
     html = response.content.decode()
     assert response.status_code == 200 and 'class="card incoming"' not in html
-    assert "editor changed this post since you opened it, so nothing was saved." in html
+    assert "editor published this post since you opened it, so nothing was saved." in html
     assert "The form holds the saved words; Save again to save them." in html
     post.refresh_from_db()
     again = mine.post(

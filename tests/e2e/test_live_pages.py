@@ -399,3 +399,104 @@ def test_an_authors_editor_says_at_once_when_the_draft_is_published_elsewhere_an
         expect(body).to_be_editable()
         expect(save_button).to_be_enabled()
         expect(body).to_have_value("Bob's words, not saved.")
+
+
+def test_an_editor_whose_post_is_only_published_elsewhere_shows_no_card_and_saves_the_typed_words(
+    server_factory, browser, context
+):
+    """Bob, an editor, edits a draft, words typed and not saved. Alice publishes it from the blog page, its words
+    untouched: his editor shows no "This post changed while you were editing" card (his own edits against the
+    saved words, with a choice to make about nothing), only that she published it; the post's state line says
+    it is live, his words stay, and his Save is accepted with them (the form's version moved on with the state).
+    Before, the card offered his own edits as a change, and a Save without answering it was refused."""
+    server = server_factory("demo-editor-state-only", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(MARK_BLOG_LIVE)
+    bob = context.new_page()
+    errors: list[str] = []
+    bob.on("pageerror", lambda exc: errors.append(str(exc)))
+    _edit_the_draft(bob, server)
+    title, body = bob.locator("#post-form").get_by_label("Title"), bob.get_by_label("Body (markdown)")
+    title.fill("Notes from the river, retitled")
+    body.fill("Bob's words, typed and not saved.")
+    expect(bob.locator("#post-state")).to_contain_text("This is a draft")
+    expect_blog_live(bob)
+
+    with signed_in(browser, server.url, "alice") as alice:
+        alice.goto(f"{server.url}/blogs/{BLOG}/")
+        row = alice.locator("#post-list li.post", has_text="Notes from the river")
+        row.get_by_role("button", name="Publish").click()
+        expect(row.get_by_role("button", name="Unpublish")).to_be_visible()
+
+        expect(bob.locator("#incoming .incoming-note")).to_have_text("alice published this post.")
+        expect(bob.locator("#post-state")).to_contain_text("This post is live")
+        expect(bob.locator("#incoming .incoming")).to_have_count(0)
+        expect(bob.get_by_role("button", name="Keep mine")).to_have_count(0)
+        expect(title).to_have_value("Notes from the river, retitled")
+        expect(body).to_have_value("Bob's words, typed and not saved.")
+        expect(body).to_be_editable()  # (an editor may change a published post)
+
+        body.press("End")
+        body.press_sequentially(" More.")
+        bob.get_by_role("button", name="Save", exact=True).click()
+        expect(bob.locator(".flash")).to_contain_text("Saved “Notes from the river, retitled”.")
+        published = alice.locator("#post-list li.post", has_text="Notes from the river, retitled")
+        alice.reload()
+        expect(published.get_by_role("button", name="Unpublish")).to_be_visible()  # (still published)
+        bob.goto(f"{server.url}/blogs/{BLOG}/")
+        published_by_bob = bob.locator("#post-list li.post", has_text="Notes from the river, retitled")
+        published_by_bob.get_by_role("link", name="Edit").click()
+        expect(bob.get_by_label("Body (markdown)")).to_have_value("Bob's words, typed and not saved. More.")
+        assert errors == []
+
+
+def test_an_open_change_card_cannot_be_answered_while_the_editor_is_locked(server_factory, browser, context):
+    """Bob, an author, edits a draft, words typed; Alice saves other words in it, and his editor offers the
+    change ("Use the saved version" / "Keep mine"). She publishes it: his form is locked, and so are the card's
+    buttons (taking the saved words into a read-only form, or answering for a post he may not save, is no
+    choice to offer). She unpublishes it: the buttons work again, and "Keep mine" then Save keep his words."""
+    server = server_factory("demo-editor-card-locked", AGENT_BACKEND="demo", **NO_LIMITS)
+    context.add_init_script(MARK_BLOG_LIVE)
+    with signed_in(browser, server.url, "alice") as alice:
+        _seat_saver(alice, server)("bob", "author")
+        bob = context.new_page()
+        errors: list[str] = []
+        bob.on("pageerror", lambda exc: errors.append(str(exc)))
+        _edit_the_draft(bob, server)
+        body = bob.get_by_label("Body (markdown)")
+        body.fill("Bob's words, not saved.")
+        expect_blog_live(bob)
+
+        alice.goto(bob.url)
+        alice.get_by_label("Body (markdown)").fill("Alice's words, saved.")
+        alice.get_by_role("button", name="Save", exact=True).click()
+        alice.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+        card = bob.locator("#incoming .incoming")
+        take, keep = (
+            card.get_by_role("button", name="Use the saved version"),
+            card.get_by_role("button", name="Keep mine"),
+        )
+        expect(card.locator(".diff-line.added")).to_contain_text(["Alice's words, saved."])
+        expect(take).to_be_enabled()
+        expect(keep).to_be_enabled()
+
+        row = alice.locator("#post-list li.post", has_text="Notes from the river")
+        row.get_by_role("button", name="Publish").click()
+        expect(row.get_by_role("button", name="Unpublish")).to_be_visible()
+        expect(bob.locator("#editor-lock")).to_contain_text("You can no longer edit this post")
+        expect(bob.locator("#post-state")).to_contain_text("This post is live")
+        expect(card.locator(".diff-line.added")).to_contain_text(["Alice's words, saved."])
+        expect(take).to_be_disabled()
+        expect(keep).to_be_disabled()
+        expect(body).to_have_value("Bob's words, not saved.")
+
+        row.get_by_role("button", name="Unpublish").click()
+        expect(bob.locator("#editor-lock")).to_be_empty()
+        expect(bob.locator("#post-state")).to_contain_text("This is a draft")
+        expect(take).to_be_enabled()
+        expect(keep).to_be_enabled()
+        keep.click()
+        expect(card).to_have_count(0)
+        expect(body).to_have_value("Bob's words, not saved.")
+        bob.get_by_role("button", name="Save", exact=True).click()
+        expect(bob.locator(".flash")).to_contain_text("Saved “Notes from the river”.")
+        assert errors == []
