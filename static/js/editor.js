@@ -228,6 +228,8 @@
         // One change can be announced twice (the chat's stream and the blog's channel): once is enough.
         if (same(version, seen) && version.status === seen.status) {
           var open = box.querySelector(".incoming");
+          // (An open card's words are this version's too: a cover changed since, its choices answer for this one.)
+          if (open) offered = version;
           if (!open && same(fields(form), saved)) known(version);
           else if (newCover && !open && same(version, saved)) {
             // Only the cover changed, and the person sees it now: their words are still based on the saved

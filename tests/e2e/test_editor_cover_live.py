@@ -104,3 +104,37 @@ def test_the_assistant_beside_the_editor_removes_the_cover_and_the_editor_shows_
     wait_turn_finished(page)
     expect(page.get_by_label("Body (markdown)")).to_have_value("Saved words.\nTyped, not saved.")
     assert errors == []
+
+
+def test_a_cover_changed_while_a_change_card_is_open_leaves_the_cards_choice_answering_for_it(
+    server_factory, context
+):
+    """A (alice's editor) has words typed; in tab B she saves other words, and A offers the change ("Use the
+    saved version" / "Keep mine"). Then in B she sets a cover only. A shows the cover, the card as it was; "Keep
+    mine" and Save in A keep A's words and the cover, at once. Before, the card still answered for the version
+    before the cover, so that Save was refused as a change made meanwhile."""
+    base, a, edit_url = alice_editing_a_new_draft(server_factory, context, "Card and cover check")
+    errors: list[str] = []
+    a.on("pageerror", lambda exc: errors.append(str(exc)))
+    a.get_by_label("Body (markdown)").fill("Words typed in A.")
+    b = context.new_page()
+    b.goto(edit_url)
+    b.get_by_label("Body (markdown)").fill("Words saved in B.")
+    b.locator("#post-form").get_by_role("button", name="Save").click()
+    b.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    card = a.locator("#incoming .incoming")
+    expect(card.locator(".diff-line.added")).to_contain_text(["Words saved in B."])
+
+    save_cover_in(b, edit_url, width=64)
+    assert width_shown(a) == 64
+    expect(card.locator(".diff-line.added")).to_contain_text(["Words saved in B."])  # (the card as it was)
+
+    card.get_by_role("button", name="Keep mine").click()
+    expect(card).to_have_count(0)
+    a.locator("#post-form").get_by_role("button", name="Save").click()
+    a.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+    expect(a.locator(".flash")).to_contain_text("Saved “Card and cover check”.")
+    a.goto(edit_url)
+    expect(a.get_by_label("Body (markdown)")).to_have_value("Words typed in A.")
+    assert width_shown(a) == 64
+    assert errors == []
