@@ -30,7 +30,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.test_connectors_ui import authorization, register
 from tests.e2e.test_phone import PHONE
-from tests.e2e.ui import BLOG, PASSWORD, ask, login, new_chat, open_blog, post_item
+from tests.e2e.ui import BLOG, PASSWORD, ask, loads, login, new_chat, open_blog, post_item
 from tests.servers import ARTIFACTS
 
 AXE = Axe()
@@ -155,7 +155,8 @@ def test_alices_pages(server, page, context_options):
     audit(page, "blog-earlier-chats-open")
     page.locator("#assistant .history summary").click()
 
-    post_item(page, title).get_by_role("link", name="Edit", exact=True).click()
+    with loads(page):  # (its scripts too: htmx previews the body typed)
+        post_item(page, title).get_by_role("link", name="Edit", exact=True).click()
     body = page.get_by_label("Body (markdown)")
     body.fill("Herons at **dawn**, standing in the shallows.")
     expect(page.locator("#preview strong")).to_have_text("dawn")

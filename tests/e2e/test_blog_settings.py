@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, login
+from tests.e2e.ui import BLOG, MARK_BLOG_LIVE, expect_blog_live, loads, login
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,8 @@ def test_a_person_starts_renames_and_deletes_a_blog(server, page, context):
     base = server.url
     context.add_init_script(MARK_BLOG_LIVE)
     login(page, base, "bob")  # (an editor of field-notes, owner of nothing)
-    page.get_by_role("link", name="New blog").click()
+    with loads(page):  # (its scripts too: blog_new.js makes the address as the title is typed)
+        page.get_by_role("link", name="New blog").click()
     expect(page).to_have_url(f"{base}/blogs/new/")
     page.get_by_label("Title").fill("Café Heron Log")
     address = page.get_by_label("Address")

@@ -12,7 +12,17 @@ from PIL import Image, ImageChops
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import NO_LIMITS
-from tests.e2e.ui import BLOG, chat_input, login, new_chat, post_item, replies, user_messages, wait_turn_finished
+from tests.e2e.ui import (
+    BLOG,
+    chat_input,
+    loads,
+    login,
+    new_chat,
+    post_item,
+    replies,
+    user_messages,
+    wait_turn_finished,
+)
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 SMALL_PHONE = {"viewport": {"width": 360, "height": 640}, "is_mobile": True, "has_touch": True}
@@ -390,8 +400,9 @@ def test_earlier_chats_open_within_the_screen(server, page, context_options):
     new_chat(page, base)
     tap_send(page, "list my posts")
     wait_turn_finished(page)
-    page.locator("#assistant").get_by_role("button", name="New chat").tap()
-    page.wait_for_url(re.compile(r"[?&]chat="))
+    # (the new chat's page, loaded: the page left, a chat's too, matched wait_for_url before htmx had navigated)
+    with loads(page, re.compile(r"[?&]chat=")):
+        page.locator("#assistant").get_by_role("button", name="New chat").tap()
     page.get_by_role("link", name="Assistant").tap()
     head = page.locator(".assistant-head")
     new, earlier = head.get_by_role("button", name="New chat"), head.locator(".history summary")

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import BLOG, ask, login, new_chat
+from tests.e2e.ui import BLOG, ask, loads, login, new_chat
 from tests.servers import ARTIFACTS
 
 SHOTS = ARTIFACTS / "screenshots"
@@ -68,7 +68,8 @@ def test_a_viewer_made_an_editor_may_be_allowed_the_assistant_in_the_same_save(s
     page.get_by_label("Role of carol").select_option("editor")
     expect(box).to_be_enabled()
     box.check()
-    page.get_by_role("button", name="Save carol").click()
+    with loads(page):  # (its scripts too: members.js makes the box follow the role chosen below)
+        page.get_by_role("button", name="Save carol").click()
     expect(page.get_by_role("status")).to_have_text("carol is now an editor and may use the assistant.")
     expect(page.get_by_label("Role of carol")).to_have_value("editor")
     expect(page.get_by_role("checkbox", name="carol may use the assistant")).to_be_checked()

@@ -146,7 +146,7 @@ def test_the_editors_suggested_requests_work_with_the_demo(demo_server, page):
     """What the empty chat beside an editor suggests is what the demo does: “tighten the second paragraph”
     changes the body in the open editor and its preview, as any assistant edit does, and “suggest three
     titles” answers with three."""
-    from tests.e2e.ui import chat_input, post_item, replies, send, wait_turn_finished
+    from tests.e2e.ui import chat_input, loads, post_item, replies, send, wait_turn_finished
 
     base = demo_server.url
     login(page, base, "alice")
@@ -156,7 +156,8 @@ def test_the_editors_suggested_requests_work_with_the_demo(demo_server, page):
         "Morning light on the water.\n\nThe heron was *really* very still, and it was just quiet."
     )
     page.get_by_role("button", name="Create draft").click()
-    post_item(page, "Tighten check").get_by_role("link", name="Edit", exact=True).click()
+    with loads(page):  # (its scripts too: send's Enter needs the composer's)
+        post_item(page, "Tighten check").get_by_role("link", name="Edit", exact=True).click()
     expect(page.locator("#assistant .hint")).to_contain_text("“tighten the second paragraph”")
     expect(page.locator("#preview")).to_contain_text("very still")
 

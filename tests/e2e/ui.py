@@ -72,6 +72,21 @@ def expect_blog_live(page: Page) -> None:
     expect(page.locator("html[data-blog-live]")).to_have_count(1)
 
 
+@contextlib.contextmanager
+def loads(page: Page, url: str | re.Pattern[str] | None = None) -> Iterator[None]:
+    """`with loads(page): <a click, submit or Enter that opens a page>`: the block returns once that page
+    has loaded.
+
+    A click waits at most for the navigation it starts, not for the page it opens, whose scripts (htmx,
+    static/js/*) are deferred: they have run by its `load` event, and until then an htmx button, the chat's
+    Enter or editor.js does nothing. This waits for the next navigation (to `url`, when given) and its
+    `load` (Playwright's `expect_navigation`, listening from before the block). `wait_for_url` after the
+    click returns at once when the page being left already matches, as it does when htmx opens the next
+    page only once its request is answered (New chat, from a chat's page)."""
+    with page.expect_navigation(url=url, wait_until="load"):
+        yield
+
+
 def login(page: Page, base: str, username: str, password: str = PASSWORD) -> None:
     page.goto(f"{base}/accounts/login/")
     fill_sign_in(page, username, password)
