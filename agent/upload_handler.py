@@ -15,7 +15,7 @@ from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpRequest, QueryDict
 from django.utils.datastructures import MultiValueDict
 
-from agent.uploads import Limits, too_large_file, too_large_total
+from agent.uploads import Limits, too_large_file, too_large_total, too_many_files
 
 #: Room for the message's text and the multipart framing on top of the files themselves.
 OVERHEAD = 256 * 1024
@@ -38,7 +38,7 @@ class UploadLimitHandler(FileUploadHandler):
         super().new_file(*args, **kwargs)
         self.current, self.count = 0, self.count + 1
         if self.count > self.limits.files:
-            self._stop("too_many_files", f"Attach at most {self.limits.files} files to one message.")
+            self._stop("too_many_files", too_many_files(self.limits))
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
         self.current += len(raw_data)

@@ -117,10 +117,16 @@ def check_all(files: Iterable[tuple[str, bytes]], limits: Limits | None = None) 
     limits = limits or Limits.from_settings()
     files = list(files)
     if len(files) > limits.files:
-        raise UploadRefused(f"Attach at most {limits.files} files to one message.", "too_many_files")
+        raise UploadRefused(too_many_files(limits), "too_many_files")
     if sum(len(data) for _, data in files) > limits.per_message:
         raise UploadRefused(too_large_total(limits), "too_large", 413)
     return [check_one(name, data, limits) for name, data in files]
+
+
+def too_many_files(limits: Limits) -> str:
+    if limits.files == 1:
+        return "Attach at most one file to one message."
+    return f"Attach at most {limits.files} files to one message."
 
 
 def too_large_total(limits: Limits) -> str:

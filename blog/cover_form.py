@@ -36,6 +36,10 @@ class CoverRefused(Exception):
         self.message = message
 
 
+#: A form that sent more than one file for the cover (the page's sends one; a crafted one can send more).
+ONE_IMAGE = "A cover is one image: choose one."
+
+
 def limits() -> Limits:
     """The chat's per-file cap for the one image; the body may carry the form's words besides."""
     chat = Limits.from_settings()
@@ -107,7 +111,8 @@ def store(request: HttpRequest, blog: Blog) -> services.Cover | None:
     upload = request.FILES.get(FIELD)  # (first: the form is read, and an upload stopped, here)
     refused = refusal_of(request)
     if refused is not None:
-        raise CoverRefused(refused[1])
+        # (two files: a form of the page's sends one; the chat's sentence would speak of a message)
+        raise CoverRefused(ONE_IMAGE if refused[0] == "too_many_files" else refused[1])
     if upload is None:
         return None
     with upload.open("rb") as fh:

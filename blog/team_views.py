@@ -117,7 +117,10 @@ def _blog_import(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpR
     if request.method != "POST":
         return _import_page(request, blog, "")
     upload = request.FILES.get("file")  # (read here: the handler's refusal is known once the form is read)
-    if refusal_of(request):
+    refused = refusal_of(request)
+    if refused and refused[0] == "too_many_files":  # (the page's form sends one; a crafted one can send more)
+        return _import_page(request, blog, "Choose one file to import: nothing was imported.", status=400)
+    if refused:
         return _import_page(request, blog, _too_large(), status=413)
     if upload is None:
         return _import_page(request, blog, "Choose a file to import.", status=400)

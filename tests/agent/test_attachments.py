@@ -209,6 +209,10 @@ def test_limits_per_file_per_message_and_count():
         check_all([("a.txt", b"a" * 800), ("b.txt", b"b" * 800)], small)
     with pytest.raises(UploadRefused, match="Attach at most 2 files"):
         check_all([("a.txt", b"a")] * 3, small)
+    one = Limits(per_file=1000, per_message=1500, files=1, pixels=1000)
+    with pytest.raises(UploadRefused) as refused:
+        check_all([("a.txt", b"a")] * 2, one)
+    assert refused.value.args == ("Attach at most one file to one message.",)
 
 
 # --- the API ------------------------------------------------------------------------------------

@@ -203,6 +203,16 @@ def test_a_refused_image_keeps_the_words_and_stores_nothing(team, media, setting
     assert (post.title, post.cover_ref, covers_stored(media)) == ("Walk", "", [])
 
 
+def test_a_crafted_form_with_two_images_is_told_a_cover_is_one_and_keeps_the_words(team, media):
+    client = browser(team.owner)
+    response = client.post(NEW, {"cover": [image("a.png"), image("b.png")], "title": "My title", "body": "My words."})
+    html = response.content.decode()
+    assert field_error(html).startswith("A cover is one image: choose one. Nothing was saved")
+    assert "message" not in field_error(html)
+    assert 'value="My title"' in html and ">My words.</textarea>" in html
+    assert (Post.objects.count(), covers_stored(media)) == (0, [])
+
+
 def test_a_body_far_over_the_cap_is_not_read_and_stores_nothing(team, media, settings):
     settings.AGENT_MAX_UPLOAD_MB = 20 / 1024
     client = browser(team.owner)

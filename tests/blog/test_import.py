@@ -241,6 +241,14 @@ def test_too_many_entries_are_refused_from_the_end_record_before_zipfile_reads_t
     assert opened == []
 
 
+def test_a_crafted_form_with_two_files_is_told_to_choose_one(team, media):
+    md = b"# A post\n\nWords.\n"
+    response = browser(team.owner).post(URL, {"file": [SimpleUploadedFile("a.md", md), SimpleUploadedFile("b.md", md)]})
+    assert response.status_code == 400
+    assert response.context["error"] == "Choose one file to import: nothing was imported."
+    assert not Post.objects.exists()
+
+
 def test_an_upload_over_the_imports_cap_is_refused_with_the_cap(team, media, monkeypatch):
     monkeypatch.setattr(imports, "MAX_UPLOAD_BYTES", 1000)
     client = browser(team.owner)

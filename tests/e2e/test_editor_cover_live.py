@@ -106,9 +106,7 @@ def test_the_assistant_beside_the_editor_removes_the_cover_and_the_editor_shows_
     assert errors == []
 
 
-def test_a_cover_changed_while_a_change_card_is_open_leaves_the_cards_choice_answering_for_it(
-    server_factory, context
-):
+def test_a_cover_changed_while_a_change_card_is_open_leaves_the_cards_choice_answering_for_it(server_factory, context):
     """A (alice's editor) has words typed; in tab B she saves other words, and A offers the change ("Use the
     saved version" / "Keep mine"). Then in B she sets a cover only. A shows the cover, the card as it was; "Keep
     mine" and Save in A keep A's words and the cover, at once. Before, the card still answered for the version
