@@ -50,7 +50,8 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         if page is not None:
-            messages.error(request, f"Your message was not sent. {exc.message}")
+            # (fail_silently: a project without django.contrib.messages still gets the redirect)
+            messages.error(request, f"Your message was not sent. {exc.message}", fail_silently=True)
             return redirect(page)
         if exc.code == "turn_in_progress":
             return still_answering(request, session)
@@ -194,7 +195,7 @@ def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpRes
     page = page_without_scripts(request, session)
     if page is not None:
         if outcome == "error":
-            messages.error(request, payload[2])
+            messages.error(request, payload[2], fail_silently=True)
         return redirect(page)
     context = {"approval_id": approval_id, "approved": approve, "outcome": outcome}
     if outcome == "error":
