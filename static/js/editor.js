@@ -205,10 +205,14 @@
       return changed;
     }
 
-    function say(text) {
+    // Who changed the post, and how, as the server said it (blog.views.changed_by).
+    function whoChanged(version) { return version.changed || "This post changed"; }
+
+    // One line in place of what the box showed; `heard`: a change to the post heard and shown (.incoming-note).
+    function say(text, heard) {
       box.innerHTML = "";
       var notice = document.createElement("p");
-      notice.className = "notice";
+      notice.className = heard ? "notice incoming-note" : "notice";
       notice.textContent = text;
       box.appendChild(notice);
     }
@@ -237,12 +241,8 @@
             known(version);
           }
           if (newCover && !open) {
-            box.innerHTML = "";
-            var said = document.createElement("p");
-            said.className = "notice incoming-note";
-            said.textContent = (version.changed || "This post changed") + "; " +
-              (form.dataset.cover ? "the editor shows its cover now." : "it has no cover now.");
-            box.appendChild(said);
+            var now = form.dataset.cover ? "the editor shows its cover now." : "it has no cover now.";
+            say(whoChanged(version) + "; " + now, true);
           }
           return;
         }
@@ -262,11 +262,7 @@
           if (based) known(version);
           if (box.querySelector(".incoming")) { offered = version; return; }
           if (based) {
-            box.innerHTML = "";
-            var told = document.createElement("p");
-            told.className = "notice incoming-note";
-            told.textContent = (version.changed || "This post changed") + ".";
-            box.appendChild(told);
+            say(whoChanged(version) + ".", true);
             return;
           }
         }
@@ -276,10 +272,7 @@
           // Nothing typed since the last save: the editor simply shows the new version.
           if (!same(version, saved)) {
             take(version);
-            var note = document.createElement("p");
-            note.className = "notice incoming-note";
-            note.textContent = (version.changed || "This post changed") + "; the editor shows the saved version.";
-            box.appendChild(note);
+            say(whoChanged(version) + "; the editor shows the saved version.", true);
           } else {
             known(version);  // (the saved words are those the form holds)
           }
