@@ -91,6 +91,12 @@ def said_chat(user: Any, blog: Blog, post: Post | None = None, text: str = "hell
 
 
 @pytest.fixture
+def approvals_on(settings):
+    """Publishing and deleting wait for the person's OK."""
+    settings.AGENT_CONFIRM_TOOLS = ["delete_post", "publish_post"]
+
+
+@pytest.fixture
 def chat_for():
     return blog_chat
 

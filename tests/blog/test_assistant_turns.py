@@ -54,11 +54,6 @@ def no_approvals(settings):
 
 
 @pytest.fixture
-def approvals_on(settings):
-    settings.AGENT_CONFIRM_TOOLS = ["delete_post", "publish_post"]
-
-
-@pytest.fixture
 def grant_tools(team):
     """Test-only tools that change the grant while a turn runs, as a person on the Clients screen would."""
 

@@ -17,7 +17,6 @@ from blog.chat import start_session
 from blog.models import Post
 from tests.blog.conftest import ALL, browser, make_post, said_chat, set_consent
 from tests.blog.test_assistant_turns import publish_awaiting_approval, say
-from tests.blog.test_chat_notices import approvals_on  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +140,7 @@ def test_a_chat_form_sent_by_a_script_is_answered_with_the_fragment_as_before(te
     assert htmx.status_code == 200 and "/blogs/notes/" not in htmx.get("Location", "")
 
 
-def test_an_approval_decided_as_a_page_goes_back_to_the_chat(team, script, approvals_on):  # noqa: F811
+def test_an_approval_decided_as_a_page_goes_back_to_the_chat(team, script, approvals_on):
     set_consent(team.owner, team.blog, ALL)
     _api, chat, draft, approval_id = publish_awaiting_approval(team, script, team.owner)
     client = browser(team.owner)

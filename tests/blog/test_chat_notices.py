@@ -24,11 +24,6 @@ from tests.blog.test_assistant_turns import publish_awaiting_approval, say
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def approvals_on(settings):
-    settings.AGENT_CONFIRM_TOOLS = ["delete_post", "publish_post"]
-
-
 EVENT_SOURCE = {"HTTP_ACCEPT": "text/event-stream"}
 NO_ACCESS = b"event: superseded\ndata: "
 

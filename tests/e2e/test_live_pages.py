@@ -205,9 +205,7 @@ def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_witho
     it keeps them. She ticks it again: the panel comes back, answers, and the post's words are still his."""
     server = server_factory("demo-editor-assistant-follows", AGENT_BACKEND="demo", **NO_LIMITS)
     context.add_init_script(MARK_BLOG_LIVE)
-    bob = context.new_page()
-    errors: list[str] = []
-    bob.on("pageerror", lambda exc: errors.append(str(exc)))
+    bob, errors = _page_collecting_errors(context)
     login(bob, server.url, "bob")
     bob.goto(f"{server.url}/blogs/{BLOG}/")
     bob.locator("#post-list li.post").first.get_by_role("link", name="Edit").click()
@@ -257,6 +255,14 @@ def test_the_assistant_beside_a_posts_editor_follows_may_use_the_assistant_witho
         assert errors == []
 
 
+def _page_collecting_errors(context):
+    """A new page of `context`, and the list its script errors are collected in."""
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page, errors
+
+
 def _edit_the_draft(bob, server) -> None:
     login(bob, server.url, "bob")
     bob.goto(f"{server.url}/blogs/{BLOG}/")
@@ -287,9 +293,7 @@ def test_a_posts_editor_says_at_once_when_its_member_may_no_longer_edit_and_keep
 
     server = server_factory("demo-editor-role", AGENT_BACKEND="demo", **NO_LIMITS)
     context.add_init_script(MARK_BLOG_LIVE)
-    bob = context.new_page()
-    errors: list[str] = []
-    bob.on("pageerror", lambda exc: errors.append(str(exc)))
+    bob, errors = _page_collecting_errors(context)
     _edit_the_draft(bob, server)
     title, body = bob.locator("#post-form").get_by_label("Title"), bob.get_by_label("Body (markdown)")
     save_button, notice = bob.get_by_role("button", name="Save", exact=True), bob.locator("#editor-lock")
@@ -411,9 +415,7 @@ def test_an_editor_whose_post_is_only_published_elsewhere_shows_no_card_and_save
     Before, the card offered his own edits as a change, and a Save without answering it was refused."""
     server = server_factory("demo-editor-state-only", AGENT_BACKEND="demo", **NO_LIMITS)
     context.add_init_script(MARK_BLOG_LIVE)
-    bob = context.new_page()
-    errors: list[str] = []
-    bob.on("pageerror", lambda exc: errors.append(str(exc)))
+    bob, errors = _page_collecting_errors(context)
     _edit_the_draft(bob, server)
     title, body = bob.locator("#post-form").get_by_label("Title"), bob.get_by_label("Body (markdown)")
     title.fill("Notes from the river, retitled")
@@ -458,9 +460,7 @@ def test_an_open_change_card_cannot_be_answered_while_the_editor_is_locked(serve
     context.add_init_script(MARK_BLOG_LIVE)
     with signed_in(browser, server.url, "alice") as alice:
         _seat_saver(alice, server)("bob", "author")
-        bob = context.new_page()
-        errors: list[str] = []
-        bob.on("pageerror", lambda exc: errors.append(str(exc)))
+        bob, errors = _page_collecting_errors(context)
         _edit_the_draft(bob, server)
         body = bob.get_by_label("Body (markdown)")
         body.fill("Bob's words, not saved.")
