@@ -10,7 +10,6 @@ chats on one blog are few enough to be read through.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -19,17 +18,15 @@ from urllib.parse import urlencode
 from django.db.models import CharField, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Cast, Concat, Greatest, StrIndex, Substr, Upper
 from django.http import QueryDict
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from agent.models import Part, Session
 from agent.values import without_nul
+from blog import snippets
+from blog.snippets import AFTER_CHARS, BEFORE_CHARS
 
 #: The longest search, as the longest name a chat can have (`agent.titles.TITLE_MAX`).
 MAX_QUERY_CHARS = 200
-#: How much of a snippet comes before the match, and after it.
-BEFORE_CHARS = 40
-AFTER_CHARS = 70
 
 
 @dataclass(frozen=True)
@@ -94,32 +91,5 @@ def snippet(session: Any, words: str) -> SafeString:
     found = getattr(session, "found", None)
     if found:
         at, _, window = found.partition(":")
-        return _marked(window, words, cut_start=int(at) > BEFORE_CHARS + 1)
-    return _marked(session.title, words)
-
-
-def _marked(text: str, words: str, *, cut_start: bool = False) -> SafeString:
-    """`text` around the first match of `words`, on one line, "…" where it is cut, from and to a word's
-    edge there (never inside a word, nor a letter and its accent)."""
-    match = re.search(re.escape(words), text, re.IGNORECASE)
-    if match is None:
-        return SafeString("")
-    begin, end = max(match.start() - BEFORE_CHARS, 0), match.end() + AFTER_CHARS
-    before, after = _one_line(text[begin : match.start()]), _one_line(text[match.end() : end])
-    cut_start, cut_end = cut_start or begin > 0, end < len(text)
-    if cut_start:
-        before = before.split(" ", 1)[1] if " " in before else before
-    if cut_end:
-        after = after.rsplit(" ", 1)[0] if " " in after else after
-    return format_html(
-        "{}{}<mark>{}</mark>{}{}",
-        "…" if cut_start else "",
-        before.lstrip(),
-        _one_line(match.group(0)),
-        after.rstrip(),
-        "…" if cut_end else "",
-    )
-
-
-def _one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text)
+        return snippets.marked(window, words, cut_start=int(at) > BEFORE_CHARS + 1)
+    return snippets.marked(session.title, words)

@@ -237,7 +237,7 @@ class DemoBackend(Backend):
             return not_allowed(needed), []
         if kind == "list":
             return f"Let me look at your {LISTED[title]}.", [("list_posts", {"status": title} if title else {})]
-        if kind == "search":  # posts by their words: list_posts' query (a title search), and a status if named
+        if kind == "search":  # posts by their words: list_posts' query (titles and texts), and a status if named
             args = search_args(text)
             return f"Looking for {LISTED[args.get('status', '')]} that mention “{title}”.", [("list_posts", args)]
         if kind in ("titles", "tighten"):
@@ -386,19 +386,21 @@ class DemoBackend(Backend):
         return done
 
     def _found(self, result: dict[str, Any], args: dict[str, str]) -> str:
-        """What a search found, listed as a list is; it searched the titles (`list_posts`' query), and says so."""
+        """What a search found (`list_posts`' query: titles and texts), listed as a list is, each post found
+        by its text with the line that holds the words."""
         items, listed, words = result.get("items", []), LISTED[args.get("status", "")], args.get("query", "")
         if not items:
-            return f"No {listed} mention “{words}” in their titles."
-        return f"Here are your {listed} whose titles mention “{words}”:\n\n{_lines(items)}\n"
+            return f"No {listed} mention “{words}”."
+        return f"Here are your {listed} that mention “{words}”:\n\n{_lines(items)}\n"
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
         """Act on the listed post titled `title` (or the one post the search found). Titles may repeat:
         of several, the one the request fits (a draft to publish, a published post to unpublish), else
         the one edited most recently, whatever the list's order; the answer says which and why."""
         exact = [p for p in items if p["title"].casefold() == title.casefold()]
-        if not exact and len(items) == 1:
-            exact = items
+        titled = [p for p in items if "excerpt" not in p]  # (a post found by its text alone is not the one named)
+        if not exact and len(titled) == 1:
+            exact = titled
         if not exact:
             return f"I couldn't find a post titled “{title}”.", []
         tool = NEEDS[kind]
@@ -436,8 +438,10 @@ STATE_WORDS = {Post.DRAFT: "the draft", Post.PUBLISHED: "the published one"}
 
 
 def _lines(items: list[dict[str, Any]]) -> str:
-    """Listed posts, one line each: the title, then the status."""
-    return "\n".join(f"- **{p['title']}** ({p['status']})" for p in items)
+    """Listed posts, one line each: the title, then the status, then a search's line of its text if any."""
+    return "\n".join(
+        f"- **{p['title']}** ({p['status']})" + (f": “{p['excerpt']}”" if p.get("excerpt") else "") for p in items
+    )
 
 
 def _edited(summary: dict[str, Any]) -> datetime:

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from blog import covers, grants, services
+from blog import covers, grants, services, snippets
 from blog.access import DELETE, PUBLISH, READ, WRITE
 from blog.grants import Actor
 from blog.models import Blog, Post
@@ -40,9 +40,14 @@ def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None
     posts = Post.objects.filter(blog=blog)
     if status:
         posts = posts.filter(status=status)
-    if query:
-        posts = services.posts_title_contains(posts, query)
-    return [services.post_summary(p) for p in posts[:100]], []
+    if not query:
+        return [services.post_summary(p) for p in posts[:100]], []
+    found = []
+    for post in services.posts_matching(posts, query)[:100]:
+        summary = services.post_summary(post)
+        excerpt = snippets.plain(services.matched_text(post, query), query)
+        found.append({**summary, "excerpt": excerpt} if excerpt else summary)
+    return found, []
 
 
 def _get(actor: Actor, blog: Blog, post_id: int):
@@ -146,11 +151,16 @@ OPERATIONS: dict[str, Operation] = {
     for op in [
         Operation(
             "list_posts",
-            "List this blog's posts (newest first), optionally by status or a title search.",
+            "List this blog's posts (newest first), optionally by status or by words in their title or text; a post"
+            " found by its text comes with an excerpt, the line that holds the words.",
             _obj(
                 {
                     "status": {"type": "string", "enum": ["draft", "published"]},
-                    "query": {"type": "string", "maxLength": 200},
+                    "query": {
+                        "type": "string",
+                        "maxLength": 200,
+                        "description": "Words to find in a post's title or text, in any letter case.",
+                    },
                 },
                 [],
             ),

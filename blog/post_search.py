@@ -1,20 +1,22 @@
 """The All posts page's search: what its form asked (`?q=`, `?status=`), read without ever failing,
-and the posts that match it (the title by `services.posts_title_contains`, as the assistant's
-`list_posts` matches it)."""
+the posts that match it (by their title or text: `services.posts_matching`, as the assistant's
+`list_posts` matches them) and, for each found by its text, the line that holds the words."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.db.models import QuerySet
 from django.http import QueryDict
+from django.utils.safestring import SafeString
 
 from agent.values import without_nul
-from blog import services
+from blog import services, snippets
 from blog.models import Blog, Post
 
-#: The longest search: a title is at most 200 characters (`services.clean_title`), as the tool's query.
+#: The longest search, as the tool's query: the longest title (`services.clean_title`).
 MAX_QUERY_CHARS = 200
 #: The status filter's choices, "" for every status; each with what a count of its posts is called.
 STATUSES = {
@@ -36,7 +38,7 @@ class Search:
 
     @property
     def words(self) -> str:
-        """The title words it looks for, as a title is kept (no spaces around, no NUL: `clean_title`)."""
+        """The words it looks for, as a title is kept (no spaces around, no NUL: `clean_title`)."""
         return without_nul(self.q.strip())
 
     @property
@@ -50,7 +52,7 @@ class Search:
 
     @property
     def capped(self) -> bool:
-        """Whether its matches were matched here, not by the database, and so at most TITLE_MATCHES_MAX."""
+        """Whether its matches were matched here, not by the database, and so at most MATCHES_MAX."""
         return bool(self.words) and not self.words.isascii()
 
     def noun(self, count: int) -> str:
@@ -66,13 +68,20 @@ class Search:
         if self.status:
             posts = posts.filter(status=self.status)
         if self.words:
-            posts = services.posts_title_contains(posts, self.words)
+            posts = services.posts_matching(posts, self.words)
         return posts
+
+    def line(self, post: Post) -> SafeString:
+        """The line of `post`'s text that holds the words, marked, when its title does not ("" else)."""
+        if not self.words:
+            return SafeString("")
+        words = unicodedata.normalize("NFC", self.words)  # (as the search was made: `posts_matching`)
+        return snippets.marked(services.matched_text(post, words), words)
 
 
 def read(params: QueryDict) -> Search:
     """The search a page's query asks for. A status it does not know searches every status; a search
-    longer than any title searches nothing; each says so."""
+    longer than a search may be searches nothing; each says so."""
     q, status = params.get("q", ""), params.get("status", "")
     problems = []
     if status not in STATUSES:
@@ -81,6 +90,6 @@ def read(params: QueryDict) -> Search:
     too_long = len(q) > MAX_QUERY_CHARS
     if too_long:
         problems.append(
-            f"A title is at most {MAX_QUERY_CHARS} characters, and this search has {len(q):,}: shorten it to search."
+            f"A search can be at most {MAX_QUERY_CHARS} characters, and this one has {len(q):,}: shorten it."
         )
     return Search(q=q, status=status, problem=" ".join(problems), too_long=too_long)

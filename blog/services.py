@@ -11,13 +11,13 @@ from typing import Any
 
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet, Value
+from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.text import slugify
 
 from agent.values import nothing_visible, without_nul
-from blog import grants, live
+from blog import grants, live, snippets
 from blog.grants import Actor
 from blog.models import Blog, Post, PostRevision
 
@@ -356,24 +356,37 @@ def posts_titled(blog_id: int, title: str, exclude: int | None = None) -> list[P
     return list(others.filter(pk__in=found[:NAMESAKES_SHOWN]))
 
 
-#: A title search with letters beyond ASCII finds at most this many posts (`posts_title_contains`).
-TITLE_MATCHES_MAX = 100
+#: A search with letters beyond ASCII finds at most this many posts (`posts_matching`).
+MATCHES_MAX = 100
 
 
-def posts_title_contains(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
-    """Those of `posts` whose title holds `query`, whatever the case of its letters in any script, in
-    `posts`' order: the search of the assistant's `list_posts` and of the All posts page. The query is
-    composed first (NFC), as every title is (`clean_title`).
+def posts_matching(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
+    """Those of `posts` whose title or text (the markdown body, as saved) holds `query`, whatever the case
+    of its letters in any script, in `posts`' order: the search of the assistant's `list_posts` and of the
+    All posts page. The query is composed first (NFC), as every title is (`clean_title`).
 
     The database folds case for ASCII letters (SQLite's LIKE folds no others; PostgreSQL's depends on
-    the server's locale), so a query with other letters is matched here, on the titles alone (one
-    read of ids and titles), keeping the first TITLE_MATCHES_MAX."""
+    the server's locale), so a query with other letters is matched here, on the titles and the texts
+    (one read of ids, titles and texts, each text composed as the query is), keeping the first
+    MATCHES_MAX. No index serves a search inside text: a blog's posts are few enough to be read through."""
     query = unicodedata.normalize("NFC", query)
     if query.isascii():
-        return posts.filter(title__icontains=query)
+        return posts.filter(Q(title__icontains=query) | Q(body__icontains=query))
     folded = query.casefold()
-    found = [pk for pk, title in posts.values_list("pk", "title").iterator() if folded in title.casefold()]
-    return posts.filter(pk__in=found[:TITLE_MATCHES_MAX])
+    found = [
+        pk
+        for pk, title, body in posts.values_list("pk", "title", "body").iterator()
+        if folded in title.casefold() or folded in unicodedata.normalize("NFC", body).casefold()
+    ]
+    return posts.filter(pk__in=found[:MATCHES_MAX])
+
+
+def matched_text(post: Post, words: str) -> str:
+    """`post`'s text (composed, as `posts_matching` reads it) when a search for `words` found the post by
+    its text, not its title; else "". A search's line of a post (`snippets`) is read from it: what tells
+    its reader why a post whose title lacks the words was found."""
+    words = unicodedata.normalize("NFC", words)
+    return "" if snippets.around(post.title, words) else unicodedata.normalize("NFC", post.body)
 
 
 def namesakes_warning(post: Post) -> str:

@@ -119,8 +119,8 @@ def post_list(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
     """Every post of the blog, the most recently changed first, a page at a time: the blog page's list
-    stops at POSTS_SHOWN_MAX, and an older post stays a link away. Its form narrows them to a title's
-    words and a status (`blog/post_search.py`); a page past the last shows the last."""
+    stops at POSTS_SHOWN_MAX, and an older post stays a link away. Its form narrows them to words of a
+    title or a text, and a status (`blog/post_search.py`); a page past the last shows the last."""
     blog, seat, actor = membership(request, slug)
     search = post_search.read(request.GET)
     page = Paginator(search.posts(blog), ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
@@ -131,8 +131,9 @@ def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
         "search": search,
         "statuses": post_search.STATUSES,
         "found": search.noun(page.paginator.count),
-        "capped": search.capped and page.paginator.count >= services.TITLE_MATCHES_MAX,
-        "matches_max": services.TITLE_MATCHES_MAX,
+        "rows": [(post, search.line(post)) for post in page.object_list],
+        "capped": search.capped and page.paginator.count >= services.MATCHES_MAX,
+        "matches_max": services.MATCHES_MAX,
         "max_query": post_search.MAX_QUERY_CHARS,
     }
     return render(request, "blog/all_posts.html", context)

@@ -780,14 +780,14 @@ def test_a_search_is_split_from_the_requests_around_it():
         (
             "find posts about birds",
             {"query": "birds"},
-            "Here are your posts whose titles mention “birds”:",
-            "No posts mention “birds” in their titles.",
+            "Here are your posts that mention “birds”:",
+            "No posts mention “birds”.",
         ),
         (
             "find drafts about birds",
             {"query": "birds", "status": "draft"},
-            "Here are your drafts whose titles mention “birds”:",
-            "No drafts mention “birds” in their titles.",
+            "Here are your drafts that mention “birds”:",
+            "No drafts mention “birds”.",
         ),
     ],
 )
@@ -810,8 +810,8 @@ def test_a_search_without_the_read_grant_is_refused_in_the_clients_screens_words
 
 @pytest.mark.django_db
 def test_the_demo_finds_posts_by_their_words_in_real_turns(team, consent, settings):
-    """Through real turns and tools: "find posts about birds" was help's answer; now it searches the titles,
-    by status when asked, and says so plainly when nothing matches."""
+    """Through real turns and tools: "find posts about birds" searches the titles and the texts, by status
+    when asked, shows the line of a text that holds the words, and says so plainly when nothing matches."""
     from agent import turns
     from agent.backends import reset_backends
     from blog.chat import start_session
@@ -823,6 +823,7 @@ def test_the_demo_finds_posts_by_their_words_in_real_turns(team, consent, settin
     make_post(team.blog, "Tide pools")
     make_post(team.blog, "Birds of the shore", published=True)
     make_post(team.blog, "Autumn birds")
+    make_post(team.blog, "Low water", body="Two shore BIRDS on the mud.", published=True)
     session = start_session(team.owner, team.blog)
 
     def turn(text):
@@ -835,15 +836,30 @@ def test_the_demo_finds_posts_by_their_words_in_real_turns(team, consent, settin
     assert calls == [("list_posts", {"query": "birds"})]
     assert said == (
         "Looking for posts that mention “birds”."
-        "Here are your posts whose titles mention “birds”:\n\n"
+        "Here are your posts that mention “birds”:\n\n"
+        "- **Low water** (published): “Two shore BIRDS on the mud.”\n"
         "- **Autumn birds** (draft)\n- **Birds of the shore** (published)\n"
     )
     said, calls = turn("find drafts about birds")
     assert calls == [("list_posts", {"query": "birds", "status": "draft"})]
-    assert said.endswith("Here are your drafts whose titles mention “birds”:\n\n- **Autumn birds** (draft)\n")
+    assert said.endswith("Here are your drafts that mention “birds”:\n\n- **Autumn birds** (draft)\n")
     said, calls = turn("Which posts mention herons?")
     assert calls == [("list_posts", {"query": "herons"})]
-    assert said.endswith("No posts mention “herons” in their titles.")
+    assert said.endswith("No posts mention “herons”.")
+
+
+def test_the_one_post_a_search_finds_by_its_text_alone_is_not_taken_for_the_post_named(settings):
+    """Asked to "publish Fish", it lists posts by "Fish": one found because its title holds the words is the one meant
+    (as ever); one found only because its text mentions them is not acted on."""
+    user, tools = _user("publish Fish"), [*EDIT_TOOLS, {"name": "publish_post", "description": "", "input_schema": {}}]
+    by_text = [{"id": 4, "title": "Low water", "status": "draft", "excerpt": "No fish today."}]
+    listed = _called("c1", "list_posts", {"items": by_text}, {"query": "Fish"})
+    text, calls = _turn(settings, "", user, *listed, tools=tools)
+    assert (text, calls) == ("I couldn't find a post titled “Fish”.", [])
+    titled = [{"id": 5, "title": "Fish soup", "status": "draft"}]
+    listed = _called("c1", "list_posts", {"items": titled}, {"query": "Fish"})
+    text, calls = _turn(settings, "", user, *listed, tools=tools)
+    assert calls == [("publish_post", {"post_id": 5})]
 
 
 class Recorded:

@@ -1,5 +1,5 @@
-"""Finding a post: the All posts page's search by a title's words and by status, and the one title match
-it shares with the assistant's `list_posts`."""
+"""Finding a post: the All posts page's search by the words of a title or a text and by status, and the
+one match it shares with the assistant's `list_posts`."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def summary(html: str) -> str:
 
 
 def box(html: str) -> str:
-    """What the page's "Title contains" box holds."""
+    """What the page's "Title or text contains" box holds."""
     return unescape(re.search(r'<input type="search" id="search-q" name="q"[^>]*value="([^"]*)"', html).group(1))
 
 
@@ -53,12 +53,14 @@ def birds(team):
     return team
 
 
-def test_the_page_and_the_assistant_match_titles_alike(birds):
-    """One match for both (`services.posts_title_contains`): what the tool lists, the page lists."""
+def test_the_page_and_the_assistant_match_alike(birds):
+    """One match for both (`services.posts_matching`): what the tool lists, the page lists."""
     actor = grants.person(birds.owner, birds.blog)
-    for query in ("heron", "HERON", "ärger", "ÄRGER", "A\u0308rger", "Fluss", "nothing"):
+    make_post(birds.blog, "Low water", body="The old HERON stood in the weir. Viel Ärger mit dem Wehr.")
+    queries = ("heron", "HERON", "ärger", "ÄRGER", "A\u0308rger", "Fluss", "weir", "WEHR", "nothing")
+    for query in queries:
         listed = [p["title"] for p in operations.perform_json("list_posts", actor, birds.blog, {"query": query})[0]]
-        shared = list(services.posts_title_contains(Post.objects.filter(blog=birds.blog), query))
+        shared = list(services.posts_matching(Post.objects.filter(blog=birds.blog), query))
         assert [p.title for p in shared] == listed, query
         assert titles(page(birds.owner, f"?q={query}")) == listed, query
 
@@ -146,7 +148,7 @@ def test_a_search_longer_than_any_title_is_refused_with_the_words_kept(birds):
     words = "heron " * 40  # 240 characters
     html = page(birds.owner, f"?q={words}")
     assert titles(html) == []
-    assert "A title is at most 200 characters, and this search has 240: shorten it to search." in html
+    assert "A search can be at most 200 characters, and this one has 240: shorten it." in html
     assert box(html) == words and 'aria-invalid="true"' in html
     assert 'maxlength="200"' in html
     assert summary(page(birds.owner, "?q=" + "h" * 200)) == "No posts match “" + "h" * 200 + "”. Clear the search"
@@ -180,7 +182,7 @@ def test_a_search_reads_one_count_and_one_page_whatever_it_finds(team):
 
     plain = queries("")
     assert queries("?q=ron&status=published") == plain  # one COUNT and one page, as without a search
-    assert queries("?q=h%C3%A9ron") == plain + 1  # beyond ASCII: the titles are read once, then matched here
+    assert queries("?q=h%C3%A9ron") == plain + 1  # beyond ASCII: titles and texts are read once, matched here
     make_post(team.blog, "One more héron")
     assert queries("?q=ron") == plain  # no query per post
     assert queries("?q=h%C3%A9ron") == plain + 1
@@ -189,10 +191,88 @@ def test_a_search_reads_one_count_and_one_page_whatever_it_finds(team):
 def test_a_search_beyond_ascii_says_when_it_found_as_many_as_it_keeps(team):
     Post.objects.bulk_create(
         Post(blog=team.blog, author=team.owner, title=f"Ärger {n}", slug=f"a-{n}", body="")
-        for n in range(services.TITLE_MATCHES_MAX + 5)
+        for n in range(services.MATCHES_MAX + 5)
     )
     html = page(team.owner, "?q=ärger")
-    assert len(titles(html)) == services.TITLE_MATCHES_MAX
-    assert summary(html).startswith(f"{services.TITLE_MATCHES_MAX} posts match “ärger”")
-    assert "A search with letters beyond A to Z finds at most the 100 most recently changed posts" in html
+    assert len(titles(html)) == services.MATCHES_MAX
+    assert summary(html).startswith(f"{services.MATCHES_MAX} posts match “ärger”")
+    assert (
+        "A search with letters beyond A to Z finds at most the 100 most recently changed posts; add more words to narrow it."
+        in html
+    )
     assert "letters beyond A to Z" not in page(team.owner, "?q=rger")  # (the database matched it: every one)
+
+
+def snippets(html: str) -> dict[str, str]:
+    """Each listed post's line of its text around the words (tags gone, the marked words in [brackets])."""
+    rows = re.findall(r'<li><a dir="auto" href="[^"]*">([^<]*)</a>(.*?)</li>', html, re.S)
+    lines = {}
+    for title, rest in rows:
+        found = re.search(r'<p class="post-snippet" dir="auto">(.*?)</p>', rest, re.S)
+        if found:
+            marked = found.group(1).replace("<mark>", "[").replace("</mark>", "]")
+            lines[unescape(title)] = unescape(marked)
+    return lines
+
+
+@pytest.fixture
+def texts(team):
+    """Posts found by the words of their text, not their title."""
+    make_post(
+        team.blog, "Low water", body="We walked the river at dusk.\n\nThe old HERON stood in the weir, still as a post."
+    )
+    make_post(team.blog, "Herons in winter", body="Nothing about the weir here.")
+    make_post(team.blog, "Am Wehr", body="Viel ÄRGER mit dem Wehr, sagt der Müller.", published=True)
+    make_post(team.blog, "Dull title", body="x" * 300 + " the kingfisher flashed past " + "y " * 200)
+    return team
+
+
+def test_a_member_finds_posts_by_the_words_of_their_text_each_with_the_line_that_holds_them(texts):
+    html = page(texts.editor, "?q=heron")
+    assert titles(html) == ["Herons in winter", "Low water"]
+    assert summary(html) == "2 posts match “heron”, the most recently changed first. Clear the search"
+    # The line of a text shown where the title does not hold the words: the words as written, marked.
+    assert snippets(html) == {
+        "Low water": "We walked the river at dusk. The old [HERON] stood in the weir, still as a post."
+    }
+    assert snippets(page(texts.editor, "?q=weir")) == {
+        "Low water": "…at dusk. The old HERON stood in the [weir], still as a post.",  # (from a word's start)
+        "Herons in winter": "Nothing about the [weir] here.",
+    }
+
+
+def test_a_long_text_shows_only_the_words_around_the_match(texts):
+    line = snippets(page(texts.owner, "?q=kingfisher"))["Dull title"]
+    assert line.startswith("…") and line.endswith("…") and "[kingfisher]" in line
+    assert len(line) < 130 and "xxxx" not in line  # (cut at a word's edge: the run of x is one word)
+
+
+def test_words_beyond_ascii_are_found_in_a_text_in_any_case(texts):
+    for query in ("ärger", "Ärger", "A%CC%88RGER"):
+        html = page(texts.viewer, f"?q={query}")
+        assert titles(html) == ["Am Wehr"], query
+        assert snippets(html) == {"Am Wehr": "Viel [ÄRGER] mit dem Wehr, sagt der Müller."}, query
+    assert titles(page(texts.viewer, "?q=m%C3%BCLLER")) == ["Am Wehr"]
+
+
+def test_the_assistant_finds_posts_by_their_text_and_reads_the_line_that_holds_the_words(texts):
+    actor = grants.person(texts.owner, texts.blog)
+    listed, effects = operations.perform_json("list_posts", actor, texts.blog, {"query": "weir"})
+    assert effects == []
+    by_title = {p["title"]: p for p in listed}
+    assert list(by_title) == ["Herons in winter", "Low water"]
+    # The line around the words, plain text (the tool's results are not HTML), where the title lacks them.
+    assert by_title["Low water"]["excerpt"] == "…at dusk. The old HERON stood in the weir, still as a post."
+    assert by_title["Herons in winter"]["excerpt"] == "Nothing about the weir here."
+    titled, _ = operations.perform_json("list_posts", actor, texts.blog, {"query": "herons"})
+    assert [p["title"] for p in titled] == ["Herons in winter"] and "excerpt" not in titled[0]
+    unsearched, _ = operations.perform_json("list_posts", actor, texts.blog, {})
+    assert all("excerpt" not in p for p in unsearched)
+    assert "title or text" in operations.OPERATIONS["list_posts"].description
+
+
+def test_a_text_is_shown_escaped_in_its_line(team):
+    make_post(team.blog, "Markup", body='A <script>alert("x")</script> the <b>word</b> after')
+    html = page(team.owner, "?q=word")
+    assert "<script>alert" not in html and "<b>word" not in html
+    assert snippets(html) == {"Markup": 'A <script>alert("x")</script> the <b>[word]</b> after'}
