@@ -80,9 +80,15 @@ def labelled(sessions) -> list[Session]:
 def shown_chats(ids: Any, words: str = "") -> list[Session]:
     """The chats of a page of a list (`ids`: a slice of its `values("pk")`), latest first, `labelled`, each
     with `found` for its snippet when a search found them (`words`). One statement: the slice is its
-    subquery, so the earlier chats the slice skips cost no label, no snippet."""
+    subquery, so the earlier chats the slice skips cost no label, no snippet (two for words with letters
+    beyond ASCII: the shown chats' texts are read and matched here, `chat_search.find_here`)."""
     chats = Session.objects.filter(pk__in=ids).order_by(LATEST_FIRST)
-    return labelled(chat_search.with_found(chats, words) if words else chats)
+    if not words or not words.isascii():
+        shown = labelled(chats)
+        if words:  # (letters the database does not fold: their texts read once, matched here)
+            chat_search.find_here(shown, words)
+        return shown
+    return labelled(chat_search.with_found(chats, words))
 
 
 def panel_context(
@@ -151,7 +157,8 @@ def _chats_page(
     search's match) is read for each chat up to the page, as any count or OFFSET must, but only the
     chats shown have their label and snippet read, in the statement around that slice (`shown_chats`).
     With the labels in the statement that pages, PostgreSQL worked out every skipped chat's label
-    before its OFFSET. Two statements (the count, the page), whatever the chats."""
+    before its OFFSET. Two statements (the count, the page), whatever the chats; a search with letters
+    beyond ASCII reads the chats' texts and titles once more each, and the shown chats' texts."""
     sessions = listed(blog_sessions(request.user, blog, post))
     if search.problem:
         sessions = sessions.none()
@@ -172,6 +179,8 @@ def _chats_page(
         "chats_url": _panel_url("chats", blog, post),
         "search": search,
         "max_query": chat_search.MAX_QUERY_CHARS,
+        "capped": not search.words.isascii() and page.paginator.count >= chat_search.MATCHES_MAX,
+        "matches_max": chat_search.MATCHES_MAX,
         "title_max": titles.TITLE_MAX,
         "rename": rename,
     }

@@ -3,9 +3,11 @@
 
 A chat is found when its title, or the text of any of its messages (what its person typed, the
 assistant's answers: the `text` parts, as the admin's search of chats reads `messages__parts__text`),
-holds the words, by `icontains`: the database folds the case of ASCII letters (SQLite's LIKE folds no
-others; PostgreSQL's follows the server's locale). No index serves a search inside text: a person's
-chats on one blog are few enough to be read through.
+holds the words, whatever the case of their letters: words of ASCII letters by the database
+(`icontains`, which folds the case of A to Z), others here (SQLite's LIKE folds no other letters, and
+PostgreSQL's follows the server's locale), over one read of the chats' texts and one of their titles, at
+most MATCHES_MAX found. No index serves a search inside text: a person's chats on one blog are few enough
+to be read through.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from blog.snippets import AFTER_CHARS, BEFORE_CHARS
 
 #: The longest search, as the longest name a chat can have (`agent.titles.TITLE_MAX`).
 MAX_QUERY_CHARS = 200
+#: A search with letters beyond ASCII finds at most this many chats, the latest (`matching`).
+MATCHES_MAX = 100
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,50 @@ def matching(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
     parts (by the message and part indexes, stopping at the first match), and the filter asks whether
     it found one. An EXISTS would say the same, but under the OR with the title PostgreSQL may read
     it as one set, every person's parts scanned (a hashed subplan over the whole table); a subquery
-    with LIMIT 1 is never read so."""
+    with LIMIT 1 is never read so.
+
+    Words with letters beyond ASCII are matched here instead (`found_here`), and the chats' `found` is
+    read for those a page shows (`find_here`)."""
+    if not words.isascii():
+        return sessions.filter(pk__in=found_here(sessions, words))
     sessions = with_found(sessions, words)
     return sessions.filter(Q(title__icontains=words) | Q(found__isnull=False))
+
+
+def found_here(sessions: QuerySet[Session], words: str) -> list[Any]:
+    """The ids of those of `sessions` whose title or said text holds `words` (composed, NFC, as `read`
+    makes them), letter case aside in any script, in `sessions`' order, at most MATCHES_MAX: one read of
+    their texts, then one of their ids and titles in order, each text and title composed and folded."""
+    folded = words.casefold()
+    texts = Part.objects.filter(message__session__in=sessions.values("pk"), type="text")
+    said = {
+        session_id
+        for session_id, text in texts.values_list("message__session_id", "text").iterator()
+        if folded in unicodedata.normalize("NFC", text).casefold()
+    }
+    found = []
+    for pk, title in sessions.values_list("pk", "title").iterator():
+        if pk in said or folded in unicodedata.normalize("NFC", title).casefold():
+            found.append(pk)
+            if len(found) == MATCHES_MAX:
+                break
+    return found
+
+
+def find_here(chats: list[Any], words: str) -> None:
+    """Give each of `chats` (those a page shows) `found`, as `with_found` does, for words it cannot match:
+    "1:" and the whole of its first text that holds them, composed (one read of their texts, in order),
+    which `snippet` cuts to a line; None when none does."""
+    folded = words.casefold()
+    texts = Part.objects.filter(message__session__in=[c.pk for c in chats], type="text")
+    first: dict[Any, str] = {}
+    ordered = texts.order_by("message__position", "position").values_list("message__session_id", "text")
+    for session_id, text in ordered.iterator():
+        text = unicodedata.normalize("NFC", text)
+        if session_id not in first and folded in text.casefold():
+            first[session_id] = text
+    for chat in chats:
+        chat.found = f"1:{first[chat.pk]}" if chat.pk in first else None
 
 
 def with_found(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:

@@ -175,3 +175,62 @@ def test_a_nul_or_letters_beyond_ascii_are_searched_safely(team):
     assert "No chats match" in search(client, "caf\x00é")
     assert snippets(search(client, "café")) == ["Un <mark>café</mark> noir, s&#x27;il vous plaît"]
     assert snippets(search(client, "cafe\u0301")) == ["Un <mark>café</mark> noir, s&#x27;il vous plaît"]  # (NFC)
+
+
+def test_letters_beyond_ascii_are_found_whatever_their_case_in_text_and_name(team):
+    """SQLite's LIKE folds the case of A to Z only: a search with other letters is matched here, so
+    "ärger" finds "ÄRGER" and "Ärger" on either database, and each is marked as written."""
+    loud = aged(said_chat(team.editor, team.blog, text="So viel ÄRGER mit dem Wehr"), 30)
+    answered = aged(said_chat(team.editor, team.blog, text="Was nun?"), 20)
+    answer(answered, "Ärger vergeht.")
+    named = aged(said_chat(team.editor, team.blog, text="nichts"), 10)
+    Session.objects.filter(pk=named.pk).update(title="ÄRGERLICH")
+    aged(said_chat(team.editor, team.blog, text="Arger without an umlaut"), 5)
+    said_chat(team.owner, team.blog, text="ärger of another person")
+    client = browser(team.editor)
+    for words in ("ärger", "ÄRGER", "A\u0308rger"):
+        html = search(client, words)
+        assert labels(html) == ["ÄRGERLICH", "Was nun?", "So viel ÄRGER mit dem Wehr"], words
+        assert snippets(html) == [
+            "<mark>ÄRGER</mark>LICH",
+            "<mark>Ärger</mark> vergeht.",
+            "So viel <mark>ÄRGER</mark> mit dem Wehr",
+        ], words
+        assert "3 chats match" in html
+    assert loud.pk
+
+
+def test_a_search_beyond_ascii_reads_the_chats_twice_and_the_shown_texts_once(team):
+    """The titles in the list's order and the texts of the person's chats, each once, then the page's
+    texts: a fixed number of statements, whatever the chats."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for n in range(3):
+        said_chat(team.editor, team.blog, text=f"Ärger {n}")
+    client = browser(team.editor)
+    search(client, "x")  # (the session's first read)
+
+    def queries(words: str) -> int:
+        with CaptureQueriesContext(connection) as seen:
+            search(client, words)
+        return len(seen)
+
+    ascii_words, beyond = queries("rger"), queries("ärger")
+    for n in range(5):
+        said_chat(team.editor, team.blog, text=f"ÄRGER {n}")
+    assert queries("rger") == ascii_words and queries("ärger") == beyond
+
+
+def test_a_search_beyond_ascii_keeps_the_latest_it_may_and_says_so(team, monkeypatch):
+    from blog import chat_search
+
+    monkeypatch.setattr(chat_search, "MATCHES_MAX", 2)
+    for n in range(3):
+        aged(said_chat(team.editor, team.blog, text=f"Ärger {n}"), 10 - n)
+    client = browser(team.editor)
+    html = search(client, "ärger")
+    assert labels(html) == ["Ärger 2", "Ärger 1"]
+    assert "A search with letters beyond A to Z finds at most the 2 latest chats; add more words to narrow it." in html
+    assert "letters beyond A to Z" not in search(client, "rger")  # (the database matched it: every one)
+    assert labels(search(client, "rger")) == ["Ärger 2", "Ärger 1", "Ärger 0"]
