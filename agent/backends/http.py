@@ -18,14 +18,14 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 
 from agent import logcontext
-from agent.backends.base import Backend, Event, interruptible, zero_usage
+from agent.backends.base import Backend, Event, interruptible, setting, zero_usage
 from agent.backends.retry import stream_with_retries
 from agent.backends.sse import SSEEvent, iter_sse
 from agent.backends.tls import tls_error
@@ -183,6 +183,18 @@ def enforce_deadlines(
         yield item
 
 
+class HttpOptions(TypedDict, total=False):
+    """`HttpBackend`'s constructor options, for a subclass that adds its own (`**options: Unpack[HttpOptions]`);
+    each left out (or None) is read from the settings."""
+
+    base_url: str | None
+    api_key: str | None
+    first_event_timeout: float | None
+    event_timeout: float | None
+    retries: int | None
+    sleep: Callable[[float], None]
+
+
 class HttpBackend(Backend, metaclass=ABCMeta):
     """A model API streamed over HTTP with server-sent events.
 
@@ -195,9 +207,11 @@ class HttpBackend(Backend, metaclass=ABCMeta):
     deadlines are also checked on every line received, so `:` keep-alive comments hide nothing.
     """
 
-    #: The settings that name the endpoint and the key (for `check()`), and the host that needs a key.
+    #: The settings that name the endpoint and the key (read when the constructor is not given them, and
+    #: named by `check()`), the endpoint when neither names one, and the host that needs a key.
     url_setting = ""
     key_setting = ""
+    default_base_url = ""
     keyed_host = ""
     #: Other hosted APIs that refuse a call without a key (a host ending with one of these).
     keyed_hosts: tuple[str, ...] = ()
@@ -205,15 +219,17 @@ class HttpBackend(Backend, metaclass=ABCMeta):
     def __init__(
         self,
         *,
-        base_url: str,
-        api_key: str,
-        first_event_timeout: float | None,
-        event_timeout: float | None,
-        retries: int | None,
-        sleep: Callable[[float], None],
+        base_url: str | None = None,
+        api_key: str | None = None,
+        first_event_timeout: float | None = None,
+        event_timeout: float | None = None,
+        retries: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        base_url = str(setting(base_url, self.url_setting, self.default_base_url))
         self.base_url = base_url.strip().rstrip("/")  # (a CRLF `.env` leaves a `\r` after it)
-        self.api_key = api_key.strip()  # (a key read from a secrets file or a CRLF `.env` ends in a line break)
+        # (a key read from a secrets file or a CRLF `.env` ends in a line break)
+        self.api_key = str(setting(api_key, self.key_setting) or "").strip()
         self._wire_limits(first_event_timeout, event_timeout, retries, sleep)
         self.max_tokens = int(getattr(settings, "AGENT_MAX_TOKENS", 4096))
         self._clock = time.monotonic

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Unpack
 
 import httpx
 
@@ -12,7 +11,7 @@ from agent.backends.anthropic.errors import status_error
 from agent.backends.anthropic.request import BLOCK_BINDING_BETA, build_body
 from agent.backends.anthropic.translate import translate
 from agent.backends.base import Event, setting
-from agent.backends.http import HttpBackend
+from agent.backends.http import HttpBackend, HttpOptions
 from agent.backends.reasoning import configured as reasoning_setting
 from agent.backends.watchdog import Watchdog
 from agent.exceptions import BackendError
@@ -28,25 +27,11 @@ class AnthropicBackend(HttpBackend):
     default_model = "claude-haiku-4-5"
     url_setting, key_setting, keyed_host = "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "api.anthropic.com"
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        first_event_timeout: float | None = None,
-        event_timeout: float | None = None,
-        retries: int | None = None,
-        prompt_caching: bool | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        super().__init__(
-            base_url=str(setting(base_url, "ANTHROPIC_BASE_URL", "https://api.anthropic.com")),
-            api_key=str(setting(api_key, "ANTHROPIC_API_KEY") or ""),
-            first_event_timeout=first_event_timeout,
-            event_timeout=event_timeout,
-            retries=retries,
-            sleep=sleep,
-        )
+    default_base_url = "https://api.anthropic.com"
+
+    def __init__(self, *, prompt_caching: bool | None = None, **options: Unpack[HttpOptions]) -> None:
+        """`HttpBackend`'s options, and whether to mark the prompt's stable prefix for caching."""
+        super().__init__(**options)
         self.prompt_caching = bool(setting(prompt_caching, "AGENT_PROMPT_CACHING", True))
 
     def request_body(

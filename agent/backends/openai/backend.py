@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Unpack
 from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
 
 from agent.backends.base import Event, setting
-from agent.backends.http import HttpBackend
+from agent.backends.http import HttpBackend, HttpOptions
 from agent.backends.openai.errors import prompt_filtered, status_error
 from agent.backends.openai.translate import completion_events, translate
 from agent.backends.openai.wire import to_wire_messages, to_wire_tools
@@ -69,24 +68,11 @@ class OpenAIBackend(HttpBackend):
         "api.fireworks.ai",
     )
 
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        first_event_timeout: float | None = None,
-        event_timeout: float | None = None,
-        retries: int | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        super().__init__(
-            base_url=str(setting(base_url, "OPENAI_BASE_URL", "https://api.openai.com/v1")),
-            api_key=str(setting(api_key, "OPENAI_API_KEY") or ""),
-            first_event_timeout=first_event_timeout,
-            event_timeout=event_timeout,
-            retries=retries,
-            sleep=sleep,
-        )
+    default_base_url = "https://api.openai.com/v1"
+
+    def __init__(self, **options: Unpack[HttpOptions]) -> None:
+        """`HttpBackend`'s options; and from the settings, how PDFs are sent and whether the model reasons."""
+        super().__init__(**options)
         # PDFs as `file` parts (OpenAI's own API takes them); elsewhere their text, extracted.
         pdf = str(setting(None, "OPENAI_PDF_FILES", "auto") or "auto").lower()
         self.pdf_files = (
