@@ -14,7 +14,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap
 
-from agent import display, intake, turns
+from agent import display, intake, turns, typed
 from agent.models import Approval, Message, Part, Session, Turn
 from agent.policy import get_policy
 from agent.views import own_session, resolve_approval, stream_url
@@ -50,8 +50,7 @@ def send(request: HttpRequest, session_id: Any) -> HttpResponse:
         run, message = intake.accept(session, request.user, text, files, access=access)
     except intake.Refused as exc:
         if page is not None:
-            # (fail_silently: a project without django.contrib.messages still gets the redirect)
-            messages.error(request, f"Your message was not sent. {exc.message}", fail_silently=True)
+            typed.refused(request, exc)  # (why, said on the page; the words back in its box)
             return redirect(page)
         if exc.code == "turn_in_progress":
             return still_answering(request, session)

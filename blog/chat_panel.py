@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, reswap
 
 from accounts.http import AuthenticatedHttpRequest, HtmxHttpRequest
-from agent import budget, display, intake, titles
+from agent import budget, display, intake, titles, typed
 from agent.api import message_text
 from agent.chat_views import conversation, notice, sent_as_page
 from agent.models import Message, Session
@@ -371,7 +371,7 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
 
     def refused(exc: intake.Refused) -> HttpResponse:
         if as_page:
-            messages.error(request, f"Your message was not sent. {exc.message}")
+            typed.refused(request, exc)  # (why, said on the page; the words back in its box)
             return redirect(_panel_page(blog, post))
         return notice(request, exc.reason, exc.retry_after_seconds)
 
@@ -400,8 +400,8 @@ def first_message(request: HttpRequest, slug: str, pk: int | None = None) -> Htt
         # above were made. The chat stays either way, never deleted: another tab may have joined it.
         if created:
             live.chat_opened(session, blog, post)
-        if as_page:
-            messages.error(request, f"Your message was not sent. {exc.message}")
+        if as_page:  # (the page goes to the chat: its form takes the words)
+            typed.refused(request, exc, reverse("chat:send", args=[session.pk]))
             return redirect(_panel_page(blog, post, session))
         if exc.code == "turn_in_progress":
             return _joined(request, blog, post, session, sent=False)

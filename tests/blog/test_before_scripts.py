@@ -7,15 +7,18 @@ fragment drawn as a page of its own, and a message's words never go into a URL.
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from agent.models import Approval, Message, Session
+from agent.turns import claim
 from blog.chat import start_session
 from blog.models import Post
-from tests.blog.conftest import ALL, browser, make_post, said_chat, set_consent
+from tests.blog.conftest import ALL, blog_chat, browser, make_post, said_chat, set_consent
 from tests.blog.test_assistant_turns import publish_awaiting_approval, say
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +155,87 @@ def test_an_approval_decided_as_a_page_goes_back_to_the_chat(team, script, appro
     page = client.get(again["Location"]).content.decode()
     assert 'class="flash-error"' in page  # (decided already: said on the page)
     assert Post.objects.get(pk=draft.pk).status == Post.DRAFT
+
+
+# --- A refused message's words, back in the box -----------------------------------------------------
+
+TYPED = "x" * 20_001 + "\n<b>tomatoes & “basil”</b>\r\n\n"  # (too long, and what a template must escape)
+
+
+def chat_box(page: str) -> str:
+    """What the chat's box holds as a browser reads it: its line breaks made LF (as a browser reads any
+    page's), less the one line break a browser drops after `<textarea>`, unescaped."""
+    page = page.replace("\r\n", "\n").replace("\r", "\n")
+    found = re.search(r'<textarea id="chat-text"[^>]*>\n?(.*?)</textarea>', page, re.DOTALL)
+    assert found is not None
+    return html.unescape(found.group(1))
+
+
+@pytest.mark.parametrize("where", ["first", "chat", "first beside a post", "chat beside a post"])
+def test_a_refused_message_sent_as_a_page_has_its_words_back_in_the_box_once(team, where):
+    post = make_post(team.blog, "A draft") if "post" in where else None
+    chat = said_chat(team.owner, team.blog, post) if where.startswith("chat") else None
+    panel = "/blogs/notes/" if post is None else f"/blogs/notes/posts/{post.pk}/edit/"
+    url = (panel.removesuffix("edit/") + "chats/send") if chat is None else f"/chat/{chat.pk}/send"
+    client = browser(team.owner)
+    response = client.post(url, {"text": TYPED, "drawn": ""}, **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == panel + ("" if chat is None else f"?chat={chat.pk}")
+    page = client.get(response["Location"]).content.decode()
+    assert "Your message was not sent." in page
+    assert posting_to(page, url)[0]["action"] == url  # (the box is the form's that was sent)
+    assert chat_box(page) == TYPED.replace("\r\n", "\n")  # (sent again, a browser makes each line break CR LF)
+    assert "&lt;b&gt;tomatoes &amp; “basil”&lt;/b&gt;" in page and "<b>tomatoes" not in page
+    assert chat_box(client.get(response["Location"]).content.decode()) == ""  # (read once: a reload is empty)
+
+
+@pytest.mark.parametrize("where", ["first", "chat"])
+def test_the_words_are_kept_for_their_form_and_person_alone(team, where):
+    chat = said_chat(team.owner, team.blog) if where == "chat" else None
+    url = "/blogs/notes/chats/send" if chat is None else f"/chat/{chat.pk}/send"
+    page = "/blogs/notes/" if chat is None else f"/blogs/notes/?chat={chat.pk}"
+    owner = browser(team.owner)
+    owner.post(url, {"text": TYPED, "drawn": ""}, **AS_PAGE)
+    assert chat_box(browser(team.editor).get("/blogs/notes/").content.decode()) == ""  # (another person)
+    post = make_post(team.blog, "A draft")  # (another panel's form, on the post's editor)
+    assert chat_box(owner.get(f"/blogs/notes/posts/{post.pk}/edit/").content.decode()) == ""
+    if chat is not None:  # (another chat of theirs)
+        other = said_chat(team.owner, team.blog, text="another")
+        assert chat_box(owner.get(f"/blogs/notes/?chat={other.pk}").content.decode()) == ""
+    assert chat_box(owner.get(page).content.decode()).startswith("x" * 20_001)
+
+
+@pytest.mark.parametrize("where", ["first", "chat"])
+def test_an_accepted_message_sent_as_a_page_leaves_nothing_kept(
+    team, script, where, django_capture_on_commit_callbacks
+):
+    chat = said_chat(team.owner, team.blog) if where == "chat" else None
+    url = "/blogs/notes/chats/send" if chat is None else f"/chat/{chat.pk}/send"
+    script([say("Planted.")])
+    client = browser(team.owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"text": "plant tomatoes", "drawn": ""}, **AS_PAGE)
+    assert response.status_code == 302 and "tomatoes" not in response["Location"]
+    assert chat_box(client.get(response["Location"]).content.decode()) == ""
+    assert [key for key in client.session.keys() if key.startswith("agent.")] == []
+
+
+def test_a_first_message_meeting_the_other_tabs_answer_has_its_words_in_that_chats_box(team):
+    """A first message sent as a page from a page drawn with no chat, while the chat another tab made
+    meanwhile still answers: it goes back to that chat, whose form (not the first message's) has the words."""
+    chat = blog_chat(team.owner, team.blog)
+    claim(chat)  # (its first answer running)
+    client = browser(team.owner)
+    response = client.post("/blogs/notes/chats/send", {"text": "from tab B", "drawn": ""}, **AS_PAGE)
+    assert response["Location"] == f"/blogs/notes/?chat={chat.pk}" and not chat.messages.exists()
+    page = client.get(response["Location"]).content.decode()
+    assert posting_to(page, f"/chat/{chat.pk}/send") and "still answering" in page
+    assert chat_box(page) == "from tab B"
+
+
+def test_a_first_message_refused_with_files_says_to_attach_them_again(team):
+    note = SimpleUploadedFile("plan.txt", b"beds by the wall", content_type="text/plain")
+    client = browser(team.owner)
+    response = client.post("/blogs/notes/chats/send", {"text": TYPED, "drawn": "", "files": [note]}, **AS_PAGE)
+    page = client.get(response["Location"]).content.decode()
+    assert "Write a message of up to 20,000 characters. Attach the files again: they were not kept." in page
+    assert chat_box(page) == TYPED.replace("\r\n", "\n")

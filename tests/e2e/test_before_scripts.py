@@ -47,3 +47,30 @@ def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(serve
         expect(answered.locator(".flow.final")).not_to_be_empty()
     finally:
         plain.close()
+
+
+def test_without_scripts_a_refused_long_message_comes_back_in_the_box(server_factory, browser):
+    """One message a minute: the second, long and with markup in it, is refused (too quick, or the first's
+    answer still running); the page says why and has the words back in the box, once."""
+    limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **limits).url
+    plain = browser.new_context(java_script_enabled=False)
+    typed = "A long message, written with care. " * 400 + "\nand <b>this</b> & that"
+    try:
+        page = plain.new_page()
+        page.goto(f"{base}/accounts/login/")
+        fill_sign_in(page, "alice")
+        page.wait_for_url(re.compile(r"/$"))
+        page.goto(f"{base}/blogs/{BLOG}/")
+        chat_input(page).fill("what can you do")
+        send_button(page).click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
+        chat_input(page).fill(typed)
+        send_button(page).click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))  # (the words are not in it)
+        expect(page.locator(".flash-error")).to_contain_text("Your message was not sent.")
+        expect(chat_input(page)).to_have_value(typed)
+        page.reload()
+        expect(chat_input(page)).to_have_value("")
+    finally:
+        plain.close()
