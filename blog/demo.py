@@ -360,7 +360,7 @@ class DemoBackend(Backend):
                 return (
                     f"You have no {listed}." if listed != LISTED[""] else "You have no posts yet. Ask me to draft one!"
                 )
-            return f"Here are your {listed}:\n\n{_lines(items)}\n"
+            return f"Here are your {listed}:\n\n{_lines(items)}\n{_more(result, items)}"
         verbs = {
             "create_post": "drafted",
             "publish_post": "published",
@@ -391,7 +391,7 @@ class DemoBackend(Backend):
         items, listed, words = result.get("items", []), LISTED[args.get("status", "")], args.get("query", "")
         if not items:
             return f"No {listed} mention “{words}”."
-        return f"Here are your {listed} that mention “{words}”:\n\n{_lines(items)}\n"
+        return f"Here are your {listed} that mention “{words}”:\n\n{_lines(items)}\n{_more(result, items)}"
 
     def _act_on(self, kind, title, items, offered) -> tuple[str, list[tuple[str, dict]]]:
         """Act on the listed post titled `title` (or the one post the search found). Titles may repeat:
@@ -442,6 +442,14 @@ def _lines(items: list[dict[str, Any]]) -> str:
     return "\n".join(
         f"- **{p['title']}** ({p['status']})" + (f": “{p['excerpt']}”" if p.get("excerpt") else "") for p in items
     )
+
+
+def _more(result: dict[str, Any], items: list[dict[str, Any]]) -> str:
+    """What a list leaves out (`list_posts` lists 100 at a time and says how many match in all), else ""."""
+    total = result.get("total")
+    if not isinstance(total, int) or total <= len(items):
+        return ""
+    return f"\nThese are the {len(items):,} most recently changed of {total:,}.\n"
 
 
 def _edited(summary: dict[str, Any]) -> datetime:

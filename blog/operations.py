@@ -36,18 +36,31 @@ def _post(blog: Blog, post_id: int) -> Post:
     return post
 
 
-def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None = None):
+#: The most posts one `list_posts` call lists; `offset` pages past them.
+LIST_MAX = 100
+
+
+def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None = None, offset: int = 0):
+    """A page of the blog's posts (`LIST_MAX`, from `offset`), how many match in all (`total`: the page's
+    own length when it is the whole list, so a short list costs no COUNT) and, when more remain, where
+    the next page starts (`next_offset`). A post found by the text of its body, not its title, has its
+    `excerpt`: the line that holds the words."""
     posts = Post.objects.filter(blog=blog)
     if status:
         posts = posts.filter(status=status)
-    if not query:
-        return [services.post_summary(p) for p in posts[:100]], []
-    found = []
-    for post in services.posts_matching(posts, query)[:100]:
+    if query:
+        posts = services.posts_matching(posts, query)
+    items = []
+    for post in posts[offset : offset + LIST_MAX]:
         summary = services.post_summary(post)
-        excerpt = snippets.plain(services.matched_text(post, query), query)
-        found.append({**summary, "excerpt": excerpt} if excerpt else summary)
-    return found, []
+        excerpt = snippets.plain(services.matched_text(post, query), query) if query else ""
+        items.append({**summary, "excerpt": excerpt} if excerpt else summary)
+    whole = len(items) < LIST_MAX and (items or not offset)  # (a short page that is not past the end)
+    total = offset + len(items) if whole else posts.count()
+    listed: dict[str, Any] = {"items": items, "total": total}
+    if offset + len(items) < total:
+        listed["next_offset"] = offset + len(items)
+    return listed, []
 
 
 def _get(actor: Actor, blog: Blog, post_id: int):
@@ -151,8 +164,9 @@ OPERATIONS: dict[str, Operation] = {
     for op in [
         Operation(
             "list_posts",
-            "List this blog's posts (newest first), optionally by status or by words in their title or text; a post"
-            " found by its text comes with an excerpt, the line that holds the words.",
+            "List this blog's posts (newest first), optionally by status or by words in their title or text, 100 at"
+            " a time: the result's total says how many match, and next_offset (when more remain) where the next"
+            " page starts. A post found by its text comes with an excerpt, the line that holds the words.",
             _obj(
                 {
                     "status": {"type": "string", "enum": ["draft", "published"]},
@@ -160,6 +174,11 @@ OPERATIONS: dict[str, Operation] = {
                         "type": "string",
                         "maxLength": 200,
                         "description": "Words to find in a post's title or text, in any letter case.",
+                    },
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "How many of the matching posts to skip: a result's next_offset, for the next page.",
                     },
                 },
                 [],

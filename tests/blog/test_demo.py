@@ -911,3 +911,12 @@ def test_the_words_of_a_pattern_are_still_found_in_their_order():
     assert intent("create a post post named Two titled words") == ("draft", "words")
     assert intent(("make post " * 40) + "from this photo")[0] == "photo_post"
     assert intent(("make post " * 60) + "from this photo")[0] == "help"  # (its last word past READ_CHARS)
+
+
+def test_a_list_of_the_first_hundred_says_how_many_there_are_in_all(settings):
+    user = _user("list my drafts")
+    items = [{"id": n, "title": f"Note {n}", "status": "draft"} for n in range(100)]
+    text, calls = _turn(settings, "", user, *_called("c1", "list_posts", {"items": items, "total": 130}))
+    assert calls == [] and text.endswith("- **Note 99** (draft)\n\nThese are the 100 most recently changed of 130.\n")
+    text, _ = _turn(settings, "", user, *_called("c1", "list_posts", {"items": items[:3], "total": 3}))
+    assert text.endswith("- **Note 2** (draft)\n")

@@ -59,7 +59,8 @@ def test_the_page_and_the_assistant_match_alike(birds):
     make_post(birds.blog, "Low water", body="The old HERON stood in the weir. Viel Ärger mit dem Wehr.")
     queries = ("heron", "HERON", "ärger", "ÄRGER", "A\u0308rger", "Fluss", "weir", "WEHR", "nothing")
     for query in queries:
-        listed = [p["title"] for p in operations.perform_json("list_posts", actor, birds.blog, {"query": query})[0]]
+        found = operations.perform_json("list_posts", actor, birds.blog, {"query": query})[0]["items"]
+        listed = [p["title"] for p in found]
         shared = list(services.posts_matching(Post.objects.filter(blog=birds.blog), query))
         assert [p.title for p in shared] == listed, query
         assert titles(page(birds.owner, f"?q={query}")) == listed, query
@@ -259,14 +260,14 @@ def test_the_assistant_finds_posts_by_their_text_and_reads_the_line_that_holds_t
     actor = grants.person(texts.owner, texts.blog)
     listed, effects = operations.perform_json("list_posts", actor, texts.blog, {"query": "weir"})
     assert effects == []
-    by_title = {p["title"]: p for p in listed}
+    by_title = {p["title"]: p for p in listed["items"]}
     assert list(by_title) == ["Herons in winter", "Low water"]
     # The line around the words, plain text (the tool's results are not HTML), where the title lacks them.
     assert by_title["Low water"]["excerpt"] == "…at dusk. The old HERON stood in the weir, still as a post."
     assert by_title["Herons in winter"]["excerpt"] == "Nothing about the weir here."
-    titled, _ = operations.perform_json("list_posts", actor, texts.blog, {"query": "herons"})
+    titled = operations.perform_json("list_posts", actor, texts.blog, {"query": "herons"})[0]["items"]
     assert [p["title"] for p in titled] == ["Herons in winter"] and "excerpt" not in titled[0]
-    unsearched, _ = operations.perform_json("list_posts", actor, texts.blog, {})
+    unsearched = operations.perform_json("list_posts", actor, texts.blog, {})[0]["items"]
     assert all("excerpt" not in p for p in unsearched)
     assert "title or text" in operations.OPERATIONS["list_posts"].description
 
@@ -276,3 +277,43 @@ def test_a_text_is_shown_escaped_in_its_line(team):
     html = page(team.owner, "?q=word")
     assert "<script>alert" not in html and "<b>word" not in html
     assert snippets(html) == {"Markup": 'A <script>alert("x")</script> the <b>[word]</b> after'}
+
+
+def test_the_assistant_is_told_how_many_posts_there_are_and_pages_past_the_first_hundred(team):
+    """A list is 100 posts at most: the result says how many match in all, and where the next 100 start,
+    so "how many drafts do I have?" is not answered with the first page's count."""
+    Post.objects.bulk_create(
+        Post(blog=team.blog, author=team.owner, title=f"Note {n}", slug=f"note-{n}", body="", status=Post.DRAFT)
+        for n in range(operations.LIST_MAX + 30)
+    )
+    make_post(team.blog, "Published one", published=True)
+    actor = grants.person(team.owner, team.blog)
+
+    def listed(**args):
+        return operations.perform_json("list_posts", actor, team.blog, args)[0]
+
+    first = listed(status="draft")
+    assert len(first["items"]) == operations.LIST_MAX
+    assert first["total"] == operations.LIST_MAX + 30 and first["next_offset"] == operations.LIST_MAX
+    rest = listed(status="draft", offset=first["next_offset"])
+    assert len(rest["items"]) == 30 and rest["total"] == operations.LIST_MAX + 30 and "next_offset" not in rest
+    every = {p["id"] for p in first["items"]} | {p["id"] for p in rest["items"]}
+    assert len(every) == operations.LIST_MAX + 30  # (each draft once, none skipped)
+    assert listed(status="published") == {"items": [listed(status="published")["items"][0]], "total": 1}
+    assert listed(status="draft", offset=10_000) == {"items": [], "total": operations.LIST_MAX + 30}
+    found = listed(query="note 1")  # (Note 1, Note 10-19, Note 100-129)
+    assert found["total"] == 41 and len(found["items"]) == 41 and "next_offset" not in found
+    schema = operations.OPERATIONS["list_posts"].input_schema["properties"]["offset"]
+    assert schema == {"type": "integer", "minimum": 0, "description": schema["description"]}
+    with pytest.raises(services.OperationError, match="offset"):
+        listed(offset=-1)
+
+
+def test_a_short_list_costs_no_count(team):
+    """The total of a list shorter than a page is its length: no COUNT is made for it."""
+    for n in range(3):
+        make_post(team.blog, f"Post {n}")
+    actor = grants.person(team.owner, team.blog)
+    with CaptureQueriesContext(connection) as seen:
+        result = operations.perform_json("list_posts", actor, team.blog, {})[0]
+    assert result["total"] == 3 and not any("COUNT(" in q["sql"].upper() for q in seen.captured_queries)

@@ -91,7 +91,7 @@ def test_a_title_is_stored_composed_so_it_is_found_however_it_was_typed(team):
     post = services.post_create(actor=actor, blog=team.blog, title="Cafe\u0301 du matin", body="")
     assert post.title == "Caf\u00e9 du matin"
     for query in ("Caf\u00e9", "Cafe\u0301"):
-        found = operations.perform_json("list_posts", actor, team.blog, {"query": query})[0]
+        found = operations.perform_json("list_posts", actor, team.blog, {"query": query})[0]["items"]
         assert [p["id"] for p in found] == [post.pk]
     services.post_update(actor=actor, post=post, title="Cafe\u0301 du soir")
     assert Post.objects.get(pk=post.pk).title == "Caf\u00e9 du soir"
@@ -126,5 +126,5 @@ def test_a_search_ignores_case_in_every_script_on_every_database(team, title, qu
     actor = grants.person(team.owner, team.blog)
     post = services.post_create(actor=actor, blog=team.blog, title=title, body="")
     services.post_create(actor=actor, blog=team.blog, title="Something else", body="")
-    found = operations.perform_json("list_posts", actor, team.blog, {"query": query})[0]
+    found = operations.perform_json("list_posts", actor, team.blog, {"query": query})[0]["items"]
     assert [p["id"] for p in found] == [post.pk]

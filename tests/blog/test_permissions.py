@@ -73,8 +73,8 @@ def inputs_for(op: str, draft: Post, live: Post) -> dict:
 def check_success(op: str, out, effects, blog, draft: Post, live: Post, actor) -> None:
     """The operation did exactly its job and left a revision naming the assistant, the Consent and the chat."""
     if op == "list_posts":
-        assert [p["id"] for p in out] == [live.pk, draft.pk]
-        assert out[1] == {
+        assert [p["id"] for p in out["items"]] == [live.pk, draft.pk] and out["total"] == 2
+        assert out["items"][1] == {
             "id": draft.pk,
             "title": "A draft",
             "status": "draft",

@@ -173,7 +173,7 @@ def test_a_token_for_one_blog_cannot_touch_another(team, other_team, django_user
     Seat.objects.create(blog=other_team.blog, user=team.owner, role=Seat.OWNER)
     secret = Post.objects.create(blog=other_team.blog, title="Elsewhere only", slug="elsewhere-only")
     conn = connect(team.owner, team.blog.slug, ALL)
-    assert conn.call("list_posts")["result"]["structuredContent"] == {"items": []}
+    assert conn.call("list_posts")["result"]["structuredContent"] == {"items": [], "total": 0}
     result = conn.call("get_post", {"post_id": secret.pk})["result"]
     assert result["structuredContent"] == {"error": f"There is no post with id {secret.pk} on this blog."}
     assert conn.call("delete_post", {"post_id": secret.pk})["result"]["isError"] is True

@@ -150,7 +150,7 @@ def test_crafted_tool_input_never_reaches_another_blog(app, provider, alice):
     for call in ("call_x1", "call_x2", "call_x3"):
         assert results[call]["status"] == "error"
         assert f"no post with id {eve_post}" in results[call]["result"]["error"]
-    assert results["call_x4"]["result"] == {"items": []}
+    assert results["call_x4"]["result"] == {"items": [], "total": 0}
     approvals = _confirm(turn)  # delete_post waits for alice; approving it still cannot reach eve's post
     provider.script(text_reply("Could not."))
     decided = alice.post_json(f"/api/agent/sessions/{sid}/approvals/{approvals[0]['id']}", {"approve": True})
