@@ -5,21 +5,33 @@ message's words never go into an address."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import NO_LIMITS
-from tests.e2e.ui import BLOG, chat_input, fill_sign_in, post_item, replies, send_button, user_messages
+from tests.e2e.ui import BLOG, chat_input, fill_sign_in, loads, post_item, replies, send_button, user_messages
 
 
-def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(server_factory, browser):
-    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+@contextmanager
+def without_scripts(browser: Browser, base: str, username: str = "alice") -> Iterator[Page]:
+    """A page of a browser context with JavaScript off, signed in as `username` by the plain sign-in form;
+    the context closed when the block ends."""
     plain = browser.new_context(java_script_enabled=False)
     try:
         page = plain.new_page()
         page.goto(f"{base}/accounts/login/")
-        fill_sign_in(page, "alice")
+        fill_sign_in(page, username)
         page.wait_for_url(re.compile(r"/$"))
+        yield page
+    finally:
+        plain.close()
+
+
+def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(server_factory, browser):
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    with without_scripts(browser, base) as page:
         page.goto(f"{base}/blogs/{BLOG}/posts/new/")
         page.get_by_label("Title").fill("Written on a slow phone")
         page.get_by_label("Body (markdown)").fill("Words.")
@@ -45,8 +57,6 @@ def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(serve
             page.reload()
         expect(replies(page)).to_have_count(1)
         expect(answered.locator(".flow.final")).not_to_be_empty()
-    finally:
-        plain.close()
 
 
 def test_without_scripts_a_refused_long_message_comes_back_in_the_box(server_factory, browser):
@@ -54,23 +64,16 @@ def test_without_scripts_a_refused_long_message_comes_back_in_the_box(server_fac
     answer still running); the page says why and has the words back in the box, once."""
     limits = {**NO_LIMITS, "AGENT_MESSAGES_PER_MINUTE": "1"}
     base = server_factory("editor-saves", AGENT_BACKEND="demo", **limits).url
-    plain = browser.new_context(java_script_enabled=False)
     typed = "A long message, written with care. " * 400 + "\nand <b>this</b> & that"
-    try:
-        page = plain.new_page()
-        page.goto(f"{base}/accounts/login/")
-        fill_sign_in(page, "alice")
-        page.wait_for_url(re.compile(r"/$"))
+    with without_scripts(browser, base) as page:
         page.goto(f"{base}/blogs/{BLOG}/")
         chat_input(page).fill("what can you do")
         send_button(page).click()
         page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
         chat_input(page).fill(typed)
-        send_button(page).click()
-        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))  # (the words are not in it)
+        with loads(page, re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$")):  # (the words are not in it)
+            send_button(page).click()
         expect(page.locator(".flash-error")).to_contain_text("Your message was not sent.")
         expect(chat_input(page)).to_have_value(typed)
         page.reload()
         expect(chat_input(page)).to_have_value("")
-    finally:
-        plain.close()
