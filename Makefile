@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 DJANGO6_VENV := .venv-django6
 DJANGO6_STAMP := $(DJANGO6_VENV)/.installed
 
-.PHONY: run test test-wire test-django6 install chromium redis lint clean soak bench screenshots
+.PHONY: run test test-nonbrowser test-browser test-wire test-django6 django6 test-django6-nonbrowser test-django6-browser install chromium redis lint clean soak bench screenshots
 
 # (A venv without pip is made again: Debian's python3 without python3-venv leaves .venv/bin/python and no pip.)
 $(STAMP): requirements.txt requirements-dev.txt
@@ -50,6 +50,16 @@ test: $(STAMP) chromium redis
 	$(VENV)/bin/coverage report
 	$(VENV)/bin/coverage html -q
 
+# `make test`'s suite in two halves, for CI (.ci/run): the tests that open no browser (the engine's own run
+# with them), then the browser tests (tests/e2e); no lint, type check or coverage, which read the code, not the
+# database, and ran in CI's first pass.
+test-nonbrowser: $(STAMP) redis
+	$(PY) -m pytest -q --ignore=tests/e2e $(PYTEST_ARGS)
+	$(PY) -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
+
+test-browser: $(STAMP) chromium redis
+	$(PY) -m pytest -q tests/e2e $(PYTEST_ARGS)
+
 # The recorded provider streams replayed through the real adapters (tests/agent/backends/test_wire_replay.py).
 # They live outside the repository: WIRE_FIXTURES=/abs/path/to/fixtures/wire make test-wire (.ci/run does it
 # when ../shared/fixtures/wire exists). Not part of `make test`.
@@ -72,12 +82,19 @@ $(DJANGO6_STAMP): requirements.txt requirements-dev.txt
 	touch $@
 
 # The whole suite (lint and type check aside: the same code as `make test`, and django-stubs is the 5.2 line) on
-# SQLite with the newest Django 6.x.
-test-django6: $(DJANGO6_STAMP) chromium redis
+# SQLite with the newest Django 6.x, in the same two halves as test-nonbrowser and test-browser.
+test-django6: test-django6-nonbrowser test-django6-browser
+
+django6: $(DJANGO6_STAMP)
 	$(DJANGO6_VENV)/bin/pip install --quiet --upgrade "Django>=6,<7"
 	$(DJANGO6_VENV)/bin/python -c "import django, sys; print('Django', django.get_version(), 'on Python', sys.version.split()[0])"
-	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+test-django6-nonbrowser: django6 redis
+	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q --ignore=tests/e2e $(PYTEST_ARGS)
 	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q --ds=tests.agent.settings $(PYTEST_ARGS)
+
+test-django6-browser: django6 chromium redis
+	env -u DATABASE_URL $(DJANGO6_VENV)/bin/python -m pytest -q tests/e2e $(PYTEST_ARGS)
 
 # The full load run of tests/reliability/test_soak.py: 300 concurrent turns for 5 minutes on PostgreSQL.
 soak: $(STAMP)
