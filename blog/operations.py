@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None
     if status:
         posts = posts.filter(status=status)
     if query:
+        query = unicodedata.normalize("NFC", query)  # (as `posts_matching` reads it, so its excerpt finds it too)
         posts = services.posts_matching(posts, query)
     items = []
     for post in posts[offset : offset + LIST_MAX]:

@@ -317,3 +317,10 @@ def test_a_short_list_costs_no_count(team):
     with CaptureQueriesContext(connection) as seen:
         result = operations.perform_json("list_posts", actor, team.blog, {})[0]
     assert result["total"] == 3 and not any("COUNT(" in q["sql"].upper() for q in seen.captured_queries)
+
+
+def test_an_excerpt_is_found_for_words_typed_with_a_combining_accent(team):
+    make_post(team.blog, "Am Wehr", body="Viel ÄRGER mit dem Wehr.")
+    actor = grants.person(team.owner, team.blog)
+    (found,) = operations.perform_json("list_posts", actor, team.blog, {"query": "A\u0308rger"})[0]["items"]
+    assert found["excerpt"] == "Viel ÄRGER mit dem Wehr."
