@@ -1,10 +1,14 @@
-"""Markdown to safe HTML: markdown-it renders (raw HTML off), nh3 sanitises what remains."""
+"""Markdown to safe HTML: markdown-it renders (raw HTML off), nh3 sanitises what remains; and to the plain
+words its page reads (`plain_text`)."""
 
 from __future__ import annotations
+
+import unicodedata
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 #: The parser the site renders with (blog.demo_writing reads a post's paragraphs with it too, so a
 #: paragraph there is one the page shows).
@@ -71,3 +75,31 @@ def render_markdown(text: str, *, top_heading: int = 1) -> SafeString:
         link_rel="noopener noreferrer nofollow",
     )
     return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above
+
+
+#: What a line of a block is made of (markdown-it's inline tokens whose `content` is read): the words, a
+#: code span's text, an image's alternative text. A line break stays one; markup (emphasis, a link's
+#: address) is left out.
+INLINE_WORDS = {"text", "code_inline", "image"}
+INLINE_BREAKS = {"softbreak", "hardbreak"}
+
+
+def plain_text(text: str) -> str:
+    """The words of the markdown `text` as its rendered page reads them, without markup: each block (a
+    paragraph, heading, list item, table cell, code block) on lines of its own, so the words of two blocks
+    never run together; a link's words without its address, an image's alternative text, entities as the
+    characters they stand for; composed (NFC), as a search compares words. What the site searches and
+    quotes a post's text by (`blog.models.Post.text`)."""
+    lines: list[str] = []
+    for token in MARKDOWN.parse(text or ""):
+        if token.type == "inline":
+            lines.append("".join(_inline_words(child) for child in token.children or ()))
+        elif token.type in ("fence", "code_block"):
+            lines.append(token.content.rstrip("\n"))
+    return unicodedata.normalize("NFC", "\n".join(line for line in lines if line.strip()))
+
+
+def _inline_words(token: Token) -> str:
+    if token.type in INLINE_BREAKS:
+        return "\n"
+    return token.content if token.type in INLINE_WORDS else ""

@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models.functions import Cast, Replace, Upper
 from django.db.models.lookups import Exact
 
+from agent.markdown import plain_text
+
 # The scopes of a blog's operations (CONTRACT §6); `blog/access.py` says what each role holds.
 READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
 ALL_SCOPES = (READ, WRITE, PUBLISH, DELETE)
@@ -78,6 +80,10 @@ class Post(models.Model):
     title = models.CharField(max_length=200)
     slug = models.SlugField(max_length=220, allow_unicode=True)
     body = models.TextField(blank=True)
+    # The body's words as its page reads them, without markup (`agent.markdown.plain_text`), kept with each
+    # save of the body: what a search of posts matches and quotes besides the body as written. `db_default`:
+    # an older release's workers, serving while `migrate` runs (README, "Upgrading"), insert without it.
+    text = models.TextField(blank=True, editable=False, default="", db_default="")
     status = models.CharField(max_length=10, choices=STATUSES, default=DRAFT)
     published_at = models.DateTimeField(null=True, blank=True)
     # The cover image's key in the default storage: the post's own copy (blog/covers.py), so it
@@ -99,6 +105,15 @@ class Post(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    def save(self, **kwargs) -> None:
+        """Saved with its `text` read from its body again, whenever the body is written."""
+        fields = kwargs.get("update_fields")
+        if fields is None or "body" in fields:
+            self.text = plain_text(self.body)
+            if fields is not None:
+                kwargs["update_fields"] = {*fields, "text"}
+        super().save(**kwargs)
 
     @property
     def cover_version(self) -> str:

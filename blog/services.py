@@ -361,32 +361,37 @@ MATCHES_MAX = 100
 
 
 def posts_matching(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
-    """Those of `posts` whose title or text (the markdown body, as saved) holds `query`, whatever the case
-    of its letters in any script, in `posts`' order: the search of the assistant's `list_posts` and of the
-    All posts page. The query is composed first (NFC), as every title is (`clean_title`).
+    """Those of `posts` whose title or text holds `query`, whatever the case of its letters in any script,
+    in `posts`' order: the search of the assistant's `list_posts` and of the All posts page. A text is
+    matched as its page reads it (`Post.text`: "heron" finds `**her**on`) and as it is written (the body:
+    a link's address, a word inside markup). The query is composed first (NFC), as every title and
+    `Post.text` are (`clean_title`, `plain_text`).
 
     The database folds case for ASCII letters (SQLite's LIKE folds no others; PostgreSQL's depends on
     the server's locale), so a query with other letters is matched here, on the titles and the texts
-    (one read of ids, titles and texts, each text composed as the query is), keeping the first
+    (one read of ids, titles, texts and bodies, each body composed as the query is), keeping the first
     MATCHES_MAX. No index serves a search inside text: a blog's posts are few enough to be read through."""
     query = unicodedata.normalize("NFC", query)
     if query.isascii():
-        return posts.filter(Q(title__icontains=query) | Q(body__icontains=query))
+        return posts.filter(Q(title__icontains=query) | Q(text__icontains=query) | Q(body__icontains=query))
     folded = query.casefold()
     found = [
         pk
-        for pk, title, body in posts.values_list("pk", "title", "body").iterator()
-        if folded in title.casefold() or folded in unicodedata.normalize("NFC", body).casefold()
+        for pk, *texts in posts.values_list("pk", "title", "text", "body").iterator()
+        if any(folded in unicodedata.normalize("NFC", text).casefold() for text in texts)
     ]
     return posts.filter(pk__in=found[:MATCHES_MAX])
 
 
 def matched_text(post: Post, words: str) -> str:
-    """`post`'s text (composed, as `posts_matching` reads it) when a search for `words` found the post by
-    its text, not its title; else "". A search's line of a post (`snippets`) is read from it: what tells
-    its reader why a post whose title lacks the words was found."""
+    """Where a search for `words` found `post` when it was not by its title: its text as its page reads it
+    when that holds them, else its body as written (the words are in its markup: a link's address); ""
+    when its title holds them. A search's line of a post (`snippets`) is read from it: what tells its
+    reader why a post whose title lacks the words was found."""
     words = unicodedata.normalize("NFC", words)
-    return "" if snippets.around(post.title, words) else unicodedata.normalize("NFC", post.body)
+    if snippets.around(post.title, words):
+        return ""
+    return post.text if snippets.around(post.text, words) else unicodedata.normalize("NFC", post.body)
 
 
 def namesakes_warning(post: Post) -> str:

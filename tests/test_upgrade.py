@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from agent.models import Message, Part, Session, Turn
 from agent.transcript import build_neutral_messages
-from blog.models import Blog, ChatLink, Seat
+from blog import services
+from blog.models import Blog, ChatLink, Post, Seat
 from tests.blog.conftest import browser, make_blog
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -287,3 +288,43 @@ def test_a_blog_an_older_release_makes_without_a_description_has_an_empty_one(dj
     owner = django_user_model.objects.create_user("olden", password="pw-olden-1234")
     insert(Blog, owner=owner.pk, title="From an old worker", slug="from-an-old-worker", created_at=timezone.now())
     assert Blog.objects.get(slug="from-an-old-worker").description == ""
+
+
+def test_posts_from_before_their_text_was_kept_are_found_by_it_after_the_upgrade(django_user_model, monkeypatch):
+    """blog 0012 added `Post.text`, the words a search reads: 0013 fills it in for every post there is, a
+    batch at a time, and a post an older release's worker inserts afterwards (without it) is still found by
+    its body."""
+    monkeypatch.setattr(importlib.import_module("blog.migrations.0013_fill_post_texts"), "BATCH", 2)
+    team = make_blog(django_user_model)
+    call_command("migrate", "blog", "0011_blog_description_db_default", verbosity=0)
+    try:
+        for n in range(3):
+            values = {
+                "title": f"Old {n}",
+                "slug": f"old-{n}",
+                "body": f"A **her**on, number {n}.",
+                "status": "draft",
+                "cover_ref": "",
+                "cover_type": "",
+            }
+            insert(Post, blog=team.blog.pk, created_at=timezone.now(), updated_at=timezone.now(), **values)
+    finally:
+        call_command("migrate", verbosity=0)
+    assert list(Post.objects.filter(blog=team.blog).order_by("pk").values_list("text", flat=True)) == [
+        f"A heron, number {n}." for n in range(3)
+    ]
+    insert(
+        Post,
+        blog=team.blog.pk,
+        title="New",
+        slug="new",
+        body="A heron.",
+        status="draft",
+        cover_ref="",
+        cover_type="",
+        created_at=timezone.now(),
+        updated_at=timezone.now(),
+    )
+    assert Post.objects.get(slug="new").text == ""
+    found = services.posts_matching(Post.objects.filter(blog=team.blog), "heron")
+    assert sorted(p.title for p in found) == ["New", "Old 0", "Old 1", "Old 2"]

@@ -324,3 +324,41 @@ def test_an_excerpt_is_found_for_words_typed_with_a_combining_accent(team):
     actor = grants.person(team.owner, team.blog)
     (found,) = operations.perform_json("list_posts", actor, team.blog, {"query": "A\u0308rger"})[0]["items"]
     assert found["excerpt"] == "Viel ÄRGER mit dem Wehr."
+
+
+@pytest.fixture
+def marked_up(team):
+    """A post whose words the page reads through markup."""
+    body = "We saw a **her**on by [the weir](https://example.org/weir-walk).\n\n*More soon.*"
+    return make_post(team.blog, "Dusk walk", body=body)
+
+
+def test_a_text_is_searched_and_quoted_as_its_page_reads_it(team, marked_up):
+    """A word split by markup is found, and a line is shown as read, without the markup's signs."""
+    assert snippets(page(team.owner, "?q=heron")) == {"Dusk walk": "We saw a [heron] by the weir. More soon."}
+    assert snippets(page(team.owner, "?q=more+soon")) == {"Dusk walk": "We saw a heron by the weir. [More soon]."}
+    assert snippets(page(team.owner, "?q=H%C3%A9RON")) == {}  # (beyond ASCII: the same text is read)
+    actor = grants.person(team.owner, team.blog)
+    (found,) = operations.perform_json("list_posts", actor, team.blog, {"query": "heron"})[0]["items"]
+    assert found["excerpt"] == "We saw a heron by the weir. More soon."
+
+
+def test_words_only_in_the_markup_find_the_post_with_the_line_as_written(team, marked_up):
+    """A link's address is not read on the page, but a writer may look for the posts that link to a site."""
+    assert snippets(page(team.owner, "?q=example.org")) == {
+        "Dusk walk": "…saw a **her**on by [the weir](https://[example.org]/weir-walk). *More soon.*"
+    }
+    assert titles(page(team.owner, "?q=%C3%A9xample")) == []
+
+
+def test_a_posts_text_follows_each_change_of_its_body(team):
+    actor = grants.person(team.owner, team.blog)
+    post = services.post_create(blog=team.blog, actor=actor, title="Notes", body="A *first* go.")
+    assert Post.objects.get(pk=post.pk).text == "A first go."
+    services.post_update(post=post, actor=actor, body="## Then\n\nA [second](https://x.org) go.")
+    assert Post.objects.get(pk=post.pk).text == "Then\nA second go."
+    post.body = "**Third**"
+    post.save(update_fields=["body"])  # (a save of some fields rereads the text only with the body)
+    post.text, post.title = "stale", "Renamed"
+    post.save(update_fields=["title"])
+    assert Post.objects.values_list("title", "text").get(pk=post.pk) == ("Renamed", "Third")
