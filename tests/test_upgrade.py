@@ -293,7 +293,7 @@ def test_a_blog_an_older_release_makes_without_a_description_has_an_empty_one(dj
 def test_posts_from_before_their_text_was_kept_are_found_by_it_after_the_upgrade(django_user_model, monkeypatch):
     """blog 0012 added `Post.text`, the words a search reads: 0013 fills it in for every post there is, a
     batch at a time, and a post an older release's worker inserts afterwards (without it) is still found by
-    its body."""
+    its body, and by its words once 0013 runs again."""
     monkeypatch.setattr(importlib.import_module("blog.migrations.0013_fill_post_texts"), "BATCH", 2)
     team = make_blog(django_user_model)
     call_command("migrate", "blog", "0011_blog_description_db_default", verbosity=0)
@@ -328,3 +328,7 @@ def test_posts_from_before_their_text_was_kept_are_found_by_it_after_the_upgrade
     assert Post.objects.get(slug="new").text == ""
     found = services.posts_matching(Post.objects.filter(blog=team.blog), "heron")
     assert sorted(p.title for p in found) == ["New", "Old 0", "Old 1", "Old 2"]
+    # Once the old workers are gone, every post's words are read again (README, "Upgrading").
+    call_command("migrate", "blog", "0012_post_text", verbosity=0)
+    call_command("migrate", verbosity=0)
+    assert Post.objects.get(slug="new").text == "A heron."
