@@ -377,8 +377,10 @@ def posts_matching(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
     folded = query.casefold()
     found = [
         pk
-        for pk, *texts in posts.values_list("pk", "title", "text", "body").iterator()
-        if any(folded in unicodedata.normalize("NFC", text).casefold() for text in texts)
+        for pk, title, text, body in posts.values_list("pk", "title", "text", "body").iterator()
+        if folded in title.casefold()
+        or folded in text.casefold()
+        or folded in unicodedata.normalize("NFC", body).casefold()
     ]
     return posts.filter(pk__in=found[:MATCHES_MAX])
 
