@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -75,36 +76,70 @@ def still_answering(request: HttpRequest, session: Any) -> HttpResponse:
     return reswap(render(request, "agent/_still_answering.html", conversation(session, request)), "innerHTML")
 
 
-def conversation(session: Session, request: HttpRequest) -> dict[str, Any]:
+def conversation(session: Session, request: HttpRequest, before: int | None = None) -> dict[str, Any]:
     """What `agent/_conversation.html` draws of a chat: its latest items, the way to earlier ones, and
-    the turn still running with its stream (a pass for this request's user in the URL)."""
-    shown = display.conversation(session)
+    the turn still running with its stream (a pass for this request's user in the URL), and whether this
+    is a whole page (`whole_page`: not htmx's request), where a running turn says, for a browser without
+    scripts, to reload the page to read its answer (a fragment never holds that). With `before`
+    (a page asked for the turns before that position, `earlier_position`), those turns instead, with
+    `latest_url` (the page at the latest) and no running turn; the form's `running` still says whether
+    one runs, so its Stop shows."""
+    shown = display.conversation(session, before=before)
     running = shown.running
-    return {
+    context = {
         "chat": session,
         "items": shown.items,
-        "earlier_url": earlier_url(session, shown.earlier),
+        **earlier_way(session, shown.earlier),
         "running": running,
         "running_url": stream_url(session, running, request) if running else "",
+        "whole_page": request.headers.get("HX-Request") != "true",
     }
+    if before is not None:
+        context["latest_url"] = get_policy().page_url(session) or ""
+        context["form_running"] = Turn.objects.filter(session=session, status=Turn.RUNNING).exists()
+    return context
 
 
-def earlier_url(session: Session, before: int | None) -> str:
-    return "" if before is None else f"{reverse('chat:earlier', args=[session.pk])}?before={before}"
+def earlier_way(session: Session, before: int | None) -> dict[str, Any]:
+    """How `agent/_earlier_button.html` asks for the turns before position `before` (none: nothing
+    earlier is left out): the address htmx gets, and the form's, sent as a page before scripts ran."""
+    if before is None:
+        return {"earlier_url": ""}
+    url = reverse("chat:earlier", args=[session.pk])
+    return {"earlier_url": f"{url}?before={before}", "earlier_action": url, "earlier_before": before}
+
+
+def earlier_position(request: HttpRequest) -> int | None:
+    """The position whose earlier turns a page is asked to draw (`?before=<position>`, what "Earlier
+    messages" sent as a page adds to the chat's page), else None: the latest turns."""
+    before = request.GET.get("before", "")
+    return int(before) if before.isascii() and before.isdigit() and len(before) < 10 else None
 
 
 @require_GET
 @login_required
 def earlier(request: HttpRequest, session_id: Any) -> HttpResponse:
     """The turns before position `before` of the person's own chat, in order, with the way to the
-    ones before them: "Earlier messages" puts them in its own place, at the top of the log."""
+    ones before them: "Earlier messages" puts them in its own place, at the top of the log. Pressed
+    before the page's scripts ran (its form sent as a page), it goes to the chat's page asked for them
+    (`?before=`, `SessionPolicy.page_url`), which draws them in the log."""
     session, _ = own_session(request, session_id)
-    before = request.GET.get("before", "")
-    if not (before.isascii() and before.isdigit() and len(before) < 10):
+    before = earlier_position(request)
+    if before is None:
         raise Http404("No such messages.")
-    shown = display.conversation(session, before=int(before))
-    context = {"chat": session, "items": shown.items, "earlier_url": earlier_url(session, shown.earlier)}
+    page = page_without_scripts(request, session)
+    if page is not None:
+        return redirect(with_query(page, before=before))
+    shown = display.conversation(session, before=before)
+    context = {"chat": session, "items": shown.items, **earlier_way(session, shown.earlier)}
     return render(request, "agent/_earlier.html", context)
+
+
+def with_query(url: str, **params: Any) -> str:
+    """`url` with `params` added to its query (replacing any of the same names)."""
+    scheme, netloc, path, query, fragment = urlsplit(url)
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in params]
+    return urlunsplit((scheme, netloc, path, urlencode([*kept, *params.items()]), fragment))
 
 
 @never_cache  # (one person's chat, with a stream pass: no cache between keeps it, nor one of its 204s)
@@ -180,9 +215,20 @@ def _named(rows: Any, raw: str | None) -> Any:
 @require_POST
 @login_required
 def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
+    """Stop the chat's running answer. Pressed before the page's scripts ran (the chat form sent here as
+    a page, by its Stop), it goes back to the chat's page, saying so, with the words in the box kept
+    there (`agent.typed`, as a refused message's)."""
     session, _ = own_session(request, session_id)
-    turns.request_stop(session)
-    return HttpResponse(status=204)
+    stopped = turns.request_stop(session)
+    page = page_without_scripts(request, session)
+    if page is None:
+        return HttpResponse(status=204)
+    typed.keep(request, request.POST.get("text"), reverse("chat:send", args=[session.pk]))
+    if stopped:
+        messages.info(request, "Stopped: the answer ends where it had got to.", fail_silently=True)
+    else:
+        messages.info(request, "The answer had already ended.", fail_silently=True)
+    return redirect(page)
 
 
 @require_POST

@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap
 from accounts.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from agent import budget, display, intake, titles, typed
 from agent.api import message_text
-from agent.chat_views import conversation, notice, sent_as_page
+from agent.chat_views import conversation, earlier_position, notice, sent_as_page
 from agent.models import Message, Session
 from agent.policy import Access
 from agent.templatetags.agent_waits import wait
@@ -104,7 +104,9 @@ def panel_context(
         current = own.filter(pk=chat_id).first()
     current = current or (sessions[0] if sessions else None)
     shown = (
-        conversation(current, request) if current else {"chat": None, "items": [], "running": None, "running_url": ""}
+        conversation(current, request, before=earlier_position(request))
+        if current
+        else {"chat": None, "items": [], "running": None, "running_url": ""}
     )
     meter = budget.meter(request.user)
     return {

@@ -12,12 +12,15 @@ from django.contrib.messages import get_messages
 from django.contrib.sessions.backends.signed_cookies import SessionStore
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.template import Context, RequestContext, Template
+from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
 
 from agent import typed
-from agent.models import Message, Session
+from agent.chat_views import conversation, earlier_position
+from agent.models import Message, Session, Turn
 from agent.policy import get_policy
 from tests.agent.testapp.models import Notebook, NotebookLink
+from tests.chats import long_chat
 
 pytestmark = pytest.mark.django_db
 
@@ -162,3 +165,87 @@ def test_a_session_kept_in_its_cookie_keeps_no_words(browser, notebook_chat, set
     request.session = SessionStore()
     typed.keep(request, TYPED)
     assert dict(request.session.items()) == {}
+
+
+# --- "Earlier messages" and Stop, pressed before the page's scripts ran -----------------------------
+
+
+def drawn_questions(html: str) -> list[str]:
+    return re.findall(r"question \d+", html)
+
+
+def test_earlier_messages_pressed_as_a_page_asks_the_chats_page_for_them(browser, notebook_chat, user):
+    """The button is also a GET form of the turns' position: sent as a page, it goes to the chat's page with
+    `?before=`, which `conversation(..., before=)` draws: those turns, the way further back, and back to the latest."""
+    long_chat(notebook_chat, 25)
+    request = RequestFactory().get("/")
+    request.user = user
+    latest = render_to_string("agent/_conversation.html", conversation(notebook_chat, request))
+    assert drawn_questions(latest) == [f"question {n}" for n in range(5, 25)]
+    form = re.search(
+        r'<form class="earlier" method="get" action="([^"]+)"><input type="hidden" name="before" value="(\d+)">', latest
+    )
+    assert form is not None and form.group(1) == f"/chat/{notebook_chat.pk}/earlier"
+    before = form.group(2)
+
+    response = browser.get(form.group(1), {"before": before}, **AS_PAGE)
+    notebook = NotebookLink.objects.get(session=notebook_chat).notebook
+    assert response.status_code == 302
+    assert response["Location"] == f"/notebooks/{notebook.pk}/?chat={notebook_chat.pk}&before={before}"
+
+    asked = RequestFactory().get(response["Location"])
+    asked.user = user
+    context = conversation(notebook_chat, asked, before=earlier_position(asked))
+    page = render_to_string("agent/_conversation.html", context)
+    assert drawn_questions(page) == [f"question {n}" for n in range(5)]
+    assert context["running"] is None and context["form_running"] is False
+    assert f'<a href="/notebooks/{notebook.pk}/?chat={notebook_chat.pk}">Back to the latest messages</a>' in page
+    assert '<form class="earlier"' not in page  # (nothing before the first turn)
+    # htmx (and scripts) still get the fragment, whatever the policy names.
+    fragment = browser.get(form.group(1), {"before": before}, HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200 and drawn_questions(fragment.content.decode()) == [
+        f"question {n}" for n in range(5)
+    ]
+
+
+def test_earlier_messages_of_a_chat_with_no_page_answer_the_fragment_even_as_a_page(browser, chat):
+    long_chat(chat, 25)
+    response = browser.get(f"/chat/{chat.pk}/earlier", {"before": "20"}, **AS_PAGE)
+    assert response.status_code == 200 and drawn_questions(response.content.decode()) == [
+        f"question {n}" for n in range(5)
+    ]
+
+
+@pytest.mark.parametrize("raw", ["", "x", "-1", "١٢", "1" * 10])
+def test_a_page_asked_for_turns_before_no_position_draws_the_latest(raw):
+    request = RequestFactory().get("/", {"before": raw})
+    assert earlier_position(request) is None
+    assert earlier_position(RequestFactory().get("/", {"before": "12"})) == 12
+
+
+def test_stop_pressed_as_a_page_stops_the_answer_and_comes_back_with_the_words(browser, notebook_chat):
+    turn = Turn.objects.create(session=notebook_chat, status=Turn.RUNNING)
+    words = "and then <b>basil</b> & “thyme”"
+    response = browser.post(f"/chat/{notebook_chat.pk}/stop", {"text": words}, **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == get_policy().page_url(notebook_chat)
+    turn.refresh_from_db()
+    assert turn.stop_requested
+    assert [str(m) for m in get_messages(response.wsgi_request)] == ["Stopped: the answer ends where it had got to."]
+    assert textarea(notebook_page(browser, notebook_chat)) == words
+    assert textarea(notebook_page(browser, notebook_chat)) == ""  # (taken once)
+
+
+def test_stop_pressed_as_a_page_after_the_answer_ended_says_so(browser, notebook_chat):
+    Turn.objects.create(session=notebook_chat, status=Turn.DONE)
+    response = browser.post(f"/chat/{notebook_chat.pk}/stop", {"text": ""}, **AS_PAGE)
+    assert response.status_code == 302
+    assert [str(m) for m in get_messages(response.wsgi_request)] == ["The answer had already ended."]
+
+
+def test_stop_by_htmx_or_of_a_chat_with_no_page_answers_204(browser, notebook_chat, chat):
+    turn = Turn.objects.create(session=notebook_chat, status=Turn.RUNNING)
+    assert browser.post(f"/chat/{notebook_chat.pk}/stop", {"text": "x"}, HTTP_HX_REQUEST="true").status_code == 204
+    turn.refresh_from_db()
+    assert turn.stop_requested
+    assert browser.post(f"/chat/{chat.pk}/stop", **AS_PAGE).status_code == 204
+    assert textarea(notebook_page(browser, notebook_chat)) == ""  # (by htmx, the words stay in the page's box)

@@ -14,12 +14,13 @@ from html.parser import HTMLParser
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from agent.models import Approval, Message, Session
+from agent.models import Approval, Message, Session, Turn
 from agent.turns import claim
 from blog.chat import start_session
 from blog.models import Post
 from tests.blog.conftest import ALL, blog_chat, browser, make_post, said_chat, set_consent
 from tests.blog.test_assistant_turns import publish_awaiting_approval, say
+from tests.chats import long_chat
 
 pytestmark = pytest.mark.django_db
 
@@ -239,3 +240,98 @@ def test_a_first_message_refused_with_files_says_to_attach_them_again(team):
     page = client.get(response["Location"]).content.decode()
     assert "Write a message of up to 20,000 characters. Attach the files again: they were not kept." in page
     assert chat_box(page) == TYPED.replace("\r\n", "\n")
+
+
+# --- Stop and "Earlier messages", pressed before the scripts ----------------------------------------
+
+
+class Buttons(HTMLParser):
+    """Every button's attributes, by id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[str, dict[str, str | None]] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "button" and dict(attrs).get("id"):
+            self.by_id[str(dict(attrs)["id"])] = dict(attrs)
+
+
+def stop_button(page: str) -> dict[str, str | None]:
+    parser = Buttons()
+    parser.feed(page)
+    return parser.by_id["chat-stop"]
+
+
+@pytest.mark.parametrize("where", ["blog", "beside a post"])
+def test_stop_shows_while_an_answer_runs_and_sends_the_chat_form_to_stop_it(team, where):
+    """Drawn with the page, not only by its script: a submit button of the chat's form whose press, before
+    the scripts ran, sends the form to the chat's stop (`formaction`, unchecked: an empty box is fine)."""
+    post = make_post(team.blog, "A draft") if where != "blog" else None
+    chat = said_chat(team.owner, team.blog, post)
+    panel = "/blogs/notes/" if post is None else f"/blogs/notes/posts/{post.pk}/edit/"
+    client = browser(team.owner)
+    resting = stop_button(client.get(f"{panel}?chat={chat.pk}").content.decode())
+    assert "hidden" in resting
+    Turn.objects.create(session=chat, status=Turn.RUNNING)
+    page = client.get(f"{panel}?chat={chat.pk}").content.decode()
+    stop = stop_button(page)
+    assert "hidden" not in stop and stop["type"] == "submit" and "formnovalidate" in stop
+    assert stop["formaction"] == stop["hx-post"] == f"/chat/{chat.pk}/stop"
+    assert posting_to(page, f"/chat/{chat.pk}/send")[0]["data-running"] == "1"
+    # No script follows the answer: the page says to read it again.
+    assert '<noscript><p class="notice">The assistant is answering. Reload this page in a moment' in page
+
+
+def test_stop_pressed_before_the_scripts_stops_the_answer_and_comes_back_with_the_words(team):
+    chat = said_chat(team.owner, team.blog)
+    turn = Turn.objects.create(session=chat, status=Turn.RUNNING)
+    client = browser(team.owner)
+    response = client.post(f"/chat/{chat.pk}/stop", {"text": "and the weir"}, **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == f"/blogs/notes/?chat={chat.pk}"
+    turn.refresh_from_db()
+    assert turn.stop_requested
+    page = client.get(response["Location"]).content.decode()
+    assert "Stopped: the answer ends where it had got to." in page
+    assert chat_box(page) == "and the weir"
+    assert "Stopping the answer. Reload this page in a moment to read where it ended." in page  # (not yet ended)
+
+
+def test_stop_is_the_chats_own_persons_alone(team):
+    chat = said_chat(team.owner, team.blog)
+    turn = Turn.objects.create(session=chat, status=Turn.RUNNING)
+    assert browser(team.editor).post(f"/chat/{chat.pk}/stop", {"text": "x"}, **AS_PAGE).status_code == 404
+    turn.refresh_from_db()
+    assert not turn.stop_requested
+
+
+@pytest.mark.parametrize("where", ["blog", "beside a post"])
+def test_earlier_messages_pressed_before_the_scripts_draw_them_on_the_chats_page(team, where):
+    post = make_post(team.blog, "A draft") if where != "blog" else None
+    chat = start_session(team.owner, team.blog, post)
+    long_chat(chat, 45)
+    panel = "/blogs/notes/" if post is None else f"/blogs/notes/posts/{post.pk}/edit/"
+    client = browser(team.owner)
+    page = client.get(f"{panel}?chat={chat.pk}").content.decode()
+    assert re.findall(r"question \d+", page) == [f"question {n}" for n in range(25, 45)]
+    [(form, fields)] = [
+        (f, names)
+        for f, names in zip(forms(page).forms, forms(page).fields, strict=True)
+        if f.get("class") == "earlier"
+    ]
+    assert form["method"] == "get" and form["action"] == f"/chat/{chat.pk}/earlier" and fields == {"before"}
+    before = re.search(r'name="before" value="(\d+)"', page).group(1)
+
+    response = client.get(form["action"], {"before": before}, **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == f"{panel}?chat={chat.pk}&before={before}"
+    earlier = client.get(response["Location"]).content.decode()
+    assert re.findall(r"question \d+", earlier) == [f"question {n}" for n in range(5, 25)]
+    assert f'<a href="{panel}?chat={chat.pk}">Back to the latest messages</a>' in earlier
+    further = re.search(r'name="before" value="(\d+)"', earlier).group(1)
+    oldest = client.get(f"{panel}?chat={chat.pk}&before={further}").content.decode()
+    assert re.findall(r"question \d+", oldest) == [f"question {n}" for n in range(5)]
+    assert 'class="earlier"' not in oldest
+    # Not a position: the latest, as without it.
+    assert (
+        re.findall(r"question \d+", client.get(f"{panel}?chat={chat.pk}&before=x").content.decode())[0] == "question 25"
+    )

@@ -77,3 +77,33 @@ def test_without_scripts_a_refused_long_message_comes_back_in_the_box(server_fac
         expect(chat_input(page)).to_have_value(typed)
         page.reload()
         expect(chat_input(page)).to_have_value("")
+
+
+def test_without_scripts_stop_ends_a_running_answer_and_keeps_the_words_in_the_box(server_factory, browser):
+    """The demo writes slowly here, so its answer is still running when the page comes back: Stop is on it,
+    as a button of the chat's form, and the page says to read it again (no script follows it)."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="300", **NO_LIMITS).url
+    with without_scripts(browser, base) as page:
+        page.goto(f"{base}/blogs/{BLOG}/")
+        chat_input(page).fill("write something long about herons")
+        send_button(page).click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
+        stop = page.locator("#chat-stop")
+        expect(stop).to_be_visible()
+        # (Playwright's text matching skips <noscript>: the line is asked for by its own element)
+        notice = page.locator("#chat-log .turn-state .notice")
+        expect(notice).to_be_visible()
+        expect(notice).to_have_text("The assistant is answering. Reload this page in a moment to read the answer.")
+        chat_input(page).fill("and then the weir")
+        with loads(page, re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$")):
+            stop.click()
+        expect(page.get_by_text("Stopped: the answer ends where it had got to.")).to_be_visible()
+        expect(chat_input(page)).to_have_value("and then the weir")
+        answered = page.locator("#chat-log article.msg.assistant:not(.streaming)")
+        for _ in range(50):
+            if answered.count():
+                break
+            page.wait_for_timeout(200)
+            page.reload()
+        expect(answered.last).to_contain_text("Stopped.")
+        expect(stop).to_be_hidden()

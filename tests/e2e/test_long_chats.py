@@ -12,6 +12,7 @@ from tests.e2e.ui import (
     BLOG,
     chat_input,
     chat_log,
+    fill_sign_in,
     login,
     new_chat,
     open_blog,
@@ -192,3 +193,30 @@ def test_a_reader_who_scrolls_up_before_the_page_has_caught_up_stays_where_they_
     wait_settled(page)
     page.wait_for_timeout(200)  # (any scroll the answer would cause has happened)
     assert log.evaluate("log => log.scrollTop") == 0
+
+
+def test_earlier_messages_without_scripts_go_back_page_by_page_and_to_the_latest(browser, server):
+    """With JavaScript off, "Earlier messages" is a form of its own: the page comes back with the turns before
+    those it showed, and a link back to the latest."""
+    plain = browser.new_context(java_script_enabled=False)
+    try:
+        page = plain.new_page()
+        page.goto(f"{server.url}/accounts/login/")
+        fill_sign_in(page, "alice")
+        page.wait_for_url(re.compile(r"/$"))
+        page.goto(f"{server.url}/blogs/{BLOG}/")
+        page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
+        page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+        page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))
+        expect(user_messages(page)).to_have_count(20)
+        first = int(user_messages(page).first.inner_text().split()[-1])  # (other tests may have added turns)
+        page.get_by_role("button", name="Earlier messages").click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}&before=\d+$"))
+        expect(user_messages(page)).to_have_text([f"question {n}" for n in range(first - 20, first)])
+        page.get_by_role("button", name="Earlier messages").click()
+        expect(user_messages(page).first).to_have_text(f"question {first - 40}")
+        page.get_by_role("link", name="Back to the latest messages").click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
+        expect(user_messages(page).first).to_have_text(f"question {first}")
+    finally:
+        plain.close()

@@ -70,13 +70,21 @@
   }, true);
 
   document.addEventListener("submit", function (e) {
-    var f = form();
-    if (e.target === f && resting(f)) { e.preventDefault(); e.stopPropagation(); }
+    var f = form(), stop = e.submitter && e.submitter.id === "chat-stop";  // (Stop sent natively: let it go)
+    if (e.target === f && resting(f) && !stop) { e.preventDefault(); e.stopPropagation(); }
   }, true);
 
   document.addEventListener("htmx:confirm", function (e) {
     var f = form();
     if (e.detail.elt === f && resting(f)) e.preventDefault();
+  });
+
+  // A message goes to the form's own address. htmx sends a form to the `formaction` of the button last
+  // pressed in it, and Stop has one (its press before the scripts ran sends the form to the chat's stop):
+  // a Stop pressed, then disabled while the answer ends, may still count as last pressed at the next Enter.
+  document.addEventListener("htmx:configRequest", function (e) {
+    var f = form();
+    if (f && e.detail.elt === f) e.detail.path = f.getAttribute("hx-post");
   });
 
   // Attachments: the paperclip's file input holds the files that will be sent (htmx posts the
