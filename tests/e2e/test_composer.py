@@ -186,3 +186,23 @@ def test_a_second_tab_following_the_answer_takes_words_and_sends_them_once_it_en
     wait_turn_finished(page)
     expect(replies(page).last).to_contain_text("Here are your posts")
     assert page.js_errors == []
+
+
+def test_a_message_after_stop_goes_to_the_chat_even_where_stop_still_counts_as_last_pressed(demo_server, page):
+    """Stop is a submit button of the chat's form with a `formaction` (the chat's stop, for a press before
+    the scripts ran), and htmx sends a form to the `formaction` of the button it last saw pressed in it.
+    Chromium forgets that button when Stop is disabled after its press (a focusout); a browser that does not
+    must still send the next message to the chat, not to its stop. Here Stop counts as last pressed by the
+    event htmx listens for."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    send(page, "list my posts")
+    wait_turn_finished(page)
+    sent = posts_of(page)
+    chat_input(page).fill("list my drafts")
+    page.locator("#chat-stop").dispatch_event("focusin")
+    chat_input(page).press("Enter")
+    expect(user_messages(page)).to_have_text(["list my posts", "list my drafts"])
+    wait_turn_finished(page)
+    assert len(sent) == 1
