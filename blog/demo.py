@@ -445,8 +445,11 @@ def _lines(items: list[dict[str, Any]]) -> str:
 
 
 def _more(result: dict[str, Any], items: list[dict[str, Any]]) -> str:
-    """What a list leaves out (`list_posts` lists 100 at a time and says how many match in all), else ""."""
-    total = result.get("total")
+    """What a list leaves out (`list_posts` lists 100 at a time and says how many match in all, and in a
+    `note` when a search could not count them all), else ""."""
+    total, note = result.get("total"), result.get("note")
+    if isinstance(note, str) and note:
+        return f"\n{note}\n"
     if not isinstance(total, int) or total <= len(items):
         return ""
     return f"\nThese are the {len(items):,} most recently changed of {total:,}.\n"

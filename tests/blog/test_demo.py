@@ -920,3 +920,6 @@ def test_a_list_of_the_first_hundred_says_how_many_there_are_in_all(settings):
     assert calls == [] and text.endswith("- **Note 99** (draft)\n\nThese are the 100 most recently changed of 130.\n")
     text, _ = _turn(settings, "", user, *_called("c1", "list_posts", {"items": items[:3], "total": 3}))
     assert text.endswith("- **Note 2** (draft)\n")
+    capped = {"items": items, "total": 100, "note": "A search with letters beyond A to Z finds at most the 100 …"}
+    text, _ = _turn(settings, "", user, *_called("c1", "list_posts", capped))
+    assert text.endswith("- **Note 99** (draft)\n\nA search with letters beyond A to Z finds at most the 100 …\n")

@@ -309,6 +309,28 @@ def test_the_assistant_is_told_how_many_posts_there_are_and_pages_past_the_first
         listed(offset=-1)
 
 
+def test_the_assistant_is_told_when_a_search_beyond_a_to_z_kept_as_many_as_it_keeps(team):
+    """Such a search is matched here, keeping MATCHES_MAX posts: its total cannot say how many match in all,
+    so the result says so (as the All posts page does), and a search that kept fewer says nothing."""
+    Post.objects.bulk_create(
+        Post(blog=team.blog, author=team.owner, title=f"Ärger {n}", slug=f"a-{n}", body="")
+        for n in range(services.MATCHES_MAX + 5)
+    )
+    make_post(team.blog, "Straße")
+    actor = grants.person(team.owner, team.blog)
+
+    def listed(**args):
+        return operations.perform_json("list_posts", actor, team.blog, args)[0]
+
+    capped = listed(query="ärger")
+    assert capped["total"] == services.MATCHES_MAX and len(capped["items"]) == services.MATCHES_MAX
+    assert capped["note"].startswith(f"A search with letters beyond A to Z finds at most the {services.MATCHES_MAX}")
+    assert "note" not in listed(query="straße") and listed(query="straße")["total"] == 1
+    assert "note" not in listed(query="ärger 1")  # (Ärger 1, 10-19, 100-104: 16)
+    assert "note" not in listed(query="rger")  # (ASCII: the database counts them all)
+    assert listed(query="rger")["total"] == services.MATCHES_MAX + 5
+
+
 def test_a_short_list_costs_no_count(team):
     """The total of a list shorter than a page is its length: no COUNT is made for it."""
     for n in range(3):
