@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -160,6 +161,8 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
 @csrf_protect
 def _post_new(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpResponse:
     error, cover_error, invalid = None, "", False
+    if previewing(request):
+        return _new_page(request, blog, actor, request.POST, **previewed(request))
     if request.method == "POST":
         title, body = request.POST.get("title", ""), request.POST.get("body", "")
         try:
@@ -188,11 +191,19 @@ def _new_page(
     error: str | None = None,
     cover_error: str = "",
     invalid: bool = False,
+    preview_html: str = "",
     status: int = 200,
 ) -> HttpResponse:
     # (a Create refused comes back with the typed title and its note; a new form, with no title, has none)
     note = title_note(actor, blog, data.get("title", ""))
-    context = {"blog": blog, "post": None, "error": error, "data": data, "title_note": note}
+    context = {
+        "blog": blog,
+        "post": None,
+        "error": error,
+        "data": data,
+        "title_note": note,
+        "preview_html": preview_html,
+    }
     context.update(cover_error=cover_error, cover_invalid=invalid or status == 413, **cover_form.field_context())
     return render(request, "blog/post_form.html", context, status=status)
 
@@ -229,6 +240,18 @@ def _post_edit(request: HttpRequest, blog: Blog, seat: Seat, actor: grants.Actor
     if post is None or not grants.may_change(actor, post):
         return uneditable(request, blog, post, mine)
     error, incoming, cover_error, invalid = None, None, "", False  # (incoming: the saved version, when changed)
+    if previewing(request):  # (the form keeps the version it opened: a Save after it still sees a change meanwhile)
+        return _edit_page(
+            request,
+            blog,
+            seat,
+            actor,
+            post,
+            drawn,
+            request.POST,
+            version=request.POST.get("version"),
+            **previewed(request),
+        )
     if request.method == "POST":
         try:
             services.clean_title(mine["title"])  # (a title or body refused before any image is stored)
@@ -291,6 +314,8 @@ def _edit_page(
     incoming: dict | None = None,
     cover_error: str = "",
     invalid: bool = False,
+    preview_html: str = "",
+    version: str | None = None,
     status: int = 200,
 ) -> HttpResponse:
     context = {
@@ -303,7 +328,8 @@ def _edit_page(
         "seat": seat,  # (the note in the assistant's place says why: blog/_assistant_off.html)
         "head": live.head_mark(blog, seat),  # (the column's mark, which the page's stream answers: blog/live.py)
         "editable": True,  # (it could not be drawn otherwise; blog_views.post_head says when that changes)
-        "version": services.post_version(post),
+        "version": version or services.post_version(post),
+        "preview_html": preview_html,
         # (the note on the title in the box: the saved one, or the one typed when a Save was refused)
         "title_note": title_note(actor, blog, data.get("title", ""), exclude=post.pk),
         "data": data,
@@ -425,17 +451,45 @@ def post_preview(request: HttpRequest, slug: str) -> HttpResponse:
     from the same cache; a person whose previews spent their share of rendering this minute gets 429."""
     blog, seat, actor = membership(request, slug)
     require_scope(actor, WRITE)
-    body = services.as_typed(request.POST.get("body", ""))
+    context, status = preview_of(request, request.POST.get("body", ""))
+    return render(request, "blog/_preview.html", context, status=status)
+
+
+def preview_of(request: HttpRequest, typed: str) -> tuple[dict[str, Any], int]:
+    """What `blog/_preview.html` shows of a body as typed, and the status of an answer of it alone: 429
+    while this person's previews are paused (they spent their share of rendering this minute, or the cache
+    that keeps it does not answer)."""
+    body = services.as_typed(typed)
     if len(body) > services.MAX_BODY_CHARS:
-        return render(request, "blog/_preview.html", {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"})
+        return {"too_long": True, "max_chars": f"{services.MAX_BODY_CHARS:,}"}, 200
     try:
         html, wait = previews.render(request.user, body)
     except CacheUnavailable:  # (the budget cannot be read: previews pause rather than go unlimited)
-        context = {"unavailable": True, "retry_after": RETRY_SECONDS}
-        return render(request, "blog/_preview.html", context, status=429)
+        return {"unavailable": True, "retry_after": RETRY_SECONDS}, 429
     if html is None:  # this person's previews spent their rendering for now (blog/previews.py)
-        return render(request, "blog/_preview.html", {"paused": True, "retry_after": wait}, status=429)
-    return render(request, "blog/_preview.html", {"body_html": html})
+        return {"paused": True, "retry_after": wait}, 429
+    return {"body_html": html}, 200
+
+
+#: The editor's Preview (drawn only without scripts, which preview as the person types) sends the form
+#: with this field: the page comes back with the words in the form and their preview, nothing saved.
+PREVIEW = "preview"
+
+
+def previewing(request: HttpRequest) -> bool:
+    return request.method == "POST" and request.POST.get(PREVIEW) == "1"
+
+
+def previewed(request: HttpRequest) -> dict[str, Any]:
+    """The editor's page context for a Preview pressed (`previewing`): the typed body's preview, drawn in
+    the page's preview, and what the cover field says of an image chosen (a preview keeps no file)."""
+    context, _ = preview_of(request, request.POST.get("body", ""))
+    messages.info(request, "This is a preview: nothing is saved yet. Save to keep your changes.")
+    chosen = f"The image you chose is not kept by a preview: {cover_form.AGAIN} when you save."
+    return {
+        "preview_html": render_to_string("blog/_preview.html", context, request),
+        "cover_error": chosen if cover_form.chosen(request) else "",
+    }
 
 
 @require_POST

@@ -325,3 +325,89 @@ def test_requests_sent_at_once_are_charged_before_they_render(team, monkeypatch)
     )
     assert browser(team.author).post(URL, {"body": "x" * 60_000}).status_code == 200
     assert seen == [1_200]  # (60,000 characters × 0.02 ms, charged while it rendered)
+
+
+# --- Preview without scripts: the editor's form sent to show its preview, nothing saved -------------
+
+
+def test_the_preview_button_is_drawn_for_pages_without_scripts_only(team):
+    post = make_post(team.blog, "Walk notes", "First line.")
+    for url in ("/blogs/notes/posts/new/", f"/blogs/notes/posts/{post.pk}/edit/"):
+        html = browser(team.owner).get(url).content.decode()
+        assert (
+            '<noscript><button type="submit" class="secondary" name="preview" value="1" formnovalidate>Preview</button></noscript>'
+            in html
+        )
+        assert "appears here as you write.<noscript> Press Preview to see it.</noscript>" in html
+
+
+def test_a_new_posts_preview_comes_back_with_the_words_and_saves_nothing(team):
+    typed = {"title": "", "body": "Some **bold**.\n\n<script>alert(1)</script>", "preview": "1"}
+    response = browser(team.author).post("/blogs/notes/posts/new/", typed)
+    assert response.status_code == 200 and not Post.objects.exists()
+    html = response.content.decode()
+    preview = html[html.index('<div id="preview">') :]
+    assert preview.startswith('<div id="preview"><div class="md"><p>Some <strong>bold</strong>.</p>')
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in preview and "<script>alert" not in html
+    assert ">Some **bold**.\n\n&lt;script&gt;alert(1)&lt;/script&gt;</textarea>" in html  # (the words, to go on with)
+    assert "This is a preview: nothing is saved yet. Save to keep your changes." in html
+
+
+def test_a_posts_preview_saves_nothing_and_keeps_the_version_it_opened(team):
+    """Previewed, then saved after someone else's change: the Save is refused as from the version it
+    opened, not written over the change the preview's page never showed."""
+    from tests.blog.test_edit_conflicts import edit_url, opened_version
+
+    post = make_post(team.blog, "Walk notes", "First line.")
+    mine = browser(team.owner)
+    version = opened_version(mine, post)
+    revisions = post.revisions.count()
+    response = mine.post(
+        edit_url(post), {"title": "Walk notes", "body": "My _words_.", "version": version, "preview": "1"}
+    )
+    assert response.status_code == 200
+    post.refresh_from_db()
+    assert post.body == "First line." and post.revisions.count() == revisions
+    html = response.content.decode()
+    assert '<div id="preview"><div class="md"><p>My <em>words</em>.</p>' in html
+    assert f'<input type="hidden" name="version" value="{version}">' in html
+
+    other = browser(team.editor)
+    other.post(
+        edit_url(post), {"title": "Walk notes", "body": "Editor's words.", "version": opened_version(other, post)}
+    )
+    assert (
+        f'<input type="hidden" name="version" value="{version}">'
+        in mine.post(
+            edit_url(post), {"title": "Walk notes", "body": "My _words_.", "version": version, "preview": "1"}
+        ).content.decode()
+    )  # (previewed again after that change: still the version it opened)
+    refused = mine.post(edit_url(post), {"title": "Walk notes", "body": "My _words_.", "version": version})
+    assert "since you opened it, so nothing was saved." in refused.content.decode()
+    post.refresh_from_db()
+    assert post.body == "Editor's words."
+
+
+def test_a_preview_keeps_no_cover_and_says_to_choose_it_again(team, settings, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests import files
+
+    settings.MEDIA_ROOT = tmp_path
+    post = make_post(team.blog, "Walk notes", "First line.")
+    image = SimpleUploadedFile("heron.png", files.png(), content_type="image/png")
+    form = {"title": "Walk notes", "body": "Words.", "preview": "1", "cover": image}
+    html = browser(team.owner).post(f"/blogs/notes/posts/{post.pk}/edit/", form).content.decode()
+    assert "The image you chose is not kept by a preview: choose the image again when you save." in html
+    post.refresh_from_db()
+    assert not post.cover_ref and not any(tmp_path.rglob("*.png"))
+
+
+@pytest.mark.parametrize("role", ["viewer", "outsider"])
+def test_only_members_who_may_edit_the_post_preview_it_in_its_editor(team, role):
+    post = make_post(team.blog, "Walk notes", "First line.")
+    person = team.viewer if role == "viewer" else team.outsider
+    response = browser(person).post(f"/blogs/notes/posts/{post.pk}/edit/", {"body": "Mine.", "preview": "1"})
+    assert response.status_code == 404
+    response = browser(person).post("/blogs/notes/posts/new/", {"body": "Mine.", "preview": "1"})
+    assert response.status_code == 404

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import NO_LIMITS
-from tests.e2e.ui import BLOG, chat_input, fill_sign_in, loads, post_item, replies, send_button, user_messages
+from tests.e2e.ui import BLOG, chat_input, fill_sign_in, loads, login, post_item, replies, send_button, user_messages
 
 
 @contextmanager
@@ -107,3 +107,31 @@ def test_without_scripts_stop_ends_a_running_answer_and_keeps_the_words_in_the_b
             page.reload()
         expect(answered.last).to_contain_text("Stopped.")
         expect(stop).to_be_hidden()
+
+
+def test_without_scripts_preview_shows_the_post_as_it_will_read_and_saves_nothing(server_factory, browser):
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    with without_scripts(browser, base) as page:
+        page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+        preview = page.locator("#preview")
+        expect(preview).to_contain_text("The preview of your post appears here as you write.")
+        page.get_by_label("Title").fill("Previewed on a slow phone")
+        page.get_by_label("Body (markdown)").fill("Herons at **dawn**.")
+        with loads(page, re.compile(rf"/blogs/{BLOG}/posts/new/$")):
+            page.get_by_role("button", name="Preview").click()
+        expect(preview.locator("strong")).to_have_text("dawn")
+        expect(page.get_by_text("This is a preview: nothing is saved yet.")).to_be_visible()
+        expect(page.get_by_label("Body (markdown)")).to_have_value("Herons at **dawn**.")
+        page.locator("#post-form").get_by_role("button", name="Create draft").click()  # (the words previewed)
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/$"))
+        expect(post_item(page, "Previewed on a slow phone")).to_have_count(1)  # (one: the preview saved none)
+
+
+def test_with_scripts_the_preview_follows_the_typing_and_no_preview_button_shows(server_factory, page):
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    login(page, base, "alice")
+    page.goto(f"{base}/blogs/{BLOG}/posts/new/")
+    page.get_by_label("Body (markdown)").fill("Herons at **dawn**.")
+    expect(page.locator("#preview strong")).to_have_text("dawn")
+    expect(page.get_by_role("button", name="Preview")).to_have_count(0)
+    expect(page.locator("#preview")).not_to_contain_text("Press Preview")
