@@ -13,7 +13,8 @@ each entry's declared size and their total. Every read is bounded by the declare
 
 The posts are created in one transaction through the one write path (`services.post_create`, then
 `post_publish` for a post whose status was published when the owner keeps those published): each has
-its revision, its own address, and the blog's open pages hear of it. A post that cannot be imported
+its revision and its own address, and the blog's open pages hear of them all in one message once the
+import is committed (`live.Batch`). A post that cannot be imported
 (not UTF-8, front matter that is not a YAML mapping, a title refused) refuses the whole import,
 naming it: nothing is created, and the covers stored for it are deleted again. A cover that cannot be
 used (missing, too large, not an image) is left out and said so; its post is imported without it.
@@ -36,7 +37,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from agent.uploads import MB, Limits
-from blog import covers, services
+from blog import covers, live, services
 from blog.access import PUBLISH, WRITE
 from blog.grants import Actor
 from blog.models import Blog, Post
@@ -299,6 +300,7 @@ def _write(
 ) -> Report:
     """Create the posts in one transaction; on any failure, none, and their covers deleted from storage."""
     stored: list[str] = []
+    news = live.Batch(blog)  # (one message to the blog's open pages for the whole import, once committed)
     try:
         with transaction.atomic():
             for source in sources:
@@ -307,7 +309,12 @@ def _write(
                     stored.append(cover[0])
                 try:
                     post = services.post_create(
-                        blog=blog, actor=actor, title=source.title, body=source.body, cover=cover
+                        blog=blog,
+                        actor=actor,
+                        title=source.title,
+                        body=source.body,
+                        cover=cover,
+                        announce=news.announce,
                     )
                 except OperationError as exc:
                     raise ImportRefused(
@@ -315,9 +322,10 @@ def _write(
                     ) from None
                 report.posts += 1
                 if keep_published and source.published:
-                    services.post_publish(post=post, actor=actor)
+                    services.post_publish(post=post, actor=actor, announce=news.announce)
                     report.published += 1
                 time.sleep(0)  # under gevent, the worker's other requests run between posts (as an export's do)
+            news.send()
     except BaseException:
         for key in stored:  # (post_create's own clean-up waits for a commit that will never come)
             _delete(key)

@@ -88,6 +88,29 @@ def announce(blog: Blog, effect: dict[str, Any]) -> None:
     transaction.on_commit(lambda: events.publish(name, [effect]))
 
 
+class Batch:
+    """The effects of many changes made in one transaction that is all or nothing (an import's posts),
+    told to the blog's open pages as one message once it is committed (`send`), not one message a change:
+    an import of 2,000 posts is one message on the bus (one round trip to Redis) and one event a page.
+    Pass its `announce` to the write path (`services.post_create(..., announce=batch.announce)`)."""
+
+    def __init__(self, blog: Blog) -> None:
+        self.blog = blog
+        self.effects: list[dict[str, Any]] = []
+
+    def announce(self, blog: Blog, effect: dict[str, Any]) -> None:
+        if blog.pk != self.blog.pk:
+            raise ValueError("A batch announces the changes of its own blog only.")
+        self.effects.append(effect)
+
+    def send(self) -> None:
+        """Once the transaction around the changes commits, tell the blog's open pages about them all, in
+        the order they were made (nothing, if there were none or it rolls back; never raises)."""
+        if self.effects:
+            name, effects = channel_name(self.blog), list(self.effects)
+            transaction.on_commit(lambda: events.publish(name, effects))
+
+
 def blog_updated(blog: Blog) -> None:
     """The blog was renamed, described anew or handed over: once committed, its open pages redraw their
     header (`blog_views.blog_head`: the title, the description, the links each member's seat opens) and

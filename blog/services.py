@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -193,8 +194,21 @@ def discard_cover(key: str) -> None:
     transaction.on_commit(delete)
 
 
-def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "", cover: Cover | None = None) -> Post:
-    """A new draft; `cover` is a copy already made for it (deleted again if the post is not created)."""
+#: How the write path tells a blog's open pages of a change: `live.announce`, or a `live.Batch`'s.
+Announce = Callable[[Blog, dict[str, Any]], None]
+
+
+def post_create(
+    *,
+    blog: Blog,
+    actor: Actor,
+    title: str,
+    body: str = "",
+    cover: Cover | None = None,
+    announce: Announce | None = None,
+) -> Post:
+    """A new draft; `cover` is a copy already made for it (deleted again if the post is not created).
+    `announce` tells the blog's open pages (default `live.announce`, each change its own message)."""
     try:
         title, body = clean_title(title), clean_body(body)
         with transaction.atomic():
@@ -203,7 +217,7 @@ def post_create(*, blog: Blog, actor: Actor, title: str, body: str = "", cover: 
                 post.cover_ref, post.cover_type = cover
             save_at_free_slug(post)
             _revise(post, blog, "create", None, actor)
-            live.announce(blog, {"type": "post.created", "id": post.pk})
+            (announce or live.announce)(blog, {"type": "post.created", "id": post.pk})
     except BaseException:
         discard_cover(cover[0] if cover else "")
         raise
@@ -255,15 +269,17 @@ def post_update(
     return post
 
 
-def post_publish(*, post: Post, actor: Actor) -> Post:
-    return _set_state(post, actor, Post.PUBLISHED, "publish", f"“{post.title}” is already published.")
+def post_publish(*, post: Post, actor: Actor, announce: Announce | None = None) -> Post:
+    return _set_state(post, actor, Post.PUBLISHED, "publish", f"“{post.title}” is already published.", announce)
 
 
 def post_unpublish(*, post: Post, actor: Actor) -> Post:
     return _set_state(post, actor, Post.DRAFT, "unpublish", f"“{post.title}” is not published.")
 
 
-def _set_state(post: Post, actor: Actor, status: str, action: str, refusal: str) -> Post:
+def _set_state(
+    post: Post, actor: Actor, status: str, action: str, refusal: str, announce: Announce | None = None
+) -> Post:
     """Publish or unpublish: only the state is written, so a change to the words saved since the post
     was read stays. The UPDATE is conditional on the state the caller read: of two requests that read
     the same draft (two Publish buttons, a button and the assistant), the second is refused, not a
@@ -284,7 +300,7 @@ def _set_state(post: Post, actor: Actor, status: str, action: str, refusal: str)
         post.status, post.published_at, post.updated_at = status, published_at, now
         _revise(post, post.blog, action, before, actor)
         effect = "post.published" if status == Post.PUBLISHED else "post.unpublished"
-        live.announce(post.blog, {"type": effect, "id": post.pk})
+        (announce or live.announce)(post.blog, {"type": effect, "id": post.pk})
     return post
 
 

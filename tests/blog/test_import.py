@@ -12,7 +12,8 @@ from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from blog import export, imports, services
+from agent import events
+from blog import export, imports, live, services
 from blog.access import ROLE_SCOPES
 from blog.grants import Actor
 from blog.models import Post, PostRevision
@@ -360,3 +361,39 @@ def test_an_export_imported_into_another_blog_gives_the_same_posts(team, other_t
     moved = Post.objects.get(blog=other_team.blog, title__startswith="Quotes")
     with open(media / moved.cover_ref, "rb") as fh:
         assert fh.read() == files.png()
+
+
+def test_the_blogs_open_pages_hear_of_an_import_in_one_message_once_committed(
+    team, media, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Each post created or published tells the blog's open pages, as any change does; an import tells them
+    all at once: one message on the bus (one round trip to Redis) and one event a page, not one a post."""
+    published: list[tuple[str, list]] = []
+    monkeypatch.setattr(events, "publish", lambda channel, message: published.append((channel, message)))
+    data = archive({f"posts/{n}.md": f'---\ntitle: "P{n}"\nstatus: "published"\n---\nx' for n in range(30)})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(browser(team.owner), data, keep=True)
+    assert said(response) == ["Imported 30 posts (30 kept published)."]
+    ids = list(Post.objects.filter(blog=team.blog).order_by("pk").values_list("pk", flat=True))
+    effects = [
+        effect for pk in ids for effect in ({"type": "post.created", "id": pk}, {"type": "post.published", "id": pk})
+    ]
+    assert published == [(live.channel_name(team.blog), effects)]
+
+
+def test_an_import_refused_midway_tells_the_open_pages_nothing(
+    team, media, monkeypatch, django_capture_on_commit_callbacks
+):
+    published: list[tuple[str, list]] = []
+    monkeypatch.setattr(events, "publish", lambda channel, message: published.append((channel, message)))
+    entries = {f"posts/{n}.md": f'---\ntitle: "P{n}"\n---\nx' for n in range(3)}
+    entries["posts/9.md"] = f'---\ntitle: "{"x" * 300}"\n---\n'
+    with django_capture_on_commit_callbacks(execute=True):
+        refused(browser(team.owner), archive(entries))
+    assert published == [] and not Post.objects.exists()
+
+
+def test_a_batch_announces_its_own_blogs_changes_only(team, other_team):
+    batch = live.Batch(team.blog)
+    with pytest.raises(ValueError, match="its own blog only"):
+        batch.announce(other_team.blog, {"type": "post.created", "id": 1})
