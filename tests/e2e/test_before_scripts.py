@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import BLOG, chat_input, fill_sign_in, loads, login, post_item, replies, send_button, user_messages
@@ -27,6 +27,18 @@ def without_scripts(browser: Browser, base: str, username: str = "alice") -> Ite
         yield page
     finally:
         plain.close()
+
+
+def reloaded_until_answered(page: Page) -> Locator:
+    """No script follows an answer as it streams: the page shows it once it is read again after the answer
+    ended. The page's answered replies, once there is one."""
+    answered = page.locator("#chat-log article.msg.assistant:not(.streaming)")
+    for _ in range(50):
+        if answered.count():
+            break
+        page.wait_for_timeout(200)
+        page.reload()
+    return answered
 
 
 def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(server_factory, browser):
@@ -48,13 +60,7 @@ def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(serve
         send_button(page).click()
         page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))  # (the words are not in it)
         expect(user_messages(page)).to_have_text(["what can you do"])
-        # No script follows the answer as it streams: the page shows it once it is read again.
-        answered = page.locator("#chat-log article.msg.assistant:not(.streaming)")
-        for _ in range(50):
-            if answered.count():
-                break
-            page.wait_for_timeout(200)
-            page.reload()
+        answered = reloaded_until_answered(page)
         expect(replies(page)).to_have_count(1)
         expect(answered.locator(".flow.final")).not_to_be_empty()
 
@@ -99,12 +105,7 @@ def test_without_scripts_stop_ends_a_running_answer_and_keeps_the_words_in_the_b
             stop.click()
         expect(page.get_by_text("Stopped: the answer ends where it had got to.")).to_be_visible()
         expect(chat_input(page)).to_have_value("and then the weir")
-        answered = page.locator("#chat-log article.msg.assistant:not(.streaming)")
-        for _ in range(50):
-            if answered.count():
-                break
-            page.wait_for_timeout(200)
-            page.reload()
+        answered = reloaded_until_answered(page)
         expect(answered.last).to_contain_text("Stopped.")
         expect(stop).to_be_hidden()
 
