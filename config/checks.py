@@ -72,16 +72,19 @@ def cache_shared_with_the_events(app_configs=None, **kwargs):
     ]
 
 
-#: A key nothing sets: reading it asks the cache's Redis one cheap thing.
+#: A key nothing else uses: the check reads it, then writes it for a few seconds (`PROBE_SECONDS`), so a
+#: Redis that answers reads but refuses writes (a read-only replica) is found too.
 PROBE_KEY = "config.checks.cache-answers"
+PROBE_SECONDS = 5
 
 
 @checks.register(checks.Tags.caches)
 def cache_answers(app_configs=None, **kwargs):
     """CACHE_URL names a Redis, which answers (a warning: the site serves without it, see config/cache.py).
 
-    One `get`, held at most by the connect and read timeouts `config.settings.cache_backend` gives. When
-    it fails, this process leaves the cache alone a moment, as after a request's failed call
+    One `get` and one `set` (a read-only replica answers the first), each held at most by the connect and
+    read timeouts `config.settings.cache_backend` gives. When either fails, this process leaves the cache
+    alone a moment, as after a request's failed call
     (`config.cache.health`): a worker whose boot found the cache away does not wait out a timeout again
     at its first request that uses it."""
     backend = settings.CACHES.get("default", {}).get("BACKEND", "")
@@ -89,11 +92,14 @@ def cache_answers(app_configs=None, **kwargs):
         return []
     try:
         caches["default"].get(PROBE_KEY)
+        caches["default"].set(PROBE_KEY, "", PROBE_SECONDS)  # (a read-only replica answers reads, refuses this)
     except redis.RedisError as exc:  # named by its kind alone: the URL, and redis-py's message, may hold the password
         health.failed("checked at start-up (config.W002)", exc)
         kind = type(exc).__name__
         if isinstance(exc, redis.AuthenticationError):  # (it answers: the server to look at is up)
             problem, until = f"refuses its user or password ({kind})", "until it accepts them"
+        elif isinstance(exc, redis.ReadOnlyError):
+            problem, until = f"refuses writes ({kind}: a read-only replica?)", "until CACHE_URL names its primary"
         else:
             problem, until = f"does not answer ({kind})", "until it does"
         return [

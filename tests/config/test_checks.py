@@ -175,6 +175,32 @@ def test_a_cache_redis_that_refuses_its_password_is_warned_of_without_it(cache_u
     )
 
 
+def test_a_cache_redis_that_refuses_writes_is_warned_of_and_left_alone_a_moment(cache_url, cache_health):
+    """A read-only replica answers reads, so a `get` alone passed it, and then every limit the cache keeps
+    refused for the moment, request after request, with nothing said at start-up."""
+    import redis
+
+    from config.checks import cache_answers
+    from tests.agent.backends.openai_server import closed_port
+    from tests.redis_server import RedisServer
+
+    server = RedisServer().start()
+    try:
+        cache_url(server.url)
+        assert cache_answers() == []  # (a primary passes)
+        redis.Redis.from_url(server.url).replicaof("127.0.0.1", closed_port())  # (a replica of a primary away)
+        (warning,) = cache_answers()
+    finally:
+        server.stop()
+    assert warning.id == "config.W002"
+    assert warning.msg == (
+        "The Redis server of CACHE_URL refuses writes (ReadOnlyError: a read-only replica?): until CACHE_URL "
+        "names its primary, exports and client registrations are refused, previews pause, and post bodies are "
+        "rendered afresh for every page."
+    )
+    assert not cache_health.answering()
+
+
 def test_a_silent_cache_redis_holds_the_check_no_longer_than_its_timeout(cache_url):
     """A host that takes the connection and never answers: the check waits out the 2 s read timeout once."""
     import socket
