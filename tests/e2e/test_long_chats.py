@@ -10,8 +10,10 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import (
     BLOG,
+    MARK_BLOG_LIVE,
     chat_input,
     chat_log,
+    expect_blog_live,
     fill_sign_in,
     login,
     new_chat,
@@ -220,3 +222,24 @@ def test_earlier_messages_without_scripts_go_back_page_by_page_and_to_the_latest
         expect(user_messages(page).first).to_have_text(f"question {first}")
     finally:
         plain.close()
+
+
+def test_a_page_of_earlier_turns_opened_with_scripts_stays_those_turns(page, server):
+    """ "Earlier messages" pressed before the scripts ran (a slow phone) opens the chat's page at earlier turns;
+    its scripts then run. The page's catch-up as its stream opens (the turns after the last one shown, one
+    request each) would have drawn every later turn after them, below the way back to the latest."""
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
+    page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/news" in request.url else None)
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    page.goto(f"{page.url}&before=400")  # (turn n's message is at position 4n: turns 80 to 99)
+    expect_blog_live(page)
+    page.wait_for_timeout(500)  # (the catch-up asks as the stream opens: room for it to start)
+    wait_settled(page)
+    expect(user_messages(page)).to_have_text([f"question {n}" for n in range(80, 100)])
+    expect(page.locator("#chat-log > .latest")).to_be_visible()
+    assert not [url for url in asked if "after=" in url]

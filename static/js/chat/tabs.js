@@ -35,8 +35,12 @@
     if (!f) { news = []; return; }
     if (fetching || document.querySelector("#assistant .htmx-request")) return;
     var url = "", swap = "beforeend", after = null;
+    // A page of a chat's earlier turns (`?before=`: "Earlier messages" pressed before the scripts ran) shows
+    // them with the way back to the latest below: the turns after them are not drawn after them, one by one.
+    var earlierPage = !!document.querySelector("#chat-log > .latest");
     while (!url && news.length) {
       var notice = news.shift();
+      if (earlierPage && (notice.after || notice.turn)) continue;
       if (notice.chat && f.dataset.panelUrl) {
         url = f.dataset.panelUrl + "?chat=" + encodeURIComponent(notice.chat);
         swap = "innerHTML";
