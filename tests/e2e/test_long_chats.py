@@ -233,8 +233,13 @@ def test_a_page_of_earlier_turns_opened_with_scripts_stays_those_turns(page, ser
     page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
     page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
     page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))
-    asked: list[str] = []
-    page.on("request", lambda request: asked.append(request.url) if "/news" in request.url else None)
+    asked: list[str] = []  # (the news this page of earlier turns asks for: htmx names the page asking)
+
+    def heard(request) -> None:
+        if "/news" in request.url and "before=400" in (request.headers.get("hx-current-url") or ""):
+            asked.append(request.url)
+
+    page.on("request", heard)
     page.context.add_init_script(MARK_BLOG_LIVE)
     page.goto(f"{page.url}&before=400")  # (turn n's message is at position 4n: turns 80 to 99)
     expect_blog_live(page)
