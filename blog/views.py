@@ -160,10 +160,10 @@ def post_new(request: HttpRequest, slug: str) -> HttpResponse:
 
 @csrf_protect
 def _post_new(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpResponse:
-    error, cover_error, invalid = None, "", False
+    error, cover_error, invalid, preview_html = None, "", False, ""
     if previewing(request):
-        return _new_page(request, blog, actor, request.POST, **previewed(request))
-    if request.method == "POST":
+        preview_html, cover_error = previewed(request)
+    elif request.method == "POST":
         title, body = request.POST.get("title", ""), request.POST.get("body", "")
         try:
             services.clean_title(title)  # (a title or body refused before any image is stored)
@@ -179,7 +179,16 @@ def _post_new(request: HttpRequest, blog: Blog, actor: grants.Actor) -> HttpResp
             messages.success(request, f"Draft “{post.title}” created.")
             warn_of_namesakes(request, post)
             return redirect("blog:detail", slug=blog.slug)
-    return _new_page(request, blog, actor, request.POST, error=error, cover_error=cover_error, invalid=invalid)
+    return _new_page(
+        request,
+        blog,
+        actor,
+        request.POST,
+        error=error,
+        cover_error=cover_error,
+        invalid=invalid,
+        preview_html=preview_html,
+    )
 
 
 def _new_page(
@@ -240,19 +249,11 @@ def _post_edit(request: HttpRequest, blog: Blog, seat: Seat, actor: grants.Actor
     if post is None or not grants.may_change(actor, post):
         return uneditable(request, blog, post, mine)
     error, incoming, cover_error, invalid = None, None, "", False  # (incoming: the saved version, when changed)
+    preview_html, version = "", None  # (version: the form's, when not the post's as saved now)
     if previewing(request):  # (the form keeps the version it opened: a Save after it still sees a change meanwhile)
-        return _edit_page(
-            request,
-            blog,
-            seat,
-            actor,
-            post,
-            drawn,
-            request.POST,
-            version=request.POST.get("version"),
-            **previewed(request),
-        )
-    if request.method == "POST":
+        preview_html, cover_error = previewed(request)
+        version = request.POST.get("version")
+    elif request.method == "POST":
         try:
             services.clean_title(mine["title"])  # (a title or body refused before any image is stored)
             services.clean_body(mine["body"])
@@ -298,6 +299,8 @@ def _post_edit(request: HttpRequest, blog: Blog, seat: Seat, actor: grants.Actor
         incoming=incoming,
         cover_error=cover_error,
         invalid=invalid,
+        preview_html=preview_html,
+        version=version,
     )
 
 
@@ -480,16 +483,13 @@ def previewing(request: HttpRequest) -> bool:
     return request.method == "POST" and request.POST.get(PREVIEW) == "1"
 
 
-def previewed(request: HttpRequest) -> dict[str, Any]:
-    """The editor's page context for a Preview pressed (`previewing`): the typed body's preview, drawn in
-    the page's preview, and what the cover field says of an image chosen (a preview keeps no file)."""
+def previewed(request: HttpRequest) -> tuple[str, str]:
+    """For a Preview pressed (`previewing`): the typed body's preview, drawn in the page's preview, and
+    what the cover field says of an image chosen (a preview keeps no file), else ""."""
     context, _ = preview_of(request, request.POST.get("body", ""))
     messages.info(request, "This is a preview: nothing is saved yet. Save to keep your changes.")
     chosen = f"The image you chose is not kept by a preview: {cover_form.AGAIN} when you save."
-    return {
-        "preview_html": render_to_string("blog/_preview.html", context, request),
-        "cover_error": chosen if cover_form.chosen(request) else "",
-    }
+    return render_to_string("blog/_preview.html", context, request), chosen if cover_form.chosen(request) else ""
 
 
 @require_POST
