@@ -84,12 +84,18 @@ class PostAdmin(admin.ModelAdmin):
         pass  # (written with the deletions, in their transaction: `delete_queryset`)
 
     def delete_queryset(self, request, queryset):
-        # All or none, the admin's log of them too: each deletion's cover and announcement to the blog's
-        # pages wait for this one commit (`services.post_delete`'s on_commit).
+        # All or none, the admin's log of them too: each deletion's cover and the announcement to the blogs'
+        # pages wait for this one commit (`services.post_delete`'s on_commit), one message a blog
+        # (`live.Batch`), not one a post.
+        actor = Actor(request.user, frozenset())
+        news: dict[int, live.Batch] = {}
         with transaction.atomic(using=router.db_for_write(self.model)):
             super().log_deletions(request, queryset)
-            for post in queryset:
-                self.delete_model(request, post)
+            for post in queryset.select_related("blog"):
+                batch = news.setdefault(post.blog_id, live.Batch(post.blog))
+                services.post_delete(post=post, actor=actor, announce=batch.announce)
+            for batch in news.values():
+                batch.send()
 
 
 @admin.register(PostRevision)

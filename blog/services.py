@@ -304,7 +304,7 @@ def _set_state(
     return post
 
 
-def post_delete(*, post: Post, actor: Actor) -> int:
+def post_delete(*, post: Post, actor: Actor, announce: Announce | None = None) -> int:
     before, pk, blog = post.snapshot(), post.pk, post.blog
     with transaction.atomic():
         PostRevision.objects.create(
@@ -319,7 +319,7 @@ def post_delete(*, post: Post, actor: Actor) -> int:
             chat_session=actor.chat_session,
         )
         post.delete()
-        live.announce(blog, {"type": "post.deleted", "id": pk})
+        (announce or live.announce)(blog, {"type": "post.deleted", "id": pk})
     discard_cover(before.get("cover", ""))
     return pk
 

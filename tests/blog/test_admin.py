@@ -357,7 +357,31 @@ def test_an_admins_bulk_delete_of_posts_is_all_or_nothing(
     assert not Post.objects.exists()
     assert PostRevision.objects.filter(action="delete").count() == 2
     assert LogEntry.objects.filter(action_flag=DELETION).count() == 2
-    assert len(announced) == 2  # (one announcement a post, once the action's transaction commits)
+    assert len(announced) == 1  # (one announcement for the blog, once the action's transaction commits)
+
+
+def test_an_admins_bulk_delete_tells_each_blogs_pages_once(
+    team, other_team, auditor, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Each post's deletion was its own message on the bus: 500 posts selected were 500 round trips to
+    Redis (with `AGENT_EVENTS_URL`) while the admin's request waited, and 500 redraws of each open page."""
+    from agent import events
+
+    published: list[tuple[str, list]] = []
+    monkeypatch.setattr(events, "publish", lambda channel, message: published.append((channel, message)))
+    ours = [make_post(team.blog, f"Ours {n}") for n in range(3)]
+    theirs = make_post(other_team.blog, "Theirs")
+    selected = [post.pk for post in [*ours, theirs]]
+    with django_capture_on_commit_callbacks(execute=True):
+        action = {"action": "delete_selected", "_selected_action": selected, "post": "yes"}
+        assert auditor.post("/admin/blog/post/", action).status_code == 302
+    assert not Post.objects.exists()
+    assert sorted(channel for channel, _ in published) == sorted([f"blog:{team.blog.pk}", f"blog:{other_team.blog.pk}"])
+    told = {channel: sorted((e["type"], e["id"]) for e in effects) for channel, effects in published}
+    assert told == {
+        f"blog:{team.blog.pk}": sorted(("post.deleted", post.pk) for post in ours),
+        f"blog:{other_team.blog.pk}": [("post.deleted", theirs.pk)],
+    }
 
 
 def test_a_deleted_blog_takes_its_members_chats_and_their_files_with_it(
