@@ -61,9 +61,22 @@ def store_image(blog: Blog, name: str, data: bytes) -> tuple[str, str]:
     return key, upload.media_type
 
 
-def cover_response(post: Post) -> FileResponse:
-    """The post's cover with the attachments' safe headers (the caller decided who may see it)."""
+#: How long a browser keeps a cover asked for by its version (`?v=`): a year, never asked again. Such a URL
+#: names that one image; a new cover is a new version, so its pages never show the old one from a cache.
+KEPT_SECONDS = 365 * 24 * 3600
+
+
+def cover_response(post: Post, version: str) -> FileResponse:
+    """The post's cover with the attachments' safe headers (the caller decided who may see it). Asked for
+    by its current version (`Post.cover_version`, the `?v=` every page adds), the browser keeps it without
+    asking again; asked for otherwise (no version, or a replaced cover's), it is sent as it is now and
+    asked for again each time, so an old address never keeps the wrong image."""
     if not post.cover_ref:
         raise Http404("No cover.")
     name = f"{post.slug}-cover.{post.cover_ref.rsplit('.', 1)[-1]}"
-    return stored_file_response(post.cover_ref, post.cover_type, name, inline=True)
+    response = stored_file_response(post.cover_ref, post.cover_type, name, inline=True)
+    if version == post.cover_version:
+        response["Cache-Control"] = f"private, max-age={KEPT_SECONDS}, immutable"
+    else:
+        response["Cache-Control"] = "private, no-cache"
+    return response

@@ -118,8 +118,8 @@ class Post(models.Model):
     @property
     def cover_version(self) -> str:
         """Which cover this is, for its URLs (`?v=`): a short digest of its key, "" with none. The cover's
-        address is the post's; a browser keeps the image it got an hour (`covers.cover_response`), so a
-        replaced cover needs a URL of its own to be shown. A digest, not the key: keys are never shown."""
+        address is the post's; a browser keeps the image asked for by its version (`covers.cover_response`),
+        so a replaced cover needs a URL of its own to be shown. A digest, not the key: keys are never shown."""
         return hashlib.sha256(self.cover_ref.encode()).hexdigest()[:12] if self.cover_ref else ""
 
     def snapshot(self) -> dict:

@@ -187,7 +187,8 @@ def public_post(request: HttpRequest, slug: str, post_slug: str) -> HttpResponse
 @require_safe
 def public_cover(request: HttpRequest, slug: str, post_slug: str) -> HttpResponseBase:
     """A published post's cover, for anyone; a draft's is not public (members see it in the editor)."""
-    return covers.cover_response(get_object_or_404(published(), blog__slug=slug, slug=post_slug))
+    post = get_object_or_404(published(), blog__slug=slug, slug=post_slug)
+    return covers.cover_response(post, request.GET.get("v", ""))
 
 
 def post_url(post: Post) -> str:

@@ -656,4 +656,4 @@ def post_revert(request: HttpRequest, slug: str, pk: int, rev: int) -> HttpRespo
 def post_cover(request: HttpRequest, slug: str, pk: int) -> HttpResponseBase:
     """A post's cover image, for any member of its blog (drafts too); 404 for everyone else."""
     blog, _, _ = membership(request, slug)
-    return covers.cover_response(_post(blog, pk))
+    return covers.cover_response(_post(blog, pk), request.GET.get("v", ""))
