@@ -487,6 +487,7 @@ def previewed(request: HttpRequest) -> tuple[str, str]:
     """For a Preview pressed (`previewing`): the typed body's preview, drawn in the page's preview, and
     what the cover field says of an image chosen (a preview keeps no file), else ""."""
     context, _ = preview_of(request, request.POST.get("body", ""))
+    context["pressed"] = True  # (a pause then waits for the button, not for the next change typed)
     messages.info(request, "This is a preview: nothing is saved yet. Save to keep your changes.")
     chosen = f"The image you chose is not kept by a preview: {cover_form.AGAIN} when you save."
     return render_to_string("blog/_preview.html", context, request), chosen if cover_form.chosen(request) else ""

@@ -353,6 +353,25 @@ def test_a_new_posts_preview_comes_back_with_the_words_and_saves_nothing(team):
     assert "This is a preview: nothing is saved yet. Save to keep your changes." in html
 
 
+def test_a_paused_preview_without_scripts_says_to_press_preview_again(team, monkeypatch):
+    """A pause said "It resumes within 60 seconds of your next change": without scripts nothing follows a
+    change typed, so the person waited for a preview that came only when they pressed Preview again."""
+    from blog import previews
+
+    monkeypatch.setattr(previews, "PREVIEW_CPU_MS_PER_MINUTE", 1)
+    monkeypatch.setattr(previews.time, "time", lambda: 600.0)
+    post = make_post(team.blog, "Walk notes", "First line.")
+    client = browser(team.author)
+    assert client.post(URL, {"body": "w" * 60_000}).status_code == 200  # (this minute's share spent)
+    for url in ("/blogs/notes/posts/new/", f"/blogs/notes/posts/{post.pk}/edit/"):
+        typed = {"title": "Walk notes", "body": "x" * 60_000, "preview": "1"}
+        html = client.post(url, typed).content.decode()
+        assert "Press Preview again in 60 seconds; your words are safe and Save works as usual." in html, url
+        assert "of your next change" not in html
+    live = client.post(URL, {"body": "y" * 60_000})  # (as typed, with scripts: as it was)
+    assert live.status_code == 429 and "It resumes within 60 seconds of your next change" in live.content.decode()
+
+
 def test_a_posts_preview_saves_nothing_and_keeps_the_version_it_opened(team):
     """Previewed, then saved after someone else's change: the Save is refused as from the version it
     opened, not written over the change the preview's page never showed."""
