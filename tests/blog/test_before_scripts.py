@@ -71,6 +71,19 @@ def test_the_chat_form_is_a_post_to_where_htmx_sends_it_with_its_token(team, has
     assert {"csrfmiddlewaretoken", "text"} <= fields
 
 
+@pytest.mark.parametrize("has_chat", [False, True])
+def test_the_chat_box_promises_nothing_of_enter_before_the_scripts(team, has_chat):
+    """It said "Enter sends, Shift+Enter for a new line": before the scripts have run (or without them) Enter
+    adds a line to a box like any other, and on a phone the scripts then took the promise back."""
+    page = f"/blogs/notes/?chat={said_chat(team.owner, team.blog).pk}" if has_chat else "/blogs/notes/"
+    html = browser(team.owner).get(page).content.decode()
+    assert (
+        '<textarea id="chat-text" name="text" dir="auto" rows="2" maxlength="20000" placeholder="Message the assistant…" required>'
+        in html
+    )
+    assert "Enter sends" not in html
+
+
 def test_publish_and_unpublish_are_forms_of_their_own(team):
     draft, live = make_post(team.blog, "A draft"), make_post(team.blog, "Live post", published=True)
     html = browser(team.owner).get("/blogs/notes/").content.decode()
