@@ -68,7 +68,10 @@ def test_the_chat_form_is_a_post_to_where_htmx_sends_it_with_its_token(team, has
         url, page = "/blogs/notes/chats/send", "/blogs/notes/"
     form, fields = posting_to(browser(team.owner).get(page).content.decode(), url)
     assert form["method"] == "post" and form["action"] == url
-    assert {"csrfmiddlewaretoken", "text"} <= fields
+    assert {"csrfmiddlewaretoken", "text", "files"} <= fields
+    # (As htmx sends it: without it a browser sends the chosen files' names alone, and the message went
+    # without them, saying nothing.)
+    assert form["enctype"] == form["hx-encoding"] == "multipart/form-data"
 
 
 @pytest.mark.parametrize("has_chat", [False, True])

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from tests import files
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import BLOG, chat_input, fill_sign_in, loads, login, post_item, replies, send_button, user_messages
 
@@ -63,6 +64,28 @@ def test_without_scripts_publish_and_a_message_to_the_assistant_still_work(serve
         answered = reloaded_until_answered(page)
         expect(replies(page)).to_have_count(1)
         expect(answered.locator(".flow.final")).not_to_be_empty()
+
+
+def test_without_scripts_a_message_takes_its_attached_files(server_factory, browser):
+    """The form was sent urlencoded without scripts: the browser sent the chosen file's name alone, and
+    the message went without it, nothing said."""
+    base = server_factory("editor-saves", AGENT_BACKEND="demo", **NO_LIMITS).url
+    with without_scripts(browser, base) as page:
+        page.goto(f"{base}/blogs/{BLOG}/")
+        page.locator("#chat-files").set_input_files(
+            [
+                {"name": "beach.png", "mimeType": "image/png", "buffer": files.png(64, 48)},
+                {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"Herons at dusk.\n"},
+            ]
+        )
+        chat_input(page).fill("what did I attach?")
+        send_button(page).click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
+        bubble = user_messages(page).first
+        expect(bubble.locator(".attachment.thumb img")).to_have_count(1)
+        expect(bubble.locator(".attachment.file")).to_contain_text("notes.txt")
+        reloaded_until_answered(page)
+        expect(replies(page).last).to_contain_text("I received 2 attachments")
 
 
 def test_without_scripts_a_refused_long_message_comes_back_in_the_box(server_factory, browser):
