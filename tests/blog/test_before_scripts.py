@@ -85,6 +85,7 @@ def test_the_chat_box_promises_nothing_of_enter_before_the_scripts(team, has_cha
         in html
     )
     assert "Enter sends" not in html
+    assert '<label class="attach-button" title="Attach images, PDFs or text files">' in html  # (dropping: scripts)
 
 
 def test_publish_and_unpublish_are_forms_of_their_own(team):

@@ -43,6 +43,8 @@ def test_attach_an_image_and_a_pdf_send_them_and_find_them_after_a_reload(demo_s
     expect(page.locator(TRAY)).to_have_count(2)
     expect(page.locator(TRAY).first.locator("img")).to_be_visible()  # a thumbnail before sending
 
+    # With the scripts, which take dropped and pasted files, the button offers them too.
+    expect(page.locator("#chat-form .attach-button")).to_have_attribute("title", re.compile(r"drop or paste them here"))
     send(page, "what are these?")
     wait_turn_finished(page)
     expect(page.locator(TRAY)).to_have_count(0)  # the tray is cleared once sent

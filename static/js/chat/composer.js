@@ -33,9 +33,14 @@
     if (text) text.placeholder = enterSends() ? SENDS_HINT : LINE_HINT;
   }
 
+  // Dropping and pasting files are this script's (below): the page's Attach offers only choosing them.
+  var ATTACH_HINT = "Attach images, PDFs or text files (or drop or paste them here)";
+
   htmx.onLoad(function (root) {
     var text = root.querySelector && root.querySelector("#chat-text");
     if (text) showHint(text);
+    var attach = root.querySelector && root.querySelector("#chat-form .attach-button");
+    if (attach) attach.title = ATTACH_HINT;
   });
   finePointer.addEventListener("change", function () { showHint(); });
 
