@@ -32,10 +32,11 @@ def without_scripts(browser: Browser, base: str, username: str = "alice") -> Ite
 
 def reloaded_until_answered(page: Page) -> Locator:
     """No script follows an answer as it streams: the page shows it once it is read again after the answer
-    ended. The page's answered replies, once there is one."""
+    ended. The page's answered replies, once there is one and none is still streaming."""
     answered = page.locator("#chat-log article.msg.assistant:not(.streaming)")
+    streaming = page.locator("#chat-log article.msg.assistant.streaming")
     for _ in range(50):
-        if answered.count():
+        if answered.count() and not streaming.count():
             break
         page.wait_for_timeout(200)
         page.reload()
@@ -81,7 +82,8 @@ def test_without_scripts_a_message_takes_its_attached_files(server_factory, brow
         chat_input(page).fill("what did I attach?")
         send_button(page).click()
         page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
-        bubble = user_messages(page).first
+        bubble = user_messages(page).last  # (the server serves the module's other tests too: their chats)
+        expect(bubble).to_contain_text("what did I attach?")
         expect(bubble.locator(".attachment.thumb img")).to_have_count(1)
         expect(bubble.locator(".attachment.file")).to_contain_text("notes.txt")
         reloaded_until_answered(page)
