@@ -748,3 +748,41 @@ def test_a_message_sent_while_the_catch_up_asks_is_drawn_once(demo_server, page)
     expect(replies(page)).to_have_count(2)
     assert page.locator(f"#turn-{turn}").count() == 1
     assert page.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_message_whose_turn_the_catch_up_drew_before_the_message_was_stored_is_shown(demo_server, page):
+    """The catch-up asked just as the person sent a message, and the server read the message's turn in the
+    moment after it began and before its message was stored (seen under load on PostgreSQL): the catch-up
+    drew the answer alone. The message's own answer, coming second, was then left out whole as already
+    shown, and the person's message was missing until a reload. It now goes in before its answer."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    held_news: list = []
+    page.route(re.compile(r"/news\?after="), lambda route: held_news.append(route))
+    page.route(DOWN, lambda route: route.abort())
+    page.reload()
+    with page.expect_request(re.compile(r"/news\?after=")):
+        page.unroute(DOWN)  # (its stream opens: the catch-up asks, held here)
+
+    sent: list = []
+    page.route(re.compile(r"/chat/[0-9a-f-]+/send$"), lambda route: sent.append((route, route.fetch())))
+    chat_input(page).fill("list my posts")
+    chat_input(page).press("Enter")
+    while not sent:  # (the message is stored and its turn runs; its answer to this page waits here)
+        page.wait_for_timeout(50)
+    news = held_news[0].fetch()  # (now it finds the turn; as read before the message was stored:)
+    alone = re.sub(r'<article class="msg user">.*?</article>', "", news.text(), flags=re.S)
+    assert alone != news.text()
+    held_news[0].fulfill(response=news, body=alone)
+    expect(replies(page)).to_have_count(1)
+    expect(user_messages(page)).to_have_count(0)
+
+    route, answer = sent[0]
+    route.fulfill(response=answer)
+    expect(user_messages(page)).to_have_text(["list my posts"])
+    wait_turn_finished(page)
+    expect(replies(page)).to_have_count(1)
+    order = "log => [...log.querySelectorAll('article.msg')].map(a => a.classList.contains('user') ? 'user' : 'reply')"
+    assert chat_log(page).evaluate(order) == ["user", "reply"]
+    assert page.js_errors == []  # type: ignore[attr-defined]

@@ -131,7 +131,9 @@
   // A turn is drawn once, by whichever answer brings it first: this page's own message (or decision) and
   // the catch-up asking at the same moment may both bring it, or a notice's. What an answer appending to
   // the log brings of a turn the log shows already (its message, its answer) is left out; the rest (a
-  // card decided, a form, out of band) stays.
+  // card decided, a form, out of band) stays. But a catch-up that read the turn in the moment after it
+  // began and before its message was stored drew the answer alone: the message this answer brings then
+  // goes in before it (else the person's own message was missing until a reload).
   document.addEventListener("htmx:beforeSwap", function (e) {
     var log = e.detail.target, elt = e.detail.requestConfig && e.detail.requestConfig.elt;
     if (!log || log.id !== "chat-log" || !e.detail.shouldSwap || typeof e.detail.serverResponse !== "string") return;
@@ -143,8 +145,14 @@
       if (node.nodeType !== Node.ELEMENT_NODE || node.hasAttribute("hx-swap-oob")) return;
       if (node.matches("article.msg.user")) { message.push(node); return; }
       if (!node.matches("article.msg.assistant[id^='turn-']")) return;
-      if (document.getElementById(node.id)) {
-        message.concat([node]).forEach(function (shown) { shown.remove(); });
+      var shown = document.getElementById(node.id);
+      if (shown) {
+        var said = shown.previousElementSibling;
+        if (message.length && !(said && said.matches("article.msg.user"))) {
+          message.forEach(function (article) { shown.parentNode.insertBefore(article, shown); });  // (moved)
+          message = [];
+        }
+        message.concat([node]).forEach(function (left) { left.remove(); });
         dropped = true;
       }
       message = [];
