@@ -25,10 +25,37 @@ def gevent_patched() -> bool:
 
 def off_the_loop(fn: Any, *args: Any) -> Any:
     """`fn(*args)` in gevent's thread pool under gevent, else inline: for work that takes long in one
-    piece (decoding an image, reading a PDF), so it never stalls the worker's other streams outright
-    (Pillow works without the GIL; pure-Python work shares it with them)."""
-    if gevent_patched():
+    piece (decoding an image, reading a PDF, stretching a password), so it never stalls the worker's
+    other streams outright (Pillow and hashlib work without the GIL; pure-Python work shares it).
+
+    What `fn` raises is raised here, in the caller, as if it ran inline: the pool never sees it, so an
+    expected refusal (an upload that is not an image) prints no traceback of the pool to stderr.
+
+    Inline while a SQLite transaction is open on this thread: SQLite's transactions hold the database's
+    write lock from their start (IMMEDIATE), and a greenlet of this worker that wrote while the holder
+    waited on the pool would wait in SQLite's busy handler, which sleeps without yielding, so the holder
+    could never resume and the whole worker would stall until the busy timeout.
+    """
+    if gevent_patched() and not holds_sqlite_write_lock():
         import gevent
 
-        return gevent.get_hub().threadpool.apply(fn, args)
+        value, error = gevent.get_hub().threadpool.apply(outcome_of, (fn, args))
+        if error is not None:
+            raise error
+        return value
     return fn(*args)
+
+
+def outcome_of(fn: Any, args: tuple[Any, ...]) -> tuple[Any, BaseException | None]:
+    """(value, None) or (None, what `fn(*args)` raised, its traceback kept on it)."""
+    try:
+        return fn(*args), None
+    except Exception as exc:
+        return None, exc
+
+
+def holds_sqlite_write_lock() -> bool:
+    """Whether this thread has a SQLite transaction open (which holds the database's write lock)."""
+    from django.db import connections
+
+    return any(c.vendor == "sqlite" and c.in_atomic_block for c in connections.all())

@@ -18,6 +18,7 @@ from django.http import FileResponse, Http404
 
 from agent.media_views import stored_file_response
 from agent.models import Part
+from agent.runtime import off_the_loop
 from agent.uploads import Limits, UploadRefused, check_image
 from blog.grants import Actor
 from blog.models import Blog, Post
@@ -52,9 +53,9 @@ def store_image(blog: Blog, name: str, data: bytes) -> tuple[str, str]:
     """A cover from an image's bytes (an import's, the editor's), as (key, media type); or OperationError.
     Checked as an attached image is before anything is stored (`agent.uploads.check_image`: the type
     sniffed from the bytes, never the name; the size, pixel and frame caps; re-encoded without its
-    metadata)."""
+    metadata), in gevent's thread pool: decoding a large image never stalls the worker's streams."""
     try:
-        upload = check_image(name, data, Limits.from_settings())
+        upload = off_the_loop(check_image, name, data, Limits.from_settings())
     except UploadRefused as exc:
         raise OperationError(exc.message) from None
     key = default_storage.save(f"covers/{blog.pk}/{uuid.uuid4().hex}.{upload.extension}", ContentFile(upload.data))

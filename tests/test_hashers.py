@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
 from config.hashers import GeventPBKDF2PasswordHasher
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.gevent_probe import run_probe, ticks_while
 
 
 def test_same_hashes_as_djangos_pbkdf2():
@@ -19,40 +14,6 @@ def test_same_hashes_as_djangos_pbkdf2():
     assert encoded == django.encode("s3cret-pass", "somesalt", 1000)
     assert ours.algorithm == "pbkdf2_sha256"
     assert django.verify("s3cret-pass", encoded) and ours.verify("s3cret-pass", encoded)
-
-
-# Counts how often a greenlet ticks while `{work}` runs (after `{setup}`): 0 if the work blocks gevent.
-TICKS_PROBE = r"""
-from gevent import monkey
-monkey.patch_all()
-import os, time
-os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-os.environ["DEBUG"] = "1"
-import django
-django.setup()
-import gevent
-{setup}
-
-ticks = []
-def ticker():
-    while True:
-        ticks.append(time.monotonic())
-        gevent.sleep(0.01)
-
-t = gevent.spawn(ticker)
-gevent.sleep(0.05)
-start = len(ticks)
-{work}
-t.kill()
-print(len(ticks) - start)
-"""
-
-
-def ticks_while(setup: str, work: str) -> int:
-    probe = TICKS_PROBE.format(setup=setup, work=work)
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return int(out.stdout.strip().splitlines()[-1])
 
 
 def test_a_sign_in_checks_its_password_without_blocking_other_greenlets():
@@ -112,6 +73,5 @@ print(result[0])
 def test_hashing_inside_a_sqlite_transaction_never_locks_out_the_worker_s_other_writes():
     """On SQLite a transaction holds the write lock; yielding inside it while hashing let another
     greenlet's write wait in SQLite's busy handler, which blocks the whole worker until it fails."""
-    out = subprocess.run([sys.executable, "-c", LOCKED_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = run_probe(LOCKED_PROBE)
     assert out.stdout.strip().splitlines()[-1] == "ok"

@@ -16,6 +16,7 @@ from PIL import Image
 from blog.models import Post, PostRevision
 from tests import files
 from tests.blog.conftest import browser, covers_stored, make_post
+from tests.gevent_probe import ticks_while
 
 pytestmark = pytest.mark.django_db
 
@@ -290,3 +291,20 @@ def test_restoring_a_version_brings_back_its_words_and_leaves_the_cover_as_it_is
     assert client.post(f"/blogs/notes/posts/{post.pk}/revert/{removal.pk}/").status_code == 302
     post.refresh_from_db()
     assert (post.title, post.body, post.cover_ref, covers_stored(media)) == ("Walk", "Words.", "", [])
+
+
+def test_a_large_cover_is_checked_without_stalling_the_worker_s_other_streams(tmp_path):
+    """The editor's and an import's covers are decoded and re-encoded (`covers.store_image`) in gevent's
+    thread pool, as the chat's attachments are: the worker's other greenlets run meanwhile (none would,
+    if it ran on the event loop), and the cover is stored as before."""
+    setup = (
+        "import io\nfrom types import SimpleNamespace\nfrom PIL import Image\nfrom blog import covers\n"
+        "out = io.BytesIO()\n"
+        "Image.linear_gradient('L').resize((4000, 4000)).convert('RGB').save(out, 'PNG')\n"
+        "DATA = out.getvalue()"
+    )
+    work = "key, media_type = covers.store_image(SimpleNamespace(pk=7), 'holiday.png', DATA)\nprint(key, media_type)"
+    env = {**os.environ, "MEDIA_ROOT": str(tmp_path)}
+    assert ticks_while(setup, work, env) >= 10
+    (stored,) = (tmp_path / "covers" / "7").iterdir()
+    assert stored.suffix == ".png" and Image.open(stored).size == (4000, 4000)
