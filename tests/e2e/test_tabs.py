@@ -786,3 +786,38 @@ def test_a_message_whose_turn_the_catch_up_drew_before_the_message_was_stored_is
     order = "log => [...log.querySelectorAll('article.msg')].map(a => a.classList.contains('user') ? 'user' : 'reply')"
     assert chat_log(page).evaluate(order) == ["user", "reply"]
     assert page.js_errors == []  # type: ignore[attr-defined]
+
+
+def test_another_tab_whose_catch_up_drew_a_turn_before_its_message_was_stored_shows_the_message(demo_server, page):
+    """As above, in the person's other tab: its stream opened just as the person sent a message in this one,
+    and its catch-up read the message's turn before the message was stored, so it drew the answer alone.
+    That tab has no answer of its own to bring the message, and the notice of the turn was passed over
+    (the turn was shown): the message was missing there until a reload. A notice naming a turn shown
+    without its message now fetches it again, and the message goes in before its answer."""
+    base = demo_server.url
+    login(page, base, "alice")
+    new_chat(page, base)
+    other = page.context.new_page()
+    errors: list[str] = []
+    other.on("pageerror", lambda exc: errors.append(str(exc)))
+    held_news: list = []  # (the first catch-up is held; those after it go on)
+    other.route(re.compile(r"/news\?after="), lambda r: r.continue_() if held_news else held_news.append(r))
+    other.route(DOWN, lambda route: route.abort())
+    other.goto(page.url)
+    expect(chat_input(other)).to_be_enabled()
+    with other.expect_request(re.compile(r"/news\?after=")):
+        other.unroute(DOWN)  # (its stream opens: the catch-up asks, held here)
+
+    send(page, "list my posts")  # (stored, its turn begun: the other tab's stream hears of it)
+    wait_turn_finished(page)
+    news = held_news[0].fetch()  # (as the catch-up read it before the message was stored:)
+    alone = re.sub(r'<article class="msg user">.*?</article>', "", news.text(), flags=re.S)
+    assert alone != news.text()
+    held_news[0].fulfill(response=news, body=alone)
+
+    expect(user_messages(other)).to_have_text(["list my posts"])
+    expect(replies(other)).to_have_count(1)
+    order = "log => [...log.querySelectorAll('article.msg')].map(a => a.classList.contains('user') ? 'user' : 'reply')"
+    assert chat_log(other).evaluate(order) == ["user", "reply"]
+    assert errors == []
+    assert page.js_errors == []  # type: ignore[attr-defined]

@@ -17,11 +17,21 @@
   // a notice only adds to its list of earlier chats (refreshList, below): a chat shown is never switched.
   var news = [], fetching = false, takingUp = false;
 
+  // A turn already shown is fetched again only when no message is drawn before it: a catch-up that read the
+  // turn in the moment after it began and before its message was stored drew its answer alone, and its
+  // notice, heard later, brings the message (chat/log.js puts it in before the answer, and leaves the answer
+  // as it is). An answer resumed after a decision has no message: fetched again, it brings nothing new.
   function newsQuery(notice) {
-    if (notice.turn && !document.getElementById("turn-" + notice.turn)) return "turn=" + encodeURIComponent(notice.turn);
+    var turn = notice.turn && document.getElementById("turn-" + notice.turn);
+    if (notice.turn && !(turn && saidBefore(turn))) return "turn=" + encodeURIComponent(notice.turn);
     var card = notice.approval && document.getElementById("approval-" + notice.approval);
     if (card && !card.classList.contains("decided")) return "approval=" + encodeURIComponent(notice.approval);
     return "";
+  }
+
+  function saidBefore(turn) {
+    var said = turn.previousElementSibling;
+    return !!(said && said.matches("article.msg.user"));
   }
 
   // The id of the last turn the log shows ("" for none).
