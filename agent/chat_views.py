@@ -233,6 +233,29 @@ def stop(request: HttpRequest, session_id: Any) -> HttpResponse:
 
 @require_POST
 @login_required
+def retry(request: HttpRequest, session_id: Any) -> HttpResponse:
+    """ "Try again" pressed below the chat's last answer, which failed for now: the answer is asked for again
+    (`intake.retry`), no message added, and followed as a sent message's answer is. Refused (still
+    answering, nothing to try again, too many requests), the chat says why in one line."""
+    session, access = own_session(request, session_id)
+    page = page_without_scripts(request, session)
+    try:
+        run = intake.retry(session, request.user, access=access)
+    except intake.Refused as exc:
+        if page is not None:
+            messages.error(request, exc.message, fail_silently=True)  # (the wait in words: nothing counts it down)
+            return redirect(page)
+        if exc.code == "turn_in_progress":
+            return still_answering(request, session)
+        return notice(request, exc.reason, exc.retry_after_seconds)
+    if page is not None:
+        return redirect(page)  # (the page draws the answer as it stands)
+    context = {"turn": run.turn, "stream_url": stream_url(session, run.turn, request)}
+    return render(request, "agent/_retried.html", context)
+
+
+@require_POST
+@login_required
 def approval(request: HttpRequest, session_id: Any, approval_id: Any) -> HttpResponse:
     session, access = own_session(request, session_id)
     approve = request.POST.get("approve") == "1"

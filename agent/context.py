@@ -65,7 +65,8 @@ def load(run: Run, origin: tuple[str, str] | None = None) -> None:
     the provider state only of the backend and model `origin` (a run keeps to one of each)."""
     run.summary = sql.latest_summary(run.session)
     after = -1 if run.summary is None else run.summary.up_to_position
-    run.history = read_after(run.session, after, origin=origin)
+    history = read_after(run.session, after, origin=origin)
+    run.history = [pair for pair in history if pair[0] != run.set_aside] if run.set_aside is not None else history
 
 
 def _system(session: Session, summary: ContextSummary | None) -> str:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from agent import logcontext
 from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
+from agent.loop import retry_helps
 from agent.markdown import render_markdown
 from agent.models import Approval, Message, Part, Session, Turn
 from agent.tools import REGISTRY, Shown
@@ -277,6 +278,8 @@ def conversation(session: Session, before: int | None = None, turns: int = TURNS
         if item["kind"] == "assistant":
             _fill(item, found.get(item.pop("turn_id")), item.pop("messages"), statuses, summary)
     drawn = [i for i in items if i["kind"] == "user" or i["blocks"] or i["approvals"] or i["error"]]
+    for item in drawn[:-1] if before is None and running is None else drawn:  # (only the chat's last answer)
+        item["try_again"] = False
     return Stretch(drawn, running, earlier)
 
 
@@ -331,8 +334,9 @@ def _fill(
         payload = turn.terminal_payload or {}
         item["error"] = payload.get("message", "")
         item["retry_after_seconds"] = retry_left(turn, payload)
+        item["try_again"] = retry_helps(payload)
     else:
-        item["error"], item["retry_after_seconds"] = "", None
+        item["error"], item["retry_after_seconds"], item["try_again"] = "", None, False
 
 
 def retry_left(turn: Turn, payload: Mapping[str, Any]) -> int | None:

@@ -33,5 +33,9 @@ class NothingToResume(Exception):
     """No call waits on a person's decision any more: another request's turn took them all up."""
 
 
+class NothingToRetry(Exception):
+    """The chat's latest answer did not fail in a way that trying again may clear (`turns.retry`)."""
+
+
 class ToolInputError(Exception):
     """A tool's input failed validation; the model gets the message as an error result."""

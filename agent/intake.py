@@ -12,7 +12,7 @@ from django.utils import timezone
 from agent import media, signals, turns
 from agent.api import RateLimited, RateSlot, give_back_rate_slot, message_text, take_rate_slot
 from agent.conf import settings
-from agent.exceptions import TurnInProgress
+from agent.exceptions import NothingToRetry, TurnInProgress
 from agent.models import Message, Session
 from agent.policy import Access, get_policy
 from agent.runtime import off_the_loop
@@ -120,6 +120,30 @@ def uploads_for_slot(slot: RateSlot, files: Sequence[tuple[str, bytes]]) -> list
     except Refused:
         give_back_rate_slot(slot)
         raise
+
+
+NOTHING_TO_RETRY = "The chat's last answer did not fail, so there is nothing to try again."
+
+
+def retry(session: Session, user: Any, *, access: Access | None = None) -> TurnRun:
+    """Ask for the chat's latest answer again after it failed ("Try again"), as a message asks for one:
+    authorised, rate-limited (a slot, given back if nothing is started), one turn at a time; or raise
+    Refused, having started nothing."""
+    if not (access.use if access is not None else get_policy().may_use(session)):
+        raise Refused(403, "forbidden", "You may not use the assistant here.")
+    if answering(session):
+        raise Refused(409, "turn_in_progress", STILL_ANSWERING)
+    slot = rate_slot(user)
+    try:
+        run = turns.retry(session)
+    except TurnInProgress:
+        give_back_rate_slot(slot)
+        raise Refused(409, "turn_in_progress", STILL_ANSWERING) from None
+    except NothingToRetry:
+        give_back_rate_slot(slot)
+        raise Refused(409, "nothing_to_retry", NOTHING_TO_RETRY) from None
+    turns.start(run)
+    return run
 
 
 def accept(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from decimal import Decimal
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -58,6 +58,19 @@ LASTING = {
     # The transcript is longer than the model's window, even with its older messages summarised.
     "too_long": "This chat is now longer than the assistant's model can read. Start a new chat to go on.",
 }
+
+
+def retry_helps(payload: Mapping[str, Any] | None) -> bool:
+    """Whether the person may ask for an answer that ended with this `error` payload again ("Try again"):
+    only for a failure its sentence says a retry may clear (a model call that failed for now, something
+    of ours); not for a refusal only the operator can mend, a chat too long, a spent budget (which counts
+    its own wait down) or a request that took too many steps."""
+    if not payload:
+        return False
+    return payload.get("message") in (CALM["provider_error"], CALM["chat_error"]) and payload.get("code") in (
+        "provider_error",
+        "chat_error",
+    )
 
 
 def calm_error(code: str, *, message: str | None = None) -> tuple[Literal["error"], ErrorPayload]:

@@ -89,6 +89,7 @@ def encode_html(item: StreamItem, turn: Any) -> bytes:
 def _final_context(name: EventName, error: ErrorPayload | None, turn: Any) -> dict[str, Any]:
     from agent import budget, display
     from agent.follow import replies
+    from agent.loop import retry_helps
 
     messages = replies(turn)
     meter = budget.meter(turn.session.user)
@@ -97,6 +98,10 @@ def _final_context(name: EventName, error: ErrorPayload | None, turn: Any) -> di
         "session_id": turn.session_id,
         "approvals": display.approvals_for(turn) if name == "confirm" else [],
         "blocks": display.turn_blocks(messages, display.turn_result_statuses(messages, turn.session_id), turn.session),
-        "error": {**error, "retry_after_seconds": display.retry_left(turn, error)} if error is not None else None,
+        "error": (
+            {**error, "retry_after_seconds": display.retry_left(turn, error), "try_again": retry_helps(error)}
+            if error is not None
+            else None
+        ),
         "meter": display.meter_display(meter),
     }

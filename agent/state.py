@@ -40,6 +40,10 @@ class Run:
     #: How a Stop reaches a model call while it waits on its server (`agent.backends.base.Interrupt`):
     #: set for a turn (`turns.drive`), whose Stop flag's raisers fire it.
     interrupt: Interrupt | None = field(default=None, repr=False)
+    #: The position of the answer a failed model call left unfinished, which a turn that tries again
+    #: (`turns.retry`) leaves out of what the model reads: the model answers the person again, rather
+    #: than carrying on from words cut off mid-sentence. It stays in the transcript, as it was drawn.
+    set_aside: int | None = None
 
     def forget_history(self) -> None:
         """Read the transcript afresh at the next model call."""

@@ -25,8 +25,8 @@ from django.utils import timezone
 from agent import approvals, events, hub, logcontext, notices, runners, sql, watch
 from agent.backends.base import Interrupt
 from agent.conf import settings
-from agent.exceptions import NothingToResume, TurnInProgress
-from agent.loop import calm_error, run_agent
+from agent.exceptions import NothingToResume, NothingToRetry, TurnInProgress
+from agent.loop import calm_error, retry_helps, run_agent
 from agent.models import Message, Session, Turn
 from agent.runtime import gevent_patched
 from agent.state import TurnRun
@@ -101,6 +101,43 @@ def resume(session: Session) -> TurnRun:
     Raises NothingToResume when no call waits any more (a request that decided another call at the
     same moment resumed first: its turn answers them all), TurnInProgress while a turn runs."""
     return claim(session, resuming=True)
+
+
+def retry(session: Session) -> TurnRun:
+    """Claim the session for a turn that answers the person again ("Try again") after its latest answer
+    failed in a way a retry may clear (`loop.retry_helps`). No message is added: the model reads the
+    transcript as it stands, without the unfinished answer the failed call left (`Run.set_aside`), which
+    stays in the transcript as it was drawn.
+
+    Raises NothingToRetry when the latest answer did not fail so (another tab tried again first, or a
+    message was sent since), TurnInProgress while a turn runs. Asked again once the lease is taken, so two
+    presses at once start one answer."""
+    if failed_last(session) is None:
+        raise NothingToRetry()
+    run = claim(session)
+    failed = failed_last(session, besides=run.turn)
+    if failed is None:
+        sql.give_lease_back(session.pk, run.turn)
+        run.turn.delete()
+        raise NothingToRetry()
+    last = Message.objects.filter(session=session).order_by("-position").first()
+    if (
+        last is not None
+        and last.turn_id == failed.pk
+        and last.role == Message.ASSISTANT
+        and last.stop_reason == "error"
+    ):
+        run.set_aside = last.position
+    return run
+
+
+def failed_last(session: Session, *, besides: Turn | None = None) -> Turn | None:
+    """The chat's latest turn (other than `besides`) when it ended with an error a retry may clear."""
+    turns = Turn.objects.filter(session=session)
+    if besides is not None:
+        turns = turns.exclude(pk=besides.pk)
+    last = turns.order_by("-created_at", "-pk").first()
+    return last if last is not None and last.status == Turn.ERROR and retry_helps(last.terminal_payload) else None
 
 
 def latest(session: Session) -> Turn | None:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from agent.loop import CALM
 from tests import files
 from tests.e2e.conftest import NO_LIMITS
 from tests.e2e.ui import BLOG, chat_input, fill_sign_in, loads, login, post_item, replies, send_button, user_messages
@@ -88,6 +89,33 @@ def test_without_scripts_a_message_takes_its_attached_files(server_factory, brow
         expect(bubble.locator(".attachment.file")).to_contain_text("notes.txt")
         reloaded_until_answered(page)
         expect(replies(page).last).to_contain_text("I received 2 attachments")
+
+
+def test_without_scripts_try_again_asks_for_a_failed_answer_again(server_factory, write_script, browser):
+    """ "Try again" below an answer that failed for now is a plain form: pressed, the chat's page comes back
+    and shows the new answer once it has ended, the person's message once, and no button any more."""
+    script = write_script(
+        "fails-then-answers-plain",
+        [
+            [{"kind": "error", "retryable": True}],
+            [{"kind": "text", "text": "You have two posts."}, {"kind": "done", "stop_reason": "end_turn"}],
+        ],
+    )
+    base = server_factory("fake-fails-then-answers-plain", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script).url
+    with without_scripts(browser, base) as page:
+        page.goto(f"{base}/blogs/{BLOG}/")
+        chat_input(page).fill("how many posts do I have?")
+        send_button(page).click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
+        reloaded_until_answered(page)
+        expect(page.locator("#chat-log .chat-error")).to_have_text(CALM["provider_error"])
+        page.get_by_role("button", name="Try again").click()
+        page.wait_for_url(re.compile(rf"/blogs/{BLOG}/\?chat=[0-9a-f-]{{36}}$"))
+        answered = reloaded_until_answered(page)
+        expect(answered).to_have_count(2)
+        expect(answered.last).to_have_text("You have two posts.")
+        expect(user_messages(page)).to_have_text(["how many posts do I have?"])
+        expect(page.get_by_role("button", name="Try again")).to_have_count(0)
 
 
 def test_without_scripts_a_refused_long_message_comes_back_in_the_box(server_factory, browser):

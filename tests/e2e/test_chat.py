@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agent.budget import MESSAGES
-from agent.loop import LASTING
+from agent.loop import CALM, LASTING
 from tests.e2e.ui import (
     BLOG,
     LONG_WAIT,
@@ -25,9 +25,11 @@ from tests.e2e.ui import (
     post_item,
     replies,
     send,
+    send_button,
     sign_out_elsewhere,
     streaming_reply,
     user_messages,
+    wait_settled,
     wait_turn_finished,
 )
 
@@ -271,6 +273,53 @@ def test_provider_error_reads_calmly(server_factory, write_script, page):
     for leak in ("scripted failure", "BackendError", "Traceback", "Exception"):
         assert leak not in log
     expect(chat_input(page)).to_be_enabled()
+
+
+def test_an_answer_that_failed_for_now_is_tried_again_with_one_press(server_factory, write_script, page):
+    """The model's server failed mid-answer: "Try again" below the error asks for the answer again, without
+    the message typed again. The new answer streams below the failed one, the button goes, and the chat
+    reads the same after a reload; the person's message shows once."""
+    script = write_script(
+        "fails-then-answers",
+        [
+            [{"kind": "text", "text": "Your posts are"}, {"kind": "error", "retryable": True}],
+            [{"kind": "text", "text": "You have two posts."}, {"kind": "done", "stop_reason": "end_turn"}],
+        ],
+    )
+    server = server_factory("fake-fails-then-answers", AGENT_BACKEND="fake", AGENT_FAKE_SCRIPT=script)
+    login(page, server.url, "alice")
+    new_chat(page, server.url)
+
+    reply = ask(page, "how many posts do I have?")
+    expect(reply.locator(".chat-error")).to_have_text(CALM["provider_error"])
+    again = reply.get_by_role("button", name="Try again")
+    expect(again).to_be_visible()
+    # The new turn's notice reaches this page too, which asks for the turn again (it shows no message before
+    # it, as a message's turn would); held here until the answer has ended, so what it brings comes last.
+    held: list = []
+    page.route(re.compile(r"/news\?turn="), lambda route: held.append(route))
+    again.click()
+    expect(replies(page)).to_have_count(2)
+    expect(replies(page).last).to_have_text("You have two posts.")
+    expect(page.locator("#chat-log article.streaming")).to_have_count(0)
+    while not held:
+        page.wait_for_timeout(50)
+    with page.expect_response(re.compile(r"/news\?turn=")):
+        held[0].continue_()
+    wait_settled(page)
+    expect(send_button(page)).to_be_enabled()  # (the turn brought again, already ended, marks nothing as answering)
+    expect(page.locator("#chat-stop")).to_be_hidden()
+    expect(page.get_by_role("button", name="Try again")).to_have_count(0)
+    expect(user_messages(page)).to_have_text(["how many posts do I have?"])
+    expect(chat_input(page)).to_be_enabled()
+
+    page.reload()
+    expect(user_messages(page)).to_have_text(["how many posts do I have?"])
+    expect(replies(page)).to_have_count(2)
+    expect(replies(page).first).to_contain_text("Your posts are")
+    expect(replies(page).last).to_have_text("You have two posts.")
+    expect(page.get_by_role("button", name="Try again")).to_have_count(0)
+    assert page.js_errors == []  # type: ignore[attr-defined]
 
 
 def test_stop_reaches_a_model_still_thinking(server_factory, write_script, page):

@@ -103,12 +103,15 @@
     var f = form();
     var answer = e.detail.successful ? e.detail.xhr.responseText : "";
     var started = opensTurn(answer);
+    // Running only while an answer streams in the log: an answer brought that had already ended (its stream
+    // closed at once), or one left out as drawn already (a turn fetched again), marks nothing as answering.
+    var streaming = started && !!document.querySelector("#chat-log article.msg.assistant.streaming");
     if (e.detail.elt === f) {
       // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it.
       // Sent: what was sent leaves the box and the tray, and what was written or chosen since stays.)
       if (started && answer.indexOf("data-kept") === -1) chat.clearSent(f);
-      setRunning(started);
-    } else if (started) {
+      setRunning(streaming);
+    } else if (streaming) {
       setRunning(true);
     }
     scrollLog();
@@ -126,6 +129,17 @@
       if (details) details.hidden = false;
     }
     scrollLog();
+  });
+
+  // "Try again" belongs to the chat's last answer (it failed for now): once a later turn shows (a message sent,
+  // an answer asked for again, one heard from another tab), it goes. Pressed anyway (another tab's), the
+  // server answers that there is nothing to try again.
+  document.addEventListener("htmx:afterSettle", function () {
+    var again = document.getElementById("try-again"), log = document.getElementById("chat-log");
+    if (!again || !log) return;
+    var answers = log.querySelectorAll("article.msg.assistant[id^='turn-']");
+    var last = answers.length ? answers[answers.length - 1] : null;
+    if (!last || !last.contains(again) || (last.nextElementSibling && last.nextElementSibling.matches("article.msg.user"))) again.remove();
   });
 
   // A turn is drawn once, by whichever answer brings it first: this page's own message (or decision) and

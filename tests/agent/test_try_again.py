@@ -1,0 +1,208 @@
+""" "Try again" below the chat's last answer when it failed for now: the answer is asked for again, no message
+added, the failed call's unfinished words left out of what the model reads (kept in the transcript); offered
+and accepted only for the chat's latest answer, only for a failure a retry may clear, only to its person."""
+
+from __future__ import annotations
+
+import html
+from datetime import timedelta
+
+import pytest
+from django.contrib.messages import get_messages
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
+from django.utils import timezone
+
+from agent.backends import get_backend
+from agent.chat_views import conversation
+from agent.loop import CALM, LASTING
+from agent.models import Message, Session, Turn
+from agent.policy import get_policy
+from tests.agent.testapp.models import Notebook, NotebookLink
+
+pytestmark = pytest.mark.django_db
+
+DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}
+CUT = [{"kind": "text", "text": "Tomatoes like"}, {"kind": "error", "retryable": True}]
+ANSWER = [{"kind": "text", "text": "Tomatoes like sun."}, DONE]
+AS_PAGE = {"HTTP_SEC_FETCH_MODE": "navigate"}
+BUTTON = 'id="try-again"'
+
+
+@pytest.fixture
+def browser(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def notebook_chat(user) -> Session:
+    notebook = Notebook.objects.create(owner=user, name="garden")
+    session = Session.objects.create(user=user, purpose="chat")
+    NotebookLink.objects.create(session=session, notebook=notebook)
+    return session
+
+
+def page_of(client: Client, session: Session) -> str:
+    """The chat's log as its page draws it (`agent/_conversation.html`), its entities read as text."""
+    request = RequestFactory().get("/")
+    request.user = session.user
+    return html.unescape(render_to_string("agent/_conversation.html", conversation(session, request), request=request))
+
+
+def failed_once(browser: Client, session: Session, script, calls=(CUT, ANSWER)) -> Turn:
+    script([list(call) for call in calls])
+    assert browser.post(f"/chat/{session.pk}/send", {"text": "what do tomatoes like?"}).status_code == 200
+    failed = Turn.objects.get(session=session)
+    assert failed.status == Turn.ERROR
+    return failed
+
+
+def test_a_failed_answer_offers_try_again_which_answers_the_same_message_again(browser, notebook_chat, script):
+    failed = failed_once(browser, notebook_chat, script)
+    page = page_of(browser, notebook_chat)
+    assert CALM["provider_error"] in page and BUTTON in page
+    assert f'action="/chat/{notebook_chat.pk}/retry"' in page and "csrfmiddlewaretoken" in page
+
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "sse-connect" in body and '<div id="try-again" hx-swap-oob="delete"></div>' in body
+
+    retried = Turn.objects.filter(session=notebook_chat).exclude(pk=failed.pk).get()
+    assert retried.status == Turn.DONE and retried.user_message_id is None
+    assert Message.objects.filter(session=notebook_chat, role=Message.USER).count() == 1  # no message added
+    # The model read the person's message last, not the words the failed call was cut off in.
+    sent = get_backend().requests[-1]["messages"]
+    assert sent[-1]["role"] == "user" and "what do tomatoes like?" in str(sent[-1])
+    assert "Tomatoes like" not in str(sent)
+    # Both answers stay in the transcript as they were drawn: the cut one with its error, then the new one.
+    page = page_of(browser, notebook_chat)
+    assert page.index("Tomatoes like") < page.index(CALM["provider_error"]) < page.index("Tomatoes like sun.")
+    assert BUTTON not in page
+
+
+def test_the_streamed_end_of_a_failed_answer_offers_try_again(browser, notebook_chat, script):
+    script([CUT])
+    response = browser.post(f"/chat/{notebook_chat.pk}/send", {"text": "what do tomatoes like?"})
+    url = html.unescape(response.content.decode().split('sse-connect="', 1)[1].split('"', 1)[0])
+    stream = b"".join(browser.get(url).streaming_content).decode()
+    events = {}
+    for block in stream.split("\n\n"):
+        lines = block.split("\n")
+        name = next((line[7:] for line in lines if line.startswith("event: ")), None)
+        if name:
+            events[name] = "\n".join(line[6:] for line in lines if line.startswith("data: "))
+    events = {name: html.unescape(data) for name, data in events.items()}
+    assert CALM["provider_error"] in events["error"] and BUTTON in events["error"]
+    assert f'hx-post="/chat/{notebook_chat.pk}/retry"' in events["error"]
+
+
+def test_an_answer_only_the_operator_can_mend_offers_no_try_again_and_takes_none(browser, notebook_chat, script):
+    failed_once(browser, notebook_chat, script, calls=([{"kind": "error", "retryable": False}], ANSWER))
+    page = page_of(browser, notebook_chat)
+    assert LASTING["refused"] in page and BUTTON not in page
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "nothing to try again" in html.unescape(response.content.decode())
+    assert Turn.objects.filter(session=notebook_chat).count() == 1
+
+
+def test_an_answer_that_did_not_fail_cannot_be_tried_again(browser, notebook_chat, script):
+    script([ANSWER])
+    browser.post(f"/chat/{notebook_chat.pk}/send", {"text": "what do tomatoes like?"})
+    assert BUTTON not in page_of(browser, notebook_chat)
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert "The chat's last answer did not fail, so there is nothing to try again." in html.unescape(
+        response.content.decode()
+    )
+    assert Turn.objects.filter(session=notebook_chat).count() == 1
+
+
+def test_tried_again_once_the_answer_cannot_be_tried_again_a_second_time(browser, notebook_chat, script):
+    """Two presses (two tabs): the second finds the latest answer did not fail, and starts nothing."""
+    failed_once(browser, notebook_chat, script)
+    assert browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true").status_code == 200
+    again = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert "nothing to try again" in html.unescape(again.content.decode())
+    assert Turn.objects.filter(session=notebook_chat).count() == 2
+
+
+def test_only_the_chats_last_answer_offers_try_again(browser, notebook_chat, script):
+    failed_once(browser, notebook_chat, script, calls=(CUT, ANSWER))
+    browser.post(f"/chat/{notebook_chat.pk}/send", {"text": "and peppers?"})
+    page = page_of(browser, notebook_chat)
+    assert CALM["provider_error"] in page and BUTTON not in page
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert "nothing to try again" in html.unescape(response.content.decode())
+
+
+def test_try_again_while_an_answer_runs_says_it_is_still_answering(browser, notebook_chat, script):
+    failed_once(browser, notebook_chat, script)
+    running = Turn.objects.create(session=notebook_chat, status=Turn.RUNNING)  # (another tab's message, say)
+    Session.objects.filter(pk=notebook_chat.pk).update(turn=running, lease_until=timezone.now() + timedelta(minutes=5))
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert "still answering" in html.unescape(response.content.decode())
+    assert Turn.objects.filter(session=notebook_chat).count() == 2
+
+
+def test_try_again_pressed_as_a_page_goes_back_to_the_chats_page(browser, notebook_chat, script):
+    failed_once(browser, notebook_chat, script)
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", **AS_PAGE)
+    assert response.status_code == 302 and response["Location"] == get_policy().page_url(notebook_chat)
+    assert Turn.objects.filter(session=notebook_chat, status=Turn.DONE).count() == 1
+    again = browser.post(f"/chat/{notebook_chat.pk}/retry", **AS_PAGE)
+    assert again.status_code == 302
+    assert [str(m) for m in get_messages(again.wsgi_request)] == [
+        "The chat's last answer did not fail, so there is nothing to try again."
+    ]
+
+
+def test_try_again_counts_against_the_message_rate_and_gives_the_slot_back_when_refused(
+    browser, notebook_chat, script, settings
+):
+    settings.AGENT_MESSAGES_PER_MINUTE = 2
+    failed_once(browser, notebook_chat, script, calls=([{"kind": "error", "retryable": False}],))
+    for _ in range(3):  # (refused: nothing to try again; each slot given back)
+        refused = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+        assert "nothing to try again" in html.unescape(refused.content.decode())
+    browser.post(f"/chat/{notebook_chat.pk}/send", {"text": "second"})
+    refused = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert "too quickly" in html.unescape(refused.content.decode())
+
+
+def test_only_the_chats_person_may_try_again_and_only_with_the_csrf_token(notebook_chat, script, other_user, browser):
+    failed_once(browser, notebook_chat, script)
+    stranger = Client()
+    stranger.force_login(other_user)
+    assert stranger.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true").status_code == 404
+    anonymous = Client().post(f"/chat/{notebook_chat.pk}/retry")
+    assert anonymous.status_code == 302 and "login" in anonymous["Location"]
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(notebook_chat.user)
+    assert strict.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true").status_code == 403
+    assert browser.get(f"/chat/{notebook_chat.pk}/retry").status_code == 405
+    assert Turn.objects.filter(session=notebook_chat).count() == 1
+
+
+def test_a_message_answered_between_the_check_and_the_claim_is_not_answered_again(
+    browser, notebook_chat, script, monkeypatch
+):
+    """The failed answer is checked again once the lease is taken: a message another tab sent (and had
+    answered) in between makes the press start nothing, and leaves no turn and no lease behind."""
+    from agent import turns
+
+    failed_once(browser, notebook_chat, script)
+    claim = turns.claim
+
+    def another_tab_first(session, **kwargs):
+        Turn.objects.create(session=session, status=Turn.DONE)
+        return claim(session, **kwargs)
+
+    monkeypatch.setattr(turns, "claim", another_tab_first)
+    response = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    assert "nothing to try again" in html.unescape(response.content.decode())
+    assert Turn.objects.filter(session=notebook_chat).count() == 2  # the failed one and the other tab's
+    notebook_chat.refresh_from_db()
+    assert notebook_chat.turn_id is None and notebook_chat.lease_until is None
