@@ -226,6 +226,20 @@ def stop(request: HttpRequest, session: Session, access: Access) -> HttpResponse
     return JsonResponse({}, status=202)
 
 
+@api_view("POST")
+@api_login_required
+@session_api
+def retry(request: HttpRequest, session: Session, access: Access) -> HttpResponse:
+    """Ask for the chat's latest answer again after it failed for now (the page's "Try again",
+    `intake.retry`): no message is added; `202 {"stream_url"}` of the new answer, or the message's errors
+    and `409 nothing_to_retry`."""
+    try:
+        run = intake.retry(session, request.user, access=access)
+    except intake.Refused as exc:
+        return error(exc.status, exc.code, exc.message, **exc.extra)
+    return JsonResponse({"stream_url": stream_url(session, run.turn, request)}, status=202)
+
+
 @api_view("GET")
 @api_login_required
 @session_api

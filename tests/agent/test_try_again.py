@@ -206,3 +206,26 @@ def test_a_message_answered_between_the_check_and_the_claim_is_not_answered_agai
     assert Turn.objects.filter(session=notebook_chat).count() == 2  # the failed one and the other tab's
     notebook_chat.refresh_from_db()
     assert notebook_chat.turn_id is None and notebook_chat.lease_until is None
+
+
+def test_an_api_client_tries_again_as_the_page_does(api, chat, script):
+    script([CUT, ANSWER])
+    session_id = chat.pk
+    sent = api.post(f"/api/agent/sessions/{session_id}/messages", {"text": "what do tomatoes like?"})
+    assert sent.status_code == 202
+    assert Turn.objects.get(session_id=session_id).status == Turn.ERROR
+
+    retried = api.post(f"/api/agent/sessions/{session_id}/retry")
+    assert retried.status_code == 202 and set(retried.json()) == {"stream_url"}
+    transcript = api.client.get(f"/api/agent/sessions/{session_id}").json()
+    assert [m["role"] for m in transcript["messages"]] == ["user", "assistant", "assistant"]
+    assert transcript["messages"][-1]["parts"] == [{"type": "text", "text": "Tomatoes like sun."}]
+
+    again = api.post(f"/api/agent/sessions/{session_id}/retry")
+    assert again.status_code == 409
+    assert again.json() == {
+        "error": {
+            "code": "nothing_to_retry",
+            "message": "The chat's last answer did not fail, so there is nothing to try again.",
+        }
+    }
