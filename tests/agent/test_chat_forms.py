@@ -28,21 +28,6 @@ AS_PAGE = {"HTTP_SEC_FETCH_MODE": "navigate"}
 DONE = {"kind": "done", "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}
 
 
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def notebook_chat(user) -> Session:
-    notebook = Notebook.objects.create(owner=user, name="garden")
-    session = Session.objects.create(user=user, purpose="chat")
-    NotebookLink.objects.create(session=session, notebook=notebook)
-    return session
-
-
 def test_a_message_sent_as_a_page_goes_to_the_page_the_policy_names(browser, notebook_chat, script):
     script([[{"kind": "text", "text": "Noted."}, DONE]])
     response = browser.post(f"/chat/{notebook_chat.pk}/send", {"text": "plant tomatoes"}, **AS_PAGE)

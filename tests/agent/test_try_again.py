@@ -18,7 +18,6 @@ from agent.chat_views import conversation
 from agent.loop import CALM, LASTING
 from agent.models import Message, Session, Turn
 from agent.policy import get_policy
-from tests.agent.testapp.models import Notebook, NotebookLink
 
 pytestmark = pytest.mark.django_db
 
@@ -27,21 +26,6 @@ CUT = [{"kind": "text", "text": "Tomatoes like"}, {"kind": "error", "retryable":
 ANSWER = [{"kind": "text", "text": "Tomatoes like sun."}, DONE]
 AS_PAGE = {"HTTP_SEC_FETCH_MODE": "navigate"}
 BUTTON = 'id="try-again"'
-
-
-@pytest.fixture
-def browser(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def notebook_chat(user) -> Session:
-    notebook = Notebook.objects.create(owner=user, name="garden")
-    session = Session.objects.create(user=user, purpose="chat")
-    NotebookLink.objects.create(session=session, notebook=notebook)
-    return session
 
 
 def page_of(client: Client, session: Session) -> str:
