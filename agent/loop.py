@@ -60,17 +60,17 @@ LASTING = {
 }
 
 
+#: The errors whose sentence asks the person to try again: a model call that failed for now, or something of ours.
+RETRY_HELPS = {("provider_error", CALM["provider_error"]), ("chat_error", CALM["chat_error"])}
+
+
 def retry_helps(payload: Mapping[str, Any] | None) -> bool:
     """Whether the person may ask for an answer that ended with this `error` payload again ("Try again"):
-    only for a failure its sentence says a retry may clear (a model call that failed for now, something
-    of ours); not for a refusal only the operator can mend, a chat too long, a spent budget (which counts
-    its own wait down) or a request that took too many steps."""
+    not for a refusal only the operator can mend, a chat too long, a spent budget (which counts its own
+    wait down) or a request that took too many steps."""
     if not payload:
         return False
-    return payload.get("message") in (CALM["provider_error"], CALM["chat_error"]) and payload.get("code") in (
-        "provider_error",
-        "chat_error",
-    )
+    return (str(payload.get("code")), str(payload.get("message"))) in RETRY_HELPS
 
 
 def calm_error(code: str, *, message: str | None = None) -> tuple[Literal["error"], ErrorPayload]:

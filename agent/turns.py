@@ -115,12 +115,16 @@ def retry(session: Session) -> TurnRun:
     if failed_last(session) is None:
         raise NothingToRetry()
     run = claim(session)
-    failed = failed_last(session, besides=run.turn)
+    try:
+        failed = failed_last(session, besides=run.turn)
+        last = Message.objects.filter(session=session).order_by("-position").first()
+    except BaseException:
+        _end_unstarted(run)  # (as `begin` does: the lease back at once, not when it runs out)
+        raise
     if failed is None:
         sql.give_lease_back(session.pk, run.turn)
         run.turn.delete()
         raise NothingToRetry()
-    last = Message.objects.filter(session=session).order_by("-position").first()
     if (
         last is not None
         and last.turn_id == failed.pk

@@ -213,3 +213,25 @@ def test_an_api_client_tries_again_as_the_page_does(api, chat, script):
             "message": "The chat's last answer did not fail, so there is nothing to try again.",
         }
     }
+
+
+def test_a_press_that_fails_once_the_lease_is_taken_gives_the_lease_back_at_once(
+    browser, notebook_chat, script, monkeypatch
+):
+    """As a message's start does: the chat is not left "still answering" until the lease runs out."""
+    from agent import turns
+
+    failed_once(browser, notebook_chat, script)
+    checked = turns.failed_last
+
+    def fails_under_the_lease(session, *, besides=None):
+        if besides is not None:
+            raise RuntimeError("the database went away")
+        return checked(session)
+
+    monkeypatch.setattr(turns, "failed_last", fails_under_the_lease)
+    with pytest.raises(RuntimeError):
+        browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")
+    notebook_chat.refresh_from_db()
+    assert notebook_chat.turn_id is None and notebook_chat.lease_until is None
+    assert set(Turn.objects.filter(session=notebook_chat).values_list("status", flat=True)) == {Turn.ERROR}
