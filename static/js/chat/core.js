@@ -15,6 +15,13 @@
 
   chat.form = function form() { return document.getElementById("chat-form"); };
 
+  // Whether a turn's answer in the log is drawn with its message before it (an answer resumed after a
+  // decision has none; so has one a catch-up drew before its message was stored: chat/log.js, chat/tabs.js).
+  chat.saidBefore = function saidBefore(answer) {
+    var said = answer.previousElementSibling;
+    return !!(said && said.matches("article.msg.user"));
+  };
+
   // The tab's session storage, which a browser set to block sites' data refuses (reading it throws): what
   // it would keep (a hardware keyboard seen, words typed, that New chat was pressed) is then not kept, and
   // nothing else changes. `store(key, null)` forgets.

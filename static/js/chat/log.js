@@ -161,8 +161,7 @@
       if (!node.matches("article.msg.assistant[id^='turn-']")) return;
       var shown = document.getElementById(node.id);
       if (shown) {
-        var said = shown.previousElementSibling;
-        if (message.length && !(said && said.matches("article.msg.user"))) {
+        if (message.length && !chat.saidBefore(shown)) {
           message.forEach(function (article) { shown.parentNode.insertBefore(article, shown); });  // (moved)
           message = [];
         }

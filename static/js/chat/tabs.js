@@ -23,15 +23,10 @@
   // as it is). An answer resumed after a decision has no message: fetched again, it brings nothing new.
   function newsQuery(notice) {
     var turn = notice.turn && document.getElementById("turn-" + notice.turn);
-    if (notice.turn && !(turn && saidBefore(turn))) return "turn=" + encodeURIComponent(notice.turn);
+    if (notice.turn && !(turn && chat.saidBefore(turn))) return "turn=" + encodeURIComponent(notice.turn);
     var card = notice.approval && document.getElementById("approval-" + notice.approval);
     if (card && !card.classList.contains("decided")) return "approval=" + encodeURIComponent(notice.approval);
     return "";
-  }
-
-  function saidBefore(turn) {
-    var said = turn.previousElementSibling;
-    return !!(said && said.matches("article.msg.user"));
   }
 
   // The id of the last turn the log shows ("" for none).
