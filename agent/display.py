@@ -253,14 +253,16 @@ def conversation(session: Session, before: int | None = None, turns: int = TURNS
     A stretch starts at a person's message, so a tool call and its result (also one a person let lapse,
     answered before their next message) are always drawn together. The queries do not grow with the
     chat's length: the stretch's start, its messages and parts, their turns, the running turn."""
-    messages, earlier = _stretch(session, before, turns)
-    turn_ids = {m.turn_id for m in messages if m.turn_id is not None}
-    found = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids)} if turn_ids else {}
+    # The running turn is read before the messages: an answer that ends in between is then drawn as
+    # running (its stream brings the end), its messages left out; read after them, it was neither.
     running = (
         Turn.objects.filter(session=session, status=Turn.RUNNING).order_by("-created_at").first()
         if before is None
         else None
     )
+    messages, earlier = _stretch(session, before, turns)
+    turn_ids = {m.turn_id for m in messages if m.turn_id is not None}
+    found = {t.pk: t for t in Turn.objects.filter(pk__in=turn_ids)} if turn_ids else {}
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == Message.USER:

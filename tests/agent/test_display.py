@@ -9,9 +9,12 @@ from django.db import connection
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from agent import display
 from agent.chat_views import conversation
 from agent.display import meter_display, shortened, summaries, summarize_input
+from agent.models import Message, Part, Turn
 from agent.tools import register, unregister
 from tests.chats import long_chat
 
@@ -142,3 +145,41 @@ def test_the_latest_turns_take_the_same_queries_however_long_the_chat(user, chat
 def test_a_shortened_text_is_never_cut_inside_what_a_reader_sees_as_one_character(text, shown):
     assert shortened(text, 10) == shown
     assert len(shortened(text, 10)) <= 10
+
+
+def test_an_answer_that_ends_while_the_page_is_read_is_drawn_or_followed(user, chat):
+    """The chat's page is read in a few queries while its answer may end between any two of them: whatever
+    the moment it ends, the page draws the answer, or draws the turn as running (its stream brings the end).
+    Read the other way round (its messages, then the running turn), an answer that ended between the two
+    was neither, and a page without scripts showed the chat as if nothing had been asked."""
+    long_chat(chat, 1)
+    question = Message.objects.create(session=chat, role=Message.USER, position=4)
+    Part.objects.create(message=question, position=0, type="text", text="question 1")
+    turn = Turn.objects.create(session=chat, status=Turn.RUNNING, created_at=timezone.now(), user_message=question)
+    Message.objects.filter(pk=question.pk).update(turn=turn)
+    with CaptureQueriesContext(connection) as reads:
+        display.conversation(chat)
+    assert len(reads) >= 3
+
+    def end_turn() -> None:
+        answer = Message.objects.create(session=chat, turn=turn, role=Message.ASSISTANT, position=5)
+        Part.objects.create(message=answer, position=0, type="text", text="answer 1")
+        Turn.objects.filter(pk=turn.pk).update(status=Turn.DONE, finished_at=timezone.now())
+
+    for moment in range(len(reads) + 1):
+        Message.objects.filter(turn=turn, role=Message.ASSISTANT).delete()
+        Turn.objects.filter(pk=turn.pk).update(status=Turn.RUNNING, finished_at=None)
+        queries = 0
+
+        def ends_at_the_moment(execute, sql, params, many, context, at=moment):
+            nonlocal queries
+            queries += 1
+            if queries - 1 == at:
+                end_turn()  # (its own queries come through here too, counted past the moment)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(ends_at_the_moment):
+            shown = display.conversation(chat)
+        texts = [block.get("html", "") for item in shown.items for block in item.get("blocks", [])]
+        answered = any("answer 1" in text for text in texts)
+        assert answered or (shown.running is not None and shown.running.pk == turn.pk), f"ended before read {moment}"
