@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef, Subquery
 from django.forms.models import BaseInlineFormSet
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
@@ -190,19 +191,36 @@ def provider_state(part: Part) -> str:
 
 
 class TurnInline(ReadOnlyMixin, PagedInline):
-    """A session's turns, oldest first: how each ended (an error's code and message are here, not on
-    a message)."""
+    """A session's turns, oldest first: what asked for each and how each ended (an error's code and
+    message are here, not on a message)."""
 
     model = Turn
     extra = 0
     can_delete = False
     classes = ["agent-transcript", "agent-turns"]
-    fields = ("created_at", "status", "terminal_event", "ending", "finished_at")
+    fields = ("created_at", "asked_by", "status", "terminal_event", "ending", "finished_at")
     readonly_fields = fields
     show_change_link = True
 
     def get_queryset(self, request):
-        return super().get_queryset(request).order_by("created_at")
+        # A turn without a message of its own carried on after the one before it: paused, people decided
+        # its calls; failed, its person pressed Try again (`turns.resume`, `turns.retry`).
+        before = Turn.objects.filter(session=OuterRef("session"), created_at__lt=OuterRef("created_at"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                said=Exists(Message.objects.filter(turn=OuterRef("pk"), role=Message.USER)),
+                after=Subquery(before.order_by("-created_at").values("status")[:1]),
+            )
+            .order_by("created_at")
+        )
+
+    @admin.display(description="asked by")
+    def asked_by(self, turn: Turn) -> str:
+        if turn.said:
+            return "a message"
+        return {Turn.PAUSED: "calls decided", Turn.ERROR: "Try again"}.get(turn.after, "-")
 
     @admin.display(description="terminal payload")
     def ending(self, turn: Turn) -> str:

@@ -297,6 +297,35 @@ def test_the_session_page_shows_how_each_turn_ended_and_who_decided_each_call(au
     assert "read_note (approved)" in approvals and "Approval object" not in approvals
 
 
+def test_the_session_page_says_what_asked_for_each_turn(auditor, user):
+    """A turn answers a person's message, or carries on once people decided its calls, or asks again after
+    an answer that failed for now ("Try again"): the last two have no message of their own, and the turns
+    list says which each was, so an auditor does not read a retry as an answer nobody asked for."""
+    from agent.models import Message, Turn
+
+    session = Session.objects.create(user=user, purpose="chat")
+    run = Run(session)
+    start = timezone.now() - timedelta(hours=1)
+
+    def turn(minute: int, status: str, *, said: str = "") -> Turn:
+        made = Turn.objects.create(session=session, status=status, created_at=start + timedelta(minutes=minute))
+        if said:
+            add_message(run, Message.USER, [{"type": "text", "text": said}])
+            session.messages.filter(role=Message.USER, turn=None).update(turn=made)
+        return made
+
+    asked = turn(1, Turn.PAUSED, said="publish it")
+    decided = turn(2, Turn.ERROR)
+    retried = turn(3, Turn.DONE)
+    again = turn(4, Turn.DONE, said="thanks")
+    body = auditor.get(f"/admin/agent/session/{session.pk}/change/").content.decode()
+    turns = body[body.index('class="module agent-transcript agent-turns"') :]
+    rows = re.findall(r'<tr[^>]*class="[^"]*form-row[^"]*"[^>]*>(.*?)</tr>', turns, re.S)
+    cells = [re.search(r'<td class="field-asked_by">(.*?)</td>', row, re.S).group(1) for row in rows]
+    asked_by = [re.sub(r"<[^>]+>", "", cell).strip() for cell in cells]
+    assert asked_by == ["a message", "calls decided", "Try again", "a message"], (asked, decided, retried, again)
+
+
 def test_turns_are_found_by_their_session_or_person(auditor, user, other_user):
     from agent.models import Turn
 
