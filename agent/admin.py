@@ -218,9 +218,10 @@ class TurnInline(ReadOnlyMixin, PagedInline):
 
     @admin.display(description="asked by")
     def asked_by(self, turn: Turn) -> str:
-        if turn.said:
+        """From the list's annotations (`get_queryset`): the turn's message, else the turn before it."""
+        if getattr(turn, "said", False):
             return "a message"
-        return {Turn.PAUSED: "calls decided", Turn.ERROR: "Try again"}.get(turn.after, "-")
+        return {Turn.PAUSED: "calls decided", Turn.ERROR: "Try again"}.get(getattr(turn, "after", ""), "-")
 
     @admin.display(description="terminal payload")
     def ending(self, turn: Turn) -> str:
