@@ -66,11 +66,13 @@ RETRY_HELPS = {("provider_error", CALM["provider_error"]), ("chat_error", CALM["
 
 def retry_helps(payload: Mapping[str, Any] | None) -> bool:
     """Whether the person may ask for an answer that ended with this `error` payload again ("Try again"):
-    not for a refusal only the operator can mend, a chat too long, a spent budget (which counts its own
-    wait down) or a request that took too many steps."""
+    after a failure a retry may clear, or a spent budget (whose page offers it once its wait is over; asked
+    sooner, the budget is checked again before the model call, as for any turn). Not for a refusal only the
+    operator can mend, a chat too long or a request that took too many steps."""
     if not payload:
         return False
-    return (str(payload.get("code")), str(payload.get("message"))) in RETRY_HELPS
+    code = str(payload.get("code"))
+    return code == "budget_exceeded" or (code, str(payload.get("message"))) in RETRY_HELPS
 
 
 def calm_error(code: str, *, message: str | None = None) -> tuple[Literal["error"], ErrorPayload]:

@@ -235,3 +235,36 @@ def test_a_press_that_fails_once_the_lease_is_taken_gives_the_lease_back_at_once
     notebook_chat.refresh_from_db()
     assert notebook_chat.turn_id is None and notebook_chat.lease_until is None
     assert set(Turn.objects.filter(session=notebook_chat).values_list("status", flat=True)) == {Turn.ERROR}
+
+
+def test_a_spent_budget_offers_try_again_once_its_wait_is_over(browser, notebook_chat, script, user):
+    """A spent budget's error counts its wait down; the button is on the page from the start but hidden
+    until the wait is over (the page's scripts show it then; a page drawn later shows it at once), and the
+    answer it asks for is guarded again before its model call."""
+    from agent.models import Spend
+
+    script([ANSWER])
+    Spend.objects.create(user=user, created_at=timezone.now() - timedelta(seconds=30), tokens=20000, settled=True)
+    browser.post(f"/chat/{notebook_chat.pk}/send", {"text": "what do tomatoes like?"})
+    spent = Turn.objects.get(session=notebook_chat)
+    assert spent.status == Turn.ERROR and spent.terminal_payload["code"] == "budget_exceeded"
+    page = page_of(browser, notebook_chat)
+    assert "You've sent a lot in the last minute." in page and "Try again in" in page
+    button = page[page.index("<form", page.index(BUTTON) - 200) : page.index(BUTTON) + len(BUTTON) + 200]
+    assert BUTTON in button and " hidden" in button  # (until the wait is over)
+
+    early = browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true")  # (an API client, say)
+    assert early.status_code == 200 and "sse-connect" in early.content.decode()
+    asked = Turn.objects.filter(session=notebook_chat).order_by("-created_at").first()
+    assert asked.status == Turn.ERROR and asked.terminal_payload["code"] == "budget_exceeded"  # guarded again
+
+    Spend.objects.filter(user=user).update(created_at=timezone.now() - timedelta(minutes=2))
+    Turn.objects.filter(session=notebook_chat).update(finished_at=timezone.now() - timedelta(minutes=2))
+    page = page_of(browser, notebook_chat)
+    assert "Try again in" not in page
+    button = page[page.index("<form", page.index(BUTTON) - 200) : page.index(BUTTON) + len(BUTTON) + 200]
+    assert " hidden" not in button
+    assert browser.post(f"/chat/{notebook_chat.pk}/retry", HTTP_HX_REQUEST="true").status_code == 200
+    answered = Turn.objects.filter(session=notebook_chat).order_by("-created_at").first()
+    assert answered.status == Turn.DONE and "Tomatoes like sun." in page_of(browser, notebook_chat)
+    assert Message.objects.filter(session=notebook_chat, role=Message.USER).count() == 1

@@ -258,6 +258,35 @@ def test_budget_limit_shows_one_calm_line(server_factory, page):
     expect(replies(page).last.locator(".chat-error")).to_contain_text(MESSAGES["minute"])
 
 
+def test_a_spent_budget_offers_try_again_once_its_wait_is_over(server_factory, page):
+    """The button is there from the start, hidden while the wait counts down; shown when it ends, pressed it
+    asks for the answer again, which the budget guards again before its model call."""
+    server = server_factory(
+        "budget-try-again", AGENT_BACKEND="demo", AGENT_DEMO_DELAY_MS="20", AGENT_BUDGET_TOKENS_PER_MINUTE="1"
+    )
+    base = server.url
+    page.clock.install()
+    login(page, base, "alice")
+    new_chat(page, base)
+    ask(page, "hello")  # an empty bucket admits one call
+    spent = ask(page, "list my posts")
+    seconds = int(spent.locator(".chat-error .retry").get_attribute("data-retry-seconds"))
+    again = spent.get_by_role("button", name="Try again")
+    expect(again).to_be_hidden()
+    page.clock.run_for(1000)
+    expect(again).to_be_hidden()
+    page.clock.run_for(seconds * 1000)
+    expect(spent.locator(".chat-error")).to_contain_text("That wait is over: you can send a message now.")
+    expect(again).to_be_visible()
+    again.click()
+    expect(replies(page)).to_have_count(3)
+    expect(replies(page).last.locator(".chat-error")).to_contain_text(
+        MESSAGES["minute"]
+    )  # (this server's minute is not over)
+    expect(page.locator("#try-again")).to_have_count(1)
+    expect(user_messages(page)).to_have_count(2)
+
+
 def test_provider_error_reads_calmly(server_factory, write_script, page):
     script = write_script(
         "provider-error", [[{"kind": "text", "text": "Partial"}, {"kind": "error", "retryable": False}]]

@@ -28,10 +28,16 @@
     el.prepend(shown);
     (function tick() {
       var left = Math.ceil((end - Date.now()) / 1000);
-      if (left <= 0) { el.textContent = el.dataset.retryDone; return; }
+      if (left <= 0) { el.textContent = el.dataset.retryDone; waited(el); return; }
       shown.textContent = sentence.replace(/\d+ (s|min|h|days)\b/, waitWords(left));
       setTimeout(tick, (end - Date.now()) % 1000 || 1000);  // at each whole second left
     })();
+  }
+
+  // A spent budget's answer offers Try again (agent/_try_again.html), hidden while its wait lasts.
+  function waited(el) {
+    var flow = el.closest(".flow"), again = flow && flow.querySelector(".try-again[hidden]");
+    if (again) again.hidden = false;
   }
 
   htmx.onLoad(function (root) {
