@@ -34,10 +34,13 @@
     })();
   }
 
-  // A spent budget's answer offers Try again (agent/_try_again.html), hidden while its wait lasts.
+  // A spent budget's answer offers Try again (agent/_try_again.html), hidden while its wait lasts; shown,
+  // a log read to its end still shows its end.
   function waited(el) {
     var flow = el.closest(".flow"), again = flow && flow.querySelector(".try-again[hidden]");
-    if (again) again.hidden = false;
+    if (!again) return;
+    again.hidden = false;
+    scrollLog();
   }
 
   htmx.onLoad(function (root) {
