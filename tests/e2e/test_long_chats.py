@@ -248,3 +248,36 @@ def test_a_page_of_earlier_turns_opened_with_scripts_stays_those_turns(page, ser
     expect(user_messages(page)).to_have_text([f"question {n}" for n in range(80, 100)])
     expect(page.locator("#chat-log > .latest")).to_be_visible()
     assert not [url for url in asked if "after=" in url]
+
+
+def test_a_message_sent_from_a_page_of_earlier_turns_shows_with_the_latest(page, server):
+    """On the chat's page at earlier turns (opened before the scripts ran), a message sent with the scripts
+    goes to the chat's latest turns: the page shows them, then the message and its answer, not the message
+    below turns a hundred earlier, with the way back to the latest between."""
+    login(page, server.url, "alice")
+    open_blog(page, server.url)
+    page.get_by_text("Earlier chats").click()  # (the long chat: another test may have started a newer one)
+    page.locator("details.history a").filter(has_text=re.compile(r"^Chat 24\b")).click()
+    page.wait_for_url(re.compile(r"\?chat=[0-9a-f-]+$"))
+    latest = page.url
+    page.context.add_init_script(MARK_BLOG_LIVE)
+    page.goto(f"{latest}&before=400")
+    expect_blog_live(page)
+    wait_settled(page)
+    expect(user_messages(page).first).to_have_text("question 80")
+    swapped: list[str] = []
+    page.on("console", lambda message: swapped.append(message.text) if "earlier-swap" in message.text else None)
+    page.evaluate(
+        """() => document.getElementById("chat-log").addEventListener("htmx:afterSwap", () => {
+             if (document.querySelector("#chat-log > .latest")) console.log("earlier-swap");
+           })"""
+    )
+    chat_input(page).fill("what is new since then?")
+    chat_input(page).press("Enter")
+    page.wait_for_url(latest)
+    expect(user_messages(page).last).to_have_text("what is new since then?")
+    wait_turn_finished(page)
+    expect(page.locator("#chat-log > .latest")).to_have_count(0)
+    expect(user_messages(page)).to_have_count(20)  # (the latest turns, this message's the last)
+    expect(chat_input(page)).to_have_value("")
+    assert swapped == []  # (the message was never drawn below the earlier turns)

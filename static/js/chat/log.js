@@ -88,6 +88,20 @@
   // page's own stream, which a panel's answer may bring too, blog/_page_stream.html, closes on another event.)
   function opensTurn(answer) { return answer.indexOf('sse-close="end"') !== -1; }
 
+  // The answer to a message that was sent (not one kept in the box, `data-kept`, the chat's running answer
+  // shown instead) opens its turn's stream.
+  function sent(answer) { return opensTurn(answer) && answer.indexOf("data-kept") === -1; }
+
+  // A page of the chat's earlier turns (`?before=`: "Earlier messages" pressed before the scripts ran) shows
+  // them with the way back to the latest below. A message sent from it is not drawn below those turns: once
+  // it is sent, the page goes to the latest turns, which show it and follow its answer.
+  function backToLatest() { return document.querySelector("#chat-log > .latest a"); }
+
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (elt === form() && backToLatest() && sent(e.detail.serverResponse || "")) e.detail.shouldSwap = false;
+  });
+
   document.addEventListener("htmx:afterRequest", function (e) {
     if (fromEnd !== null && e.detail.elt.closest && e.detail.elt.closest("#chat-log")) {
       var log = document.getElementById("chat-log"), turns = log && log.querySelector(".earlier-turns:not([data-seen])");
@@ -109,7 +123,8 @@
     if (e.detail.elt === f) {
       // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it.
       // Sent: what was sent leaves the box and the tray, and what was written or chosen since stays.)
-      if (started && answer.indexOf("data-kept") === -1) chat.clearSent(f);
+      if (sent(answer)) chat.clearSent(f);
+      if (sent(answer) && backToLatest()) { location.assign(backToLatest().href); return; }
       setRunning(streaming);
     } else if (streaming) {
       setRunning(true);
