@@ -44,3 +44,12 @@ def test_a_turns_error_says_its_wait_as_a_refused_message_does():
         html = Template(f'{{% include "{template}" %}}').render(Context(context))
         assert "minute. <span" in html and "<span>Try again in 90 s.</span></span></p>" in html, template
         assert 'data-retry-done="That wait is over: you can send a message now."' in html, template
+
+
+def test_a_wait_with_try_again_below_ends_saying_so():
+    """A spent budget's answer shows Try again when its wait ends: the sentence that ends the wait names it."""
+    error = {"message": "You've sent a lot in the last minute.", "retry_after_seconds": 90, "try_again": True}
+    html = Template('{% include "agent/_turn_final.html" %}').render(
+        Context({"error": error, "turn_id": 1, "session_id": 1})
+    )
+    assert 'data-retry-done="That wait is over: you can try again now."' in html and 'id="try-again" hidden' in html

@@ -276,7 +276,7 @@ def test_a_spent_budget_offers_try_again_once_its_wait_is_over(server_factory, p
     page.clock.run_for(1000)
     expect(again).to_be_hidden()
     page.clock.run_for(seconds * 1000)
-    expect(spent.locator(".chat-error")).to_contain_text("That wait is over: you can send a message now.")
+    expect(spent.locator(".chat-error")).to_contain_text("That wait is over: you can try again now.")
     expect(again).to_be_visible()
     expect(again).to_be_in_viewport()  # (the log, read to its end, still shows its end)
     end = "(() => { const log = document.getElementById('chat-log'); return log.scrollHeight - log.scrollTop - log.clientHeight; })()"
