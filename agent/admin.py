@@ -190,7 +190,31 @@ def provider_state(part: Part) -> str:
     return f"{part.provider_backend or '?'} / {part.provider_model or '?'}: {', '.join(keys)}"
 
 
-class TurnInline(ReadOnlyMixin, PagedInline):
+class AskedBy:
+    """What asked for each turn (`asked_by`): a person's message; or, a turn without a message of its own
+    carrying on after the one before it, calls people decided (that turn paused) or Try again (it failed;
+    `turns.resume`, `turns.retry`). Read with the rows, two subqueries each, on the index of a session's
+    turns by time."""
+
+    def get_queryset(self, request):
+        before = Turn.objects.filter(session=OuterRef("session"), created_at__lt=OuterRef("created_at"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                said=Exists(Message.objects.filter(turn=OuterRef("pk"), role=Message.USER)),
+                after=Subquery(before.order_by("-created_at").values("status")[:1]),
+            )
+        )
+
+    @admin.display(description="asked by")
+    def asked_by(self, turn: Turn) -> str:
+        if getattr(turn, "said", False):
+            return "a message"
+        return {Turn.PAUSED: "calls decided", Turn.ERROR: "Try again"}.get(getattr(turn, "after", ""), "-")
+
+
+class TurnInline(AskedBy, ReadOnlyMixin, PagedInline):
     """A session's turns, oldest first: what asked for each and how each ended (an error's code and
     message are here, not on a message)."""
 
@@ -203,25 +227,7 @@ class TurnInline(ReadOnlyMixin, PagedInline):
     show_change_link = True
 
     def get_queryset(self, request):
-        # A turn without a message of its own carried on after the one before it: paused, people decided
-        # its calls; failed, its person pressed Try again (`turns.resume`, `turns.retry`).
-        before = Turn.objects.filter(session=OuterRef("session"), created_at__lt=OuterRef("created_at"))
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                said=Exists(Message.objects.filter(turn=OuterRef("pk"), role=Message.USER)),
-                after=Subquery(before.order_by("-created_at").values("status")[:1]),
-            )
-            .order_by("created_at")
-        )
-
-    @admin.display(description="asked by")
-    def asked_by(self, turn: Turn) -> str:
-        """From the list's annotations (`get_queryset`): the turn's message, else the turn before it."""
-        if getattr(turn, "said", False):
-            return "a message"
-        return {Turn.PAUSED: "calls decided", Turn.ERROR: "Try again"}.get(getattr(turn, "after", ""), "-")
+        return super().get_queryset(request).order_by("created_at")
 
     @admin.display(description="terminal payload")
     def ending(self, turn: Turn) -> str:
@@ -399,12 +405,12 @@ class MessageAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.Model
 
 
 @admin.register(Turn)
-class TurnAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "session", "status", "terminal_event", "created_at", "finished_at"]
+class TurnAdmin(AskedBy, PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "session", "asked_by", "status", "terminal_event", "created_at", "finished_at"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
     search_fields = ["session__id", "session__user__username"]
-    readonly_fields = [f.name for f in Turn._meta.fields]
+    readonly_fields = [f.name for f in Turn._meta.fields] + ["asked_by"]
 
 
 @admin.register(SpendDay)

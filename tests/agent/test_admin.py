@@ -324,6 +324,11 @@ def test_the_session_page_says_what_asked_for_each_turn(auditor, user):
     cells = [re.search(r'<td class="field-asked_by">(.*?)</td>', row, re.S).group(1) for row in rows]
     asked_by = [re.sub(r"<[^>]+>", "", cell).strip() for cell in cells]
     assert asked_by == ["a message", "calls decided", "Try again", "a message"], (asked, decided, retried, again)
+    listed = auditor.get(f"/admin/agent/turn/?q={session.pk}").content.decode()  # (the latest first)
+    cells = re.findall(r'<td class="field-asked_by">(.*?)</td>', listed, re.S)
+    assert cells == ["a message", "Try again", "calls decided", "a message"]
+    page = auditor.get(f"/admin/agent/turn/{retried.pk}/change/").content.decode()
+    assert re.search(r"asked by:?</label>\s*<div class=\"readonly\">Try again</div>", page, re.I), page
 
 
 def test_turns_are_found_by_their_session_or_person(auditor, user, other_user):
