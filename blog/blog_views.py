@@ -16,11 +16,13 @@ from blog import blogs, grants, live
 from blog.access import WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, Seat
+from blog.pieces import piece_of_page
 from blog.services import OperationError
 from blog.team_views import ownership, posted_seat
 from blog.views import membership
 
 
+@piece_of_page
 @require_GET
 @login_required
 def blog_head(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
@@ -33,6 +35,7 @@ def blog_head(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/_blog_head.html", {**context, "redrawn": True})
 
 
+@piece_of_page
 @require_GET
 @login_required
 def post_head(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:

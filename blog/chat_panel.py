@@ -34,6 +34,7 @@ from agent.views import stream_url
 from blog import chat_search, grants, live
 from blog.chat import panel_page, start_session
 from blog.models import Blog, Post, Seat
+from blog.pieces import piece_of_page
 
 #: How much of a chat's first message names it in the list of earlier chats.
 LABEL_CHARS = 48
@@ -253,6 +254,7 @@ def _refusal(exc: intake.Refused) -> str:
     return exc.reason + (f" Try again in {wait(exc.retry_after_seconds)}." if exc.retry_after_seconds else "")
 
 
+@piece_of_page
 @require_GET
 def grant_line(request: HttpRequest, slug: str) -> HttpResponse:
     """The panel's line saying what the assistant may do for the person here, as it stands now.
@@ -282,6 +284,7 @@ def _quiet_panel(request: HttpRequest, slug: str, pk: int | None) -> tuple[Blog,
         return None
 
 
+@piece_of_page
 @never_cache  # (one person's chat: no cache between keeps it, nor one of its 204s)
 @require_GET
 def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:
@@ -308,6 +311,7 @@ def panel_chat(request: HttpRequest, slug: str, pk: int | None = None) -> HttpRe
     return render(request, "blog/_panel_chat.html", context)
 
 
+@piece_of_page
 @never_cache  # (one person's list of chats)
 @require_GET
 def chat_list(request: HttpRequest, slug: str, pk: int | None = None) -> HttpResponse:

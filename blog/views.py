@@ -22,6 +22,7 @@ from blog import blogs, cover_form, covers, diffs, grants, live, post_search, pr
 from blog.access import DELETE, PUBLISH, READ, ROLE_SCOPES, WRITE
 from blog.chat_panel import panel_context
 from blog.models import Blog, Post, PostRevision, Seat
+from blog.pieces import piece_of_page
 from blog.services import OperationError
 from config.cache import RETRY_SECONDS, CacheUnavailable
 
@@ -109,6 +110,7 @@ def blog_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "blog/blog_detail.html", context)
 
 
+@piece_of_page
 @require_GET
 @login_required
 def post_list(request: HttpRequest, slug: str) -> HttpResponse:

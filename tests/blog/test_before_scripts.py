@@ -352,3 +352,30 @@ def test_earlier_messages_pressed_before_the_scripts_draw_them_on_the_chats_page
     assert (
         re.findall(r"question \d+", client.get(f"{panel}?chat={chat.pk}&before=x").content.decode())[0] == "question 25"
     )
+
+
+def test_a_piece_of_a_page_opened_as_a_page_goes_to_the_page(team):
+    """The pieces of the blog's page and the editor its scripts ask for (the post list, the header, the
+    assistant's panel, its list of chats, the grant's line, the editor's top line) are no page of their own:
+    an address of one opened in the browser (typed, or kept from somewhere) goes to the page it is a piece
+    of, which checks who may see it, instead of the bare piece without the site's styles. The page's own
+    requests get the piece as before."""
+    post = make_post(team.blog, "A draft")
+    blog, editor = "/blogs/notes/", f"/blogs/notes/posts/{post.pk}/edit/"
+    pieces = {
+        "/blogs/notes/posts/": blog,
+        "/blogs/notes/posts/?shown=40": blog,
+        "/blogs/notes/head/?assistant=1": blog,
+        "/blogs/notes/chats/panel": blog,
+        "/blogs/notes/chats/list": blog,
+        "/blogs/notes/chats/grant/": blog,
+        f"/blogs/notes/posts/{post.pk}/head/?assistant=1": editor,
+        f"/blogs/notes/posts/{post.pk}/chats/panel": editor,
+        f"/blogs/notes/posts/{post.pk}/chats/list": editor,
+    }
+    owner = browser(team.owner)
+    for piece, page in pieces.items():
+        opened = owner.get(piece, **AS_PAGE)
+        assert opened.status_code == 302 and opened["Location"] == page, piece
+        assert owner.get(piece, HTTP_HX_REQUEST="true").status_code in (200, 204), piece  # (204: nothing to take up)
+    assert browser(team.outsider).get(editor).status_code == 404  # (the page says who may see it)
