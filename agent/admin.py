@@ -406,11 +406,19 @@ class MessageAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.Model
 
 @admin.register(Turn)
 class TurnAdmin(AskedBy, PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "session", "asked_by", "status", "terminal_event", "created_at", "finished_at"]
+    # Each turn named with its status (`Turn 5821000b (error)`) and its chat shortly (its title, else the
+    # start of its id), so a row's times stay in sight in a 1280 px window beside the filters (which keep
+    # the status and the terminal event).
+    list_display = ["__str__", "chat", "asked_by", "created_at", "finished_at"]
+    list_select_related = ["session"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
     search_fields = ["session__id", "session__user__username"]
     readonly_fields = [f.name for f in Turn._meta.fields] + ["asked_by"]
+
+    @admin.display(description="chat", ordering="session")
+    def chat(self, turn: Turn) -> str:
+        return chat_label(turn.session, BEGINS_CHARS) or f"Chat {str(turn.session_id)[:8]}"
 
 
 @admin.register(SpendDay)

@@ -176,3 +176,11 @@ def test_the_admin_transcript_fits_1280_px(server, page):
     expect(parts).to_contain_text('"title": "Welcome to Field Notes"')
     assert page.evaluate(FITS, "#parts-group table") == {"page": True, "tables": [True]}
     shot(page, "admin-message-parts")
+
+    # The list of turns: each row names its turn and its chat shortly, and the times are in sight.
+    page.goto(f"{server.url}/admin/agent/turn/?q={chat}")
+    turns = page.locator("#result_list")
+    expect(turns).to_contain_text("a message")
+    expect(turns.locator("th.field-__str__ a").first).to_have_text(re.compile(r"^Turn [0-9a-f]{8} \(done\)$"))
+    shot(page, "admin-turns-list")
+    assert page.evaluate(FITS, "#result_list") == {"page": True, "tables": [True]}
