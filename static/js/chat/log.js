@@ -123,8 +123,10 @@
     if (e.detail.elt === f) {
       // (data-kept: not sent, the chat's running answer shown instead; the words wait in the box for it.
       // Sent: what was sent leaves the box and the tray, and what was written or chosen since stays.)
-      if (sent(answer)) chat.clearSent(f);
-      if (sent(answer) && backToLatest()) { location.assign(backToLatest().href); return; }
+      if (sent(answer)) {
+        chat.clearSent(f);
+        if (backToLatest()) { location.assign(backToLatest().href); return; }
+      }
       setRunning(streaming);
     } else if (streaming) {
       setRunning(true);
