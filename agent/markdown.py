@@ -3,12 +3,15 @@ words its page reads (`plain_text`)."""
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+from agent.runtime import off_the_loop, timed
 
 #: The parser the site renders with (blog.demo_writing reads a post's paragraphs with it too, so a
 #: paragraph there is one the page shows).
@@ -77,6 +80,32 @@ def render_markdown(text: str, *, top_heading: int = 1) -> SafeString:
     return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above
 
 
+#: A text at least this long is rendered, and read for its words, in gevent's thread pool
+#: (`agent.runtime.off_the_loop`), so the worker's other streams go on meanwhile: markdown-it is linear
+#: but slow in Python on a text built to make many tokens (a line of 2,000 `[` takes about 30 ms to
+#: render, one of 50,000 about a second). A shorter text is rendered inline: the hand-off would cost
+#: more than it spares.
+OFF_THE_LOOP_CHARS = 2_000
+
+
+def rendered(text: str, *, top_heading: int = 1) -> tuple[SafeString, float]:
+    """`render_markdown(text, top_heading=…)` and the CPU seconds it took in the thread that rendered it
+    (what a budget of rendering charges): off the event loop when long (`OFF_THE_LOOP_CHARS`)."""
+    render = functools.partial(render_markdown, top_heading=top_heading)
+    if len(text) < OFF_THE_LOOP_CHARS:
+        return timed(render, text)
+    return off_the_loop(timed, render, text)
+
+
+def words_of(text: str) -> str:
+    """`plain_text(text)`, off the event loop when long (`OFF_THE_LOOP_CHARS`). `plain_text` remembers
+    its last few answers, so a body's words read ahead of a transaction (inside one on SQLite, work stays
+    on the loop: `off_the_loop`) are found again, not read again, when the save inside it asks."""
+    if len(text) < OFF_THE_LOOP_CHARS:
+        return plain_text(text)
+    return off_the_loop(plain_text, text)
+
+
 #: What a line of a block is made of (markdown-it's inline tokens whose `content` is read): the words, a
 #: code span's text, an image's alternative text. A line break stays one; markup (emphasis, a link's
 #: address) is left out.
@@ -84,12 +113,13 @@ INLINE_WORDS = {"text", "code_inline", "image"}
 INLINE_BREAKS = {"softbreak", "hardbreak"}
 
 
+@functools.lru_cache(maxsize=8)
 def plain_text(text: str) -> str:
     """The words of the markdown `text` as its rendered page reads them, without markup: each block (a
     paragraph, heading, list item, table cell, code block) on lines of its own, so the words of two blocks
     never run together; a link's words without its address, an image's alternative text, entities as the
     characters they stand for; composed (NFC), as a search compares words. What the site searches and
-    quotes a post's text by (`blog.models.Post.text`)."""
+    quotes a post's text by (`blog.models.Post.text`). Its last few answers are remembered (`words_of`)."""
     lines: list[str] = []
     for token in MARKDOWN.parse(text or ""):
         if token.type == "inline":

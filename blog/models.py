@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models.functions import Cast, Replace, Upper
 from django.db.models.lookups import Exact
 
-from agent.markdown import plain_text
+from agent.markdown import words_of
 
 # The scopes of a blog's operations (CONTRACT §6); `blog/access.py` says what each role holds.
 READ, WRITE, PUBLISH, DELETE = "posts:read", "posts:write", "posts:publish", "posts:delete"
@@ -107,10 +107,11 @@ class Post(models.Model):
         return self.title
 
     def save(self, **kwargs) -> None:
-        """Saved with its `text` read from its body again, whenever the body is written."""
+        """Saved with its `text` read from its body again, whenever the body is written (a long body off
+        the event loop, or from `words_of`'s memory when read ahead of the transaction saving it)."""
         fields = kwargs.get("update_fields")
         if fields is None or "body" in fields:
-            self.text = plain_text(self.body)
+            self.text = words_of(self.body)
             if fields is not None:
                 kwargs["update_fields"] = {*fields, "text"}
         super().save(**kwargs)

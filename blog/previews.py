@@ -6,7 +6,8 @@ renders in about 0.15 s, one built to make many tokens (a table of thousands of 
 list item per line) in 1–2 s (`RELIABILITY.md`, "Editor rough edges, session 34"). Nesting is already
 bounded by the parser (`maxNesting`, 20 in the commonmark preset: deeper blockquotes and lists are read
 as text). The preview runs at every pause in typing, so without a bound one member's tab, or a script
-with their session, could keep a worker's CPU busy.
+with their session, could keep a worker's CPU busy. A long body renders off the event loop
+(`agent.markdown.rendered`), so the worker's other streams go on meanwhile.
 """
 
 from __future__ import annotations
@@ -37,9 +38,6 @@ ESTIMATE_MS_PER_CHAR = 0.02
 PREVIEW_CACHE_MIN_CHARS = 10_000
 PREVIEW_CACHE_SECONDS = 15 * 60
 
-#: The CPU time of this thread (a render does no I/O, so under gevent nothing else runs meanwhile).
-cpu_clock = time.thread_time
-
 
 def bucket(user_id: int, now: float) -> str:
     return f"blog:preview-cpu:{user_id}:{int(now // 60)}"
@@ -51,7 +49,9 @@ def render(user: Any, body: str) -> tuple[SafeString | None, int]:
     is not served from it either, then).
 
     A text rendered before (previewed, or published: the same cache as the public page) is served from
-    the cache whatever was spent; only a render is charged."""
+    the cache whatever was spent; only a render is charged: the CPU it took in the thread that rendered
+    it (a long body renders off the event loop, `reading.render_body`). A render that fails keeps its
+    estimate charged."""
     cached = reading.cached_body_html(body)
     if cached is not None:
         return cached, 0
@@ -63,15 +63,11 @@ def render(user: Any, body: str) -> tuple[SafeString | None, int]:
         if (cache.get(key) or 0) >= PREVIEW_CPU_MS_PER_MINUTE:
             return None, max(1, math.ceil(60 - now % 60))
         charge(key, estimate)
-    start = cpu_clock()
-    try:
-        if len(body) >= PREVIEW_CACHE_MIN_CHARS:
-            html = reading.rendered_body_html(body, PREVIEW_CACHE_SECONDS)
-        else:
-            html = reading.render_markdown(body, top_heading=2)
-    finally:
-        with suppress(CacheUnavailable), needed("a preview's render was not charged"):
-            charge(key, math.ceil((cpu_clock() - start) * 1000) - estimate)
+    html, seconds = reading.render_body(body)
+    with suppress(CacheUnavailable), needed("a preview's render was not charged"):
+        charge(key, math.ceil(seconds * 1000) - estimate)
+    if len(body) >= PREVIEW_CACHE_MIN_CHARS:
+        reading.keep_body_html(body, html, PREVIEW_CACHE_SECONDS)
     return html, 0
 
 

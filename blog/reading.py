@@ -28,7 +28,7 @@ from django.utils.text import Truncator
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 
-from agent.markdown import render_markdown
+from agent.markdown import rendered
 from blog import covers
 from blog.models import Blog, Post
 from config.cache import get_if_answering, set_if_answering
@@ -71,19 +71,30 @@ def _body_key(body: str) -> str:
 def cached_body_html(body: str) -> SafeString | None:
     """A body's rendering if the cache has it (the editor's preview asks this before it spends a render)."""
     rendered = get_if_answering(_body_key(body), WITHOUT_CACHE)
-    return None if rendered is None else mark_safe(rendered)  # noqa: S308 - render_markdown's, as stored
+    return None if rendered is None else mark_safe(rendered)  # noqa: S308 - render_body's, as it was kept
 
 
 def rendered_body_html(body: str, seconds: int = RENDERED_SECONDS) -> SafeString:
-    """A post body as its page shows it (under the page's h1, its title), from the cache or rendered
-    and kept there: the public page and the editor's preview share it, so a preview is what the page
-    will show, and a text previewed is not rendered again."""
-    key = _body_key(body)
-    rendered = get_if_answering(key, WITHOUT_CACHE)
-    if rendered is None:
-        rendered = str(render_markdown(body, top_heading=2))  # (under the page's h1, its title)
-        set_if_answering(key, rendered, seconds, WITHOUT_CACHE)
-    return mark_safe(rendered)  # noqa: S308 - render_markdown's sanitised output, as it was stored
+    """A post body as its page shows it, from the cache or rendered (`render_body`) and kept there: the
+    public page and the editor's preview share it, so a preview is what the page will show, and a text
+    previewed is not rendered again."""
+    cached = cached_body_html(body)
+    if cached is not None:
+        return cached
+    html, _ = render_body(body)
+    keep_body_html(body, html, seconds)
+    return html
+
+
+def render_body(body: str) -> tuple[SafeString, float]:
+    """A post body rendered as its page shows it (under the page's h1, its title), and the CPU seconds
+    that took; a long body off the event loop (`agent.markdown.rendered`)."""
+    return rendered(body, top_heading=2)
+
+
+def keep_body_html(body: str, html: str, seconds: int = RENDERED_SECONDS) -> None:
+    """Keep a body's rendering (`render_body`'s) in the cache for `seconds`, when the cache answers."""
+    set_if_answering(_body_key(body), str(html), seconds, WITHOUT_CACHE)
 
 
 def excerpt(body_html: str, words: int = EXCERPT_WORDS) -> str:

@@ -17,6 +17,7 @@ from django.db.models.functions import Upper
 from django.utils import timezone
 from django.utils.text import slugify
 
+from agent.markdown import words_of
 from agent.values import nothing_visible, without_nul
 from blog import grants, live, snippets
 from blog.grants import Actor
@@ -211,6 +212,7 @@ def post_create(
     `announce` tells the blog's open pages (default `live.announce`, each change its own message)."""
     try:
         title, body = clean_title(title), clean_body(body)
+        words_of(body)  # (read off the loop now: the save in the transaction finds them remembered)
         with transaction.atomic():
             post = Post(blog=blog, author=actor.user, title=title, body=body, slug=unique_slug(blog, title))
             if cover:
@@ -252,6 +254,7 @@ def post_update(
         if body is not None:
             post.body = body
             changed.append("body")
+            words_of(body)  # (read off the loop now: the save in the transaction finds them remembered)
         if cover or (clear_cover and post.cover_ref):
             post.cover_ref, post.cover_type = cover or ("", "")
             changed += ["cover_ref", "cover_type"]
@@ -332,6 +335,7 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     before, title = post.snapshot(), revision.before["title"]
     post.body = revision.before["body"]
     changed = ["body", "updated_at"]
+    words_of(post.body)  # (read off the loop now: the save in the transaction finds them remembered)
     if title != post.title:  # a body-only restore keeps the post's address, as a body-only edit does
         post.title = title
         post.slug = unique_slug(post.blog, post.title, exclude=post.pk)

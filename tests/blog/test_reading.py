@@ -104,11 +104,11 @@ def test_an_excerpt_is_the_body_s_sentences_without_its_headings(body, expected)
 
 
 def test_a_published_body_is_rendered_once_per_text_not_once_per_visit(team, monkeypatch):
-    from blog import reading
+    from agent import markdown
 
     rendered = []
     monkeypatch.setattr(
-        reading, "render_markdown", lambda text, **how: rendered.append(text) or render_markdown(text, **how)
+        markdown, "render_markdown", lambda text, **how: rendered.append(text) or render_markdown(text, **how)
     )
     post = make_post(team.blog, "Cached", "First *words*", published=True)
     for _ in range(3):

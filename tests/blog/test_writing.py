@@ -252,11 +252,11 @@ TOOLS = [{"name": "update_post", "description": "", "input_schema": {"type": "ob
 
 
 def count_renders(monkeypatch) -> list[str]:
-    from blog import reading
+    from agent import markdown
 
     rendered: list[str] = []
-    real = reading.render_markdown
-    monkeypatch.setattr(reading, "render_markdown", lambda text, **how: rendered.append(text) or real(text, **how))
+    real = markdown.render_markdown
+    monkeypatch.setattr(markdown, "render_markdown", lambda text, **how: rendered.append(text) or real(text, **how))
     return rendered
 
 
@@ -289,10 +289,11 @@ def test_a_persons_previews_pause_once_their_rendering_this_minute_is_spent(team
     """Each render here is made to cost 4 s of CPU (no timing: the clock is the test's): the fourth
     distinct text in the minute is refused with 429 and a sentence for the preview's status, and
     renders nothing; a text already rendered still comes from the cache; another person is unaffected."""
+    from agent import runtime
     from blog import previews
 
     ticks = iter(range(0, 10_000, 4))
-    monkeypatch.setattr(previews, "cpu_clock", lambda: next(ticks))
+    monkeypatch.setattr(runtime.time, "thread_time", lambda: next(ticks))
     monkeypatch.setattr(previews, "PREVIEW_CPU_MS_PER_MINUTE", 10_000)
     monkeypatch.setattr(previews.time, "time", lambda: 600.0)  # (the start of one minute throughout)
     rendered = count_renders(monkeypatch)
@@ -317,11 +318,9 @@ def test_requests_sent_at_once_are_charged_before_they_render(team, monkeypatch)
     monkeypatch.setattr(previews.time, "time", lambda: 600.0)
     key = previews.bucket(team.author.pk, 600.0)
     seen = []
-    real = previews.reading.rendered_body_html
+    real = previews.reading.render_body
     monkeypatch.setattr(
-        previews.reading,
-        "rendered_body_html",
-        lambda body, *how: seen.append(previews.cache.get(key)) or real(body, *how),
+        previews.reading, "render_body", lambda body: seen.append(previews.cache.get(key)) or real(body)
     )
     assert browser(team.author).post(URL, {"body": "x" * 60_000}).status_code == 200
     assert seen == [1_200]  # (60,000 characters × 0.02 ms, charged while it rendered)
