@@ -91,26 +91,13 @@ class PagedInline(admin.TabularInline):
 TRANSCRIPT_MEDIA = forms.Media(css={"all": ["agent/admin.css"]})
 
 
-class MessageInline(ReadOnlyMixin, PagedInline):
-    """A session's messages, one row each, in as many columns as fit a 1280 px window: what each model
-    call was (backend, model, stop reason, thinking asked) and what it used (tokens, cost) share one."""
+#: How much of a chat's title or first message names it in the list of chats and on its page.
+BEGINS_CHARS = 48
 
-    model = Message
-    extra = 0
-    can_delete = False
-    classes = ["agent-transcript", "agent-messages"]
-    fields = ("position", "role", "content", "call", "usage", "offered", "created")
-    readonly_fields = fields
-    show_change_link = True
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("parts")
-
-    @admin.display(description="content")
-    def content(self, message: Message):
-        return format_html_join(
-            "", "<div class='agent-part'><b>{}</b> {}</div>", ((p.type, _part_text(p)) for p in message.parts.all())
-        )
+class ModelCall:
+    """A message's model call in two columns, for the session page's messages and the list of messages:
+    what it was (backend, model, stop reason, thinking asked) and what it used (tokens, cost)."""
 
     @admin.display(description="backend / model · stop reason")
     def call(self, message: Message):
@@ -133,6 +120,37 @@ class MessageInline(ReadOnlyMixin, PagedInline):
             message.cache_read_tokens,
             message.cache_write_tokens,
             message.cost_usd,
+        )
+
+
+class ChatColumn:
+    """The chat a row belongs to, named shortly (its title or first words, else the start of its id), for
+    the lists of messages and turns: a chat's full id took a third of a 1280 px window."""
+
+    @admin.display(description="chat", ordering="session")
+    def chat(self, obj: Message | Turn) -> str:
+        return chat_label(obj.session, BEGINS_CHARS) or f"Chat {str(obj.session_id)[:8]}"
+
+
+class MessageInline(ModelCall, ReadOnlyMixin, PagedInline):
+    """A session's messages, one row each, in as many columns as fit a 1280 px window: what each model
+    call was and what it used take one each (`ModelCall`)."""
+
+    model = Message
+    extra = 0
+    can_delete = False
+    classes = ["agent-transcript", "agent-messages"]
+    fields = ("position", "role", "content", "call", "usage", "offered", "created")
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("parts")
+
+    @admin.display(description="content")
+    def content(self, message: Message):
+        return format_html_join(
+            "", "<div class='agent-part'><b>{}</b> {}</div>", ((p.type, _part_text(p)) for p in message.parts.all())
         )
 
     @admin.display(description="tools offered")
@@ -248,10 +266,6 @@ class ApprovalInline(ReadOnlyMixin, PagedInline):
     def get_queryset(self, request):
         # (who decided is nullable: the admin would read it once per row)
         return super().get_queryset(request).select_related("decided_by").order_by("created_at")
-
-
-#: How much of a chat's title or first message names it in the list of chats and on its page.
-BEGINS_CHARS = 48
 
 
 @admin.register(Session)
@@ -377,22 +391,12 @@ def _json(value, indent: int | None = 2) -> str:
 
 
 @admin.register(Message)
-class MessageAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
-    list_display = [
-        "session",
-        "position",
-        "role",
-        "backend",
-        "model_id",
-        "stop_reason",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "reasoning",
-        "cost_usd",
-        "created_at",
-    ]
+class MessageAdmin(ModelCall, ChatColumn, PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+    # Each message named by its role and place (`assistant #3`) beside its chat, its call and its usage in
+    # the session page's two columns, so a row's time stays in sight in a 1280 px window beside the
+    # filters (which keep the role, backend, model and stop reason).
+    list_display = ["__str__", "chat", "call", "usage", "created_at"]
+    list_select_related = ["session"]
     ordering = ["-created_at"]
     list_filter = ["role", MessageToolFilter, MessageOutcomeFilter, "backend", "model_id", "stop_reason"]
     search_fields = ["session__id", "parts__text", "session__user__username"]
@@ -405,20 +409,16 @@ class MessageAdmin(PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.Model
 
 
 @admin.register(Turn)
-class TurnAdmin(AskedBy, PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
-    # Each turn named with its status (`Turn 5821000b (error)`) and its chat shortly (its title, else the
-    # start of its id), so a row's times stay in sight in a 1280 px window beside the filters (which keep
-    # the status and the terminal event).
+class TurnAdmin(AskedBy, ChatColumn, PersonSearch, DeletedWithItsOwner, ReadOnlyMixin, admin.ModelAdmin):
+    # Each turn named with its status (`Turn 5821000b (error)`) and its chat shortly (`ChatColumn`), so a
+    # row's times stay in sight in a 1280 px window beside the filters (which keep the status and the
+    # terminal event).
     list_display = ["__str__", "chat", "asked_by", "created_at", "finished_at"]
     list_select_related = ["session"]
     ordering = ["-created_at"]
     list_filter = ["status", "terminal_event"]
     search_fields = ["session__id", "session__user__username"]
     readonly_fields = [f.name for f in Turn._meta.fields] + ["asked_by"]
-
-    @admin.display(description="chat", ordering="session")
-    def chat(self, turn: Turn) -> str:
-        return chat_label(turn.session, BEGINS_CHARS) or f"Chat {str(turn.session_id)[:8]}"
 
 
 @admin.register(SpendDay)

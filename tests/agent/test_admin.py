@@ -132,6 +132,36 @@ def test_the_session_page_shows_every_messages_values_in_columns_that_fit(audito
     assert f"ok: {{&quot;body&quot;: &quot;{'x' * 50}&quot;}} [call_77]" in body
 
 
+def test_the_list_of_messages_names_each_and_its_chat_shortly_with_its_call_and_usage_in_two_columns(auditor, user):
+    """Thirteen columns, the first a chat's full id, pushed the time out of a 1280 px window beside the
+    filters: each message is named by its role and place, its chat by its title (else the start of its
+    id), and its call and usage take the session page's two columns."""
+    session, _ = transcript_with_everything(user)
+    Session.objects.filter(pk=session.pk).update(title="Heron notes")
+    untitled = Session.objects.create(user=user, purpose="chat")
+    add_message(Run(untitled), "user", [{"type": "text", "text": "hello"}])
+    body = auditor.get("/admin/agent/message/").content.decode()
+    listed = body[body.index('<table id="result_list">') :]
+    head = listed[: listed.index("</thead>")]
+    columns = re.findall(r'<div class="text"><(?:a|span)[^>]*>([^<]*)<', head)
+    assert columns == [
+        "Message",
+        "Chat",
+        "Backend / model · stop reason",
+        "Tokens in/out/cache · cost USD",
+        "Created at",
+    ]
+    rows = re.findall(r"<tr>(.*?)</tr>", listed[listed.index("</thead>") :], re.S)
+    text = [re.sub(r"\s+", " ", re.sub(r"<(?!br)[^>]+>", " ", row)).strip() for row in rows]
+    assert text[0].startswith(f"user #0 Chat {str(untitled.pk)[:8]} - 0 / 0 / 0+0<br>0.000000 ")
+    assert text[1].startswith("tool #2 Heron notes - 0 / 0 / 0+0<br>0.000000 ")
+    assert text[2].startswith(
+        "assistant #1 Heron notes openai / anthropic.claude-3-5-haiku-20241022-v1:0-with-a-long-suffix<br>tool_use"
+        "<br>thinking: high 1234 / 56 / 7+8<br>0.012345 "
+    )
+    assert str(session.pk) not in body  # (no full id to push the times out of sight)
+
+
 def test_the_session_page_cuts_a_long_part_and_its_message_page_shows_it_whole(auditor, user):
     session = Session.objects.create(user=user)
     run = Run(session)

@@ -184,3 +184,11 @@ def test_the_admin_transcript_fits_1280_px(server, page):
     expect(turns.locator("th.field-__str__ a").first).to_have_text(re.compile(r"^Turn [0-9a-f]{8} \(done\)$"))
     shot(page, "admin-turns-list")
     assert page.evaluate(FITS, "#result_list") == {"page": True, "tables": [True]}
+
+    # And the list of messages: each named by its role and place, its call and usage in two columns.
+    page.goto(f"{server.url}/admin/agent/message/?q={chat}")
+    listed = page.locator("#result_list")
+    expect(listed.locator("th.field-__str__ a").first).to_have_text(re.compile(r"^(user|assistant|tool) #\d+$"))
+    expect(listed).to_contain_text("demo / demo")
+    shot(page, "admin-messages-list")
+    assert page.evaluate(FITS, "#result_list") == {"page": True, "tables": [True]}
