@@ -130,7 +130,7 @@ def measure(person: Any, blog: Any, runs: int, control: bool) -> dict[str, Any]:
 
     def chats(words: str) -> Any:
         sessions = listed(blog_sessions(person, blog))
-        return chat_search.matching(sessions, words) if words else sessions
+        return chat_search.matching(sessions, words)[0] if words else sessions
 
     cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
     for words in ("", SEARCH):

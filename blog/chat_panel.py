@@ -162,11 +162,11 @@ def _chats_page(
     With the labels in the statement that pages, PostgreSQL worked out every skipped chat's label
     before its OFFSET. Two statements (the count, the page), whatever the chats; a search with letters
     beyond ASCII reads the chats' texts and titles once more each, and the shown chats' texts."""
-    sessions = listed(blog_sessions(request.user, blog, post))
+    sessions, cut = listed(blog_sessions(request.user, blog, post)), False
     if search.problem:
         sessions = sessions.none()
     elif search.words:
-        sessions = chat_search.matching(sessions, search.words)
+        sessions, cut = chat_search.matching(sessions, search.words)
     page = Paginator(sessions.values("pk"), CHATS_PER_PAGE).get_page(number)
     shown: list[Any] = shown_chats(page.object_list, search.words)  # (each given its `snippet` too)
     if rename and not any(s.pk == rename["chat"].pk for s in shown):
@@ -182,7 +182,7 @@ def _chats_page(
         "chats_url": _panel_url("chats", blog, post),
         "search": search,
         "max_query": chat_search.MAX_QUERY_CHARS,
-        "capped": not search.words.isascii() and page.paginator.count >= chat_search.MATCHES_MAX,
+        "capped": cut,
         "matches_max": chat_search.MATCHES_MAX,
         "title_max": titles.TITLE_MAX,
         "rename": rename,

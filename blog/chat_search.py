@@ -60,9 +60,9 @@ def read(params: QueryDict) -> ChatSearch:
     return ChatSearch(q=q, words=words)
 
 
-def matching(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
+def matching(sessions: QuerySet[Session], words: str) -> tuple[QuerySet[Session], bool]:
     """Those of `sessions` whose title or whose said text holds `words`, in their order, each with
-    `found` (`with_found`).
+    `found` (`with_found`), and whether more matched than a search beyond A to Z keeps (MATCHES_MAX).
 
     One query with the chats, its text searched chat by chat: `found` is a subquery of each chat's
     parts (by the message and part indexes, stopping at the first match), and the filter asks whether
@@ -73,15 +73,17 @@ def matching(sessions: QuerySet[Session], words: str) -> QuerySet[Session]:
     Words with letters beyond ASCII are matched here instead (`found_here`), and the chats' `found` is
     read for those a page shows (`find_here`)."""
     if not words.isascii():
-        return sessions.filter(pk__in=found_here(sessions, words))
+        found = found_here(sessions, words)
+        return sessions.filter(pk__in=found[:MATCHES_MAX]), len(found) > MATCHES_MAX
     sessions = with_found(sessions, words)
-    return sessions.filter(Q(title__icontains=words) | Q(found__isnull=False))
+    return sessions.filter(Q(title__icontains=words) | Q(found__isnull=False)), False
 
 
 def found_here(sessions: QuerySet[Session], words: str) -> list[Any]:
     """The ids of those of `sessions` whose title or said text holds `words` (composed, NFC, as `read`
-    makes them), letter case aside in any script, in `sessions`' order, at most MATCHES_MAX: one read of
-    their texts, then one of their ids and titles in order, each text and title composed and folded."""
+    makes them), letter case aside in any script, in `sessions`' order, at most MATCHES_MAX and one more
+    (which tells that more match than a search keeps): one read of their texts, then one of their ids and
+    titles in order, each text and title composed and folded."""
     folded = words.casefold()
     texts = Part.objects.filter(message__session__in=sessions.values("pk"), type="text")
     said = {
@@ -93,7 +95,7 @@ def found_here(sessions: QuerySet[Session], words: str) -> list[Any]:
     for pk, title in sessions.values_list("pk", "title").iterator():
         if pk in said or folded in unicodedata.normalize("NFC", title).casefold():
             found.append(pk)
-            if len(found) == MATCHES_MAX:
+            if len(found) > MATCHES_MAX:
                 break
     return found
 

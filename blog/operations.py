@@ -46,13 +46,13 @@ def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None
     own length when it is the whole list, so a short list costs no COUNT) and, when more remain, where
     the next page starts (`next_offset`). A post found by the text of its body, not its title, has its
     `excerpt`: the line that holds the words. A search the database cannot fold (letters beyond ASCII)
-    keeps at most `services.MATCHES_MAX` posts, and a `note` says so when it kept that many."""
-    posts = Post.objects.filter(blog=blog)
+    keeps at most `services.MATCHES_MAX` posts, and a `note` says so when more matched."""
+    posts, cut = Post.objects.filter(blog=blog), False
     if status:
         posts = posts.filter(status=status)
     if query:
         query = unicodedata.normalize("NFC", query)  # (as `posts_matching` reads it, so its excerpt finds it too)
-        posts = services.posts_matching(posts, query)
+        posts, cut = services.posts_matching(posts, query)
     items = []
     for post in posts[offset : offset + LIST_MAX]:
         summary = services.post_summary(post)
@@ -63,10 +63,10 @@ def _list(actor: Actor, blog: Blog, status: str | None = None, query: str | None
     listed: dict[str, Any] = {"items": items, "total": total}
     if offset + len(items) < total:
         listed["next_offset"] = offset + len(items)
-    if query and not query.isascii() and total >= services.MATCHES_MAX:  # (matched here: `posts_matching`)
+    if cut:  # (a search beyond A to Z, matched here: `posts_matching`)
         listed["note"] = (
             f"A search with letters beyond A to Z finds at most the {services.MATCHES_MAX} most recently changed"
-            " matching posts, so more may match than total says; add more words to narrow it."
+            " matching posts, and more match than total says; add more words to narrow it."
         )
     return listed, []
 

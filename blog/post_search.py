@@ -50,26 +50,22 @@ class Search:
         """The search as a URL's query, for the pages of its results (empty when it asks for nothing)."""
         return urlencode({k: v for k, v in (("q", self.q), ("status", self.status)) if v})
 
-    @property
-    def capped(self) -> bool:
-        """Whether its matches were matched here, not by the database, and so at most MATCHES_MAX."""
-        return bool(self.words) and not self.words.isascii()
-
     def noun(self, count: int) -> str:
         """ "3 drafts", "1 published post", "No posts"."""
         singular, plural = STATUSES[self.status][1:]
         return f"{count:,} {singular if count == 1 else plural}" if count else f"No {plural}"
 
-    def posts(self, blog: Blog) -> QuerySet[Post]:
-        """The blog's posts it finds, the most recently changed first; none for a search too long."""
+    def posts(self, blog: Blog) -> tuple[QuerySet[Post], bool]:
+        """The blog's posts it finds, the most recently changed first (none for a search too long), and
+        whether more matched than a search beyond A to Z keeps (`services.MATCHES_MAX`)."""
         if self.too_long:
-            return Post.objects.none()
+            return Post.objects.none(), False
         posts = Post.objects.filter(blog=blog)
         if self.status:
             posts = posts.filter(status=self.status)
         if self.words:
-            posts = services.posts_matching(posts, self.words)
-        return posts
+            return services.posts_matching(posts, self.words)
+        return posts, False
 
     def line(self, post: Post) -> SafeString:
         """The line of `post`'s text that holds the words, marked, when its title does not ("" else)."""

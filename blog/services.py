@@ -380,9 +380,10 @@ def posts_titled(blog_id: int, title: str, exclude: int | None = None) -> list[P
 MATCHES_MAX = 100
 
 
-def posts_matching(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
+def posts_matching(posts: QuerySet[Post], query: str) -> tuple[QuerySet[Post], bool]:
     """Those of `posts` whose title or text holds `query`, whatever the case of its letters in any script,
-    in `posts`' order: the search of the assistant's `list_posts` and of the All posts page. A text is
+    in `posts`' order, and whether more matched than it keeps: the search of the assistant's `list_posts`
+    and of the All posts page. A text is
     matched as its page reads it (`Post.text`: "heron" finds `**her**on`) and as it is written (the body:
     a link's address, a word inside markup). The query is composed first (NFC), as every title and
     `Post.text` are (`clean_title`, `plain_text`).
@@ -390,10 +391,11 @@ def posts_matching(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
     The database folds case for ASCII letters (SQLite's LIKE folds no others; PostgreSQL's depends on
     the server's locale), so a query with other letters is matched here, on the titles and the texts
     (one read of ids, titles, texts and bodies, each body composed as the query is), keeping the first
-    MATCHES_MAX. No index serves a search inside text: a blog's posts are few enough to be read through."""
+    MATCHES_MAX (and says whether there were more). No index serves a search inside text: a blog's posts are
+    few enough to be read through."""
     query = unicodedata.normalize("NFC", query)
     if query.isascii():
-        return posts.filter(Q(title__icontains=query) | Q(text__icontains=query) | Q(body__icontains=query))
+        return posts.filter(Q(title__icontains=query) | Q(text__icontains=query) | Q(body__icontains=query)), False
     folded = query.casefold()
     found = [
         pk
@@ -402,7 +404,7 @@ def posts_matching(posts: QuerySet[Post], query: str) -> QuerySet[Post]:
         or folded in text.casefold()
         or folded in unicodedata.normalize("NFC", body).casefold()
     ]
-    return posts.filter(pk__in=found[:MATCHES_MAX])
+    return posts.filter(pk__in=found[:MATCHES_MAX]), len(found) > MATCHES_MAX
 
 
 def matched_text(post: Post, words: str) -> str:

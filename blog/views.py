@@ -126,7 +126,8 @@ def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
     title or a text, and a status (`blog/post_search.py`); a page past the last shows the last."""
     blog, seat, actor = membership(request, slug)
     search = post_search.read(request.GET)
-    page = Paginator(search.posts(blog), ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
+    posts, cut = search.posts(blog)
+    page = Paginator(posts, ALL_POSTS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "blog": blog,
         "scopes": actor.scopes,
@@ -135,7 +136,7 @@ def all_posts(request: HttpRequest, slug: str) -> HttpResponse:
         "statuses": post_search.STATUSES,
         "found": search.noun(page.paginator.count),
         "rows": [(post, search.line(post)) for post in page.object_list],
-        "capped": search.capped and page.paginator.count >= services.MATCHES_MAX,
+        "capped": cut,
         "matches_max": services.MATCHES_MAX,
         "max_query": post_search.MAX_QUERY_CHARS,
     }

@@ -326,7 +326,7 @@ def test_posts_from_before_their_text_was_kept_are_found_by_it_after_the_upgrade
         updated_at=timezone.now(),
     )
     assert Post.objects.get(slug="new").text == ""
-    found = services.posts_matching(Post.objects.filter(blog=team.blog), "heron")
+    found, _ = services.posts_matching(Post.objects.filter(blog=team.blog), "heron")
     assert sorted(p.title for p in found) == ["New", "Old 0", "Old 1", "Old 2"]
     # Once the old workers are gone, every post's words are read again (README, "Upgrading").
     call_command("migrate", "blog", "0012_post_text", verbosity=0)

@@ -226,9 +226,12 @@ def test_a_search_beyond_ascii_keeps_the_latest_it_may_and_says_so(team, monkeyp
     from blog import chat_search
 
     monkeypatch.setattr(chat_search, "MATCHES_MAX", 2)
-    for n in range(3):
+    for n in range(2):
         aged(said_chat(team.editor, team.blog, text=f"Ärger {n}"), 10 - n)
     client = browser(team.editor)
+    html = search(client, "ärger")  # (as many as it keeps is all of them: nothing to say)
+    assert labels(html) == ["Ärger 1", "Ärger 0"] and "letters beyond A to Z" not in html
+    aged(said_chat(team.editor, team.blog, text="Ärger 2"), 8)
     html = search(client, "ärger")
     assert labels(html) == ["Ärger 2", "Ärger 1"]
     assert "A search with letters beyond A to Z finds at most the 2 latest chats; add more words to narrow it." in html
