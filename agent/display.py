@@ -18,7 +18,7 @@ from agent import logcontext
 from agent.approvals import NOT_APPROVED, REJECTED
 from agent.attachments import human_size
 from agent.loop import retry_helps
-from agent.markdown import render_markdown
+from agent.markdown import rendered
 from agent.models import Approval, Message, Part, Session, Turn
 from agent.tools import REGISTRY, Shown
 from agent.transcript import is_redacted
@@ -222,7 +222,7 @@ def turn_blocks(
             elif is_redacted(part):  # kept for the provider; people see only that it was there
                 blocks.append({"kind": "reasoning", "text": REDACTED_THINKING})
             elif part.type == "text" and part.text:
-                blocks.append({"kind": "text", "html": render_markdown(part.text)})
+                blocks.append({"kind": "text", "html": rendered(part.text)[0]})  # (a long one off the loop)
             elif part.type == "tool_use":
                 status = statuses.get(part.tool_use_id, "error")
                 blocks.append({"kind": "chip", **chip(part.tool_use_id, part.tool_name, status, summary[part.pk])})

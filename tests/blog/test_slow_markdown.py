@@ -1,8 +1,8 @@
 """A body built to be slow to render (a line of `[`: linear in markdown-it, but about a second for
 50,000 of them) is rendered and read off the event loop, wherever a person can make the site do it:
-the editor's preview, the save that reads its words, a published page's first visit. Under gevent the
-worker's other greenlets (every other stream it serves) keep running meanwhile; on the loop they did
-not run at all (one tick in the second)."""
+the editor's preview, the save that reads its words, a published page's first visit, the assistant's
+answer drawn in its chat. Under gevent the worker's other greenlets (every other stream it serves) keep
+running meanwhile; on the loop they did not run at all (one tick in the second)."""
 
 from __future__ import annotations
 
@@ -91,3 +91,19 @@ def test_rendered_and_words_of_answer_as_the_inline_functions_do():
         html, seconds = rendered(text, top_heading=2)
         assert html == render_markdown(text, top_heading=2) and seconds >= 0
         assert words_of(text) == plain_text(text)
+
+
+def test_a_long_answer_is_drawn_off_the_loop():
+    """The model writes what it is asked to: an answer of 40,000 `[` is drawn on its chat's page (and at its
+    stream's end) off the loop too."""
+    setup = (
+        f"{SLOW}\n{ON_SQLITE}"
+        "from agent.display import turn_blocks\n"
+        "from agent.models import Session\n"
+        "from agent.state import Run\n"
+        "from agent.transcript import add_message\n"
+        "chat = Session.objects.create(user=user, purpose='chat')\n"
+        "answer = add_message(Run(chat), 'assistant', [{'type': 'text', 'text': BODY}])\n"
+    )
+    work = "(block,) = turn_blocks([answer], {}, chat)\nassert block['html'].startswith('<p>[[[['), block\n"
+    assert ticks_while(setup, work, sqlite_env()) >= 10
