@@ -98,9 +98,8 @@ def rendered(text: str, *, top_heading: int = 1) -> tuple[SafeString, float]:
 
 
 def words_of(text: str) -> str:
-    """`plain_text(text)`, off the event loop when long (`OFF_THE_LOOP_CHARS`). `plain_text` remembers
-    its last few answers, so a body's words read ahead of a transaction (inside one on SQLite, work stays
-    on the loop: `off_the_loop`) are found again, not read again, when the save inside it asks."""
+    """`plain_text(text)`, off the event loop when long (`OFF_THE_LOOP_CHARS`; not inside a SQLite
+    transaction, where `off_the_loop` keeps work inline: read them ahead of one)."""
     if len(text) < OFF_THE_LOOP_CHARS:
         return plain_text(text)
     return off_the_loop(plain_text, text)
@@ -113,13 +112,12 @@ INLINE_WORDS = {"text", "code_inline", "image"}
 INLINE_BREAKS = {"softbreak", "hardbreak"}
 
 
-@functools.lru_cache(maxsize=8)
 def plain_text(text: str) -> str:
     """The words of the markdown `text` as its rendered page reads them, without markup: each block (a
     paragraph, heading, list item, table cell, code block) on lines of its own, so the words of two blocks
     never run together; a link's words without its address, an image's alternative text, entities as the
     characters they stand for; composed (NFC), as a search compares words. What the site searches and
-    quotes a post's text by (`blog.models.Post.text`). Its last few answers are remembered (`words_of`)."""
+    quotes a post's text by (`blog.models.Post.text`)."""
     lines: list[str] = []
     for token in MARKDOWN.parse(text or ""):
         if token.type == "inline":

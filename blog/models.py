@@ -106,12 +106,13 @@ class Post(models.Model):
     def __str__(self) -> str:
         return self.title
 
-    def save(self, **kwargs) -> None:
-        """Saved with its `text` read from its body again, whenever the body is written (a long body off
-        the event loop, or from `words_of`'s memory when read ahead of the transaction saving it)."""
+    def save(self, *, words: str | None = None, **kwargs) -> None:
+        """Saved with its `text`, the words of its body, whenever the body is written: `words` when the
+        caller read them from this body already (`agent.markdown.words_of`, ahead of the transaction that
+        saves it: inside one on SQLite, work stays on the event loop), else read here."""
         fields = kwargs.get("update_fields")
         if fields is None or "body" in fields:
-            self.text = words_of(self.body)
+            self.text = words_of(self.body) if words is None else words
             if fields is not None:
                 kwargs["update_fields"] = {*fields, "text"}
         super().save(**kwargs)

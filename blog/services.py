@@ -125,15 +125,16 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
 SLUG_ATTEMPTS = 5
 
 
-def save_at_free_slug(post: Post, fields: list[str] | None = None) -> None:
-    """Save the post (new, or its changed `fields`) at its slug, or, when another request took that slug
+def save_at_free_slug(post: Post, fields: list[str] | None = None, words: str | None = None) -> None:
+    """Save the post (new, or its changed `fields`; with its body's `words` when read already: `Post.save`)
+    at its slug, or, when another request took that slug
     after `unique_slug` found it free, at the next free one: the unique (blog, slug) constraint decides
     between them, and the refused write is undone alone (a savepoint), so the caller's transaction
     goes on. Any other refusal is raised as it was."""
     for attempt in range(1, SLUG_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                post.save(update_fields=fields)
+                post.save(update_fields=fields, words=words)
             return
         except IntegrityError:
             taken = Post.objects.filter(blog=post.blog_id, slug=post.slug).exclude(pk=post.pk).exists()
@@ -212,12 +213,12 @@ def post_create(
     `announce` tells the blog's open pages (default `live.announce`, each change its own message)."""
     try:
         title, body = clean_title(title), clean_body(body)
-        words_of(body)  # (read off the loop now: the save in the transaction finds them remembered)
+        words = words_of(body)  # (read ahead of the transaction, where on SQLite they would be read on the loop)
         with transaction.atomic():
             post = Post(blog=blog, author=actor.user, title=title, body=body, slug=unique_slug(blog, title))
             if cover:
                 post.cover_ref, post.cover_type = cover
-            save_at_free_slug(post)
+            save_at_free_slug(post, words=words)
             _revise(post, blog, "create", None, actor)
             (announce or live.announce)(blog, {"type": "post.created", "id": post.pk})
     except BaseException:
@@ -251,17 +252,18 @@ def post_update(
             post.title = title
             post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
             changed += ["title", "slug"]
+        words = None
         if body is not None:
             post.body = body
             changed.append("body")
-            words_of(body)  # (read off the loop now: the save in the transaction finds them remembered)
+            words = words_of(body)  # (read ahead of the transaction, where on SQLite they would be read on the loop)
         if cover or (clear_cover and post.cover_ref):
             post.cover_ref, post.cover_type = cover or ("", "")
             changed += ["cover_ref", "cover_type"]
         with transaction.atomic():
             if version is not None:
                 _claim(post, version)
-            save_at_free_slug(post, changed)
+            save_at_free_slug(post, changed, words)
             _revise(post, post.blog, "update", before, actor)
             live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     except BaseException:
@@ -335,13 +337,13 @@ def post_revert(*, post: Post, actor: Actor, revision: PostRevision) -> Post:
     before, title = post.snapshot(), revision.before["title"]
     post.body = revision.before["body"]
     changed = ["body", "updated_at"]
-    words_of(post.body)  # (read off the loop now: the save in the transaction finds them remembered)
+    words = words_of(post.body)  # (read ahead of the transaction, where on SQLite they would be read on the loop)
     if title != post.title:  # a body-only restore keeps the post's address, as a body-only edit does
         post.title = title
         post.slug = unique_slug(post.blog, post.title, exclude=post.pk)
         changed += ["title", "slug"]
     with transaction.atomic():
-        save_at_free_slug(post, changed)
+        save_at_free_slug(post, changed, words)
         _revise(post, post.blog, "revert", before, actor)
         live.announce(post.blog, {"type": "post.updated", "id": post.pk})
     return post

@@ -58,20 +58,35 @@ def test_a_slow_published_body_renders_off_the_loop_at_its_first_visit():
     assert ticks_while(setup, work) >= 10
 
 
+# Each reading of a body's words notes whether it ran holding SQLite's write lock (inside a transaction on
+# the loop's thread, where `off_the_loop` keeps work inline): a save must read none there.
+READS_NOTED = (
+    "import agent.markdown\n"
+    "from agent.runtime import holds_sqlite_write_lock\n"
+    "read_holding_the_lock = []\n"
+    "def noted(text, read=agent.markdown.plain_text):\n"
+    "    read_holding_the_lock.append(holds_sqlite_write_lock())\n"
+    "    return read(text)\n"
+    "agent.markdown.plain_text = noted\n"
+)
+NONE_HELD = "assert read_holding_the_lock and not any(read_holding_the_lock), read_holding_the_lock\n"
+
+
 def test_saving_a_slow_body_on_sqlite_reads_its_words_off_the_loop():
     """The words a search reads (`Post.text`) are read at each save of a body, inside the save's
-    transaction, where on SQLite nothing may leave the loop: they are read ahead of it instead."""
-    setup = f"{SLOW}\n{ON_SQLITE}"
+    transaction, where on SQLite nothing may leave the loop: they are read ahead of it instead, once."""
+    setup = f"{SLOW}\n{ON_SQLITE}{READS_NOTED}"
     work = (
         "services.post_update(post=post, actor=actor, body=BODY)\n"
         "post.refresh_from_db()\n"
         "assert post.body == BODY and post.text == BODY, post.text[:40]\n"
+        "assert read_holding_the_lock == [False], read_holding_the_lock\n"
     )
     assert ticks_while(setup, work, sqlite_env()) >= 10
 
 
 def test_a_new_post_and_a_restored_body_read_their_words_off_the_loop_too():
-    setup = f"{SLOW}\n{ON_SQLITE}from blog.models import PostRevision\n"
+    setup = f"{SLOW}\n{ON_SQLITE}{READS_NOTED}from blog.models import PostRevision\n"
     work = (
         "made = services.post_create(blog=blog, actor=actor, title='Long', body=BODY)\n"
         "services.post_update(post=made, actor=actor, body='Shorter now.')\n"
@@ -79,6 +94,7 @@ def test_a_new_post_and_a_restored_body_read_their_words_off_the_loop_too():
         "services.post_revert(post=made, actor=actor, revision=revision)\n"
         "made.refresh_from_db()\n"
         "assert made.text == BODY, made.text[:40]\n"
+        f"{NONE_HELD}"
     )
     assert ticks_while(setup, work, sqlite_env()) >= 20
 
