@@ -70,8 +70,8 @@ def _body_key(body: str) -> str:
 
 def cached_body_html(body: str) -> SafeString | None:
     """A body's rendering if the cache has it (the editor's preview asks this before it spends a render)."""
-    rendered = get_if_answering(_body_key(body), WITHOUT_CACHE)
-    return None if rendered is None else mark_safe(rendered)  # noqa: S308 - render_body's, as it was kept
+    kept = get_if_answering(_body_key(body), WITHOUT_CACHE)
+    return None if kept is None else mark_safe(kept)  # noqa: S308 - render_body's, as it was kept
 
 
 def rendered_body_html(body: str, seconds: int = RENDERED_SECONDS) -> SafeString:

@@ -127,10 +127,9 @@ SLUG_ATTEMPTS = 5
 
 def save_at_free_slug(post: Post, fields: list[str] | None = None, words: str | None = None) -> None:
     """Save the post (new, or its changed `fields`; with its body's `words` when read already: `Post.save`)
-    at its slug, or, when another request took that slug
-    after `unique_slug` found it free, at the next free one: the unique (blog, slug) constraint decides
-    between them, and the refused write is undone alone (a savepoint), so the caller's transaction
-    goes on. Any other refusal is raised as it was."""
+    at its slug, or, when another request took that slug after `unique_slug` found it free, at the next
+    free one: the unique (blog, slug) constraint decides between them, and the refused write is undone
+    alone (a savepoint), so the caller's transaction goes on. Any other refusal is raised as it was."""
     for attempt in range(1, SLUG_ATTEMPTS + 1):
         try:
             with transaction.atomic():
@@ -385,16 +384,15 @@ MATCHES_MAX = 100
 def posts_matching(posts: QuerySet[Post], query: str) -> tuple[QuerySet[Post], bool]:
     """Those of `posts` whose title or text holds `query`, whatever the case of its letters in any script,
     in `posts`' order, and whether more matched than it keeps: the search of the assistant's `list_posts`
-    and of the All posts page. A text is
-    matched as its page reads it (`Post.text`: "heron" finds `**her**on`) and as it is written (the body:
-    a link's address, a word inside markup). The query is composed first (NFC), as every title and
-    `Post.text` are (`clean_title`, `plain_text`).
+    and of the All posts page. A text is matched as its page reads it (`Post.text`: "heron" finds
+    `**her**on`) and as it is written (the body: a link's address, a word inside markup). The query is
+    composed first (NFC), as every title and `Post.text` are (`clean_title`, `plain_text`).
 
     The database folds case for ASCII letters (SQLite's LIKE folds no others; PostgreSQL's depends on
     the server's locale), so a query with other letters is matched here, on the titles and the texts
     (one read of ids, titles, texts and bodies, each body composed as the query is), keeping the first
-    MATCHES_MAX (and says whether there were more). No index serves a search inside text: a blog's posts are
-    few enough to be read through."""
+    MATCHES_MAX (and says whether there were more). No index serves a search inside text: a blog's posts
+    are few enough to be read through."""
     query = unicodedata.normalize("NFC", query)
     if query.isascii():
         return posts.filter(Q(title__icontains=query) | Q(text__icontains=query) | Q(body__icontains=query)), False
