@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Callable
+from typing import TypeVar
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -12,6 +14,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agent.runtime import off_the_loop, timed
+
+T = TypeVar("T")
 
 #: The parser the site renders with (blog.demo_writing reads a post's paragraphs with it too, so a
 #: paragraph there is one the page shows).
@@ -92,17 +96,18 @@ def rendered(text: str, *, top_heading: int = 1) -> tuple[SafeString, float]:
     """`render_markdown(text, top_heading=…)` and the CPU seconds it took in the thread that rendered it
     (what a budget of rendering charges): off the event loop when long (`OFF_THE_LOOP_CHARS`)."""
     render = functools.partial(render_markdown, top_heading=top_heading)
-    if len(text) < OFF_THE_LOOP_CHARS:
-        return timed(render, text)
-    return off_the_loop(timed, render, text)
+    return off_the_loop_if_long(functools.partial(timed, render), text)
 
 
 def words_of(text: str) -> str:
     """`plain_text(text)`, off the event loop when long (`OFF_THE_LOOP_CHARS`; not inside a SQLite
     transaction, where `off_the_loop` keeps work inline: read them ahead of one)."""
-    if len(text) < OFF_THE_LOOP_CHARS:
-        return plain_text(text)
-    return off_the_loop(plain_text, text)
+    return off_the_loop_if_long(plain_text, text)
+
+
+def off_the_loop_if_long(fn: Callable[[str], T], text: str) -> T:
+    """`fn(text)`: off the event loop when `text` is long (`OFF_THE_LOOP_CHARS`), else inline."""
+    return fn(text) if len(text) < OFF_THE_LOOP_CHARS else off_the_loop(fn, text)
 
 
 #: What a line of a block is made of (markdown-it's inline tokens whose `content` is read): the words, a
