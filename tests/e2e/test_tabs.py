@@ -762,8 +762,13 @@ def test_a_message_whose_turn_the_catch_up_drew_before_the_message_was_stored_is
     page.route(re.compile(r"/news\?after="), lambda route: held_news.append(route))
     page.route(DOWN, lambda route: route.abort())
     page.reload()
-    with page.expect_request(re.compile(r"/news\?after=")):
+    with page.expect_request(re.compile(r"/news\?after=")) as asked:
         page.unroute(DOWN)  # (its stream opens: the catch-up asks, held here)
+    # (The page left by the reload may have asked too, as the new chat's stream opened, and been held here
+    # first: the reloaded page's catch-up is the one that waits.)
+    while not any(route.request is asked.value for route in held_news):
+        page.wait_for_timeout(50)
+    catch_up = next(route for route in held_news if route.request is asked.value)
 
     sent: list = []
     page.route(re.compile(r"/chat/[0-9a-f-]+/send$"), lambda route: sent.append((route, route.fetch())))
@@ -771,10 +776,10 @@ def test_a_message_whose_turn_the_catch_up_drew_before_the_message_was_stored_is
     chat_input(page).press("Enter")
     while not sent:  # (the message is stored and its turn runs; its answer to this page waits here)
         page.wait_for_timeout(50)
-    news = held_news[0].fetch()  # (now it finds the turn; as read before the message was stored:)
+    news = catch_up.fetch()  # (now it finds the turn; as read before the message was stored:)
     alone = re.sub(r'<article class="msg user">.*?</article>', "", news.text(), flags=re.S)
     assert alone != news.text()
-    held_news[0].fulfill(response=news, body=alone)
+    catch_up.fulfill(response=news, body=alone)
     expect(replies(page)).to_have_count(1)
     expect(user_messages(page)).to_have_count(0)
 
