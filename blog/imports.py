@@ -36,6 +36,7 @@ import yaml
 from django.core.files.storage import default_storage
 from django.db import transaction
 
+from agent.runtime import holds_sqlite_write_lock
 from agent.uploads import MB, Limits
 from blog import covers, live, services
 from blog.access import PUBLISH, WRITE
@@ -324,7 +325,11 @@ def _write(
                 if keep_published and source.published:
                     services.post_publish(post=post, actor=actor, announce=news.announce)
                     report.published += 1
-                time.sleep(0)  # under gevent, the worker's other requests run between posts (as an export's do)
+                # Under gevent the worker's other requests run between posts (as an export's do), but not while
+                # SQLite's write lock is held (its transactions take it from their start): one that wrote would
+                # wait in SQLite's busy handler, which sleeps without yielding, and the import could not go on.
+                if not holds_sqlite_write_lock():
+                    time.sleep(0)
             news.send()
     except BaseException:
         for key in stored:  # (post_create's own clean-up waits for a commit that will never come)

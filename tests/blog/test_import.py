@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import zipfile
 from datetime import UTC, datetime
@@ -20,6 +21,8 @@ from blog.models import Post, PostRevision
 from tests import files
 from tests.blog.conftest import PASSWORD, browser, make_post
 from tests.blog.test_export import with_cover
+from tests.blog.test_slow_markdown import ON_SQLITE, sqlite_env
+from tests.gevent_probe import run_probe
 
 URL = "/blogs/notes/import/"
 
@@ -397,3 +400,54 @@ def test_a_batch_announces_its_own_blogs_changes_only(team, other_team):
     batch = live.Batch(team.blog)
     with pytest.raises(ValueError, match="its own blog only"):
         batch.announce(other_team.blog, {"type": "post.created", "id": 1})
+
+
+IMPORT_BESIDE_A_WRITE = f"""
+from gevent import monkey
+monkey.patch_all()
+import io, json, os, zipfile
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+os.environ["DEBUG"] = "1"
+import django
+django.setup()
+import gevent
+from django.db import OperationalError
+{ON_SQLITE}
+from blog import imports
+
+upload = io.BytesIO()
+with zipfile.ZipFile(upload, "w") as zf:
+    for n in range(300):
+        zf.writestr(f"posts/post-{{n}}.md", f"---\\ntitle: Post {{n}}\\n---\\nWords of post {{n}}.\\n")
+
+def importing():
+    return imports.import_upload(blog=blog, actor=actor, upload=upload, name="blog.zip", keep_published=False)
+
+wrote = []
+def another_request(n=0):  # (another person's, on the same worker: a chat's turn writes its messages so)
+    while True:
+        try:
+            get_user_model().objects.create(username=f"bob{{n}}")
+            wrote.append("written")
+        except OperationalError as exc:
+            wrote.append(str(exc))
+            return
+        n += 1
+        if done.ready():
+            return
+        gevent.sleep(0)
+
+done = gevent.spawn(importing)
+other = gevent.spawn(another_request)
+gevent.joinall([done, other])
+print(json.dumps([done.get().posts, sorted(set(wrote))]))
+"""
+
+
+def test_another_request_writing_while_an_import_runs_on_sqlite_waits_for_it_and_is_written():
+    """On SQLite an import's transaction holds the database's write lock from its start. It let the worker's
+    other requests run between its posts, and one that wrote waited in SQLite's busy handler, which sleeps
+    without yielding: the import could not go on, the whole worker stalled for the busy timeout (20 s), and
+    that request failed ("database is locked"). On SQLite the import no longer yields while it holds the lock."""
+    out = run_probe(IMPORT_BESIDE_A_WRITE, sqlite_env())
+    assert json.loads(out.stdout.splitlines()[-1]) == [300, ["written"]]
