@@ -47,6 +47,19 @@ def off_the_loop(fn: Any, *args: Any) -> Any:
     return fn(*args)
 
 
+def let_others_run() -> None:
+    """Under gevent, let the worker's other greenlets run a moment (a no-op without gevent): between the
+    pieces of long work done in one request, an export's posts or an import's, so it never holds the
+    worker throughout.
+
+    Not while a SQLite transaction is open on this thread: it holds the database's write lock, and a
+    greenlet of this worker that wrote meanwhile would wait in SQLite's busy handler, which sleeps without
+    yielding, so this one could never resume to release the lock (as `off_the_loop`, above).
+    """
+    if not holds_sqlite_write_lock():
+        time.sleep(0)
+
+
 def timed(fn: Any, *args: Any) -> tuple[Any, float]:
     """`fn(*args)` and the CPU seconds it took in the thread that ran it: for work handed to `off_the_loop`,
     whose CPU the caller's own clock (`time.thread_time`) never sees."""

@@ -13,7 +13,6 @@ import logging
 import re
 import shutil
 import tempfile
-import time
 import uuid
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -26,6 +25,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 from django.utils.text import slugify
 
+from agent.runtime import let_others_run
 from blog.covers import EXTENSIONS
 from blog.models import Blog, Post
 from config.cache import UNAVAILABLE, health, needed
@@ -132,9 +132,8 @@ def write_archive(out: IO[bytes], blog: Blog, posts: Iterable[Post], now: dateti
             text = front_matter(post, cover or "").encode() + post.body.encode()
             archive.writestr(_entry(f"posts/{stem}.md", post.updated_at), text)
             count += 1
-            # Under gevent the worker's other requests take their turn between posts (a no-op without it):
-            # compressing thousands of posts is CPU work that would otherwise hold the worker throughout.
-            time.sleep(0)
+            # Compressing thousands of posts is CPU work that would otherwise hold the worker throughout.
+            let_others_run()
         about = f"Description: {blog.description}\n" if blog.description else ""  # (one line: `clean_description`)
         readme = (
             f"Blog: {blog.title}\nAddress: {blog.slug}\n{about}Exported: {now.isoformat(timespec='seconds')}\n"

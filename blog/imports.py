@@ -26,7 +26,6 @@ import logging
 import os
 import re
 import struct
-import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ import yaml
 from django.core.files.storage import default_storage
 from django.db import transaction
 
-from agent.runtime import holds_sqlite_write_lock
+from agent.runtime import let_others_run
 from agent.uploads import MB, Limits
 from blog import covers, live, services
 from blog.access import PUBLISH, WRITE
@@ -325,11 +324,7 @@ def _write(
                 if keep_published and source.published:
                     services.post_publish(post=post, actor=actor, announce=news.announce)
                     report.published += 1
-                # Under gevent the worker's other requests run between posts (as an export's do), but not while
-                # SQLite's write lock is held (its transactions take it from their start): one that wrote would
-                # wait in SQLite's busy handler, which sleeps without yielding, and the import could not go on.
-                if not holds_sqlite_write_lock():
-                    time.sleep(0)
+                let_others_run()  # (between posts, on PostgreSQL; on SQLite this transaction holds the write lock)
             news.send()
     except BaseException:
         for key in stored:  # (post_create's own clean-up waits for a commit that will never come)
