@@ -8,8 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Counts how often a greenlet ticks while `{work}` runs (after `{setup}`): 0 if the work blocks gevent.
-TICKS_PROBE = r"""
+# The start of a probe: a process as a gunicorn gevent worker is, monkey-patched, then the site's Django set up.
+UNDER_GEVENT = """
 from gevent import monkey
 monkey.patch_all()
 import os, time
@@ -18,7 +18,12 @@ os.environ["DEBUG"] = "1"
 import django
 django.setup()
 import gevent
-{setup}
+"""
+
+# Counts how often a greenlet ticks while `{work}` runs (after `{setup}`): 0 if the work blocks gevent.
+TICKS_PROBE = (
+    UNDER_GEVENT
+    + r"""{setup}
 
 ticks = []
 def ticker():
@@ -33,6 +38,7 @@ start = len(ticks)
 t.kill()
 print(len(ticks) - start)
 """
+)
 
 
 def run_probe(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

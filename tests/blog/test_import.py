@@ -22,7 +22,7 @@ from tests import files
 from tests.blog.conftest import PASSWORD, browser, make_post
 from tests.blog.test_export import with_cover
 from tests.blog.test_slow_markdown import ON_SQLITE, sqlite_env
-from tests.gevent_probe import run_probe
+from tests.gevent_probe import UNDER_GEVENT, run_probe
 
 URL = "/blogs/notes/import/"
 
@@ -402,15 +402,8 @@ def test_a_batch_announces_its_own_blogs_changes_only(team, other_team):
         batch.announce(other_team.blog, {"type": "post.created", "id": 1})
 
 
-IMPORT_BESIDE_A_WRITE = f"""
-from gevent import monkey
-monkey.patch_all()
-import io, json, os, zipfile
-os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-os.environ["DEBUG"] = "1"
-import django
-django.setup()
-import gevent
+IMPORT_BESIDE_A_WRITE = f"""{UNDER_GEVENT}
+import io, json, zipfile
 from django.db import OperationalError
 {ON_SQLITE}
 from blog import imports
