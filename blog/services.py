@@ -107,17 +107,19 @@ def slug_base(title: str) -> str:
     return base[:200].strip("-_") or "post"
 
 
-#: How many of a title's addresses (its own, then `-2`, `-3`…) `unique_slug` looks up at first.
+#: How many of a title's addresses (its own, then `-2`, `-3`…) `unique_slug` looks up at first, and at most
+#: in one query (well within each database's limit of a statement's parameters).
 SLUG_FORMS = 64
+SLUG_FORMS_MAX = 1024
 
 
 def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
     """The title's address, or its first free `-2`, `-3`… form.
 
     Its forms are looked up by name, each through the (blog, slug) index: one query unless the blog holds
-    more than `SLUG_FORMS` posts of the title (then twice as many forms, and so on). Not the slugs that
-    begin alike: on SQLite that read every post of the blog (its `LIKE` ignores case, so no index serves
-    it), at each post created, and an import of thousands of posts read the blog thousands of times.
+    more than `SLUG_FORMS` posts of the title (then twice as many forms, up to `SLUG_FORMS_MAX`). Not the
+    slugs that begin alike: on SQLite that read every post of the blog (its `LIKE` ignores case, so no index
+    serves it), at each post created, and an import of thousands of posts read the blog thousands of times.
     """
     base = slug_base(title)
     first, count = 1, SLUG_FORMS
@@ -130,7 +132,7 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
         free = [slug for slug in forms if slug not in used and slug not in RESERVED_SLUGS]
         if free:
             return free[0]
-        first, count = first + count, count * 2
+        first, count = first + count, min(count * 2, SLUG_FORMS_MAX)
 
 
 #: Writes of one post that find its address taken by another request meanwhile, before giving up.
