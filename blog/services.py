@@ -129,9 +129,9 @@ def unique_slug(blog: Blog, title: str, exclude: int | None = None) -> str:
         if exclude:
             taken = taken.exclude(pk=exclude)
         used = set(taken.values_list("slug", flat=True))
-        free = [slug for slug in forms if slug not in used and slug not in RESERVED_SLUGS]
-        if free:
-            return free[0]
+        free = next((slug for slug in forms if slug not in used and slug not in RESERVED_SLUGS), None)
+        if free is not None:
+            return free
         first, count = first + count, min(count * 2, SLUG_FORMS_MAX)
 
 

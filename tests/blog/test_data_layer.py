@@ -291,8 +291,7 @@ def test_the_posts_of_a_title_are_found_through_the_title_index(team, other_team
 def test_a_new_posts_address_is_looked_up_by_name_not_by_reading_the_blogs_posts(team, other_team):
     """`services.unique_slug` (each post created, renamed or imported) finds which of a title's addresses are
     taken through the (blog, slug) index, by name. It read the blog's slugs that begin alike: on SQLite, whose
-    `LIKE` ignores case, that was every post of the blog, each time (an import of 2,000 posts into a blog of
-    10,000 took 6.3 s there; 3.6 s now)."""
+    `LIKE` ignores case, that was every post of the blog, each time (measured: bench/FINDINGS.md, session 50)."""
     Post.objects.bulk_create(
         Post(blog=blog, title=f"Post {i}", slug=f"post-{i}")
         for blog in (team.blog, other_team.blog)

@@ -766,9 +766,8 @@ def test_a_message_whose_turn_the_catch_up_drew_before_the_message_was_stored_is
         page.unroute(DOWN)  # (its stream opens: the catch-up asks, held here)
     # (The page left by the reload may have asked too, as the new chat's stream opened, and been held here
     # first: the reloaded page's catch-up is the one that waits.)
-    while not any(route.request is asked.value for route in held_news):
+    while (catch_up := next((r for r in held_news if r.request is asked.value), None)) is None:
         page.wait_for_timeout(50)
-    catch_up = next(route for route in held_news if route.request is asked.value)
 
     sent: list = []
     page.route(re.compile(r"/chat/[0-9a-f-]+/send$"), lambda route: sent.append((route, route.fetch())))
